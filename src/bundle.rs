@@ -1,0 +1,118 @@
+//! Bundles: tuples of components spawned together.
+
+use std::any::type_name;
+
+use crate::component::{Component, ComponentId};
+use crate::output::SystemOutputs;
+use crate::storage::{AnyStorage, TypedStorage};
+use crate::world::World;
+
+/// A set of components spawned together: a tuple `(A, B, ...)` of up to 12 component
+/// types (including `()` for an entity with no components). Each type may appear once.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # #[derive(Clone, Copy)] struct Pos(f32, f32);
+/// # impl Component for Pos { type Output = Pos; }
+/// let mut world = World::new();
+/// world.register::<Pos>(merge::last);
+/// let e = world.spawn((Pos(1.0, 2.0),)); // note the comma: a one-element tuple
+/// # assert!(world.is_alive(e));
+/// ```
+pub trait Bundle: Send + 'static {
+    #[doc(hidden)]
+    fn put(self, sink: &mut BundleSink<'_>);
+}
+
+/// Where a bundle's components go (internal; used by [`Bundle`]'s implementations).
+#[doc(hidden)]
+pub struct BundleSink<'a>(pub(crate) Sink<'a>);
+
+pub(crate) enum Sink<'a> {
+    /// Stage values in the world's storages (`World::spawn`); `ids` collects the types.
+    World {
+        storages: &'a mut [Box<dyn AnyStorage>],
+        registry: &'a crate::component::Registry,
+        ids: &'a mut Vec<ComponentId>,
+    },
+    /// Buffer values in a system's outputs (`Output::spawn`), types from `start` on.
+    Output {
+        world: &'a World,
+        bufs: &'a mut SystemOutputs,
+        start: usize,
+    },
+}
+
+impl BundleSink<'_> {
+    #[doc(hidden)]
+    #[track_caller]
+    pub fn put<C: Component>(&mut self, value: C) {
+        match &mut self.0 {
+            Sink::World {
+                storages,
+                registry,
+                ids,
+            } => {
+                let id = registry.id::<C>();
+                if ids.contains(&id) {
+                    for &staged in ids.iter() {
+                        storages[staged.index()].discard_staged();
+                        storages[staged.index()].flush_graveyard();
+                    }
+                    ids.clear();
+                    duplicate::<C>();
+                }
+                ids.push(id);
+                storages[id.index()]
+                    .as_any_mut()
+                    .downcast_mut::<TypedStorage<C>>()
+                    .expect("storage of another type")
+                    .stage(value);
+            }
+            Sink::Output { world, bufs, start } => {
+                let id = world.registry().id::<C>();
+                if bufs.spawn_types[*start..].contains(&id) {
+                    duplicate::<C>();
+                }
+                bufs.spawn_types.push(id);
+                bufs.typed_buffer::<C>(id).inserts.push_back(value);
+            }
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn duplicate<C>() -> ! {
+    panic!(
+        "runsync: a bundle names component type `{}` twice; each type may appear once per entity",
+        type_name::<C>()
+    )
+}
+
+macro_rules! tuple_bundle {
+    ($($name:ident),*) => {
+        impl<$($name: Component),*> Bundle for ($($name,)*) {
+            #[allow(non_snake_case, unused_variables)]
+            #[track_caller]
+            fn put(self, sink: &mut BundleSink<'_>) {
+                let ($($name,)*) = self;
+                $(sink.put($name);)*
+            }
+        }
+    };
+}
+
+tuple_bundle!();
+tuple_bundle!(A);
+tuple_bundle!(A, B);
+tuple_bundle!(A, B, C);
+tuple_bundle!(A, B, C, D);
+tuple_bundle!(A, B, C, D, E);
+tuple_bundle!(A, B, C, D, E, F);
+tuple_bundle!(A, B, C, D, E, F, G);
+tuple_bundle!(A, B, C, D, E, F, G, H);
+tuple_bundle!(A, B, C, D, E, F, G, H, I);
+tuple_bundle!(A, B, C, D, E, F, G, H, I, J);
+tuple_bundle!(A, B, C, D, E, F, G, H, I, J, K);
+tuple_bundle!(A, B, C, D, E, F, G, H, I, J, K, L);

@@ -1,0 +1,247 @@
+//! Generational entity handles and their allocator.
+//!
+//! An [`Entity`] is a slot index plus a non-zero generation. Despawning bumps the slot's
+//! generation, so every handle to the old occupant becomes stale. A slot whose generation
+//! would overflow is *retired*: it is never handed out again, so a stale handle can never
+//! alias a new entity. Freed slots are reused last-in-first-out, which keeps allocation
+//! deterministic: the same sequence of spawns and despawns always yields the same ids.
+
+use std::fmt;
+use std::num::NonZeroU32;
+
+/// A handle to an entity: a slot index and a generation.
+///
+/// Handles are cheap to copy, compare and hash. A handle stays valid until its entity is
+/// despawned; after that [`World::is_alive`](crate::World::is_alive) returns `false` for it
+/// and every output sent to it is dropped.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Entity {
+    index: u32,
+    generation: NonZeroU32,
+}
+
+impl Entity {
+    /// The slot index. Unique among live entities; reused after despawn.
+    #[inline]
+    pub fn index(self) -> u32 {
+        self.index
+    }
+
+    /// The generation of the slot when this handle was created (starts at 1).
+    #[inline]
+    pub fn generation(self) -> u32 {
+        self.generation.get()
+    }
+
+    /// Packs the handle into 64 bits (generation high, index low), e.g. for hashing a
+    /// world state or saving it.
+    #[inline]
+    pub fn to_bits(self) -> u64 {
+        (u64::from(self.generation.get()) << 32) | u64::from(self.index)
+    }
+
+    /// Unpacks [`to_bits`](Self::to_bits). Returns `None` if the generation is zero.
+    pub fn from_bits(bits: u64) -> Option<Entity> {
+        Some(Entity {
+            index: bits as u32,
+            generation: NonZeroU32::new((bits >> 32) as u32)?,
+        })
+    }
+}
+
+impl fmt::Debug for Entity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}v{}", self.index, self.generation)
+    }
+}
+
+impl fmt::Display for Entity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Where an entity's components live: a table and a row in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Location {
+    pub(crate) table: u32,
+    pub(crate) row: u32,
+}
+
+impl Location {
+    /// Marks a slot that holds no live entity.
+    pub(crate) const NONE: Location = Location {
+        table: u32::MAX,
+        row: u32::MAX,
+    };
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    /// Generation of the current (or next) occupant.
+    generation: NonZeroU32,
+    /// `Location::NONE` when the slot is free or retired.
+    location: Location,
+}
+
+/// The largest number of entity slots: index `u32::MAX` is never handed out.
+pub(crate) const MAX_SLOTS: usize = u32::MAX as usize;
+
+/// The entity allocator: slot metadata plus a LIFO free list.
+#[derive(Default)]
+pub(crate) struct Entities {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    alive: usize,
+    retired: usize,
+}
+
+impl Entities {
+    /// Allocates a handle. The caller must set its location before anyone looks it up.
+    ///
+    /// # Panics
+    /// When all `u32::MAX` slot indices are in use or retired.
+    pub(crate) fn alloc(&mut self) -> Entity {
+        self.alive += 1;
+        if let Some(index) = self.free.pop() {
+            let slot = &self.slots[index as usize];
+            return Entity {
+                index,
+                generation: slot.generation,
+            };
+        }
+        if self.slots.len() >= MAX_SLOTS {
+            self.alive -= 1;
+            panic!("runsync: out of entity slots: all {MAX_SLOTS} indices are in use or retired");
+        }
+        let index = self.slots.len() as u32;
+        self.slots.push(Slot {
+            generation: NonZeroU32::MIN,
+            location: Location::NONE,
+        });
+        Entity {
+            index,
+            generation: NonZeroU32::MIN,
+        }
+    }
+
+    /// Frees a live entity's slot and returns where it was. Returns `None` (and changes
+    /// nothing) for a stale or never-allocated handle.
+    pub(crate) fn free(&mut self, e: Entity) -> Option<Location> {
+        let loc = self.location(e)?;
+        let slot = &mut self.slots[e.index as usize];
+        slot.location = Location::NONE;
+        self.alive -= 1;
+        match slot.generation.checked_add(1) {
+            Some(next) => {
+                slot.generation = next;
+                self.free.push(e.index);
+            }
+            // Generation exhausted: retire the slot. It keeps generation u32::MAX with no
+            // location, so the old handle is dead and the index is never reused.
+            None => self.retired += 1,
+        }
+        Some(loc)
+    }
+
+    /// The location of a live entity, or `None` if the handle is stale.
+    #[inline]
+    pub(crate) fn location(&self, e: Entity) -> Option<Location> {
+        let slot = self.slots.get(e.index as usize)?;
+        (slot.generation == e.generation && slot.location != Location::NONE)
+            .then_some(slot.location)
+    }
+
+    /// Sets the location of a live (or just allocated) entity.
+    #[inline]
+    pub(crate) fn set_location(&mut self, index: u32, location: Location) {
+        self.slots[index as usize].location = location;
+    }
+
+    /// Number of live entities.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.alive
+    }
+
+    /// Number of retired slots (generation exhausted).
+    #[cfg(test)]
+    pub(crate) fn retired(&self) -> usize {
+        self.retired
+    }
+
+    /// Test hook: makes the next fresh slot start at `generation`, so exhaustion can be
+    /// reached without 4 billion despawns.
+    #[cfg(test)]
+    pub(crate) fn push_slot_with_generation_for_test(&mut self, generation: u32) {
+        self.slots.push(Slot {
+            generation: NonZeroU32::new(generation).unwrap(),
+            location: Location::NONE,
+        });
+        self.free.push(self.slots.len() as u32 - 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alive(e: &mut Entities) -> Entity {
+        let h = e.alloc();
+        e.set_location(
+            h.index(),
+            Location {
+                table: 0,
+                row: h.index(),
+            },
+        );
+        h
+    }
+
+    #[test]
+    fn alloc_free_reuse_bumps_generation() {
+        let mut ents = Entities::default();
+        let a = alive(&mut ents);
+        let b = alive(&mut ents);
+        assert_eq!((a.index(), a.generation()), (0, 1));
+        assert_eq!((b.index(), b.generation()), (1, 1));
+        assert!(ents.free(a).is_some());
+        assert!(ents.location(a).is_none(), "stale handle must be dead");
+        assert!(ents.free(a).is_none(), "double free is a no-op");
+        let c = alive(&mut ents);
+        assert_eq!((c.index(), c.generation()), (0, 2));
+        assert!(
+            ents.location(a).is_none(),
+            "old handle must not alias new entity"
+        );
+        assert_eq!(ents.len(), 2);
+    }
+
+    #[test]
+    fn exhausted_generation_retires_slot() {
+        let mut ents = Entities::default();
+        ents.push_slot_with_generation_for_test(u32::MAX - 1);
+        let a = alive(&mut ents);
+        assert_eq!((a.index(), a.generation()), (0, u32::MAX - 1));
+        ents.free(a);
+        let b = alive(&mut ents);
+        assert_eq!((b.index(), b.generation()), (0, u32::MAX));
+        ents.free(b);
+        assert_eq!(ents.retired(), 1);
+        assert!(ents.location(b).is_none());
+        assert!(ents.location(a).is_none());
+        // The retired slot is never handed out again.
+        let c = alive(&mut ents);
+        assert_eq!(c.index(), 1);
+        assert_eq!(c.generation(), 1);
+    }
+
+    #[test]
+    fn bits_roundtrip() {
+        let mut ents = Entities::default();
+        let a = alive(&mut ents);
+        assert_eq!(Entity::from_bits(a.to_bits()), Some(a));
+        assert_eq!(Entity::from_bits(7), None);
+        assert_eq!(format!("{a:?}"), "0v1");
+    }
+}

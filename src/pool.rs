@@ -1,0 +1,409 @@
+//! The persistent worker pool.
+//!
+//! # Protocol
+//!
+//! Work arrives as a *batch*: `count` independent jobs `0..count` and one function that
+//! runs job `i`. The thread that submits a batch (the *owner*) keeps the batch on its stack,
+//! pushes up to `threads - 1` *tickets* (pointers to the batch) onto a shared
+//! `crossbeam::deque::Injector`, then works on the batch itself. Whoever holds a ticket
+//! claims job indices with one `fetch_add` each until none are left, so each job runs
+//! exactly once and a batch never waits on a lock. Jobs catch their own panics; the first
+//! panic (lowest job index, so the report does not depend on timing) is handed back to the
+//! owner after the whole batch has finished.
+//!
+//! *Lifetime.* A ticket is a raw pointer to the owner's stack. The batch counts the tickets
+//! it has handed out (`refs`); a holder decrements it as the very last thing it does with
+//! the batch. The owner does not return — not even by unwinding, thanks to a drop guard —
+//! until `refs` is zero. While it waits it *helps*: it steals tickets (its own leftovers or
+//! other batches', e.g. a parallel iteration started inside a system) and runs them, so
+//! nested batches cannot deadlock.
+//!
+//! *Sleep.* An idle worker spins, then yields, then parks on a condvar after announcing
+//! itself in `sleepers`. An owner, after pushing tickets, issues a `SeqCst` fence and only
+//! takes the condvar's mutex if `sleepers` is non-zero. The sleeper increments `sleepers`
+//! and fences before re-checking the injector, so either the owner sees the sleeper or the
+//! sleeper sees the tickets (a Dekker pair); the mutex is held from that check until the
+//! wait begins, so a notify cannot fall between them. Dispatch to awake workers is
+//! lock-free.
+//!
+//! With the `single-threaded` feature no thread is spawned and batches run in index order
+//! on the calling thread.
+
+use std::any::Any;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
+
+use crossbeam::deque::{Injector, Steal};
+use crossbeam::utils::{Backoff, CachePadded};
+use parking_lot::{Condvar, Mutex};
+
+use crate::primitive::{AtomicBool, AtomicUsize, Ordering, fence, thread};
+
+/// A job's panic, carried back to the batch owner.
+pub(crate) struct Panicked {
+    /// The job index that panicked (the lowest one, if several did).
+    pub(crate) index: usize,
+    pub(crate) payload: Box<dyn Any + Send>,
+}
+
+impl Panicked {
+    /// The panic message, if the payload is a string.
+    pub(crate) fn message(&self) -> String {
+        payload_message(&*self.payload)
+    }
+}
+
+pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> String {
+    if let Some(s) = payload.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = payload.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(non-string panic payload)".to_owned()
+    }
+}
+
+/// One batch of jobs, owned by the submitting thread's stack frame.
+struct Batch<'f> {
+    run: &'f (dyn Fn(usize) + Sync),
+    count: usize,
+    next: CachePadded<AtomicUsize>,
+    /// Tickets handed out and not yet released.
+    refs: CachePadded<AtomicUsize>,
+    panic: Mutex<Option<Panicked>>,
+}
+
+impl Batch<'_> {
+    /// Claims and runs jobs until none are left.
+    fn work(&self) {
+        loop {
+            let i = self.next.fetch_add(1, Ordering::Relaxed);
+            if i >= self.count {
+                return;
+            }
+            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
+                let mut slot = self.panic.lock();
+                if slot.as_ref().is_none_or(|p| i < p.index) {
+                    *slot = Some(Panicked { index: i, payload });
+                }
+            }
+        }
+    }
+}
+
+/// A pointer to a batch on its owner's stack, with the lifetime erased.
+#[derive(Clone, Copy)]
+struct Ticket(*const Batch<'static>);
+
+// SAFETY: a ticket is only dereferenced while its owner is blocked in `for_each_index`
+// (see the module docs), and `Batch` is `Sync` (atomics, a `Sync` function, a mutex).
+unsafe impl Send for Ticket {}
+
+impl Ticket {
+    /// Runs the ticket's batch, then releases it.
+    ///
+    /// # Safety
+    /// The batch must still be alive: its owner waits for `refs == 0`, and this ticket was
+    /// counted in `refs` and has not been released yet.
+    unsafe fn execute(self) {
+        // SAFETY: the caller guarantees the batch is alive; this ticket's count in `refs`
+        // keeps the owner from returning until the `fetch_sub` below.
+        let batch = unsafe { &*self.0 };
+        batch.work();
+        // Last touch: after this the owner may free the batch.
+        batch.refs.fetch_sub(1, Ordering::Release);
+    }
+}
+
+struct Shared {
+    injector: Injector<Ticket>,
+    sleepers: AtomicUsize,
+    lock: Mutex<()>,
+    wake: Condvar,
+    shutdown: AtomicBool,
+}
+
+impl Shared {
+    fn help_once(&self) -> bool {
+        loop {
+            match self.injector.steal() {
+                Steal::Success(t) => {
+                    // SAFETY: every ticket in the injector was counted in its batch's
+                    // `refs` when pushed, and is released by exactly this one `execute`.
+                    unsafe { t.execute() };
+                    return true;
+                }
+                Steal::Retry => continue,
+                Steal::Empty => return false,
+            }
+        }
+    }
+}
+
+/// The worker pool: `threads() - 1` persistent threads plus the calling thread.
+pub(crate) struct Pool {
+    shared: Arc<Shared>,
+    handles: Vec<thread::JoinHandle<()>>,
+}
+
+impl Pool {
+    /// A pool of `workers` threads in all, counting the caller (so `workers - 1` are
+    /// spawned); `0` means one per available core. With `single-threaded`, none.
+    pub(crate) fn new(workers: usize) -> Pool {
+        let workers = if workers == 0 {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        } else {
+            workers
+        };
+        let spawned = if cfg!(feature = "single-threaded") {
+            0
+        } else {
+            workers - 1
+        };
+        let shared = Arc::new(Shared {
+            injector: Injector::new(),
+            sleepers: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            wake: Condvar::new(),
+            shutdown: AtomicBool::new(false),
+        });
+        let handles = (0..spawned)
+            .map(|i| {
+                let shared = Arc::clone(&shared);
+                thread::Builder::new()
+                    .name(format!("runsync-worker-{i}"))
+                    .spawn(move || worker_main(&shared))
+                    .expect("runsync: failed to spawn a worker thread")
+            })
+            .collect();
+        Pool { shared, handles }
+    }
+
+    /// Threads that run jobs, counting the caller.
+    pub(crate) fn threads(&self) -> usize {
+        self.handles.len() + 1
+    }
+
+    /// Runs `f(i)` for every `i in 0..count`, spread over the pool; returns when all have
+    /// finished. A panicking job does not stop the others; the lowest-index panic is
+    /// returned.
+    pub(crate) fn for_each_index(
+        &self,
+        count: usize,
+        f: &(dyn Fn(usize) + Sync),
+    ) -> Result<(), Panicked> {
+        let batch = Batch {
+            run: f,
+            count,
+            next: CachePadded::new(AtomicUsize::new(0)),
+            refs: CachePadded::new(AtomicUsize::new(0)),
+            panic: Mutex::new(None),
+        };
+        let tickets = count.saturating_sub(1).min(self.handles.len());
+        if tickets > 0 {
+            // From here on, workers may hold pointers to `batch`: the guard makes sure we
+            // do not leave this frame, even by unwinding, before they have let go.
+            let guard = WaitGuard {
+                batch: &batch,
+                shared: &self.shared,
+            };
+            batch.refs.store(tickets, Ordering::Relaxed);
+            let ticket = Ticket((&raw const batch).cast::<Batch<'static>>());
+            for _ in 0..tickets {
+                self.shared.injector.push(ticket);
+            }
+            fence(Ordering::SeqCst);
+            if self.shared.sleepers.load(Ordering::SeqCst) > 0 {
+                let _g = self.shared.lock.lock();
+                self.shared.wake.notify_all();
+            }
+            batch.work();
+            drop(guard);
+        } else {
+            batch.work();
+        }
+        match batch.panic.into_inner() {
+            Some(p) => Err(p),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs `f(i, &mut items[i])` for every item, spread over the pool; see
+    /// [`for_each_index`](Self::for_each_index).
+    pub(crate) fn for_each_mut<T: Send>(
+        &self,
+        items: &mut [T],
+        f: &(dyn Fn(usize, &mut T) + Sync),
+    ) -> Result<(), Panicked> {
+        let base = SendPtr(items.as_mut_ptr());
+        let len = items.len();
+        self.for_each_index(len, &|i| {
+            assert!(i < len);
+            // SAFETY: `for_each_index` runs each index in `0..len` exactly once, so this is
+            // the only reference to `items[i]`; `items` is mutably borrowed (and unused) for
+            // the whole call, which returns only after every job has finished.
+            let item = unsafe { &mut *base.get().add(i) };
+            f(i, item)
+        })
+    }
+}
+
+/// Waits, helping, until every ticket of `batch` has been released.
+struct WaitGuard<'a> {
+    batch: &'a Batch<'a>,
+    shared: &'a Shared,
+}
+
+impl Drop for WaitGuard<'_> {
+    fn drop(&mut self) {
+        let backoff = Backoff::new();
+        while self.batch.refs.load(Ordering::Acquire) != 0 {
+            if self.shared.help_once() {
+                backoff.reset();
+            } else {
+                backoff.snooze();
+            }
+        }
+    }
+}
+
+struct SendPtr<T>(*mut T);
+
+impl<T> SendPtr<T> {
+    fn get(&self) -> *mut T {
+        self.0
+    }
+}
+
+// SAFETY: the pointer is only used to hand out `&mut T` to distinct elements on other
+// threads, which is sound when `T: Send`.
+unsafe impl<T: Send> Sync for SendPtr<T> {}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.shared.shutdown.store(true, Ordering::SeqCst);
+        {
+            let _g = self.shared.lock.lock();
+            self.shared.wake.notify_all();
+        }
+        for h in self.handles.drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+/// Spins, then yields, for this many rounds with nothing to do before parking.
+const IDLE_ROUNDS: u32 = 64;
+
+fn worker_main(shared: &Shared) {
+    let backoff = Backoff::new();
+    let mut idle = 0;
+    loop {
+        if shared.help_once() {
+            backoff.reset();
+            idle = 0;
+            continue;
+        }
+        if shared.shutdown.load(Ordering::Acquire) {
+            return;
+        }
+        if !backoff.is_completed() {
+            backoff.snooze();
+            continue;
+        }
+        if idle < IDLE_ROUNDS {
+            idle += 1;
+            thread::yield_now();
+            continue;
+        }
+        let mut g = shared.lock.lock();
+        shared.sleepers.fetch_add(1, Ordering::SeqCst);
+        fence(Ordering::SeqCst);
+        if shared.injector.is_empty() && !shared.shutdown.load(Ordering::SeqCst) {
+            shared.wake.wait(&mut g);
+        }
+        shared.sleepers.fetch_sub(1, Ordering::SeqCst);
+        drop(g);
+        backoff.reset();
+        idle = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicU64;
+
+    #[test]
+    fn runs_every_job_once() {
+        for workers in [1, 2, 4] {
+            let pool = Pool::new(workers);
+            for count in [0, 1, 2, 7, 100] {
+                let hits: Vec<AtomicU64> = (0..count).map(|_| AtomicU64::new(0)).collect();
+                pool.for_each_index(count, &|i| {
+                    hits[i].fetch_add(1, Ordering::Relaxed);
+                })
+                .ok()
+                .unwrap();
+                assert!(hits.iter().all(|h| h.load(Ordering::Relaxed) == 1));
+            }
+        }
+    }
+
+    #[test]
+    fn for_each_mut_gives_exclusive_items() {
+        let pool = Pool::new(3);
+        let mut v: Vec<u64> = (0..1000).collect();
+        pool.for_each_mut(&mut v, &|i, x| *x += i as u64)
+            .ok()
+            .unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == 2 * i as u64));
+    }
+
+    #[test]
+    fn nested_batches_complete() {
+        let pool = Pool::new(2);
+        let total = AtomicU64::new(0);
+        pool.for_each_index(4, &|_| {
+            pool.for_each_index(8, &|j| {
+                total.fetch_add(j as u64, Ordering::Relaxed);
+            })
+            .ok()
+            .unwrap();
+        })
+        .ok()
+        .unwrap();
+        assert_eq!(total.load(Ordering::Relaxed), 4 * 28);
+    }
+
+    #[test]
+    fn panic_is_caught_and_lowest_index_reported() {
+        let pool = Pool::new(2);
+        let ran = AtomicU64::new(0);
+        let err = pool
+            .for_each_index(10, &|i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if i == 3 || i == 7 {
+                    panic!("job {i} failed");
+                }
+            })
+            .err()
+            .unwrap();
+        assert_eq!(err.index, 3);
+        assert_eq!(err.message(), "job 3 failed");
+        assert_eq!(ran.load(Ordering::Relaxed), 10, "other jobs still ran");
+        // The pool survives.
+        pool.for_each_index(5, &|_| {}).ok().unwrap();
+    }
+
+    #[test]
+    fn workers_zero_means_all_cores() {
+        let pool = Pool::new(0);
+        let expect = if cfg!(feature = "single-threaded") {
+            1
+        } else {
+            std::thread::available_parallelism().map_or(1, |n| n.get())
+        };
+        assert_eq!(pool.threads(), expect);
+    }
+}

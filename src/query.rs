@@ -1,0 +1,318 @@
+//! Immutable queries over the world.
+//!
+//! A query is a tuple of *fetches*: `&C` (entities that have `C`; yields `&C`),
+//! `Option<&C>` (any entity; yields `Option<&C>`), and the filters [`With<C>`] and
+//! [`Without<C>`] (yield `()`). Iteration visits matching tables in creation order and rows
+//! in table order, so the order depends only on the world's contents and history.
+//!
+//! Matching is cached per component type: the world keeps, for each type, the list of tables
+//! that hold it, extended only when a table is created (in Sync or between frames). A query
+//! walks the shortest such list among its required types and checks the rest of its
+//! signature with one bit test per table, so it never scans unrelated tables and never
+//! takes a lock.
+
+use std::marker::PhantomData;
+
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::world::World;
+
+/// Something that can be fetched per entity by [`World::query`]: `&C`, `Option<&C>`,
+/// [`With<C>`], [`Without<C>`], or a tuple of up to 12 of these.
+///
+/// Naming a type twice (`(&A, &A)`) is fine: both are shared reads.
+pub trait QueryData {
+    /// What the query yields per entity (besides the [`Entity`] itself).
+    type Item<'w>;
+    #[doc(hidden)]
+    type State<'w>: Copy + Send + Sync;
+    #[doc(hidden)]
+    type Columns<'w>: Copy + Send + Sync;
+    #[doc(hidden)]
+    fn init(world: &World) -> Self::State<'_>;
+    #[doc(hidden)]
+    fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId));
+    #[doc(hidden)]
+    fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool;
+    #[doc(hidden)]
+    fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> Self::Columns<'w>;
+    #[doc(hidden)]
+    fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w>;
+}
+
+impl<C: Component> QueryData for &C {
+    type Item<'w> = &'w C;
+    type State<'w> = (ComponentId, &'w [Vec<C>]);
+    type Columns<'w> = &'w [C];
+
+    #[inline]
+    fn init(world: &World) -> Self::State<'_> {
+        let id = world.registry().id::<C>();
+        (id, &world.storage::<C>(id).columns)
+    }
+    fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
+        f(state.0)
+    }
+    #[inline]
+    fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
+        world.table(table).has(state.0)
+    }
+    #[inline]
+    fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> &'w [C] {
+        match world.table(table).column(state.0) {
+            Some(c) => &state.1[c as usize],
+            None => &[],
+        }
+    }
+    #[inline]
+    fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
+        &columns[row]
+    }
+}
+
+impl<C: Component> QueryData for Option<&C> {
+    type Item<'w> = Option<&'w C>;
+    type State<'w> = (ComponentId, &'w [Vec<C>]);
+    type Columns<'w> = Option<&'w [C]>;
+
+    #[inline]
+    fn init(world: &World) -> Self::State<'_> {
+        <&C>::init(world)
+    }
+    fn for_each_required(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId)) {}
+    #[inline]
+    fn matches(_: &Self::State<'_>, _: &World, _: u32) -> bool {
+        true
+    }
+    #[inline]
+    fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> Option<&'w [C]> {
+        let c = world.table(table).column(state.0)?;
+        Some(&state.1[c as usize])
+    }
+    #[inline]
+    fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
+        columns.map(|c| &c[row])
+    }
+}
+
+/// Query filter: only entities that have `C` (yields `()`).
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # #[derive(Clone, Copy)] struct Pos(f32); impl Component for Pos { type Output = Pos; }
+/// # #[derive(Clone, Copy)] struct Enemy; impl Component for Enemy { type Output = Enemy; }
+/// # let mut world = World::new();
+/// # world.register::<Pos>(merge::last); world.register::<Enemy>(merge::last);
+/// world.spawn((Pos(1.0), Enemy));
+/// world.spawn((Pos(2.0),));
+/// let enemies: f32 = world.query::<(&Pos, With<Enemy>)>().map(|(_, (p, ()))| p.0).sum();
+/// assert_eq!(enemies, 1.0);
+/// ```
+pub struct With<C>(PhantomData<C>);
+
+/// Query filter: only entities that do not have `C` (yields `()`).
+pub struct Without<C>(PhantomData<C>);
+
+impl<C: Component> QueryData for With<C> {
+    type Item<'w> = ();
+    type State<'w> = ComponentId;
+    type Columns<'w> = ();
+
+    fn init(world: &World) -> ComponentId {
+        world.registry().id::<C>()
+    }
+    fn for_each_required(state: &ComponentId, f: &mut dyn FnMut(ComponentId)) {
+        f(*state)
+    }
+    #[inline]
+    fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
+        world.table(table).has(*state)
+    }
+    #[inline]
+    fn columns(_: &ComponentId, _: &World, _: u32) {}
+    #[inline]
+    fn get<'w>(_: &Self::Columns<'w>, _: usize) -> Self::Item<'w> {}
+}
+
+impl<C: Component> QueryData for Without<C> {
+    type Item<'w> = ();
+    type State<'w> = ComponentId;
+    type Columns<'w> = ();
+
+    fn init(world: &World) -> ComponentId {
+        world.registry().id::<C>()
+    }
+    fn for_each_required(_: &ComponentId, _: &mut dyn FnMut(ComponentId)) {}
+    #[inline]
+    fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
+        !world.table(table).has(*state)
+    }
+    #[inline]
+    fn columns(_: &ComponentId, _: &World, _: u32) {}
+    #[inline]
+    fn get<'w>(_: &Self::Columns<'w>, _: usize) -> Self::Item<'w> {}
+}
+
+macro_rules! tuple_query {
+    ($($name:ident $idx:tt),*) => {
+        impl<$($name: QueryData),*> QueryData for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+            type State<'w> = ($($name::State<'w>,)*);
+            type Columns<'w> = ($($name::Columns<'w>,)*);
+
+            #[inline]
+            fn init(world: &World) -> Self::State<'_> {
+                ($($name::init(world),)*)
+            }
+            fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
+                $($name::for_each_required(&state.$idx, f);)*
+            }
+            #[inline]
+            fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
+                $($name::matches(&state.$idx, world, table) &&)* true
+            }
+            #[inline]
+            fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32)
+                -> Self::Columns<'w>
+            {
+                ($($name::columns(&state.$idx, world, table),)*)
+            }
+            #[inline]
+            fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
+                ($($name::get(&columns.$idx, row),)*)
+            }
+        }
+    };
+}
+
+tuple_query!(A 0);
+tuple_query!(A 0, B 1);
+tuple_query!(A 0, B 1, C 2);
+tuple_query!(A 0, B 1, C 2, D 3);
+tuple_query!(A 0, B 1, C 2, D 3, E 4);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
+
+/// The tables a query visits, in creation order.
+enum TableCursor<'w> {
+    /// The table list of the query's rarest required type.
+    List(std::slice::Iter<'w, u32>),
+    /// No required type: every table.
+    All(std::ops::Range<u32>),
+}
+
+impl Iterator for TableCursor<'_> {
+    type Item = u32;
+    #[inline]
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            TableCursor::List(it) => it.next().copied(),
+            TableCursor::All(r) => r.next(),
+        }
+    }
+}
+
+fn cursor<'w, Q: QueryData>(world: &'w World, state: &Q::State<'w>) -> TableCursor<'w> {
+    let mut best: Option<&'w [u32]> = None;
+    Q::for_each_required(state, &mut |id| {
+        let list = world.tables_with(id);
+        if best.is_none_or(|b| list.len() < b.len()) {
+            best = Some(list);
+        }
+    });
+    match best {
+        Some(list) => TableCursor::List(list.iter()),
+        None => TableCursor::All(0..world.table_count() as u32),
+    }
+}
+
+/// The ids of the non-empty tables matching `Q`, in creation order.
+pub(crate) fn matching_tables<'a, 'w: 'a, Q: QueryData>(
+    world: &'w World,
+    state: &'a Q::State<'w>,
+) -> impl Iterator<Item = u32> + 'a {
+    cursor::<Q>(world, state)
+        .filter(move |&t| world.table_len(t) > 0 && Q::matches(state, world, t))
+}
+
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query`].
+pub struct QueryIter<'w, Q: QueryData> {
+    world: &'w World,
+    state: Q::State<'w>,
+    tables: TableCursor<'w>,
+    entities: &'w [Entity],
+    columns: Option<Q::Columns<'w>>,
+    row: usize,
+}
+
+impl<'w, Q: QueryData> QueryIter<'w, Q> {
+    pub(crate) fn new(world: &'w World) -> Self {
+        let state = Q::init(world);
+        QueryIter {
+            world,
+            tables: cursor::<Q>(world, &state),
+            state,
+            entities: &[],
+            columns: None,
+            row: 0,
+        }
+    }
+
+    /// Moves to the next matching non-empty table; `false` when there is none.
+    #[inline]
+    fn next_table(&mut self) -> bool {
+        for t in self.tables.by_ref() {
+            let entities = self.world.table_entities(t);
+            if !entities.is_empty() && Q::matches(&self.state, self.world, t) {
+                self.entities = entities;
+                self.columns = Some(Q::columns(&self.state, self.world, t));
+                self.row = 0;
+                return true;
+            }
+        }
+        false
+    }
+}
+
+impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
+    type Item = (Entity, Q::Item<'w>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(cols) = &self.columns {
+                if let Some(&e) = self.entities.get(self.row) {
+                    let item = Q::get(cols, self.row);
+                    self.row += 1;
+                    return Some((e, item));
+                }
+            }
+            if !self.next_table() {
+                return None;
+            }
+        }
+    }
+
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        loop {
+            if let Some(cols) = &self.columns {
+                let ents = self.entities;
+                for (row, &e) in ents.iter().enumerate().skip(self.row) {
+                    acc = f(acc, (e, Q::get(cols, row)));
+                }
+            }
+            if !self.next_table() {
+                return acc;
+            }
+        }
+    }
+}

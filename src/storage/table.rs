@@ -1,0 +1,196 @@
+//! Tables: the set of entities that share one set of component types.
+
+use std::collections::HashMap;
+
+use bitvec::vec::BitVec;
+
+use crate::component::ComponentId;
+use crate::entity::Entity;
+
+/// Index of a table in [`Tables`], in creation order.
+pub(crate) type TableId = u32;
+
+/// Marks "this table has no column for that type" in [`Table::columns`].
+const NO_COLUMN: u32 = u32::MAX;
+
+/// One archetype: the entities that have exactly `components`, row by row.
+pub(crate) struct Table {
+    /// The component types, sorted by id.
+    components: Box<[ComponentId]>,
+    /// `signature[id]` is set for each type in `components`.
+    signature: BitVec,
+    /// Column index in each type's storage, by component id (`NO_COLUMN` if absent).
+    columns: Vec<u32>,
+    /// The entity in each row.
+    pub(crate) entities: Vec<Entity>,
+    /// Cached transitions: the table reached by inserting / removing one type.
+    add_edges: Vec<(ComponentId, TableId)>,
+    remove_edges: Vec<(ComponentId, TableId)>,
+}
+
+impl Table {
+    #[inline]
+    pub(crate) fn components(&self) -> &[ComponentId] {
+        &self.components
+    }
+
+    #[inline]
+    pub(crate) fn has(&self, id: ComponentId) -> bool {
+        self.signature.get(id.index()).is_some_and(|b| *b)
+    }
+
+    /// The column index of `id` in its storage, if this table holds it.
+    #[inline]
+    pub(crate) fn column(&self, id: ComponentId) -> Option<u32> {
+        match self.columns.get(id.index()) {
+            Some(&c) if c != NO_COLUMN => Some(c),
+            _ => None,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.entities.len()
+    }
+}
+
+/// All tables, plus a lookup from component set to table.
+pub(crate) struct Tables {
+    tables: Vec<Table>,
+    by_components: HashMap<Box<[ComponentId]>, TableId>,
+}
+
+impl Default for Tables {
+    fn default() -> Self {
+        let mut t = Tables {
+            tables: Vec::new(),
+            by_components: HashMap::new(),
+        };
+        // Table 0 always exists: entities with no components.
+        t.create(&[], |_, _| unreachable!("the empty table has no columns"));
+        t
+    }
+}
+
+impl Tables {
+    #[inline]
+    pub(crate) fn get(&self, id: TableId) -> &Table {
+        &self.tables[id as usize]
+    }
+
+    #[inline]
+    pub(crate) fn get_mut(&mut self, id: TableId) -> &mut Table {
+        &mut self.tables[id as usize]
+    }
+
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.tables.len()
+    }
+
+    /// The table for exactly `sorted` (sorted, no duplicates), created if needed;
+    /// `add_column(id, table)` must create a column for type `id` and return its index.
+    pub(crate) fn find_or_create(
+        &mut self,
+        sorted: &[ComponentId],
+        add_column: impl FnMut(ComponentId, TableId) -> u32,
+    ) -> TableId {
+        debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
+        match self.by_components.get(sorted) {
+            Some(&t) => t,
+            None => self.create(sorted, add_column),
+        }
+    }
+
+    fn create(
+        &mut self,
+        sorted: &[ComponentId],
+        mut add_column: impl FnMut(ComponentId, TableId) -> u32,
+    ) -> TableId {
+        let id = self.tables.len() as TableId;
+        let width = sorted.last().map_or(0, |c| c.index() + 1);
+        let mut signature = BitVec::repeat(false, width);
+        let mut columns = vec![NO_COLUMN; width];
+        for &c in sorted {
+            signature.set(c.index(), true);
+            columns[c.index()] = add_column(c, id);
+        }
+        self.tables.push(Table {
+            components: sorted.into(),
+            signature,
+            columns,
+            entities: Vec::new(),
+            add_edges: Vec::new(),
+            remove_edges: Vec::new(),
+        });
+        self.by_components.insert(sorted.into(), id);
+        id
+    }
+
+    /// The table reached from `from` by adding (`add = true`) or removing type `id`.
+    pub(crate) fn neighbour(
+        &mut self,
+        from: TableId,
+        id: ComponentId,
+        add: bool,
+        add_column: impl FnMut(ComponentId, TableId) -> u32,
+    ) -> TableId {
+        let table = &self.tables[from as usize];
+        let edges = if add {
+            &table.add_edges
+        } else {
+            &table.remove_edges
+        };
+        if let Some(&(_, to)) = edges.iter().find(|(c, _)| *c == id) {
+            return to;
+        }
+        let mut set: Vec<ComponentId> = table.components.to_vec();
+        match (set.binary_search(&id), add) {
+            (Err(pos), true) => set.insert(pos, id),
+            (Ok(pos), false) => {
+                set.remove(pos);
+            }
+            _ => return from,
+        }
+        let to = self.find_or_create(&set, add_column);
+        let table = &mut self.tables[from as usize];
+        if add {
+            table.add_edges.push((id, to));
+        } else {
+            table.remove_edges.push((id, to));
+        }
+        to
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_create_and_edges() {
+        let mut t = Tables::default();
+        let mut next_col = 0;
+        let mut add = |_, _| {
+            next_col += 1;
+            next_col - 1
+        };
+        let a = ComponentId(0);
+        let b = ComponentId(3);
+        let ab = t.find_or_create(&[a, b], &mut add);
+        assert_eq!(ab, 1);
+        assert!(t.get(ab).has(a) && t.get(ab).has(b) && !t.get(ab).has(ComponentId(1)));
+        assert_eq!(t.get(ab).column(b), Some(1));
+        assert_eq!(t.get(ab).column(ComponentId(9)), None);
+        let only_a = t.neighbour(ab, b, false, &mut add);
+        assert_eq!(t.get(only_a).components(), &[a]);
+        assert_eq!(t.neighbour(only_a, b, true, &mut add), ab);
+        assert_eq!(t.neighbour(ab, b, false, &mut add), only_a, "edge cached");
+        assert_eq!(
+            t.neighbour(ab, a, true, &mut add),
+            ab,
+            "adding a present type"
+        );
+        assert_eq!(t.len(), 3);
+    }
+}
