@@ -1,0 +1,111 @@
+//! Components and outputs that own memory are dropped exactly once, on every path:
+//! despawn, remove, insert-replace, table moves, merged and dropped outputs, structural
+//! commands aimed at dead entities, discarded frames, and dropping the runtime.
+
+use std::sync::Arc;
+
+use runsync::prelude::*;
+
+/// Owns a clone of the test's token; `Arc::strong_count` counts the live ones.
+#[derive(Clone, Debug)]
+struct Owned(#[allow(dead_code)] Arc<()>);
+impl Component for Owned {
+    type Output = Owned; // outputs own memory too
+}
+
+#[derive(Clone, Debug)]
+struct Name(String);
+impl Component for Name {
+    type Output = String;
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Other(#[allow(dead_code)] u8);
+impl Component for Other {
+    type Output = Other;
+}
+
+fn count(t: &Arc<()>) -> usize {
+    Arc::strong_count(t) - 1
+}
+
+#[test]
+fn no_leak_no_double_drop_through_sync() {
+    let token = Arc::new(());
+    {
+        let mut w = World::new();
+        w.register::<Owned>(merge::last);
+        w.register::<Name>(|n: &mut Name, s: &[String]| n.0 = s.concat());
+        w.register::<Other>(merge::last);
+        let a = w.spawn((Owned(token.clone()), Name("a".into())));
+        let b = w.spawn((Owned(token.clone()), Other(1)));
+        let c = w.spawn((Other(2),));
+        let dead = w.spawn((Owned(token.clone()),));
+        w.despawn(dead);
+        assert_eq!(count(&token), 2);
+
+        let mut rt = Runtime::builder().workers(2).build(w);
+        let t = token.clone();
+        rt.add_system(move |_: &World, out: &mut Output| {
+            out.write::<Owned>(a, Owned(t.clone())); // merged: replaces a's value
+            out.write::<Owned>(a, Owned(t.clone())); // same frame, last wins
+            out.write::<Owned>(c, Owned(t.clone())); // c lacks Owned: dropped
+            out.write::<Owned>(dead, Owned(t.clone())); // dead: dropped
+            out.insert(b, Owned(t.clone())); // replaces b's value
+            out.insert(dead, Owned(t.clone())); // dead: dropped
+            out.insert(c, Owned(t.clone())); // moves c to a new table
+            out.remove::<Other>(b); // moves b, keeping its Owned
+            out.write::<Name>(a, "x".repeat(100));
+        });
+        rt.frame();
+        assert_eq!(rt.stats().dropped, 3);
+        // a, b, c each hold exactly one Owned; the system's clone is the +1.
+        assert_eq!(count(&token), 3 + 1);
+        rt.frame();
+        assert_eq!(count(&token), 3 + 1);
+        assert_eq!(rt.world().get::<Name>(a).unwrap().0.len(), 100);
+
+        // A failed frame discards buffered outputs and inserts without leaking them.
+        let t = token.clone();
+        rt.add_system(move |_: &World, out: &mut Output| {
+            out.spawn((Owned(t.clone()),));
+            panic!("fail the frame");
+        });
+        assert!(rt.try_frame().is_err());
+        assert_eq!(count(&token), 3 + 2);
+
+        let mut world = rt.into_world();
+        world.despawn(a);
+        assert_eq!(count(&token), 2);
+        drop(world.remove::<Owned>(b));
+        assert_eq!(count(&token), 1);
+    }
+    assert_eq!(count(&token), 0, "dropping the world frees everything");
+}
+
+#[test]
+fn despawned_in_sync_and_respawned() {
+    let token = Arc::new(());
+    {
+        let mut w = World::new();
+        w.register::<Owned>(merge::last);
+        for _ in 0..100 {
+            w.spawn((Owned(token.clone()),));
+        }
+        let mut rt = Runtime::builder().workers(2).build(w);
+        let t = token.clone();
+        rt.add_system(move |world: &World, out: &mut Output| {
+            for (i, (e, _)) in world.query::<(&Owned,)>().enumerate() {
+                if i % 2 == 0 {
+                    out.despawn(e);
+                    out.spawn((Owned(t.clone()),));
+                }
+            }
+        });
+        for _ in 0..20 {
+            rt.frame();
+            assert_eq!(count(&token), 100 + 1);
+        }
+    }
+    assert_eq!(count(&token), 0);
+}
