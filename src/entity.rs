@@ -94,6 +94,9 @@ pub(crate) struct Entities {
     free: Vec<u32>,
     alive: usize,
     retired: usize,
+    /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
+    #[cfg(test)]
+    limit: Option<usize>,
 }
 
 impl Entities {
@@ -110,9 +113,16 @@ impl Entities {
                 generation: slot.generation,
             };
         }
-        if self.slots.len() >= MAX_SLOTS {
+        #[cfg(test)]
+        let max = self.limit.unwrap_or(MAX_SLOTS);
+        #[cfg(not(test))]
+        let max = MAX_SLOTS;
+        if self.slots.len() >= max {
             self.alive -= 1;
-            panic!("runsync: out of entity slots: all {MAX_SLOTS} indices are in use or retired");
+            panic!(
+                "runsync: out of entity slots: all {max} indices are in use or retired \
+                 (entity indices are u32 and never wrap)"
+            );
         }
         let index = self.slots.len() as u32;
         self.slots.push(Slot {
@@ -162,6 +172,11 @@ impl Entities {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.alive
+    }
+
+    /// Number of slots ever created (live, free or retired).
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
     }
 
     /// Number of retired slots (generation exhausted).
@@ -234,6 +249,28 @@ mod tests {
         let c = alive(&mut ents);
         assert_eq!(c.index(), 1);
         assert_eq!(c.generation(), 1);
+    }
+
+    #[test]
+    fn running_out_of_indices_is_a_clear_error_not_a_wrap() {
+        let mut ents = Entities {
+            limit: Some(2),
+            ..Entities::default()
+        };
+        let a = alive(&mut ents);
+        let _b = alive(&mut ents);
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| alive(&mut ents)));
+        let msg = err.unwrap_err();
+        assert!(
+            msg.downcast_ref::<String>()
+                .unwrap()
+                .contains("out of entity slots")
+        );
+        assert_eq!(ents.len(), 2, "the failed allocation left no trace");
+        // Freeing one makes room again, through the free list.
+        ents.free(a);
+        let c = alive(&mut ents);
+        assert_eq!((c.index(), c.generation()), (0, 2));
     }
 
     #[test]

@@ -43,7 +43,8 @@ pub use entity::Entity;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
 pub use runtime::{
-    FrameError, FrameStats, Runtime, RuntimeBuilder, System, SystemId, SystemStats, Time,
+    FrameError, FrameStats, MemoryStats, Runtime, RuntimeBuilder, System, SystemId, SystemStats,
+    Time,
 };
 pub use world::World;
 

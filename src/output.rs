@@ -60,6 +60,8 @@ pub(crate) trait AnyBuffer: Send + Sync {
     fn empty_like(&self) -> Box<dyn AnyBuffer>;
     /// Moves all of `other`'s writes and inserts to the end of `self`.
     fn append(&mut self, other: &mut dyn AnyBuffer);
+    /// Bytes reserved by this buffer.
+    fn capacity_bytes(&self) -> usize;
 }
 
 impl<C: Component> AnyBuffer for OutputBuffer<C> {
@@ -89,6 +91,13 @@ impl<C: Component> AnyBuffer for OutputBuffer<C> {
         self.targets.append(&mut other.targets);
         self.values.append(&mut other.values);
         self.inserts.append(&mut other.inserts);
+    }
+    fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.targets.capacity() * size_of::<Entity>()
+            + self.values.capacity() * size_of::<C::Output>()
+            + self.keys.capacity() * size_of::<u64>()
+            + self.inserts.capacity() * size_of::<C>()
     }
 }
 
@@ -129,6 +138,25 @@ impl SystemOutputs {
     /// Total writes over all types.
     pub(crate) fn writes(&self) -> usize {
         self.buffers.iter().flatten().map(|b| b.writes()).sum()
+    }
+
+    /// Bytes reserved by all buffers, commands and chunk sub-buffers.
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.buffers
+            .iter()
+            .flatten()
+            .map(|b| b.capacity_bytes())
+            .sum::<usize>()
+            + self.buffers.capacity() * size_of::<Option<Box<dyn AnyBuffer>>>()
+            + self.commands.capacity() * size_of::<Command>()
+            + self.spawn_types.capacity() * size_of::<ComponentId>()
+            + self.chunk_ranges.capacity() * size_of::<Chunk>()
+            + self
+                .chunks
+                .iter()
+                .map(|c| c.capacity_bytes())
+                .sum::<usize>()
     }
 
     /// Forgets everything emitted (capacity kept).

@@ -33,11 +33,11 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use crossbeam::deque::{Injector, Steal};
-use crossbeam::utils::{Backoff, CachePadded};
-use parking_lot::{Condvar, Mutex};
+use crossbeam::utils::CachePadded;
 
-use crate::primitive::{AtomicBool, AtomicUsize, Ordering, fence, thread};
+use crate::primitive::{
+    AtomicBool, AtomicUsize, Backoff, Condvar, Injector, Mutex, Ordering, fence, thread,
+};
 
 /// A job's panic, carried back to the batch owner.
 pub(crate) struct Panicked {
@@ -124,18 +124,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// Runs one ticket from the queue, if there is one.
     fn help_once(&self) -> bool {
-        loop {
-            match self.injector.steal() {
-                Steal::Success(t) => {
-                    // SAFETY: every ticket in the injector was counted in its batch's
-                    // `refs` when pushed, and is released by exactly this one `execute`.
-                    unsafe { t.execute() };
-                    return true;
-                }
-                Steal::Retry => continue,
-                Steal::Empty => return false,
+        match self.injector.steal() {
+            Some(t) => {
+                // SAFETY: every ticket in the queue was counted in its batch's `refs`
+                // when pushed, and is released by exactly this one `execute`.
+                unsafe { t.execute() };
+                true
             }
+            None => false,
         }
     }
 }
@@ -164,7 +162,7 @@ impl Pool {
             injector: Injector::new(),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
-            wake: Condvar::new(),
+            wake: Condvar::default(),
             shutdown: AtomicBool::new(false),
         });
         let handles = (0..spawned)
@@ -292,8 +290,9 @@ impl Drop for Pool {
     }
 }
 
-/// Spins, then yields, for this many rounds with nothing to do before parking.
-const IDLE_ROUNDS: u32 = 64;
+/// Spins, then yields, for this many rounds with nothing to do before parking (none under
+/// loom, where every round is a state to explore).
+const IDLE_ROUNDS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 fn worker_main(shared: &Shared) {
     let backoff = Backoff::new();
@@ -320,7 +319,7 @@ fn worker_main(shared: &Shared) {
         shared.sleepers.fetch_add(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         if shared.injector.is_empty() && !shared.shutdown.load(Ordering::SeqCst) {
-            shared.wake.wait(&mut g);
+            g = shared.wake.wait(g);
         }
         shared.sleepers.fetch_sub(1, Ordering::SeqCst);
         drop(g);
@@ -329,7 +328,7 @@ fn worker_main(shared: &Shared) {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
@@ -405,5 +404,102 @@ mod tests {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         };
         assert_eq!(pool.threads(), expect);
+    }
+}
+
+/// Model-checked tests of the protocol above. Run with:
+/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p runsync --lib --release loom_`
+#[cfg(all(test, loom))]
+mod loom_tests {
+    use super::*;
+    use loom::cell::UnsafeCell;
+    use loom::sync::atomic::AtomicUsize as LoomUsize;
+
+    /// Cells shared with the jobs; loom itself checks that no two accesses race.
+    struct Cells([UnsafeCell<u32>; 2]);
+
+    // SAFETY: every access goes through loom's `UnsafeCell`, which reports any pair of
+    // accesses that are not ordered by happens-before — exactly what the test checks.
+    unsafe impl Sync for Cells {}
+
+    impl Cells {
+        // A method, so closures capture `&Cells` (which is `Sync`), not the inner array.
+        fn get(&self, i: usize) -> &UnsafeCell<u32> {
+            &self.0[i]
+        }
+    }
+
+    /// Every job runs exactly once, the worker is woken or finds the tickets, and the pool
+    /// shuts down (loom reports a deadlock if a wake-up can be lost).
+    #[test]
+    fn loom_dispatch_and_sleep_wake() {
+        loom::model(|| {
+            let pool = Pool::new(2);
+            let hits = [LoomUsize::new(0), LoomUsize::new(0), LoomUsize::new(0)];
+            pool.for_each_index(3, &|i| {
+                hits[i].fetch_add(1, Ordering::Relaxed);
+            })
+            .ok()
+            .unwrap();
+            for h in &hits {
+                assert_eq!(h.load(Ordering::Relaxed), 1);
+            }
+            drop(pool);
+        });
+    }
+
+    /// What jobs write in one batch (Run) is visible to the owner afterwards and to any
+    /// thread in the next batch (Sync): loom flags the cell accesses if a happens-before
+    /// edge is missing.
+    #[test]
+    fn loom_run_to_sync_handoff() {
+        loom::model(|| {
+            let pool = Pool::new(2);
+            let cells = Cells([UnsafeCell::new(0u32), UnsafeCell::new(0u32)]);
+            pool.for_each_index(2, &|i| {
+                // SAFETY: each index runs once, so each cell has one writer in this batch.
+                cells.get(i).with_mut(|p| unsafe { *p = i as u32 + 1 });
+            })
+            .ok()
+            .unwrap();
+            let sums = [LoomUsize::new(0), LoomUsize::new(0)];
+            pool.for_each_index(2, &|i| {
+                // SAFETY: the previous batch has finished; this batch only reads.
+                let v = cells.get(1 - i).with(|p| unsafe { *p });
+                sums[i].store(v as usize, Ordering::Relaxed);
+            })
+            .ok()
+            .unwrap();
+            assert_eq!(sums[0].load(Ordering::Relaxed), 2);
+            assert_eq!(sums[1].load(Ordering::Relaxed), 1);
+            // SAFETY: both batches have finished.
+            assert_eq!(cells.get(0).with(|p| unsafe { *p }), 1);
+        });
+    }
+
+    /// A panicking job is caught wherever it runs, reported to the owner after the batch,
+    /// and the pool keeps working.
+    #[test]
+    fn loom_panic_propagation() {
+        loom::model(|| {
+            let pool = Pool::new(2);
+            let err = pool
+                .for_each_index(2, &|i| {
+                    if i == 1 {
+                        std::panic::panic_any("job 1");
+                    }
+                })
+                .err()
+                .expect("the panic must be reported");
+            assert_eq!(err.index, 1);
+            assert_eq!(err.message(), "job 1");
+            let ran = LoomUsize::new(0);
+            pool.for_each_index(2, &|_| {
+                ran.fetch_add(1, Ordering::Relaxed);
+            })
+            .ok()
+            .unwrap();
+            assert_eq!(ran.load(Ordering::Relaxed), 2);
+        });
     }
 }

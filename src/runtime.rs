@@ -150,6 +150,20 @@ pub struct FrameStats {
     pub entities: usize,
 }
 
+/// Memory the runtime holds on to, from [`Runtime::memory`]. In a steady state (a stable
+/// set of archetypes and a bounded entity count) none of these grow from frame to frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Archetype tables (never freed; one per component combination ever seen).
+    pub tables: usize,
+    /// Entity slots ever created (live, free for reuse, or retired).
+    pub entity_slots: usize,
+    /// Bytes reserved by component columns and table entity lists.
+    pub component_bytes: usize,
+    /// Bytes reserved by the systems' output buffers (kept across frames).
+    pub output_bytes: usize,
+}
+
 /// Why a frame failed. See [`Runtime::try_frame`].
 #[derive(Debug, Clone)]
 #[non_exhaustive]
@@ -443,6 +457,18 @@ impl Runtime {
     /// Figures of the last frame.
     pub fn stats(&self) -> &FrameStats {
         &self.stats
+    }
+
+    /// Memory held by the world and the output buffers. Walks every column and buffer:
+    /// cheap, but not free — call it for diagnostics, not every frame.
+    pub fn memory(&self) -> MemoryStats {
+        let (tables, entity_slots, component_bytes) = self.world.memory();
+        MemoryStats {
+            tables,
+            entity_slots,
+            component_bytes,
+            output_bytes: self.systems.iter().map(|s| s.out.capacity_bytes()).sum(),
+        }
     }
 
     /// Frames completed so far.

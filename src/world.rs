@@ -267,6 +267,20 @@ impl World {
         b.downcast().ok().map(|b| *b)
     }
 
+    /// What the world has reserved; see [`MemoryStats`](crate::MemoryStats).
+    pub(crate) fn memory(&self) -> (usize, usize, usize) {
+        let columns = self
+            .storages
+            .iter()
+            .map(|s| s.capacity_bytes())
+            .sum::<usize>()
+            + (0..self.tables.len())
+                .map(|t| self.tables.get(t as TableId).entities.capacity())
+                .sum::<usize>()
+                * std::mem::size_of::<Entity>();
+        (self.tables.len(), self.entities.slots(), columns)
+    }
+
     // ----- crate-internal access -----
 
     pub(crate) fn registry(&self) -> &Registry {

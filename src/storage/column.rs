@@ -79,6 +79,8 @@ pub(crate) trait AnyStorage: Send + Sync {
     fn inbox(&mut self) -> &mut Vec<(u32, Box<dyn AnyBuffer>)>;
     /// Folds the inbox into the columns (the Sync merge for this type).
     fn merge(&mut self, ctx: &MergeCtx<'_>) -> MergeCounts;
+    /// Bytes reserved by the columns.
+    fn capacity_bytes(&self) -> usize;
 }
 
 impl<C: Component> AnyStorage for TypedStorage<C> {
@@ -143,5 +145,14 @@ impl<C: Component> AnyStorage for TypedStorage<C> {
 
     fn merge(&mut self, ctx: &MergeCtx<'_>) -> MergeCounts {
         crate::sync::merge_type(self, ctx)
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        let size = std::mem::size_of::<C>();
+        self.columns
+            .iter()
+            .map(|c| c.capacity() * size)
+            .sum::<usize>()
+            + self.graveyard.capacity() * size
     }
 }

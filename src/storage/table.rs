@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 
-use bitvec::vec::BitVec;
+use fixedbitset::FixedBitSet;
 
 use crate::component::ComponentId;
 use crate::entity::Entity;
@@ -18,7 +18,7 @@ pub(crate) struct Table {
     /// The component types, sorted by id.
     components: Box<[ComponentId]>,
     /// `signature[id]` is set for each type in `components`.
-    signature: BitVec,
+    signature: FixedBitSet,
     /// Column index in each type's storage, by component id (`NO_COLUMN` if absent).
     columns: Vec<u32>,
     /// The entity in each row.
@@ -36,7 +36,7 @@ impl Table {
 
     #[inline]
     pub(crate) fn has(&self, id: ComponentId) -> bool {
-        self.signature.get(id.index()).is_some_and(|b| *b)
+        self.signature.contains(id.index())
     }
 
     /// The column index of `id` in its storage, if this table holds it.
@@ -109,10 +109,10 @@ impl Tables {
     ) -> TableId {
         let id = self.tables.len() as TableId;
         let width = sorted.last().map_or(0, |c| c.index() + 1);
-        let mut signature = BitVec::repeat(false, width);
+        let mut signature = FixedBitSet::with_capacity(width);
         let mut columns = vec![NO_COLUMN; width];
         for &c in sorted {
-            signature.set(c.index(), true);
+            signature.insert(c.index());
             columns[c.index()] = add_column(c, id);
         }
         self.tables.push(Table {
