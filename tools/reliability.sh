@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# The reliability checks that need a nightly toolchain or more time than CI's `.ci/run`:
+#
+#   tools/reliability.sh            # everything
+#   tools/reliability.sh miri loom  # just those steps (miri, miri-tb, loom, asan, fuzz)
+#
+# FUZZ_SECONDS (default 60) bounds the fuzz run; LOOM_MAX_PREEMPTIONS (default 3) bounds
+# loom's search. Installs the Miri component and cargo-fuzz if they are missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+steps=("$@")
+[ ${#steps[@]} -eq 0 ] && steps=(miri miri-tb loom asan fuzz)
+step() { printf '\n==> %s\n' "$*"; }
+
+ensure_miri() {
+    if ! rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^miri'; then
+        step "installing the Miri component"
+        rustup component add --toolchain nightly miri rust-src
+    fi
+}
+
+for s in "${steps[@]}"; do
+    case "$s" in
+    miri)
+        ensure_miri
+        step "Miri, Stacked Borrows, strict provenance"
+        MIRIFLAGS="-Zmiri-strict-provenance" \
+            cargo +nightly miri test -p runsync --lib --tests --no-fail-fast
+        ;;
+    miri-tb)
+        ensure_miri
+        step "Miri, Tree Borrows, strict provenance"
+        MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-strict-provenance" \
+            cargo +nightly miri test -p runsync --lib --tests --no-fail-fast
+        ;;
+    loom)
+        step "loom model checks of the pool (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
+        RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+            LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
+            cargo test -p runsync --lib --release loom_
+        ;;
+    asan)
+        step "AddressSanitizer over the runsync test suite"
+        RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=address CARGO_TARGET_DIR=target/asan \
+            cargo test -p runsync --target x86_64-unknown-linux-gnu
+        ;;
+    fuzz)
+        if ! command -v cargo-fuzz >/dev/null; then
+            step "installing cargo-fuzz"
+            cargo install cargo-fuzz --locked
+        fi
+        step "fuzzing the frame model for ${FUZZ_SECONDS:-60}s"
+        (cd fuzz && cargo +nightly fuzz run frames -- -max_total_time="${FUZZ_SECONDS:-60}")
+        ;;
+    *)
+        echo "unknown step '$s' (expected: miri miri-tb loom asan fuzz)" >&2
+        exit 2
+        ;;
+    esac
+done
+step "all reliability checks passed: ${steps[*]}"
