@@ -330,6 +330,16 @@ impl<'a> Output<'a> {
     ) {
         let world = self.world;
         let state = Q::init(world);
+        if self.pool.threads() == 1 {
+            // Nobody to share with: a plain loop gives the same outputs without chunk copies.
+            for t in crate::query::matching_tables::<Q>(world, &state) {
+                let cols = Q::columns(&state, world, t);
+                for (row, &e) in world.table_entities(t).iter().enumerate() {
+                    f(e, Q::get(&cols, row), self);
+                }
+            }
+            return;
+        }
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
         ranges.clear();
         let total: usize = crate::query::matching_tables::<Q>(world, &state)
