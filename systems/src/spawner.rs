@@ -123,6 +123,17 @@ impl Spawner {
         &self.config
     }
 
+    /// Failures before the next success of a Bernoulli(`chance`) trial, `chance` in (0, 1].
+    fn gap(&mut self, chance: f32) -> u64 {
+        if chance >= 1.0 {
+            return 0;
+        }
+        let u: f64 = self.rng.random(); // [0, 1)
+        let g = (1.0 - u).ln() / (1.0 - f64::from(chance)).ln();
+        // `as` saturates, so a huge gap (tiny chance) just means "no shot this frame".
+        g as u64
+    }
+
     fn spawn_agent(&mut self, team: u8, out: &mut Output<'_>) {
         let c = &self.config;
         let strip = (c.max.x - c.min.x) / f32::from(c.teams);
@@ -167,11 +178,17 @@ impl System for Spawner {
             let total: Vec2 = self.sums.iter().sum();
             let total_n: usize = self.counts.iter().sum();
             let start_gap = self.config.agent.radius + p.radius + 0.01;
+            // Rather than one draw per agent, draw the number of agents to skip before the
+            // next shot (geometric with success `chance`): the same distribution, with one
+            // draw per shot instead of one per agent.
+            let mut skip = self.gap(chance);
             let query = world.query::<(&Position, &Team, With<Health>)>();
             for (_, (pos, team, ())) in query {
-                if self.rng.random::<f32>() >= chance {
+                if skip > 0 {
+                    skip -= 1;
                     continue;
                 }
+                skip = self.gap(chance);
                 let t = usize::from(team.0);
                 let Some(&own_n) = self.counts.get(t) else {
                     continue;
