@@ -28,6 +28,7 @@ mod entity;
 mod output;
 mod pool;
 mod primitive;
+mod profile;
 mod query;
 mod run;
 mod runtime;

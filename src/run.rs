@@ -16,6 +16,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         if !slot.enabled {
             return;
         }
+        let _zone = crate::profile::system_zone(&slot.name);
         let start = Instant::now();
         let mut out = Output::new(world, pool, &mut slot.out);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {

@@ -403,7 +403,10 @@ impl Runtime {
         self.stats.frame = self.frame;
 
         let run_start = Instant::now();
-        let run = crate::run::run(&self.world, &mut self.systems, &self.pool);
+        let run = {
+            let _zone = crate::profile::run_zone();
+            crate::run::run(&self.world, &mut self.systems, &self.pool)
+        };
         self.stats.run = run_start.elapsed();
         for (slot, st) in self.systems.iter().zip(self.stats.systems.iter_mut()) {
             st.ran = slot.ran;
@@ -420,6 +423,7 @@ impl Runtime {
             self.stats.spawned = 0;
             self.stats.despawned = 0;
             self.stats.entities = self.world.len();
+            crate::profile::frame_end(&self.stats);
             let id = SystemId(p.index as u32);
             return Err(FrameError::SystemPanicked {
                 system: id,
@@ -429,12 +433,15 @@ impl Runtime {
         }
 
         let sync_start = Instant::now();
-        let report = crate::sync::sync(
-            &mut self.world,
-            &mut self.systems,
-            &self.pool,
-            &mut self.scratch_ids,
-        );
+        let report = {
+            let _zone = crate::profile::sync_zone();
+            crate::sync::sync(
+                &mut self.world,
+                &mut self.systems,
+                &self.pool,
+                &mut self.scratch_ids,
+            )
+        };
         self.stats.sync = sync_start.elapsed();
         self.stats.merged = report.merged;
         self.stats.dropped = report.dropped;
@@ -445,6 +452,7 @@ impl Runtime {
         if let Some(t) = self.world.resource_mut::<Time>() {
             t.frame = self.frame;
         }
+        crate::profile::frame_end(&self.stats);
         if let Some((component, message)) = report.merge_panic {
             return Err(FrameError::MergePanicked { component, message });
         }

@@ -79,6 +79,7 @@ pub(crate) fn merge_type<C: Component>(
     storage: &mut TypedStorage<C>,
     ctx: &MergeCtx<'_>,
 ) -> MergeCounts {
+    let _zone = crate::profile::merge_zone(std::any::type_name::<C>());
     let TypedStorage {
         columns,
         merge,

@@ -1,0 +1,251 @@
+//! Ready-made 2D game components and systems for [`runsync`].
+//!
+//! In runsync several systems may write the same component in one frame; the component's
+//! registered merge folds their outputs in Sync. So every component here documents **what
+//! its `Output` means and how it merges**, chosen so that independent systems compose:
+//!
+//! | component | `Output` | merge | written by |
+//! |---|---|---|---|
+//! | [`Position`] | `Vec2` displacement | sum of deltas | [`Integrate`], [`Bounds`] |
+//! | [`Velocity`] | `Vec2` change | sum of deltas | [`Gravity`], [`Drag`], [`Separation`], [`Bounds`], your steering |
+//! | [`Lifetime`] | `f32` seconds to add | sum of deltas | [`Expire`] |
+//! | [`Health`] | `i32` heal (+) / damage (−) | sum, capped at `max` | [`Contact`] |
+//! | [`Team`] | `Team` | last write wins | (set at spawn) |
+//! | [`Collider`] | `Collider` | last write wins | (set at spawn) |
+//! | [`Damage`] | `Damage` | last write wins | (set at spawn) |
+//! | [`Projectile`] | `Projectile` | last write wins | (marker) |
+//!
+//! Deltas are the natural output when several systems *contribute* to a quantity (forces
+//! to a velocity, a move and a bounds correction to a position): each system computes its
+//! contribution from last frame's world and the merge adds them in system registration
+//! order, then emission order — so float sums are bitwise the same on any worker count.
+//! Properties that are *set* rather than accumulated use last-write-wins.
+//!
+//! Call [`register`] once to register all of them with these merges.
+//!
+//! ```
+//! use glam::Vec2;
+//! use runsync::prelude::*;
+//! use runsync_systems::*;
+//!
+//! let mut world = World::new();
+//! runsync_systems::register(&mut world);
+//! let e = world.spawn((Position(Vec2::ZERO), Velocity(Vec2::new(60.0, 0.0))));
+//!
+//! let mut rt = Runtime::builder().workers(1).dt(1.0 / 60.0).build(world);
+//! rt.add_system(Integrate);
+//! rt.add_system(Drag { per_second: 0.5 });
+//! rt.frame();
+//! assert_eq!(rt.world().get::<Position>(e), Some(&Position(Vec2::new(1.0, 0.0))));
+//! assert!(rt.world().get::<Velocity>(e).unwrap().0.x < 60.0);
+//! ```
+//!
+//! Every system reads `dt` from the runtime's [`runsync::Time`] resource.
+
+use std::ops::AddAssign;
+
+use glam::Vec2;
+use runsync::prelude::*;
+
+mod contact;
+mod grid;
+mod life;
+mod motion;
+mod separation;
+mod spawner;
+
+pub use contact::Contact;
+pub use grid::Grid;
+pub use life::{Death, Expire};
+pub use motion::{Bounds, BoundsMode, Drag, Gravity, Integrate};
+pub use separation::Separation;
+pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig};
+
+/// Where an entity is, in world units.
+///
+/// **Output: a displacement; merge: sum of deltas.** [`Integrate`] emits `velocity * dt`,
+/// [`Bounds`] emits the correction that brings the entity back inside; both apply.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Position(pub Vec2);
+
+impl Component for Position {
+    type Output = Vec2;
+}
+
+impl AddAssign<Vec2> for Position {
+    #[inline]
+    fn add_assign(&mut self, d: Vec2) {
+        self.0 += d;
+    }
+}
+
+/// Velocity in world units per second.
+///
+/// **Output: a change of velocity; merge: sum of deltas.** Every force-like system
+/// ([`Gravity`], [`Drag`], [`Separation`], the reflection of [`Bounds`], your steering)
+/// emits its own contribution computed from last frame's velocity; they all add up.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Velocity(pub Vec2);
+
+impl Component for Velocity {
+    type Output = Vec2;
+}
+
+impl AddAssign<Vec2> for Velocity {
+    #[inline]
+    fn add_assign(&mut self, d: Vec2) {
+        self.0 += d;
+    }
+}
+
+/// Seconds left to live; [`Expire`] despawns the entity when it runs out.
+///
+/// **Output: seconds to add (negative to age); merge: sum of deltas**, so another system
+/// may extend or shorten a lifetime in the same frame as [`Expire`] ages it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Lifetime(pub f32);
+
+impl Component for Lifetime {
+    type Output = f32;
+}
+
+impl AddAssign<f32> for Lifetime {
+    #[inline]
+    fn add_assign(&mut self, d: f32) {
+        self.0 += d;
+    }
+}
+
+/// Hit points. [`Death`] despawns entities at 0 or below.
+///
+/// **Output: `i32` change (negative = damage, positive = heal); merge: sum, then capped at
+/// `max`** — every hit of the frame counts, and heals never overfill. Integer points keep
+/// the sum independent of order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Health {
+    /// Current hit points.
+    pub hp: i32,
+    /// Maximum hit points (heals cap here).
+    pub max: i32,
+}
+
+impl Health {
+    /// Full health: `hp == max`.
+    pub fn full(max: i32) -> Health {
+        Health { hp: max, max }
+    }
+
+    /// The merge registered by [`register`]: adds every change (saturating), caps at `max`.
+    pub fn merge(h: &mut Health, changes: &[i32]) {
+        let total = changes.iter().fold(h.hp, |acc, &d| acc.saturating_add(d));
+        h.hp = total.min(h.max);
+    }
+}
+
+impl Component for Health {
+    type Output = i32;
+}
+
+/// Which side an entity is on; [`Contact`] only hurts entities of other teams.
+///
+/// **Output: `Team`; merge: last write wins** (a team is set, not accumulated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Team(pub u8);
+
+impl Component for Team {
+    type Output = Team;
+}
+
+/// A circle around the position, for [`Separation`] and [`Contact`].
+///
+/// **Output: `Collider`; merge: last write wins.**
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Collider {
+    /// Radius in world units.
+    pub radius: f32,
+}
+
+impl Component for Collider {
+    type Output = Collider;
+}
+
+/// Hit points this entity deals, through [`Contact`], to each overlapping enemy every frame
+/// (melee) — or, for a [`Projectile`], once, to the first enemy it touches.
+///
+/// **Output: `Damage`; merge: last write wins.**
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Damage(pub i32);
+
+impl Component for Damage {
+    type Output = Damage;
+}
+
+/// Marker: the entity is a projectile. [`Contact`] despawns it on its first hit, and
+/// [`Separation`] ignores it.
+///
+/// **Output: `Projectile`; merge: last write wins.**
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Projectile;
+
+impl Component for Projectile {
+    type Output = Projectile;
+}
+
+/// Registers every component of this crate with its documented merge.
+///
+/// # Panics
+/// If one of them was already registered (with any merge).
+pub fn register(world: &mut World) {
+    world.register::<Position>(merge::sum);
+    world.register::<Velocity>(merge::sum);
+    world.register::<Lifetime>(merge::sum);
+    world.register::<Health>(Health::merge);
+    world.register::<Team>(merge::last);
+    world.register::<Collider>(merge::last);
+    world.register::<Damage>(merge::last);
+    world.register::<Projectile>(merge::last);
+}
+
+/// The fixed step of the running frame, from the runtime's [`Time`] resource.
+#[inline]
+pub(crate) fn dt(world: &World) -> f32 {
+    world.resource::<Time>().dt
+}
+
+#[cfg(test)]
+pub(crate) mod test_util {
+    use runsync::prelude::*;
+
+    /// A world with this crate's components registered.
+    pub(crate) fn world() -> World {
+        let mut w = World::new();
+        super::register(&mut w);
+        w
+    }
+
+    /// A single-worker runtime at `dt = 0.5` (exact in binary, so tests can compare).
+    pub(crate) fn runtime(world: World) -> Runtime {
+        Runtime::builder().workers(1).dt(0.5).build(world)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn health_merge_sums_and_caps() {
+        let mut h = Health { hp: 5, max: 10 };
+        Health::merge(&mut h, &[-3, 2, 20]);
+        assert_eq!(h.hp, 10);
+        Health::merge(&mut h, &[-4, -4]);
+        assert_eq!(h.hp, 2);
+    }
+
+    #[test]
+    fn register_registers_everything() {
+        let w = test_util::world();
+        assert!(w.is_registered::<Position>());
+        assert!(w.is_registered::<Projectile>());
+    }
+}

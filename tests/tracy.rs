@@ -1,0 +1,47 @@
+//! Builds and runs frames with the `tracy` feature (zones, plots and frame marks are
+//! emitted; no profiler needs to be connected). Run with
+//! `cargo test -p runsync --features tracy --test tracy`.
+#![cfg(feature = "tracy")]
+
+use runsync::prelude::*;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(f32);
+impl Component for Pos {
+    type Output = f32;
+}
+
+#[test]
+fn frames_run_with_tracy_zones() {
+    let mut world = World::new();
+    world.register::<Pos>(|p: &mut Pos, d: &[f32]| p.0 += d.iter().sum::<f32>());
+    for i in 0..1000 {
+        world.spawn((Pos(i as f32),));
+    }
+    let mut rt = Runtime::builder().workers(2).build(world);
+    rt.add_system_named("Move", |world: &World, out: &mut Output| {
+        for (e, (_,)) in world.query::<(&Pos,)>() {
+            out.write::<Pos>(e, 1.0);
+        }
+    });
+    rt.add_system_named("Spawn", |_: &World, out: &mut Output| {
+        out.spawn((Pos(0.0),))
+    });
+    let mut calls = 0;
+    rt.add_system_named("Boom", move |_: &World, _: &mut Output| {
+        calls += 1;
+        if calls == 4 {
+            panic!("boom");
+        }
+    });
+    for _ in 0..3 {
+        rt.frame();
+    }
+    // A failed frame still ends its zones cleanly and marks the frame.
+    assert!(rt.try_frame().is_err());
+    for _ in 0..2 {
+        rt.frame();
+    }
+    assert_eq!(rt.world().len(), 1005);
+    assert_eq!(rt.stats().merged, 1004);
+}

@@ -1,0 +1,353 @@
+//! Per-frame records and the end-of-run summary: the table, and the JSON.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use runsync::FrameStats;
+use serde::Serialize;
+
+/// One system in one frame.
+#[derive(Clone, Debug, Serialize)]
+pub struct SystemFrame {
+    /// The system's name.
+    pub name: String,
+    /// Wall time of its `run`, in microseconds.
+    pub time_us: f64,
+    /// Component writes it emitted.
+    pub writes: usize,
+    /// Structural commands it emitted.
+    pub commands: usize,
+}
+
+/// One frame.
+#[derive(Clone, Debug, Serialize)]
+pub struct FrameRecord {
+    /// Frame index.
+    pub frame: u64,
+    /// Wall time of the whole `Runtime::frame` call, in microseconds.
+    pub frame_us: f64,
+    /// Run phase, in microseconds.
+    pub run_us: f64,
+    /// Sync phase, in microseconds.
+    pub sync_us: f64,
+    /// Live entities after the frame.
+    pub entities: usize,
+    /// Writes folded in by merges.
+    pub merged: u64,
+    /// Writes and commands dropped (dead or lacking targets).
+    pub dropped: u64,
+    /// Entities spawned in Sync.
+    pub spawned: u64,
+    /// Entities despawned in Sync.
+    pub despawned: u64,
+    /// Per system, in registration order.
+    pub systems: Vec<SystemFrame>,
+}
+
+fn us(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e6
+}
+
+impl FrameRecord {
+    /// Copies the runtime's stats of the frame that took `wall`.
+    pub fn new(stats: &FrameStats, wall: Duration) -> FrameRecord {
+        FrameRecord {
+            frame: stats.frame,
+            frame_us: us(wall),
+            run_us: us(stats.run),
+            sync_us: us(stats.sync),
+            entities: stats.entities,
+            merged: stats.merged,
+            dropped: stats.dropped,
+            spawned: stats.spawned,
+            despawned: stats.despawned,
+            systems: stats
+                .systems
+                .iter()
+                .map(|s| SystemFrame {
+                    name: s.name.to_string(),
+                    time_us: us(s.time),
+                    writes: s.writes,
+                    commands: s.commands,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// p50, p95, max and mean of a series, in milliseconds.
+#[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
+pub struct Percentiles {
+    /// Median.
+    pub p50_ms: f64,
+    /// 95th percentile (nearest rank).
+    pub p95_ms: f64,
+    /// Maximum.
+    pub max_ms: f64,
+    /// Mean.
+    pub mean_ms: f64,
+}
+
+impl Percentiles {
+    /// Of `values` given in microseconds. All zero when empty.
+    pub fn of_us(values: impl IntoIterator<Item = f64>) -> Percentiles {
+        let mut v: Vec<f64> = values.into_iter().map(|x| x / 1e3).collect();
+        if v.is_empty() {
+            return Percentiles::default();
+        }
+        v.sort_by(f64::total_cmp);
+        let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
+        Percentiles {
+            p50_ms: rank(0.50),
+            p95_ms: rank(0.95),
+            max_ms: v[v.len() - 1],
+            mean_ms: v.iter().sum::<f64>() / v.len() as f64,
+        }
+    }
+}
+
+/// One system over the whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct SystemSummary {
+    /// The system's name.
+    pub name: String,
+    /// Mean wall time per frame, in milliseconds.
+    pub mean_ms: f64,
+    /// Mean component writes per frame.
+    pub writes_per_frame: f64,
+    /// Mean structural commands per frame.
+    pub commands_per_frame: f64,
+}
+
+/// The whole run.
+#[derive(Clone, Debug, Serialize)]
+pub struct Summary {
+    /// Frames run.
+    pub frames: usize,
+    /// Worker threads.
+    pub workers: usize,
+    /// Wall time of all frames, in seconds.
+    pub seconds: f64,
+    /// Frames per second (frames / seconds).
+    pub fps: f64,
+    /// Whole frames.
+    pub frame: Percentiles,
+    /// Run phase.
+    pub run: Percentiles,
+    /// Sync phase.
+    pub sync: Percentiles,
+    /// Per system, in registration order.
+    pub systems: Vec<SystemSummary>,
+    /// Live entities at the end.
+    pub entities_alive: usize,
+    /// Agents (entities with health) alive at the end.
+    pub agents_alive: usize,
+    /// Entities spawned over the run.
+    pub spawned: u64,
+    /// Entities despawned over the run.
+    pub despawned: u64,
+    /// Outputs merged over the run.
+    pub merged: u64,
+    /// Outputs dropped over the run.
+    pub dropped: u64,
+    /// Peak resident memory (VmHWM), in bytes, where the OS reports it.
+    pub peak_memory_bytes: Option<u64>,
+}
+
+impl Summary {
+    /// Summarises `frames`; the counts at the end are passed in.
+    pub fn new(
+        frames: &[FrameRecord],
+        workers: usize,
+        agents_alive: usize,
+        peak_memory_bytes: Option<u64>,
+    ) -> Summary {
+        let n = frames.len().max(1) as f64;
+        let seconds = frames.iter().map(|f| f.frame_us).sum::<f64>() / 1e6;
+        let systems = frames.first().map_or(Vec::new(), |first| {
+            (0..first.systems.len())
+                .map(|i| {
+                    let sum = |f: &dyn Fn(&SystemFrame) -> f64| {
+                        frames.iter().map(|fr| f(&fr.systems[i])).sum::<f64>() / n
+                    };
+                    SystemSummary {
+                        name: first.systems[i].name.clone(),
+                        mean_ms: sum(&|s| s.time_us) / 1e3,
+                        writes_per_frame: sum(&|s| s.writes as f64),
+                        commands_per_frame: sum(&|s| s.commands as f64),
+                    }
+                })
+                .collect()
+        });
+        Summary {
+            frames: frames.len(),
+            workers,
+            seconds,
+            fps: if seconds > 0.0 {
+                frames.len() as f64 / seconds
+            } else {
+                0.0
+            },
+            frame: Percentiles::of_us(frames.iter().map(|f| f.frame_us)),
+            run: Percentiles::of_us(frames.iter().map(|f| f.run_us)),
+            sync: Percentiles::of_us(frames.iter().map(|f| f.sync_us)),
+            systems,
+            entities_alive: frames.last().map_or(0, |f| f.entities),
+            agents_alive,
+            spawned: frames.iter().map(|f| f.spawned).sum(),
+            despawned: frames.iter().map(|f| f.despawned).sum(),
+            merged: frames.iter().map(|f| f.merged).sum(),
+            dropped: frames.iter().map(|f| f.dropped).sum(),
+            peak_memory_bytes,
+        }
+    }
+
+    /// The human-readable table.
+    pub fn table(&self) -> String {
+        let n = self.frames.max(1) as f64;
+        let mut s = String::new();
+        let _ = writeln!(
+            s,
+            "frames per second  {:>9.1}   ({} frames in {:.2} s on {} workers)",
+            self.fps, self.frames, self.seconds, self.workers
+        );
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{:<12} {:>9} {:>9} {:>9} {:>9}",
+            "phase", "p50 ms", "p95 ms", "max ms", "mean ms"
+        );
+        for (name, p) in [
+            ("Run", self.run),
+            ("Sync", self.sync),
+            ("frame", self.frame),
+        ] {
+            let _ = writeln!(
+                s,
+                "{:<12} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                name, p.p50_ms, p.p95_ms, p.max_ms, p.mean_ms
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{:<12} {:>9} {:>14} {:>16}",
+            "system", "mean ms", "writes/frame", "commands/frame"
+        );
+        for sys in &self.systems {
+            let _ = writeln!(
+                s,
+                "{:<12} {:>9.3} {:>14.0} {:>16.1}",
+                sys.name, sys.mean_ms, sys.writes_per_frame, sys.commands_per_frame
+            );
+        }
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "entities alive   {:>12}   ({} agents, {} projectiles)",
+            group(self.entities_alive as u64),
+            group(self.agents_alive as u64),
+            group(self.entities_alive.saturating_sub(self.agents_alive) as u64)
+        );
+        let _ = writeln!(
+            s,
+            "spawned/despawned {:>11} / {}",
+            group(self.spawned),
+            group(self.despawned)
+        );
+        let _ = writeln!(
+            s,
+            "outputs merged   {:>12}   ({} per frame)",
+            group(self.merged),
+            group((self.merged as f64 / n).round() as u64)
+        );
+        let _ = writeln!(
+            s,
+            "outputs dropped  {:>12}   ({} per frame)",
+            group(self.dropped),
+            group((self.dropped as f64 / n).round() as u64)
+        );
+        let mem = self.peak_memory_bytes.map_or("n/a".to_string(), |b| {
+            format!("{:.1} MiB", b as f64 / 1048576.0)
+        });
+        let _ = writeln!(s, "peak memory      {mem:>12}");
+        s
+    }
+}
+
+/// `1234567` as `1,234,567`.
+pub fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Peak resident set size of this process (`VmHWM` in `/proc/self/status`), on Linux.
+pub fn peak_memory_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_use_nearest_rank() {
+        let p = Percentiles::of_us((1..=100).map(|x| x as f64 * 1e3));
+        assert_eq!((p.p50_ms, p.p95_ms, p.max_ms), (50.0, 95.0, 100.0));
+        assert_eq!(p.mean_ms, 50.5);
+        assert_eq!(Percentiles::of_us([]), Percentiles::default());
+    }
+
+    #[test]
+    fn grouping() {
+        assert_eq!(group(0), "0");
+        assert_eq!(group(999), "999");
+        assert_eq!(group(1000), "1,000");
+        assert_eq!(group(1234567), "1,234,567");
+    }
+
+    #[test]
+    fn peak_memory_is_read_on_linux() {
+        if cfg!(target_os = "linux") {
+            assert!(peak_memory_bytes().unwrap() > 0);
+        }
+    }
+
+    #[test]
+    fn summary_table_names_every_system() {
+        let rec = |frame| FrameRecord {
+            frame,
+            frame_us: 2000.0,
+            run_us: 1500.0,
+            sync_us: 400.0,
+            entities: 10,
+            merged: 7,
+            dropped: 1,
+            spawned: 0,
+            despawned: 0,
+            systems: vec![SystemFrame {
+                name: "Integrate".into(),
+                time_us: 1000.0,
+                writes: 7,
+                commands: 0,
+            }],
+        };
+        let s = Summary::new(&[rec(0), rec(1)], 2, 8, Some(1 << 20));
+        assert_eq!(s.fps, 500.0);
+        let t = s.table();
+        assert!(
+            t.contains("Integrate") && t.contains("1.0 MiB") && t.contains("Sync"),
+            "{t}"
+        );
+    }
+}

@@ -1,0 +1,153 @@
+//! The arena: teams of agents that steer at each other, separate, bump, shoot, take damage,
+//! die and respawn in waves.
+
+use glam::Vec2;
+use runsync::prelude::*;
+use runsync_systems::{
+    AgentTemplate, Bounds, BoundsMode, Contact, Death, Drag, Expire, Health, Integrate, Position,
+    ProjectileTemplate, Separation, Spawner, SpawnerConfig, Team, Velocity,
+};
+
+/// Number of teams in the arena.
+pub const TEAMS: u8 = 4;
+
+/// What to build.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ArenaConfig {
+    /// Agents the waves keep alive (projectiles come on top).
+    pub agents: usize,
+    /// Seed of the spawner.
+    pub seed: u64,
+    /// Worker threads (0 = one per core).
+    pub workers: usize,
+}
+
+/// Side of the square arena for `agents` agents: about 6 square units per agent, so
+/// agents of radius 0.5 start spread out and crowd only where teams meet.
+pub fn arena_side(agents: usize) -> f32 {
+    ((agents.max(1) as f32) * 6.0).sqrt().max(20.0)
+}
+
+/// Builds the runtime with every system registered. The first frame spawns the first wave.
+///
+/// Systems, in registration order (which is the order of their outputs in each merge):
+/// `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid), `Drag`,
+/// `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`. (The field is seen
+/// from above, so there is no [`Gravity`](runsync_systems::Gravity): it would only add
+/// 100,000 velocity writes a frame that cancel out against `Bounds`.)
+pub fn build(config: ArenaConfig) -> Runtime {
+    let side = arena_side(config.agents);
+    let (min, max) = (Vec2::ZERO, Vec2::splat(side));
+    let mut world = World::new();
+    runsync_systems::register(&mut world);
+    let mut rt = Runtime::builder()
+        .workers(config.workers)
+        .dt(1.0 / 60.0)
+        .build(world);
+
+    let per_team = config.agents / usize::from(TEAMS);
+    rt.add_system(Spawner::new(SpawnerConfig {
+        seed: config.seed,
+        teams: TEAMS,
+        agents_per_team: per_team,
+        wave_every: 60,
+        min,
+        max,
+        agent: AgentTemplate {
+            radius: 0.5,
+            health: 60,
+            damage: 1,
+            speed: 3.0,
+        },
+        projectile: ProjectileTemplate {
+            radius: 0.2,
+            speed: 40.0,
+            lifetime: 1.5,
+            damage: 20,
+            rate: 0.1,
+        },
+    }));
+    rt.add_system_named("Steer", steer(6.0));
+    rt.add_system(Drag { per_second: 0.6 });
+    rt.add_system(Separation::new(30.0));
+    rt.add_system(Integrate);
+    rt.add_system(Bounds {
+        min,
+        max,
+        mode: BoundsMode::Bounce,
+    });
+    rt.add_system(Contact::default());
+    rt.add_system(Expire);
+    rt.add_system(Death);
+    rt
+}
+
+/// A steering system as a plain closure: every agent accelerates at `accel` towards the
+/// centroid of the other teams' agents (computed from last frame's world).
+fn steer(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
+    let teams = usize::from(TEAMS);
+    let mut sums = vec![Vec2::ZERO; teams];
+    let mut counts = vec![0usize; teams];
+    let mut targets = vec![Vec2::ZERO; teams];
+    move |world: &World, out: &mut Output<'_>| {
+        sums.fill(Vec2::ZERO);
+        counts.fill(0);
+        for (_, (p, t, ())) in world.query::<(&Position, &Team, With<Health>)>() {
+            let t = usize::from(t.0) % teams;
+            sums[t] += p.0;
+            counts[t] += 1;
+        }
+        let (total, n): (Vec2, usize) = (sums.iter().sum(), counts.iter().sum());
+        for t in 0..teams {
+            let enemies = n - counts[t];
+            targets[t] = if enemies == 0 {
+                Vec2::NAN
+            } else {
+                (total - sums[t]) / enemies as f32
+            };
+        }
+        let dv = accel * world.resource::<Time>().dt;
+        let targets = &targets;
+        out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
+            |e, (p, t, (), ()), out| {
+                let target = targets[usize::from(t.0) % teams];
+                let dir = (target - p.0).normalize_or_zero();
+                if dir != Vec2::ZERO {
+                    out.write::<Velocity>(e, dir * dv);
+                }
+            },
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::digest::digest;
+
+    #[test]
+    fn a_small_arena_lives_and_is_deterministic_across_worker_counts() {
+        let run = |workers| {
+            let mut rt = build(ArenaConfig {
+                agents: 400,
+                seed: 3,
+                workers,
+            });
+            let mut digests = Vec::new();
+            for _ in 0..90 {
+                rt.frame();
+                digests.push(digest(rt.world()));
+            }
+            (digests, rt)
+        };
+        let (one, rt) = run(1);
+        let (two, _) = run(2);
+        assert_eq!(one, two);
+        let world = rt.world();
+        let agents = world.query::<(&Health,)>().count();
+        assert!(agents > 300, "waves keep the population up: {agents}");
+        assert!(world.len() > agents, "projectiles are flying");
+        let names: Vec<&str> = rt.stats().systems.iter().map(|s| &*s.name).collect();
+        assert_eq!(names[..3], ["Spawner", "Steer", "Drag"]);
+    }
+}
