@@ -201,7 +201,8 @@ fn run(workers: usize) -> Vec<Vec<u64>> {
         churn as usize > FRAMES * 8,
         "the scenario must churn entities (got {churn})"
     );
-    assert!(dropped > 0, "double despawns are counted");
+    // (The Miri-sized run is too short for anyone to reach the despawn age.)
+    assert!(dropped > 0 || cfg!(miri), "double despawns are counted");
     frames
 }
 

@@ -42,7 +42,7 @@ for s in "${steps[@]}"; do
         ;;
     asan)
         step "AddressSanitizer over the runsync test suite"
-        RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=address CARGO_TARGET_DIR=target/asan \
+        RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=address RUSTDOCFLAGS=-Zsanitizer=address CARGO_TARGET_DIR=target/asan \
             cargo test -p runsync --target x86_64-unknown-linux-gnu
         ;;
     fuzz)
