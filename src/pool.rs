@@ -4,8 +4,10 @@
 //!
 //! Work arrives as a *batch*: `count` independent jobs `0..count` and one function that
 //! runs job `i`. The thread that submits a batch (the *owner*) keeps the batch on its stack,
-//! pushes up to `threads - 1` *tickets* (pointers to the batch) onto a shared
-//! `crossbeam::deque::Injector`, then works on the batch itself. Whoever holds a ticket
+//! pushes up to `threads - 1` *tickets* (pointers to the batch) onto a shared bounded
+//! queue (`crossbeam::queue::ArrayQueue`, allocated once, so dispatch never touches the
+//! heap), then works on the batch itself. If the queue is full, the batch simply gets
+//! fewer tickets: less parallelism, never a lost job. Whoever holds a ticket
 //! claims job indices with one `fetch_add` each until none are left, so each job runs
 //! exactly once and a batch never waits on a lock. Jobs catch their own panics; the first
 //! panic (lowest job index, so the report does not depend on timing) is handed back to the
@@ -33,7 +35,7 @@ use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
-use crossbeam::deque::{Injector, Steal};
+use crossbeam::queue::ArrayQueue;
 use crossbeam::utils::{Backoff, CachePadded};
 use parking_lot::{Condvar, Mutex};
 
@@ -116,7 +118,9 @@ impl Ticket {
 }
 
 struct Shared {
-    injector: Injector<Ticket>,
+    /// Tickets waiting for a thread. Bounded, so that pushing never allocates (an
+    /// unbounded `Injector` allocates a block every 63 pushes, i.e. every few frames).
+    injector: ArrayQueue<Ticket>,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
@@ -125,17 +129,14 @@ struct Shared {
 
 impl Shared {
     fn help_once(&self) -> bool {
-        loop {
-            match self.injector.steal() {
-                Steal::Success(t) => {
-                    // SAFETY: every ticket in the injector was counted in its batch's
-                    // `refs` when pushed, and is released by exactly this one `execute`.
-                    unsafe { t.execute() };
-                    return true;
-                }
-                Steal::Retry => continue,
-                Steal::Empty => return false,
+        match self.injector.pop() {
+            Some(t) => {
+                // SAFETY: every ticket in the injector was counted in its batch's `refs`
+                // when pushed, and is released by exactly this one `execute`.
+                unsafe { t.execute() };
+                true
             }
+            None => false,
         }
     }
 }
@@ -161,7 +162,7 @@ impl Pool {
             workers - 1
         };
         let shared = Arc::new(Shared {
-            injector: Injector::new(),
+            injector: ArrayQueue::new(queue_capacity(workers)),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::new(),
@@ -209,8 +210,12 @@ impl Pool {
             };
             batch.refs.store(tickets, Ordering::Relaxed);
             let ticket = Ticket((&raw const batch).cast::<Batch<'static>>());
-            for _ in 0..tickets {
-                self.shared.injector.push(ticket);
+            for pushed in 0..tickets {
+                if self.shared.injector.push(ticket).is_err() {
+                    // Queue full: take back the tickets that were never handed out.
+                    batch.refs.fetch_sub(tickets - pushed, Ordering::Release);
+                    break;
+                }
             }
             fence(Ordering::SeqCst);
             if self.shared.sleepers.load(Ordering::SeqCst) > 0 {
@@ -246,6 +251,12 @@ impl Pool {
             f(i, item)
         })
     }
+}
+
+/// Room in the ticket queue: each batch queues at most `threads - 1` tickets, and batches
+/// nest (a system's parallel iteration inside Run), so allow plenty of nesting.
+fn queue_capacity(threads: usize) -> usize {
+    (threads * threads * 16).max(64)
 }
 
 /// Waits, helping, until every ticket of `batch` has been released.
