@@ -32,6 +32,7 @@
 //! on the calling thread.
 
 use std::any::Any;
+use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
@@ -253,11 +254,60 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// Replaces the contents of `out` with `f(0), f(1), .., f(len - 1)`, computing
+    /// contiguous parts of at least `min_part` elements on different workers. With one
+    /// thread (or a short `len`) this is a plain `extend`, so `f` inlines into one loop.
+    ///
+    /// If some `f` panics, the lowest part's panic is returned and `out` is left empty; the
+    /// values other parts already computed are leaked, not dropped (never unsound).
+    pub(crate) fn fill<T: Send, F: Fn(usize) -> T + Sync>(
+        &self,
+        out: &mut Vec<T>,
+        len: usize,
+        min_part: usize,
+        f: F,
+    ) -> Result<(), Panicked> {
+        out.clear();
+        let parts = (len / min_part.max(1))
+            .min(self.threads() * 4)
+            .min(MAX_FILL_PARTS);
+        if parts <= 1 || self.threads() == 1 {
+            out.extend((0..len).map(f));
+            return Ok(());
+        }
+        out.reserve(len);
+        let part = len.div_ceil(parts);
+        let mut slices: [&mut [MaybeUninit<T>]; MAX_FILL_PARTS] =
+            std::array::from_fn(|_| -> &mut [MaybeUninit<T>] { &mut [] });
+        let mut n = 0;
+        for (k, s) in out.spare_capacity_mut()[..len].chunks_mut(part).enumerate() {
+            slices[k] = s;
+            n = k + 1;
+        }
+        self.for_each_mut(&mut slices[..n], &|k, slots| {
+            let base = k * part;
+            for (j, slot) in slots.iter_mut().enumerate() {
+                slot.write(f(base + j));
+            }
+        })?;
+        // SAFETY: `set_len` needs `len <= capacity` (reserved above) and elements `0..len`
+        // initialised: the parts cover `0..len` exactly (`chunks_mut` of that prefix), and
+        // `for_each_mut` returned `Ok`, so every part ran to completion and wrote each of
+        // its slots once.
+        unsafe { out.set_len(len) };
+        Ok(())
+    }
+}
+
 /// Room in the ticket queue: each batch queues at most `threads - 1` tickets, and batches
 /// nest (a system's parallel iteration inside Run), so allow plenty of nesting.
 fn queue_capacity(threads: usize) -> usize {
     (threads * threads * 16).max(64)
 }
+
+/// Most parts a [`Pool::fill`] is split into (the parts live in a stack array).
+const MAX_FILL_PARTS: usize = 64;
 
 /// Waits, helping, until every ticket of `batch` has been released.
 struct WaitGuard<'a> {

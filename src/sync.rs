@@ -14,12 +14,19 @@
 //! entity's values from the later systems to the earlier, reverses that small group into
 //! system-then-emission order, and calls the merge once. No step depends on thread timing.
 //!
+//! *Shadow columns.* [`Output::write_each`](crate::Output::write_each) stores one vector
+//! of values per table, in row order, with no targets. When such a buffer is a type's only
+//! source and the type merges with [`merge::last`](crate::merge::last), each vector simply
+//! replaces its table's column (a pointer swap; the old column becomes next frame's
+//! buffer). Otherwise the fills are flattened into ordinary writes first.
+//!
 //! # Structural commands (sequential)
 //!
 //! After all merges, each system's commands are applied one by one in system registration
 //! order, then emission order. Values removed or replaced go to per-type graveyards, dropped
 //! once every move is complete.
 
+use std::any::Any;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -82,14 +89,25 @@ pub(crate) fn merge_type<C: Component>(
     let TypedStorage {
         columns,
         merge,
+        last_wins,
         inbox,
         scratch,
         ..
     } = storage;
     let mut counts = MergeCounts::default();
 
+    if *last_wins
+        && let [(_, only)] = inbox.as_mut_slice()
+        && swap_columns(typed::<C>(&mut **only), columns, ctx, &mut counts)
+    {
+        return counts;
+    }
+
     for (_, buf) in inbox.iter_mut() {
         let buf = typed::<C>(&mut **buf);
+        if !buf.fills.is_empty() {
+            flatten_fills(buf, ctx.tables);
+        }
         key_and_sort(buf, ctx, &mut scratch.pairs, &mut counts);
     }
 
@@ -136,6 +154,77 @@ pub(crate) fn merge_type<C: Component>(
     }
     group.clear();
     counts
+}
+
+/// The shadow-column path: if `buf` holds only whole-column writes ([`Fill`]s), it is the
+/// type's only source this frame, and the merge is last-wins, each fill's vector *becomes*
+/// its table's column (a pointer swap); the replaced values are dropped here. Returns
+/// `false`, touching nothing, if the path does not apply.
+///
+/// [`Fill`]: crate::output::Fill
+fn swap_columns<C: Component>(
+    buf: &mut OutputBuffer<C>,
+    columns: &mut [Vec<C>],
+    ctx: &MergeCtx<'_>,
+    counts: &mut MergeCounts,
+) -> bool {
+    if !buf.targets.is_empty() || buf.fills.is_empty() {
+        return false;
+    }
+    let column_of = |table: u32| ctx.tables.get(table).column(ctx.id);
+    // Tables do not change between Run and the merges, so this always holds; checked
+    // anyway, as the swap would otherwise be silently wrong.
+    let aligned = buf
+        .fills
+        .iter()
+        .all(|f| column_of(f.table).is_some_and(|c| columns[c as usize].len() == f.values.len()));
+    if !aligned {
+        return false;
+    }
+    for fill in &mut buf.fills {
+        let col = column_of(fill.table).expect("checked above") as usize;
+        // `last_wins` implies `C::Output` is `C` (checked at registration).
+        let values = (&mut fill.values as &mut dyn Any)
+            .downcast_mut::<Vec<C>>()
+            .expect("a last-wins merge has Output = C");
+        counts.merged += values.len() as u64;
+        // Later fills of the same table swap in after earlier ones: the last one wins.
+        std::mem::swap(&mut columns[col], values);
+        values.clear();
+    }
+    true
+}
+
+/// Rewrites the fills of `buf` as ordinary writes (targets from the tables' entity lists),
+/// in emission order, so the general merge can handle them.
+fn flatten_fills<C: Component>(buf: &mut OutputBuffer<C>, tables: &Tables) {
+    let OutputBuffer {
+        targets,
+        values,
+        fills,
+        spare,
+        scratch_targets,
+        scratch_values,
+        ..
+    } = buf;
+    scratch_targets.clear();
+    scratch_values.clear();
+    let mut old_targets = targets.drain(..);
+    let mut old_values = values.drain(..);
+    let mut done = 0;
+    for mut fill in fills.drain(..) {
+        let before = fill.at as usize - done;
+        scratch_targets.extend(old_targets.by_ref().take(before));
+        scratch_values.extend(old_values.by_ref().take(before));
+        done = fill.at as usize;
+        scratch_targets.extend_from_slice(&tables.get(fill.table).entities);
+        scratch_values.append(&mut fill.values);
+        spare.push(fill.values);
+    }
+    scratch_targets.extend(old_targets);
+    scratch_values.extend(old_values);
+    std::mem::swap(targets, scratch_targets);
+    std::mem::swap(values, scratch_values);
 }
 
 /// Computes the key of every write in `buf`, removes dropped writes (counting them), and
@@ -342,5 +431,206 @@ pub(crate) fn sync(
 pub(crate) fn discard(systems: &mut [SystemSlot]) {
     for slot in systems {
         slot.out.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::merge;
+    use crate::prelude::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Pos(f32);
+    impl Component for Pos {
+        type Output = Pos;
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Hp(i32);
+    impl Component for Hp {
+        type Output = i32;
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Tag;
+    impl Component for Tag {
+        type Output = Tag;
+    }
+
+    /// Entities in three tables, `n` per table; some without `Hp`.
+    fn world(n: usize) -> World {
+        let mut w = World::new();
+        w.register::<Pos>(merge::last);
+        w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 = h.0 * 3 + d.iter().sum::<i32>());
+        w.register::<Tag>(merge::last);
+        for i in 0..n {
+            w.spawn((Pos(i as f32), Hp(i as i32)));
+            w.spawn((Pos(-(i as f32)),));
+            w.spawn((Pos(0.5), Hp(1), Tag));
+        }
+        w
+    }
+
+    fn snapshot(w: &World) -> Vec<(Entity, Pos, Option<Hp>)> {
+        w.query::<(&Pos, Option<&Hp>)>()
+            .map(|(e, (p, h))| (e, *p, h.copied()))
+            .collect()
+    }
+
+    /// Runs `frames` frames of two runtimes whose systems differ only in using
+    /// `write_each` instead of a `write` loop, and checks they agree after every frame.
+    fn agree(n: usize, workers: usize, each: impl Fn(&mut Runtime), write: impl Fn(&mut Runtime)) {
+        let mut a = Runtime::builder().workers(workers).build(world(n));
+        let mut b = Runtime::builder().workers(1).build(world(n));
+        each(&mut a);
+        write(&mut b);
+        for _ in 0..3 {
+            a.frame();
+            b.frame();
+            assert_eq!(snapshot(a.world()), snapshot(b.world()));
+            assert_eq!(a.stats().merged, b.stats().merged);
+            assert_eq!(a.stats().dropped, b.stats().dropped);
+        }
+    }
+
+    #[test]
+    fn write_each_single_writer_swaps_columns() {
+        for workers in [1, 2] {
+            // 40k rows per table: large enough to be filled in parallel parts.
+            agree(
+                40_000,
+                workers,
+                |rt| {
+                    rt.add_system(|_: &World, out: &mut Output| {
+                        out.write_each::<Pos, (&Pos,)>(|_, (p,)| Pos(p.0 * 2.0 + 1.0));
+                    });
+                },
+                |rt| {
+                    rt.add_system(|w: &World, out: &mut Output| {
+                        for (e, (p,)) in w.query::<(&Pos,)>() {
+                            out.write::<Pos>(e, Pos(p.0 * 2.0 + 1.0));
+                        }
+                    });
+                },
+            );
+        }
+    }
+
+    #[test]
+    fn write_each_twice_last_one_wins() {
+        agree(
+            50,
+            1,
+            |rt| {
+                rt.add_system(|_: &World, out: &mut Output| {
+                    out.write_each::<Pos, (&Pos,)>(|_, (p,)| Pos(p.0 + 1.0));
+                    out.write_each::<Pos, (&Hp,)>(|_, (h,)| Pos(h.0 as f32));
+                });
+            },
+            |rt| {
+                rt.add_system(|w: &World, out: &mut Output| {
+                    for (e, (p,)) in w.query::<(&Pos,)>() {
+                        out.write::<Pos>(e, Pos(p.0 + 1.0));
+                    }
+                    for (e, (h,)) in w.query::<(&Hp,)>() {
+                        out.write::<Pos>(e, Pos(h.0 as f32));
+                    }
+                });
+            },
+        );
+    }
+
+    #[test]
+    fn write_each_mixed_with_writes_and_other_systems() {
+        let each = |rt: &mut Runtime| {
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, _) in w.query::<(&Hp, With<Tag>)>() {
+                    out.write::<Hp>(e, 7);
+                }
+                out.write_each::<Hp, (&Pos,)>(|_, (p,)| p.0 as i32);
+                for (e, _) in w.query::<(&Hp, Without<Tag>)>() {
+                    out.write::<Hp>(e, -1);
+                }
+            });
+            rt.add_system(|w: &World, out: &mut Output| {
+                out.write_each::<Pos, (&Pos, Without<Tag>)>(|_, (p, ())| Pos(p.0 - 1.0));
+                for (e, _) in w.query::<(&Pos, With<Hp>)>() {
+                    out.write::<Hp>(e, 100);
+                    out.write::<Pos>(e, Pos(9.0));
+                }
+            });
+        };
+        let write = |rt: &mut Runtime| {
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, _) in w.query::<(&Hp, With<Tag>)>() {
+                    out.write::<Hp>(e, 7);
+                }
+                for (e, (p, _)) in w.query::<(&Pos, With<Hp>)>() {
+                    out.write::<Hp>(e, p.0 as i32);
+                }
+                for (e, _) in w.query::<(&Hp, Without<Tag>)>() {
+                    out.write::<Hp>(e, -1);
+                }
+            });
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, (p, _)) in w.query::<(&Pos, Without<Tag>)>() {
+                    out.write::<Pos>(e, Pos(p.0 - 1.0));
+                }
+                for (e, _) in w.query::<(&Pos, With<Hp>)>() {
+                    out.write::<Hp>(e, 100);
+                    out.write::<Pos>(e, Pos(9.0));
+                }
+            });
+        };
+        for workers in [1, 2] {
+            agree(20_000, workers, each, write);
+        }
+    }
+
+    #[test]
+    fn write_each_inside_par_for_each_keeps_emission_order() {
+        agree(
+            30,
+            2,
+            |rt| {
+                rt.add_system(|_: &World, out: &mut Output| {
+                    out.par_for_each::<(&Hp,)>(|e, (h,), out| {
+                        out.write::<Hp>(e, h.0);
+                        if h.0 == 3 {
+                            out.write_each::<Hp, (&Tag,)>(|_, _| 5);
+                        }
+                    });
+                });
+            },
+            |rt| {
+                rt.add_system(|w: &World, out: &mut Output| {
+                    for (e, (h,)) in w.query::<(&Hp,)>() {
+                        out.write::<Hp>(e, h.0);
+                        if h.0 == 3 {
+                            for (t, _) in w.query::<(&Tag, With<Hp>)>() {
+                                out.write::<Hp>(t, 5);
+                            }
+                        }
+                    }
+                });
+            },
+        );
+    }
+
+    #[test]
+    fn a_panic_in_write_each_discards_the_frame() {
+        let mut rt = Runtime::builder().workers(2).build(world(20_000));
+        let before = snapshot(rt.world());
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<Pos, (&Pos,)>(|_, (p,)| {
+                assert!(p.0 != 19_999.0, "boom");
+                Pos(0.0)
+            });
+        });
+        assert!(matches!(
+            rt.try_frame(),
+            Err(FrameError::SystemPanicked { .. })
+        ));
+        assert_eq!(snapshot(rt.world()), before);
     }
 }

@@ -42,6 +42,19 @@ pub struct World {
     scratch_ids: Vec<ComponentId>,
 }
 
+/// Whether `merge` is [`merge::last`](crate::merge::last) itself, with `C::Output = C`.
+///
+/// `register` takes any closure, so the only way to recognise `merge::last::<C>` without a
+/// `C: Clone` bound is its type: a zero-sized function item named `runsync::merge::last<..>`.
+/// This is only an optimisation hint (Sync may then swap a single writer's whole column in
+/// instead of merging it value by value, which gives the same result); if the name ever
+/// changes form, the answer is `false` and Sync merges the slow way.
+fn is_merge_last<C: Component, F: 'static>(_merge: &F) -> bool {
+    size_of::<F>() == 0
+        && TypeId::of::<C::Output>() == TypeId::of::<C>()
+        && type_name::<F>().starts_with("runsync::merge::last<")
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -87,8 +100,9 @@ impl World {
     ) -> ComponentId {
         match self.registry.add::<C>() {
             Ok(id) => {
+                let last_wins = is_merge_last::<C, _>(&merge);
                 self.storages
-                    .push(Box::new(TypedStorage::<C>::new(Box::new(merge))));
+                    .push(Box::new(TypedStorage::<C>::new(Box::new(merge), last_wins)));
                 self.tables_with.push(Vec::new());
                 id
             }
@@ -553,6 +567,24 @@ mod tests {
     fn register_twice_panics() {
         let mut w = world();
         w.register::<A>(merge::first);
+    }
+
+    #[test]
+    fn recognises_merge_last() {
+        #[derive(Clone, Copy)]
+        struct P(f32);
+        impl Component for P {
+            type Output = P;
+        }
+        #[derive(Clone, Copy)]
+        struct Q(f32);
+        impl Component for Q {
+            type Output = f32;
+        }
+        assert!(is_merge_last::<P, _>(&merge::last::<P>));
+        assert!(!is_merge_last::<P, _>(&merge::first::<P>));
+        assert!(!is_merge_last::<P, _>(&|p: &mut P, o: &[P]| p.0 = o[0].0));
+        assert!(!is_merge_last::<Q, _>(&|q: &mut Q, o: &[f32]| q.0 = o[0]));
     }
 
     #[test]

@@ -12,6 +12,9 @@ pub(crate) struct TypedStorage<C: Component> {
     pub(crate) columns: Vec<Vec<C>>,
     /// The merge registered for `C`.
     pub(crate) merge: MergeFn<C>,
+    /// Whether that merge is [`merge::last`](crate::merge::last) (and `C::Output` is `C`):
+    /// then a single writer's whole-column outputs may replace a column outright.
+    pub(crate) last_wins: bool,
     /// A value on its way into a column (insert or spawn), set by `stage*`.
     staged: Option<C>,
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
@@ -23,10 +26,11 @@ pub(crate) struct TypedStorage<C: Component> {
 }
 
 impl<C: Component> TypedStorage<C> {
-    pub(crate) fn new(merge: MergeFn<C>) -> Self {
+    pub(crate) fn new(merge: MergeFn<C>, last_wins: bool) -> Self {
         TypedStorage {
             columns: Vec::new(),
             merge,
+            last_wins,
             staged: None,
             graveyard: Vec::new(),
             inbox: Vec::new(),
