@@ -32,10 +32,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::component::{Component, ComponentId};
 use crate::entity::Entities;
+use crate::entity::Entity;
 use crate::output::{Command, OutputBuffer};
 use crate::pool::{Pool, payload_message};
 use crate::runtime::SystemSlot;
-use crate::storage::{Tables, TypedStorage};
+use crate::storage::{TableId, Tables, TypedStorage};
 use crate::world::World;
 
 /// Key of a write whose target is dead or lacks the component.
@@ -59,6 +60,8 @@ pub(crate) struct MergeCounts {
 pub(crate) struct MergeScratch<C: Component> {
     pairs: Vec<(u64, u32)>,
     group: Vec<C::Output>,
+    /// `(first, last)` key of each source, to spot sources that cannot overlap.
+    ranges: Vec<(u64, u64)>,
 }
 
 impl<C: Component> Default for MergeScratch<C> {
@@ -66,6 +69,7 @@ impl<C: Component> Default for MergeScratch<C> {
         MergeScratch {
             pairs: Vec::new(),
             group: Vec::new(),
+            ranges: Vec::new(),
         }
     }
 }
@@ -89,6 +93,7 @@ pub(crate) fn merge_type<C: Component>(
     let TypedStorage {
         columns,
         merge,
+        merge_sorted,
         last_wins,
         inbox,
         scratch,
@@ -113,35 +118,80 @@ pub(crate) fn merge_type<C: Component>(
 
     if let [(_, only)] = inbox.as_mut_slice() {
         let buf = typed::<C>(&mut **only);
-        let (keys, values) = (&buf.keys, &buf.values);
-        let n = keys.len();
-        counts.merged += n as u64;
-        let mut i = 0;
-        while i < n {
-            let k = keys[i];
-            let mut j = i + 1;
-            while j < n && keys[j] == k {
-                j += 1;
-            }
-            let (col, row) = split_key(k);
-            merge(&mut columns[col][row], &values[i..j]);
-            i = j;
+        counts.merged += buf.keys.len() as u64;
+        merge_sorted(columns, &buf.keys, &buf.values);
+        return counts;
+    }
+
+    // Several sources. If their key ranges do not overlap (systems writing different
+    // tables, or different parts of one), no entity has writes from two of them: each
+    // source merges on its own, in one pass.
+    if sources_disjoint::<C>(inbox, &mut scratch.ranges) {
+        for (_, buf) in inbox.iter_mut() {
+            let buf = typed::<C>(&mut **buf);
+            counts.merged += buf.keys.len() as u64;
+            merge_sorted(columns, &buf.keys, &buf.values);
         }
         return counts;
     }
 
+    // Overlapping sources: a k-way merge. Up to `MAX_SOURCES` typed handles live on the
+    // stack (no allocation); more sources take a `Vec`.
+    const MAX_SOURCES: usize = 16;
     let group = &mut scratch.group;
+    let n = inbox.len();
+    if n <= MAX_SOURCES {
+        let mut bufs: [Option<&mut OutputBuffer<C>>; MAX_SOURCES] = std::array::from_fn(|_| None);
+        for (slot, (_, b)) in bufs.iter_mut().zip(inbox.iter_mut()) {
+            *slot = Some(typed::<C>(&mut **b));
+        }
+        kway_merge(&mut bufs[..n], columns, merge, group, &mut counts);
+    } else {
+        let mut bufs: Vec<Option<&mut OutputBuffer<C>>> = inbox
+            .iter_mut()
+            .map(|(_, b)| Some(typed::<C>(&mut **b)))
+            .collect();
+        kway_merge(&mut bufs, columns, merge, group, &mut counts);
+    }
+    counts
+}
+
+/// Whether the sorted sources in `inbox` cover pairwise disjoint key ranges.
+fn sources_disjoint<C: Component>(
+    inbox: &mut [(u32, Box<dyn crate::output::AnyBuffer>)],
+    ranges: &mut Vec<(u64, u64)>,
+) -> bool {
+    ranges.clear();
+    for (_, buf) in inbox.iter_mut() {
+        let keys = &typed::<C>(&mut **buf).keys;
+        if let (Some(&first), Some(&last)) = (keys.first(), keys.last()) {
+            ranges.push((first, last));
+        }
+    }
+    ranges.sort_unstable();
+    ranges.windows(2).all(|w| w[0].1 < w[1].0)
+}
+
+/// Merges sorted sources (given in system order) from the back: repeatedly takes the
+/// largest key, gathers its values from the later systems to the earlier, puts them back
+/// in system-then-emission order, and calls the merge once.
+fn kway_merge<C: Component>(
+    bufs: &mut [Option<&mut OutputBuffer<C>>],
+    columns: &mut [Vec<C>],
+    merge: &crate::component::MergeFn<C>,
+    group: &mut Vec<C::Output>,
+    counts: &mut MergeCounts,
+) {
     loop {
         let mut best: Option<u64> = None;
-        for (_, buf) in inbox.iter_mut() {
-            if let Some(&k) = typed::<C>(&mut **buf).keys.last() {
+        for buf in bufs.iter().flatten() {
+            if let Some(&k) = buf.keys.last() {
                 best = Some(best.map_or(k, |b: u64| b.max(k)));
             }
         }
         let Some(k) = best else { break };
         group.clear();
-        for (_, buf) in inbox.iter_mut().rev() {
-            let buf = typed::<C>(&mut **buf);
+        for buf in bufs.iter_mut().rev().flatten() {
             while buf.keys.last() == Some(&k) {
                 buf.keys.pop();
                 group.push(buf.values.pop().expect("keys and values out of step"));
@@ -153,7 +203,31 @@ pub(crate) fn merge_type<C: Component>(
         merge(&mut columns[col][row], group);
     }
     group.clear();
-    counts
+}
+
+/// Folds sorted writes (`keys[i]` is the `(column, row)` of `values[i]`) into `columns`:
+/// one call of `merge` per run of equal keys. Generic over the merge function, so that the
+/// registered closure is inlined into this loop (built once per type by
+/// [`World::register`](crate::World::register) and stored as a
+/// [`SortedMergeFn`](crate::component::SortedMergeFn)).
+pub(crate) fn merge_sorted_with<C: Component>(
+    merge: &impl Fn(&mut C, &[C::Output]),
+    columns: &mut [Vec<C>],
+    keys: &[u64],
+    values: &[C::Output],
+) {
+    let n = keys.len();
+    let mut i = 0;
+    while i < n {
+        let k = keys[i];
+        let mut j = i + 1;
+        while j < n && keys[j] == k {
+            j += 1;
+        }
+        let (col, row) = split_key(k);
+        merge(&mut columns[col][row], &values[i..j]);
+        i = j;
+    }
 }
 
 /// The shadow-column path: if `buf` holds only whole-column writes ([`Fill`]s), it is the
@@ -246,15 +320,42 @@ fn key_and_sort<C: Component>(
     let mut sorted = true;
     let mut dropped = 0usize;
     let mut prev = 0u64;
+    // The table of the previous lookup, its column of this type, and its entities (empty
+    // if it has no such column). A system that iterated a query emits its targets in
+    // table order, so the next target is usually the entity in the next row: comparing
+    // handles (generation included) proves it alive and there, without a lookup.
+    let mut table = TableId::MAX;
+    let mut column = 0u64;
+    let mut rows: &[Entity] = &[];
+    let mut next_row = 0usize;
     for &e in targets.iter() {
-        let key = ctx
-            .entities
-            .location(e)
-            .and_then(|loc| {
-                let col = ctx.tables.get(loc.table).column(ctx.id)?;
-                Some((u64::from(col) << 32) | u64::from(loc.row))
-            })
-            .unwrap_or(DROPPED);
+        let key = if rows.get(next_row) == Some(&e) {
+            next_row += 1;
+            (column << 32) | (next_row - 1) as u64
+        } else {
+            match ctx.entities.location(e) {
+                Some(loc) => {
+                    if loc.table != table {
+                        table = loc.table;
+                        let t = ctx.tables.get(table);
+                        match t.column(ctx.id) {
+                            Some(c) => {
+                                column = u64::from(c);
+                                rows = &t.entities;
+                            }
+                            None => rows = &[],
+                        }
+                    }
+                    if rows.is_empty() {
+                        DROPPED
+                    } else {
+                        next_row = loc.row as usize + 1;
+                        (column << 32) | u64::from(loc.row)
+                    }
+                }
+                None => DROPPED,
+            }
+        };
         if key == DROPPED {
             dropped += 1;
         } else {
@@ -615,6 +716,63 @@ mod tests {
                 });
             },
         );
+    }
+
+    /// Overlapping sources (k-way merge), disjoint sources, and one source, against a
+    /// model that folds each entity's writes in system then emission order.
+    #[test]
+    fn merge_order_matches_a_sequential_model() {
+        let fold = |h: i32, d: &[i32]| d.iter().fold(h, |a, &x| a.wrapping_mul(31).wrapping_add(x));
+        let mut w = World::new();
+        w.register::<Hp>(move |h: &mut Hp, d: &[i32]| h.0 = fold(h.0, d));
+        w.register::<Pos>(merge::last);
+        let ents: Vec<Entity> = (0..300).map(|i| w.spawn((Hp(i),))).collect();
+        let mut rt = Runtime::builder().workers(2).build(w);
+        // System s writes (s + 1) * 1000 + i to every entity i with i % (s + 2) == 0, twice
+        // for even i, and system 3 only the upper half (disjoint from nothing).
+        for s in 0..4i32 {
+            rt.add_system(move |w: &World, out: &mut Output| {
+                for (e, (h,)) in w.query::<(&Hp,)>() {
+                    let i = e.index() as i32;
+                    if s == 3 && i < 150 {
+                        continue;
+                    }
+                    if i % (s + 2) == 0 {
+                        out.write::<Hp>(e, (s + 1) * 1000 + i);
+                        if i % 2 == 0 {
+                            out.write::<Hp>(e, h.0 & 0xff);
+                        }
+                    }
+                }
+            });
+        }
+        let mut model: Vec<i32> = (0..300).collect();
+        for _ in 0..3 {
+            let mut next = model.clone();
+            for (i, v) in next.iter_mut().enumerate() {
+                let i = i as i32;
+                let mut writes = Vec::new();
+                for s in 0..4 {
+                    if (s == 3 && i < 150) || i % (s + 2) != 0 {
+                        continue;
+                    }
+                    writes.push((s + 1) * 1000 + i);
+                    if i % 2 == 0 {
+                        writes.push(model[i as usize] & 0xff);
+                    }
+                }
+                if !writes.is_empty() {
+                    *v = fold(*v, &writes);
+                }
+            }
+            model = next;
+            rt.frame();
+            let got: Vec<i32> = ents
+                .iter()
+                .map(|&e| rt.world().get::<Hp>(e).unwrap().0)
+                .collect();
+            assert_eq!(got, model);
+        }
     }
 
     #[test]

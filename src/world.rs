@@ -2,6 +2,7 @@
 
 use std::any::{Any, TypeId, type_name};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::bundle::{Bundle, BundleSink, Sink};
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
@@ -101,8 +102,15 @@ impl World {
         match self.registry.add::<C>() {
             Ok(id) => {
                 let last_wins = is_merge_last::<C, _>(&merge);
-                self.storages
-                    .push(Box::new(TypedStorage::<C>::new(Box::new(merge), last_wins)));
+                let merge = Arc::new(merge);
+                let each = Arc::clone(&merge);
+                self.storages.push(Box::new(TypedStorage::<C>::new(
+                    Box::new(move |value, outputs| each(value, outputs)),
+                    Box::new(move |columns, keys, values| {
+                        crate::sync::merge_sorted_with(&*merge, columns, keys, values)
+                    }),
+                    last_wins,
+                )));
                 self.tables_with.push(Vec::new());
                 id
             }

@@ -2,7 +2,7 @@
 
 use std::any::{Any, type_name};
 
-use crate::component::{Component, MergeFn};
+use crate::component::{Component, MergeFn, SortedMergeFn};
 use crate::output::{AnyBuffer, OutputBuffer};
 use crate::sync::{MergeCounts, MergeCtx, MergeScratch};
 
@@ -12,6 +12,8 @@ pub(crate) struct TypedStorage<C: Component> {
     pub(crate) columns: Vec<Vec<C>>,
     /// The merge registered for `C`.
     pub(crate) merge: MergeFn<C>,
+    /// The same merge, looped over a sorted run of writes with the closure inlined.
+    pub(crate) merge_sorted: SortedMergeFn<C>,
     /// Whether that merge is [`merge::last`](crate::merge::last) (and `C::Output` is `C`):
     /// then a single writer's whole-column outputs may replace a column outright.
     pub(crate) last_wins: bool,
@@ -26,10 +28,11 @@ pub(crate) struct TypedStorage<C: Component> {
 }
 
 impl<C: Component> TypedStorage<C> {
-    pub(crate) fn new(merge: MergeFn<C>, last_wins: bool) -> Self {
+    pub(crate) fn new(merge: MergeFn<C>, merge_sorted: SortedMergeFn<C>, last_wins: bool) -> Self {
         TypedStorage {
             columns: Vec::new(),
             merge,
+            merge_sorted,
             last_wins,
             staged: None,
             graveyard: Vec::new(),
