@@ -15,10 +15,11 @@
 //! system-then-emission order, and calls the merge once. No step depends on thread timing.
 //!
 //! *Shadow columns.* [`Output::write_each`](crate::Output::write_each) stores one vector
-//! of values per table, in row order, with no targets. When such a buffer is a type's only
-//! source and the type merges with [`merge::last`](crate::merge::last), each vector simply
-//! replaces its table's column (a pointer swap; the old column becomes next frame's
-//! buffer). Otherwise the fills are flattened into ordinary writes first.
+//! of values per table, in row order, with no targets. When every source of a type holds
+//! only such fills and the type merges with [`merge::last`](crate::merge::last), each
+//! vector simply replaces its table's column, in system then emission order (a pointer
+//! swap; the old column becomes next frame's buffer). Otherwise the fills are flattened
+//! into ordinary writes first.
 //!
 //! # Structural commands (sequential)
 //!
@@ -101,10 +102,7 @@ pub(crate) fn merge_type<C: Component>(
     } = storage;
     let mut counts = MergeCounts::default();
 
-    if *last_wins
-        && let [(_, only)] = inbox.as_mut_slice()
-        && swap_columns(typed::<C>(&mut **only), columns, ctx, &mut counts)
-    {
+    if *last_wins && swap_columns(inbox, columns, ctx, &mut counts) {
         return counts;
     }
 
@@ -230,41 +228,42 @@ pub(crate) fn merge_sorted_with<C: Component>(
     }
 }
 
-/// The shadow-column path: if `buf` holds only whole-column writes ([`Fill`]s), it is the
-/// type's only source this frame, and the merge is last-wins, each fill's vector *becomes*
-/// its table's column (a pointer swap); the replaced values are dropped here. Returns
-/// `false`, touching nothing, if the path does not apply.
+/// The shadow-column path: if every source in `inbox` holds only whole-column writes
+/// ([`Fill`]s) and the merge is last-wins, each fill's vector *becomes* its table's column
+/// (a pointer swap), in system order then emission order, so the last fill of a table
+/// wins, exactly as `merge::last` would decide entity by entity. The replaced values are
+/// dropped here. Returns `false`, touching nothing, if the path does not apply.
 ///
 /// [`Fill`]: crate::output::Fill
 fn swap_columns<C: Component>(
-    buf: &mut OutputBuffer<C>,
+    inbox: &mut [(u32, Box<dyn crate::output::AnyBuffer>)],
     columns: &mut [Vec<C>],
     ctx: &MergeCtx<'_>,
     counts: &mut MergeCounts,
 ) -> bool {
-    if !buf.targets.is_empty() || buf.fills.is_empty() {
-        return false;
-    }
     let column_of = |table: u32| ctx.tables.get(table).column(ctx.id);
-    // Tables do not change between Run and the merges, so this always holds; checked
-    // anyway, as the swap would otherwise be silently wrong.
-    let aligned = buf
-        .fills
-        .iter()
-        .all(|f| column_of(f.table).is_some_and(|c| columns[c as usize].len() == f.values.len()));
-    if !aligned {
-        return false;
+    for (_, buf) in inbox.iter_mut() {
+        let buf = typed::<C>(&mut **buf);
+        // Tables do not change between Run and the merges, so alignment always holds;
+        // checked anyway, as the swap would otherwise be silently wrong.
+        let aligned = buf.fills.iter().all(|f| {
+            column_of(f.table).is_some_and(|c| columns[c as usize].len() == f.values.len())
+        });
+        if !buf.targets.is_empty() || buf.fills.is_empty() || !aligned {
+            return false;
+        }
     }
-    for fill in &mut buf.fills {
-        let col = column_of(fill.table).expect("checked above") as usize;
-        // `last_wins` implies `C::Output` is `C` (checked at registration).
-        let values = (&mut fill.values as &mut dyn Any)
-            .downcast_mut::<Vec<C>>()
-            .expect("a last-wins merge has Output = C");
-        counts.merged += values.len() as u64;
-        // Later fills of the same table swap in after earlier ones: the last one wins.
-        std::mem::swap(&mut columns[col], values);
-        values.clear();
+    for (_, buf) in inbox.iter_mut() {
+        for fill in &mut typed::<C>(&mut **buf).fills {
+            let col = column_of(fill.table).expect("checked above") as usize;
+            // `last_wins` implies `C::Output` is `C` (checked at registration).
+            let values = (&mut fill.values as &mut dyn Any)
+                .downcast_mut::<Vec<C>>()
+                .expect("a last-wins merge has Output = C");
+            counts.merged += values.len() as u64;
+            std::mem::swap(&mut columns[col], values);
+            values.clear();
+        }
     }
     true
 }
@@ -614,6 +613,41 @@ mod tests {
                     });
                 },
             );
+        }
+    }
+
+    #[test]
+    fn write_each_from_several_systems_last_one_wins() {
+        let each = |rt: &mut Runtime| {
+            rt.add_system(|_: &World, out: &mut Output| {
+                out.write_each::<Pos, (&Pos,)>(|_, (p,)| Pos(p.0 + 1.0));
+            });
+            rt.add_system(|_: &World, out: &mut Output| {
+                out.write_each::<Pos, (&Hp,)>(|_, (h,)| Pos(h.0 as f32 * 0.5));
+            });
+            rt.add_system(|_: &World, out: &mut Output| {
+                out.write_each::<Pos, (&Pos, Without<Hp>)>(|_, (p, ())| Pos(p.0 * 3.0));
+            });
+        };
+        let write = |rt: &mut Runtime| {
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, (p,)) in w.query::<(&Pos,)>() {
+                    out.write::<Pos>(e, Pos(p.0 + 1.0));
+                }
+            });
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, (h, _)) in w.query::<(&Hp, With<Pos>)>() {
+                    out.write::<Pos>(e, Pos(h.0 as f32 * 0.5));
+                }
+            });
+            rt.add_system(|w: &World, out: &mut Output| {
+                for (e, (p, ())) in w.query::<(&Pos, Without<Hp>)>() {
+                    out.write::<Pos>(e, Pos(p.0 * 3.0));
+                }
+            });
+        };
+        for workers in [1, 2] {
+            agree(100, workers, each, write);
         }
     }
 
