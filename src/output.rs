@@ -189,16 +189,23 @@ impl SystemOutputs {
         self.spawn_types.append(&mut other.spawn_types);
     }
 
+    /// The id of `C`, remembering the last type looked up.
     #[inline]
-    fn buffer<C: Component>(&mut self, world: &World) -> &mut OutputBuffer<C> {
-        let id = match self.cache {
+    #[track_caller]
+    fn id<C: Component>(&mut self, world: &World) -> ComponentId {
+        match self.cache {
             Some((t, id)) if t == TypeId::of::<C>() => id,
             _ => {
                 let id = world.registry().id::<C>();
                 self.cache = Some((TypeId::of::<C>(), id));
                 id
             }
-        };
+        }
+    }
+
+    #[inline]
+    fn buffer<C: Component>(&mut self, world: &World) -> &mut OutputBuffer<C> {
+        let id = self.id::<C>(world);
         self.typed_buffer::<C>(id)
     }
 
@@ -346,7 +353,7 @@ impl<'a> Output<'a> {
     /// # Panics
     /// If `C` is not registered.
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
-        let id = self.world.registry().id::<C>();
+        let id = self.bufs.id::<C>(self.world);
         self.bufs.typed_buffer::<C>(id).inserts.push_back(component);
         self.bufs.commands.push(Command::Insert(e, id));
     }
@@ -356,7 +363,7 @@ impl<'a> Output<'a> {
     /// # Panics
     /// If `C` is not registered.
     pub fn remove<C: Component>(&mut self, e: Entity) {
-        let id = self.world.registry().id::<C>();
+        let id = self.bufs.id::<C>(self.world);
         self.bufs.commands.push(Command::Remove(e, id));
     }
 
