@@ -285,12 +285,7 @@ impl Pool {
             slices[k] = s;
             n = k + 1;
         }
-        self.for_each_mut(&mut slices[..n], &|k, slots| {
-            let base = k * part;
-            for (j, slot) in slots.iter_mut().enumerate() {
-                slot.write(f(base + j));
-            }
-        })?;
+        self.for_each_mut(&mut slices[..n], &|k, slots| fill_part(slots, k * part, &f))?;
         // SAFETY: `set_len` needs `len <= capacity` (reserved above) and elements `0..len`
         // initialised: the parts cover `0..len` exactly (`chunks_mut` of that prefix), and
         // `for_each_mut` returned `Ok`, so every part ran to completion and wrote each of
@@ -304,6 +299,16 @@ impl Pool {
 /// nest (a system's parallel iteration inside Run), so allow plenty of nesting.
 fn queue_capacity(threads: usize) -> usize {
     (threads * threads * 16).max(64)
+}
+
+/// Writes `f(base + j)` into `slots[j]`. A function of its own so that `slots` is a
+/// `noalias` argument: the optimiser then knows the stores cannot touch `f`'s captures
+/// and keeps them in registers (inlined into the job closure, it reloaded them per value).
+#[inline(never)]
+fn fill_part<T, F: Fn(usize) -> T>(slots: &mut [MaybeUninit<T>], base: usize, f: &F) {
+    for (j, slot) in slots.iter_mut().enumerate() {
+        slot.write(f(base + j));
+    }
 }
 
 /// Most parts a [`Pool::fill`] is split into (the parts live in a stack array).
