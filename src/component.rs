@@ -43,9 +43,9 @@ impl ComponentId {
 pub(crate) type MergeFn<C> = Box<dyn Fn(&mut C, &[<C as Component>::Output]) + Send + Sync>;
 
 /// A type's merge applied to a whole sorted run of writes (see
-/// [`merge_sorted_with`](crate::sync::merge_sorted_with)): `(columns, keys, values)`.
+/// [`merge_sorted_with`](crate::sync::merge_sorted_with)): `(columns, plan, values)`.
 pub(crate) type SortedMergeFn<C> =
-    Box<dyn Fn(&mut [Vec<C>], &[u64], &[<C as Component>::Output]) + Send + Sync>;
+    Box<dyn Fn(&mut [Vec<C>], crate::sync::Plan<'_>, &[<C as Component>::Output]) + Send + Sync>;
 
 /// `TypeId` is already a high-quality hash; don't hash it again.
 #[derive(Default)]

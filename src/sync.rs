@@ -63,6 +63,8 @@ pub(crate) struct MergeScratch<C: Component> {
     group: Vec<C::Output>,
     /// `(first, last)` key of each source, to spot sources that cannot overlap.
     ranges: Vec<(u64, u64)>,
+    /// Row runs of a single source written in query order.
+    runs: Vec<Run>,
 }
 
 impl<C: Component> Default for MergeScratch<C> {
@@ -71,6 +73,7 @@ impl<C: Component> Default for MergeScratch<C> {
             pairs: Vec::new(),
             group: Vec::new(),
             ranges: Vec::new(),
+            runs: Vec::new(),
         }
     }
 }
@@ -106,6 +109,17 @@ pub(crate) fn merge_type<C: Component>(
         return counts;
     }
 
+    // One source written in query order (the common case): merge along row runs,
+    // without materialising keys.
+    if let [(_, only)] = inbox.as_mut_slice() {
+        let buf = typed::<C>(&mut **only);
+        if buf.fills.is_empty() && table_runs(&buf.targets, ctx, &mut scratch.runs) {
+            counts.merged += buf.values.len() as u64;
+            merge_sorted(columns, Plan::Runs(&scratch.runs), &buf.values);
+            return counts;
+        }
+    }
+
     for (_, buf) in inbox.iter_mut() {
         let buf = typed::<C>(&mut **buf);
         if !buf.fills.is_empty() {
@@ -117,7 +131,7 @@ pub(crate) fn merge_type<C: Component>(
     if let [(_, only)] = inbox.as_mut_slice() {
         let buf = typed::<C>(&mut **only);
         counts.merged += buf.keys.len() as u64;
-        merge_sorted(columns, &buf.keys, &buf.values);
+        merge_sorted(columns, Plan::Keys(&buf.keys), &buf.values);
         return counts;
     }
 
@@ -128,7 +142,7 @@ pub(crate) fn merge_type<C: Component>(
         for (_, buf) in inbox.iter_mut() {
             let buf = typed::<C>(&mut **buf);
             counts.merged += buf.keys.len() as u64;
-            merge_sorted(columns, &buf.keys, &buf.values);
+            merge_sorted(columns, Plan::Keys(&buf.keys), &buf.values);
         }
         return counts;
     }
@@ -203,6 +217,71 @@ fn kway_merge<C: Component>(
     group.clear();
 }
 
+/// Where a sorted source's values go.
+#[derive(Clone, Copy)]
+pub(crate) enum Plan<'a> {
+    /// `keys[i]` is the `(column << 32) | row` of value `i`; equal keys are adjacent.
+    Keys(&'a [u64]),
+    /// The values fill these runs of rows, in order; no row appears twice.
+    Runs(&'a [Run]),
+}
+
+/// Rows `row..row + len` of column `col`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Run {
+    col: u32,
+    row: u32,
+    len: u32,
+}
+
+/// Describes `targets` as runs of consecutive rows, in strictly increasing
+/// `(column, row)` order — the shape of a system's writes over a query — with only
+/// sequential reads of the tables' entity lists after each run's first lookup. Returns
+/// `false` as soon as they are not (a dead target, one without the component, a repeat
+/// or anything out of order): the caller then keys and sorts them.
+fn table_runs(targets: &[Entity], ctx: &MergeCtx<'_>, runs: &mut Vec<Run>) -> bool {
+    runs.clear();
+    let mut table = TableId::MAX;
+    let mut column = 0u32;
+    let mut rows: &[Entity] = &[];
+    let mut next_row = 0usize;
+    for &e in targets {
+        if rows.get(next_row) == Some(&e) {
+            if let Some(run) = runs.last_mut() {
+                run.len += 1;
+                next_row += 1;
+                continue;
+            }
+        }
+        let Some(loc) = ctx.entities.location(e) else {
+            return false;
+        };
+        if loc.table != table {
+            table = loc.table;
+            let t = ctx.tables.get(table);
+            let Some(c) = t.column(ctx.id) else {
+                return false;
+            };
+            column = c;
+            rows = &t.entities;
+        }
+        let key = (u64::from(column) << 32) | u64::from(loc.row);
+        let after_last = runs
+            .last()
+            .is_none_or(|r| key > (u64::from(r.col) << 32) | u64::from(r.row + r.len - 1));
+        if !after_last {
+            return false;
+        }
+        runs.push(Run {
+            col: column,
+            row: loc.row,
+            len: 1,
+        });
+        next_row = loc.row as usize + 1;
+    }
+    true
+}
+
 /// Folds sorted writes (`keys[i]` is the `(column, row)` of `values[i]`) into `columns`:
 /// one call of `merge` per run of equal keys. Generic over the merge function, so that the
 /// registered closure is inlined into this loop (built once per type by
@@ -211,9 +290,25 @@ fn kway_merge<C: Component>(
 pub(crate) fn merge_sorted_with<C: Component>(
     merge: &impl Fn(&mut C, &[C::Output]),
     columns: &mut [Vec<C>],
-    keys: &[u64],
+    plan: Plan<'_>,
     values: &[C::Output],
 ) {
+    let keys = match plan {
+        Plan::Keys(keys) => keys,
+        Plan::Runs(runs) => {
+            let mut values = values;
+            for run in runs {
+                let (now, rest) = values.split_at(run.len as usize);
+                values = rest;
+                let start = run.row as usize;
+                let rows = &mut columns[run.col as usize][start..start + now.len()];
+                for (value, output) in rows.iter_mut().zip(now) {
+                    merge(value, std::slice::from_ref(output));
+                }
+            }
+            return;
+        }
+    };
     let n = keys.len();
     let mut i = 0;
     while i < n {
@@ -806,6 +901,67 @@ mod tests {
                 .map(|&e| rt.world().get::<Hp>(e).unwrap().0)
                 .collect();
             assert_eq!(got, model);
+        }
+    }
+
+    /// One source in every shape: query order (row runs), repeats, reverse order, a
+    /// repeated pass, dead targets — against a model folding writes per entity in
+    /// emission order.
+    #[test]
+    fn single_source_shapes_match_a_model() {
+        let fold = |h: i32, d: &[i32]| d.iter().fold(h, |a, &x| a.wrapping_mul(31).wrapping_add(x));
+        for shape in 0..5 {
+            let mut w = World::new();
+            w.register::<Hp>(move |h: &mut Hp, d: &[i32]| h.0 = fold(h.0, d));
+            w.register::<Tag>(merge::last);
+            let mut ents: Vec<Entity> = (0..200)
+                .map(|i| {
+                    if i % 3 == 0 {
+                        w.spawn((Hp(i), Tag))
+                    } else {
+                        w.spawn((Hp(i),))
+                    }
+                })
+                .collect();
+            let dead = w.spawn((Hp(0),));
+            w.despawn(dead);
+            let order: Vec<Entity> = w.query::<(&Hp,)>().map(|(e, _)| e).collect();
+            let writes: Vec<(Entity, i32)> = match shape {
+                0 => order.iter().map(|&e| (e, e.index() as i32)).collect(),
+                1 => order.iter().flat_map(|&e| [(e, 1), (e, 2)]).collect(),
+                2 => order.iter().rev().map(|&e| (e, 5)).collect(),
+                3 => order
+                    .iter()
+                    .chain(&order)
+                    .map(|&e| (e, e.index() as i32))
+                    .collect(),
+                _ => order.iter().map(|&e| (e, 7)).chain([(dead, 9)]).collect(),
+            };
+            let emitted = writes.clone();
+            let mut rt = Runtime::builder().workers(1).build(w);
+            rt.add_system(move |_: &World, out: &mut Output| {
+                for &(e, v) in &emitted {
+                    out.write::<Hp>(e, v);
+                }
+            });
+            let mut model: Vec<i32> = ents
+                .iter()
+                .map(|&e| rt.world().get::<Hp>(e).unwrap().0)
+                .collect();
+            for (k, &e) in ents.iter().enumerate() {
+                let d: Vec<i32> = writes.iter().filter(|w| w.0 == e).map(|w| w.1).collect();
+                if !d.is_empty() {
+                    model[k] = fold(model[k], &d);
+                }
+            }
+            rt.frame();
+            let got: Vec<i32> = ents
+                .iter()
+                .map(|&e| rt.world().get::<Hp>(e).unwrap().0)
+                .collect();
+            assert_eq!(got, model, "shape {shape}");
+            assert_eq!(rt.stats().dropped, u64::from(shape == 4), "shape {shape}");
+            ents.clear();
         }
     }
 

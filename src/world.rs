@@ -106,8 +106,8 @@ impl World {
                 let each = Arc::clone(&merge);
                 self.storages.push(Box::new(TypedStorage::<C>::new(
                     Box::new(move |value, outputs| each(value, outputs)),
-                    Box::new(move |columns, keys, values| {
-                        crate::sync::merge_sorted_with(&*merge, columns, keys, values)
+                    Box::new(move |columns, plan, values| {
+                        crate::sync::merge_sorted_with(&*merge, columns, plan, values)
                     }),
                     last_wins,
                 )));
