@@ -309,7 +309,10 @@ impl<'a> Output<'a> {
             let cols = Q::columns(&state.0, world, t);
             let entities = world.table_entities(t);
             let mut values = buf.spare.pop().unwrap_or_default();
-            let filled = pool.fill(&mut values, entities.len(), FILL_PART, |row| {
+            // `move`: the closure holds copies of the column and entity slices, not
+            // references to them, so the fill loop can keep them in registers.
+            let f = &f;
+            let filled = pool.fill(&mut values, entities.len(), FILL_PART, move |row| {
                 f(entities[row], Q::get(&cols, row))
             });
             if let Err(p) = filled {
