@@ -26,6 +26,13 @@ fn simple_insert(c: &mut Criterion) {
     g.bench_function("runsync", |b| {
         b.iter(|| {
             let mut w = runsync_world();
+            w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+            w
+        })
+    });
+    g.bench_function("runsync_spawn", |b| {
+        b.iter(|| {
+            let mut w = runsync_world();
             for _ in 0..COUNT {
                 w.spawn(suite_bundle());
             }

@@ -22,7 +22,8 @@ pub struct Estimate {
     pub function: String,
     /// Parameter, if the bench has one (e.g. the system count).
     pub parameter: Option<String>,
-    /// Mean time per iteration, in nanoseconds.
+    /// Time per iteration in nanoseconds: criterion's headline estimate (the slope of
+    /// its linear fit, or the mean when it did not sample linearly).
     pub mean_ns: f64,
     /// Elements per iteration, if the bench declared a throughput in elements.
     pub elements: Option<u64>,
@@ -67,7 +68,11 @@ fn read_estimate(new: &Path) -> Option<Estimate> {
     let group = bench["group_id"].as_str()?.to_owned();
     let function = bench["function_id"].as_str()?.to_owned();
     let parameter = bench["value_str"].as_str().map(str::to_owned);
-    let mean_ns = est["mean"]["point_estimate"].as_f64()?;
+    // Criterion's headline figure: the slope of the linear fit when it sampled linearly,
+    // else the mean.
+    let mean_ns = est["slope"]["point_estimate"]
+        .as_f64()
+        .or_else(|| est["mean"]["point_estimate"].as_f64())?;
     let elements = bench["throughput"]["Elements"].as_u64();
     Some(Estimate {
         group,
@@ -87,14 +92,14 @@ pub struct Row {
     pub group: String,
     /// Parameter, if any.
     pub parameter: Option<String>,
-    /// Mean ns per iteration, indexed like [`LIBRARIES`].
+    /// Time per iteration (ns), indexed like [`LIBRARIES`].
     pub times: [Option<f64>; 4],
     /// Elements per iteration (for ns/element), if declared.
     pub elements: Option<u64>,
 }
 
 impl Row {
-    /// The mean time of `library` in ns, if measured.
+    /// The time of `library` in ns, if measured.
     pub fn time(&self, library: &str) -> Option<f64> {
         let i = LIBRARIES.iter().position(|l| *l == library)?;
         self.times[i]
