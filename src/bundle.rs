@@ -3,6 +3,7 @@
 use std::any::type_name;
 
 use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
 use crate::output::SystemOutputs;
 use crate::storage::{AnyStorage, TypedStorage};
 use crate::world::World;
@@ -22,6 +23,15 @@ use crate::world::World;
 pub trait Bundle: Send + 'static {
     #[doc(hidden)]
     fn put(self, sink: &mut BundleSink<'_>);
+
+    /// Spawns every bundle of `bundles` (see [`World::spawn_batch`]).
+    #[doc(hidden)]
+    fn spawn_batch(world: &mut World, bundles: impl Iterator<Item = Self>) -> Vec<Entity>
+    where
+        Self: Sized,
+    {
+        bundles.map(|b| world.spawn(b)).collect()
+    }
 }
 
 /// Where a bundle's components go (internal; used by [`Bundle`]'s implementations).
@@ -90,29 +100,51 @@ fn duplicate<C>() -> ! {
     )
 }
 
+impl Bundle for () {
+    fn put(self, _: &mut BundleSink<'_>) {}
+}
+
 macro_rules! tuple_bundle {
-    ($($name:ident),*) => {
+    ($($name:ident $idx:tt),*) => {
         impl<$($name: Component),*> Bundle for ($($name,)*) {
-            #[allow(non_snake_case, unused_variables)]
+            #[allow(non_snake_case)]
             #[track_caller]
             fn put(self, sink: &mut BundleSink<'_>) {
                 let ($($name,)*) = self;
                 $(sink.put($name);)*
             }
+
+            /// The components are unzipped into one `Vec` per type, which becomes (or is
+            /// appended to) the table's column; then the rows get their entities.
+            #[allow(non_snake_case)]
+            #[track_caller]
+            fn spawn_batch(world: &mut World, bundles: impl Iterator<Item = Self>) -> Vec<Entity> {
+                let mut ids = [$(world.registry().id::<$name>()),*];
+                let table = world.bundle_table(&mut ids);
+                let (lower, _) = bundles.size_hint();
+                let mut columns = ($(Vec::<$name>::with_capacity(lower),)*);
+                for ($($name,)*) in bundles {
+                    $(columns.$idx.push($name);)*
+                }
+                let n = columns.0.len();
+                $(world.append_column::<$name>(table, &mut columns.$idx);)*
+                let mut out = Vec::with_capacity(n);
+                world.push_entities(table, n, &mut out);
+                out
+            }
         }
     };
 }
 
-tuple_bundle!();
-tuple_bundle!(A);
-tuple_bundle!(A, B);
-tuple_bundle!(A, B, C);
-tuple_bundle!(A, B, C, D);
-tuple_bundle!(A, B, C, D, E);
-tuple_bundle!(A, B, C, D, E, F);
-tuple_bundle!(A, B, C, D, E, F, G);
-tuple_bundle!(A, B, C, D, E, F, G, H);
-tuple_bundle!(A, B, C, D, E, F, G, H, I);
-tuple_bundle!(A, B, C, D, E, F, G, H, I, J);
-tuple_bundle!(A, B, C, D, E, F, G, H, I, J, K);
-tuple_bundle!(A, B, C, D, E, F, G, H, I, J, K, L);
+tuple_bundle!(A 0);
+tuple_bundle!(A 0, B 1);
+tuple_bundle!(A 0, B 1, C 2);
+tuple_bundle!(A 0, B 1, C 2, D 3);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
+tuple_bundle!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);

@@ -26,6 +26,22 @@ pub(crate) struct OutputBuffer<C: Component> {
     pub(crate) keys: Vec<u64>,
     /// Values for `insert` / `spawn` commands, in emission order.
     pub(crate) inserts: VecDeque<C>,
+    /// Whole-column writes from [`Output::write_each`], in emission order.
+    pub(crate) fills: Vec<Fill<C::Output>>,
+    /// Emptied `Fill::values` vectors, reused by the next `write_each`.
+    pub(crate) spare: Vec<Vec<C::Output>>,
+    /// Sync scratch for flattening fills into `targets` / `values` (capacity kept).
+    pub(crate) scratch_targets: Vec<Entity>,
+    pub(crate) scratch_values: Vec<C::Output>,
+}
+
+/// One table's worth of outputs from [`Output::write_each`]: `values[row]` is the output
+/// for the entity in row `row` of `table`, so no target list is stored.
+pub(crate) struct Fill<O> {
+    pub(crate) table: u32,
+    /// Emitted after this many of the buffer's `targets` (for emission order).
+    pub(crate) at: u32,
+    pub(crate) values: Vec<O>,
 }
 
 impl<C: Component> Default for OutputBuffer<C> {
@@ -35,6 +51,10 @@ impl<C: Component> Default for OutputBuffer<C> {
             values: Vec::new(),
             keys: Vec::new(),
             inserts: VecDeque::new(),
+            fills: Vec::new(),
+            spare: Vec::new(),
+            scratch_targets: Vec::new(),
+            scratch_values: Vec::new(),
         }
     }
 }
@@ -44,6 +64,14 @@ impl<C: Component> OutputBuffer<C> {
     fn push(&mut self, e: Entity, v: C::Output) {
         self.targets.push(e);
         self.values.push(v);
+    }
+
+    /// Empties every fill and keeps its vector for reuse.
+    pub(crate) fn recycle_fills(&mut self) {
+        for mut fill in self.fills.drain(..) {
+            fill.values.clear();
+            self.spare.push(fill.values);
+        }
     }
 }
 
@@ -69,12 +97,13 @@ impl<C: Component> AnyBuffer for OutputBuffer<C> {
         self
     }
     fn writes(&self) -> usize {
-        self.targets.len()
+        self.targets.len() + self.fills.iter().map(|f| f.values.len()).sum::<usize>()
     }
     fn clear_writes(&mut self) {
         self.targets.clear();
         self.values.clear();
         self.keys.clear();
+        self.recycle_fills();
     }
     fn clear_all(&mut self) {
         self.clear_writes();
@@ -88,6 +117,11 @@ impl<C: Component> AnyBuffer for OutputBuffer<C> {
             .as_any_mut()
             .downcast_mut::<OutputBuffer<C>>()
             .expect("appending a buffer of another type");
+        let offset = self.targets.len() as u32;
+        for mut fill in other.fills.drain(..) {
+            fill.at += offset;
+            self.fills.push(fill);
+        }
         self.targets.append(&mut other.targets);
         self.values.append(&mut other.values);
         self.inserts.append(&mut other.inserts);
@@ -183,16 +217,23 @@ impl SystemOutputs {
         self.spawn_types.append(&mut other.spawn_types);
     }
 
+    /// The id of `C`, remembering the last type looked up.
     #[inline]
-    fn buffer<C: Component>(&mut self, world: &World) -> &mut OutputBuffer<C> {
-        let id = match self.cache {
+    #[track_caller]
+    fn id<C: Component>(&mut self, world: &World) -> ComponentId {
+        match self.cache {
             Some((t, id)) if t == TypeId::of::<C>() => id,
             _ => {
                 let id = world.registry().id::<C>();
                 self.cache = Some((TypeId::of::<C>(), id));
                 id
             }
-        };
+        }
+    }
+
+    #[inline]
+    fn buffer<C: Component>(&mut self, world: &World) -> &mut OutputBuffer<C> {
+        let id = self.id::<C>(world);
         self.typed_buffer::<C>(id)
     }
 
@@ -252,6 +293,69 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// Emits `f(entity, item)` as the `C` output of every entity matching `Q` that has a
+    /// `C`: the same outputs, in the same order, as
+    /// `for (e, (item, _)) in world.query::<(Q, With<C>)>() { out.write::<C>(e, f(e, item)) }`.
+    ///
+    /// Cost: the values go straight into one buffer per table, in row order, with no
+    /// target list; a large table is computed in parallel parts on the worker pool (so `f`
+    /// must be `Sync`). In Sync, when this system is the only one that wrote `C` this
+    /// frame, wrote it only through `write_each`, and `C` merges with
+    /// [`merge::last`](crate::merge::last), each buffer is swapped in for the stored column
+    /// whole: no per-entity merge and no copy. Otherwise the outputs merge like `write`'s.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, PartialEq, Debug)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy, PartialEq, Debug)] struct Vel(f32);
+    /// # impl Component for Vel { type Output = Vel; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.register::<Vel>(merge::last);
+    /// let e = world.spawn((Pos(1.0), Vel(2.0)));
+    /// let mut rt = Runtime::builder().build(world);
+    /// rt.add_system(|_: &World, out: &mut Output| {
+    ///     out.write_each::<Pos, (&Pos, &Vel)>(|_e, (p, v)| Pos(p.0 + v.0));
+    /// });
+    /// rt.frame();
+    /// assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(3.0)));
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` or a type in `Q` is unregistered; a panic in `f` fails the frame like a panic
+    /// in the system itself.
+    pub fn write_each<C: Component, Q: QueryData>(
+        &mut self,
+        f: impl Fn(Entity, Q::Item<'a>) -> C::Output + Sync,
+    ) {
+        let world = self.world;
+        let pool = self.pool;
+        let state = <(Q, crate::query::With<C>)>::init(world);
+        let buf = self.bufs.typed_buffer::<C>(state.1);
+        for t in crate::query::matching_tables::<(Q, crate::query::With<C>)>(world, &state) {
+            let cols = Q::columns(&state.0, world, t);
+            let entities = world.table_entities(t);
+            let mut values = buf.spare.pop().unwrap_or_default();
+            // `move`: the closure holds copies of the column and entity slices, not
+            // references to them, so the fill loop can keep them in registers.
+            let f = &f;
+            let filled = pool.fill(&mut values, entities.len(), FILL_PART, move |row| {
+                f(entities[row], Q::get(&cols, row))
+            });
+            if let Err(p) = filled {
+                values.clear();
+                buf.spare.push(values);
+                std::panic::resume_unwind(p.payload);
+            }
+            buf.fills.push(Fill {
+                table: t,
+                at: buf.targets.len() as u32,
+                values,
+            });
+        }
+    }
+
     /// Spawns an entity with `bundle` (a tuple of components) in Sync. Its id is assigned
     /// in Sync, deterministically; it first appears in the next frame's Run.
     ///
@@ -280,7 +384,7 @@ impl<'a> Output<'a> {
     /// # Panics
     /// If `C` is not registered.
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
-        let id = self.world.registry().id::<C>();
+        let id = self.bufs.id::<C>(self.world);
         self.bufs.typed_buffer::<C>(id).inserts.push_back(component);
         self.bufs.commands.push(Command::Insert(e, id));
     }
@@ -290,7 +394,7 @@ impl<'a> Output<'a> {
     /// # Panics
     /// If `C` is not registered.
     pub fn remove<C: Component>(&mut self, e: Entity) {
-        let id = self.world.registry().id::<C>();
+        let id = self.bufs.id::<C>(self.world);
         self.bufs.commands.push(Command::Remove(e, id));
     }
 
@@ -391,6 +495,9 @@ impl<'a> Output<'a> {
         }
     }
 }
+
+/// Rows per part below which [`Output::write_each`] does not split a table over workers.
+const FILL_PART: usize = 16 * 1024;
 
 /// A typed writer for one component type; see [`Output::writer`].
 pub struct Writer<'o, C: Component> {

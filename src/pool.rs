@@ -4,8 +4,10 @@
 //!
 //! Work arrives as a *batch*: `count` independent jobs `0..count` and one function that
 //! runs job `i`. The thread that submits a batch (the *owner*) keeps the batch on its stack,
-//! pushes up to `threads - 1` *tickets* (pointers to the batch) onto a shared
-//! `crossbeam::deque::Injector`, then works on the batch itself. Whoever holds a ticket
+//! pushes up to `threads - 1` *tickets* (pointers to the batch) onto a shared bounded
+//! queue (`crossbeam::queue::ArrayQueue`, allocated once, so dispatch never touches the
+//! heap), then works on the batch itself. If the queue is full, the batch simply gets
+//! fewer tickets: less parallelism, never a lost job. Whoever holds a ticket
 //! claims job indices with one `fetch_add` each until none are left, so each job runs
 //! exactly once and a batch never waits on a lock. Jobs catch their own panics; the first
 //! panic (lowest job index, so the report does not depend on timing) is handed back to the
@@ -30,13 +32,14 @@
 //! on the calling thread.
 
 use std::any::Any;
+use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 
 use crossbeam::utils::CachePadded;
 
 use crate::primitive::{
-    AtomicBool, AtomicUsize, Backoff, Condvar, Injector, Mutex, Ordering, fence, thread,
+    AtomicBool, AtomicUsize, Backoff, Condvar, Mutex, Ordering, Queue, fence, thread,
 };
 
 /// A job's panic, carried back to the batch owner.
@@ -116,7 +119,9 @@ impl Ticket {
 }
 
 struct Shared {
-    injector: Injector<Ticket>,
+    /// Tickets waiting for a thread. Bounded, so that pushing never allocates (an
+    /// unbounded `Injector` allocates a block every 63 pushes, i.e. every few frames).
+    injector: Queue<Ticket>,
     sleepers: AtomicUsize,
     lock: Mutex<()>,
     wake: Condvar,
@@ -126,7 +131,7 @@ struct Shared {
 impl Shared {
     /// Runs one ticket from the queue, if there is one.
     fn help_once(&self) -> bool {
-        match self.injector.steal() {
+        match self.injector.pop() {
             Some(t) => {
                 // SAFETY: every ticket in the queue was counted in its batch's `refs`
                 // when pushed, and is released by exactly this one `execute`.
@@ -159,7 +164,7 @@ impl Pool {
             workers - 1
         };
         let shared = Arc::new(Shared {
-            injector: Injector::new(),
+            injector: Queue::new(queue_capacity(workers)),
             sleepers: AtomicUsize::new(0),
             lock: Mutex::new(()),
             wake: Condvar::default(),
@@ -207,8 +212,12 @@ impl Pool {
             };
             batch.refs.store(tickets, Ordering::Relaxed);
             let ticket = Ticket((&raw const batch).cast::<Batch<'static>>());
-            for _ in 0..tickets {
-                self.shared.injector.push(ticket);
+            for pushed in 0..tickets {
+                if self.shared.injector.push(ticket).is_err() {
+                    // Queue full: take back the tickets that were never handed out.
+                    batch.refs.fetch_sub(tickets - pushed, Ordering::Release);
+                    break;
+                }
             }
             fence(Ordering::SeqCst);
             if self.shared.sleepers.load(Ordering::SeqCst) > 0 {
@@ -245,6 +254,66 @@ impl Pool {
         })
     }
 }
+
+impl Pool {
+    /// Replaces the contents of `out` with `f(0), f(1), .., f(len - 1)`, computing
+    /// contiguous parts of at least `min_part` elements on different workers. With one
+    /// thread (or a short `len`) this is a plain `extend`, so `f` inlines into one loop.
+    ///
+    /// If some `f` panics, the lowest part's panic is returned and `out` is left empty; the
+    /// values other parts already computed are leaked, not dropped (never unsound).
+    pub(crate) fn fill<T: Send, F: Fn(usize) -> T + Sync>(
+        &self,
+        out: &mut Vec<T>,
+        len: usize,
+        min_part: usize,
+        f: F,
+    ) -> Result<(), Panicked> {
+        out.clear();
+        let parts = (len / min_part.max(1))
+            .min(self.threads() * 4)
+            .min(MAX_FILL_PARTS);
+        if parts <= 1 || self.threads() == 1 {
+            out.extend((0..len).map(f));
+            return Ok(());
+        }
+        out.reserve(len);
+        let part = len.div_ceil(parts);
+        let mut slices: [&mut [MaybeUninit<T>]; MAX_FILL_PARTS] =
+            std::array::from_fn(|_| -> &mut [MaybeUninit<T>] { &mut [] });
+        let mut n = 0;
+        for (k, s) in out.spare_capacity_mut()[..len].chunks_mut(part).enumerate() {
+            slices[k] = s;
+            n = k + 1;
+        }
+        self.for_each_mut(&mut slices[..n], &|k, slots| fill_part(slots, k * part, &f))?;
+        // SAFETY: `set_len` needs `len <= capacity` (reserved above) and elements `0..len`
+        // initialised: the parts cover `0..len` exactly (`chunks_mut` of that prefix), and
+        // `for_each_mut` returned `Ok`, so every part ran to completion and wrote each of
+        // its slots once.
+        unsafe { out.set_len(len) };
+        Ok(())
+    }
+}
+
+/// Room in the ticket queue: each batch queues at most `threads - 1` tickets, and batches
+/// nest (a system's parallel iteration inside Run), so allow plenty of nesting.
+fn queue_capacity(threads: usize) -> usize {
+    (threads * threads * 16).max(64)
+}
+
+/// Writes `f(base + j)` into `slots[j]`. A function of its own so that `slots` is a
+/// `noalias` argument: the optimiser then knows the stores cannot touch `f`'s captures
+/// and keeps them in registers (inlined into the job closure, it reloaded them per value).
+#[inline(never)]
+fn fill_part<T, F: Fn(usize) -> T>(slots: &mut [MaybeUninit<T>], base: usize, f: &F) {
+    for (j, slot) in slots.iter_mut().enumerate() {
+        slot.write(f(base + j));
+    }
+}
+
+/// Most parts a [`Pool::fill`] is split into (the parts live in a stack array).
+const MAX_FILL_PARTS: usize = 64;
 
 /// Waits, helping, until every ticket of `batch` has been released.
 struct WaitGuard<'a> {

@@ -3,13 +3,13 @@
 //!
 //! | build | atomics, threads | mutex / condvar | ticket queue |
 //! |---|---|---|---|
-//! | normal | `std` | `parking_lot` | `crossbeam::deque::Injector` |
+//! | normal | `std` | `parking_lot` | `crossbeam::queue::ArrayQueue` |
 //! | `cfg(miri)` | `std` | `std::sync` (parking_lot_core is not strict-provenance clean) | `crossbeam` |
-//! | `cfg(loom)` | `loom` | `loom::sync` | a `loom` mutex around a `VecDeque` |
+//! | `cfg(loom)` | `loom` | `loom::sync` | a `loom` mutex around a bounded `VecDeque` |
 //!
 //! Under loom every primitive the pool's protocol relies on is model-checked; the real
-//! `Injector` is replaced by a simple queue with the same interface, since crossbeam-deque's
-//! internals are not loom-aware (and are tested by crossbeam itself).
+//! `ArrayQueue` is replaced by a simple bounded queue with the same interface, since
+//! crossbeam's internals are not loom-aware (and are tested by crossbeam itself).
 
 #[cfg(not(loom))]
 pub(crate) use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering, fence};
@@ -81,28 +81,22 @@ mod lock {
 
 pub(crate) use lock::{Condvar, Mutex};
 
-// ----- The ticket queue -----
+// ----- The ticket queue: bounded, allocated once -----
 
 #[cfg(not(loom))]
-pub(crate) struct Injector<T>(crossbeam::deque::Injector<T>);
+pub(crate) struct Queue<T>(crossbeam::queue::ArrayQueue<T>);
 
 #[cfg(not(loom))]
-impl<T> Injector<T> {
-    pub(crate) fn new() -> Self {
-        Injector(crossbeam::deque::Injector::new())
+impl<T> Queue<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Queue(crossbeam::queue::ArrayQueue::new(capacity))
     }
-    pub(crate) fn push(&self, value: T) {
-        self.0.push(value);
+    /// Adds a value, or hands it back if the queue is full.
+    pub(crate) fn push(&self, value: T) -> Result<(), T> {
+        self.0.push(value)
     }
-    /// Takes one value, retrying while another thread races for the same one.
-    pub(crate) fn steal(&self) -> Option<T> {
-        loop {
-            match self.0.steal() {
-                crossbeam::deque::Steal::Success(v) => return Some(v),
-                crossbeam::deque::Steal::Retry => continue,
-                crossbeam::deque::Steal::Empty => return None,
-            }
-        }
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.0.pop()
     }
     pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -110,21 +104,32 @@ impl<T> Injector<T> {
 }
 
 #[cfg(loom)]
-pub(crate) struct Injector<T>(loom::sync::Mutex<std::collections::VecDeque<T>>);
+pub(crate) struct Queue<T> {
+    items: loom::sync::Mutex<std::collections::VecDeque<T>>,
+    capacity: usize,
+}
 
 #[cfg(loom)]
-impl<T> Injector<T> {
-    pub(crate) fn new() -> Self {
-        Injector(loom::sync::Mutex::new(std::collections::VecDeque::new()))
+impl<T> Queue<T> {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Queue {
+            items: loom::sync::Mutex::new(std::collections::VecDeque::new()),
+            capacity,
+        }
     }
-    pub(crate) fn push(&self, value: T) {
-        self.0.lock().unwrap().push_back(value);
+    pub(crate) fn push(&self, value: T) -> Result<(), T> {
+        let mut q = self.items.lock().unwrap();
+        if q.len() == self.capacity {
+            return Err(value);
+        }
+        q.push_back(value);
+        Ok(())
     }
-    pub(crate) fn steal(&self) -> Option<T> {
-        self.0.lock().unwrap().pop_front()
+    pub(crate) fn pop(&self) -> Option<T> {
+        self.items.lock().unwrap().pop_front()
     }
     pub(crate) fn is_empty(&self) -> bool {
-        self.0.lock().unwrap().is_empty()
+        self.items.lock().unwrap().is_empty()
     }
 }
 

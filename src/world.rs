@@ -2,6 +2,7 @@
 
 use std::any::{Any, TypeId, type_name};
 use std::fmt;
+use std::sync::Arc;
 
 use crate::bundle::{Bundle, BundleSink, Sink};
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
@@ -40,6 +41,19 @@ pub struct World {
     tables_with: Vec<Vec<TableId>>,
     resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
     scratch_ids: Vec<ComponentId>,
+}
+
+/// Whether `merge` is [`merge::last`](crate::merge::last) itself, with `C::Output = C`.
+///
+/// `register` takes any closure, so the only way to recognise `merge::last::<C>` without a
+/// `C: Clone` bound is its type: a zero-sized function item named `runsync::merge::last<..>`.
+/// This is only an optimisation hint (Sync may then swap a single writer's whole column in
+/// instead of merging it value by value, which gives the same result); if the name ever
+/// changes form, the answer is `false` and Sync merges the slow way.
+fn is_merge_last<C: Component, F: 'static>(_merge: &F) -> bool {
+    size_of::<F>() == 0
+        && TypeId::of::<C::Output>() == TypeId::of::<C>()
+        && type_name::<F>().starts_with("runsync::merge::last<")
 }
 
 impl Default for World {
@@ -87,8 +101,16 @@ impl World {
     ) -> ComponentId {
         match self.registry.add::<C>() {
             Ok(id) => {
-                self.storages
-                    .push(Box::new(TypedStorage::<C>::new(Box::new(merge))));
+                let last_wins = is_merge_last::<C, _>(&merge);
+                let merge = Arc::new(merge);
+                let each = Arc::clone(&merge);
+                self.storages.push(Box::new(TypedStorage::<C>::new(
+                    Box::new(move |value, outputs| each(value, outputs)),
+                    Box::new(move |columns, plan, values| {
+                        crate::sync::merge_sorted_with(&*merge, columns, plan, values)
+                    }),
+                    last_wins,
+                )));
                 self.tables_with.push(Vec::new());
                 id
             }
@@ -121,6 +143,32 @@ impl World {
         let e = self.spawn_staged(&mut ids);
         self.scratch_ids = ids;
         e
+    }
+
+    /// Spawns one entity per bundle, all of one kind, and returns their ids in order —
+    /// the same ids and the same world as calling [`spawn`](Self::spawn) for each.
+    ///
+    /// Cost: the table is found once; the components are gathered into one `Vec` per
+    /// type (sized from the iterator's `size_hint`) and appended to the columns whole,
+    /// so there is no per-entity staging or column growth. One more allocation holds the
+    /// returned ids.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// let ids = world.spawn_batch((0..3).map(|i| (Pos(i as f32),)));
+    /// assert_eq!(world.get::<Pos>(ids[2]), Some(&Pos(2.0)));
+    /// ```
+    ///
+    /// # Panics
+    /// If a type in the bundle is unregistered or appears twice (before anything is
+    /// spawned).
+    #[track_caller]
+    pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
+        B::spawn_batch(self, bundles.into_iter())
     }
 
     /// Despawns `e`, dropping its components. Returns `false` if it was already dead.
@@ -341,11 +389,7 @@ impl World {
     /// Spawns an entity from values staged in the storages of `ids` (bundle order).
     pub(crate) fn spawn_staged(&mut self, ids: &mut [ComponentId]) -> Entity {
         ids.sort_unstable();
-        let (storages, tables_with) = (&mut self.storages, &mut self.tables_with);
-        let t = self.tables.find_or_create(ids, |c, t| {
-            tables_with[c.index()].push(t);
-            storages[c.index()].add_column()
-        });
+        let t = self.table_for(ids);
         let e = self.entities.alloc();
         let table = self.tables.get_mut(t);
         for &c in table.components() {
@@ -357,6 +401,67 @@ impl World {
         self.entities
             .set_location(e.index(), Location { table: t, row });
         e
+    }
+
+    /// The table for exactly the types `sorted` (sorted, distinct), created if needed.
+    fn table_for(&mut self, sorted: &[ComponentId]) -> TableId {
+        let (storages, tables_with) = (&mut self.storages, &mut self.tables_with);
+        self.tables.find_or_create(sorted, |c, t| {
+            tables_with[c.index()].push(t);
+            storages[c.index()].add_column()
+        })
+    }
+
+    /// The table for a bundle's types `ids` (sorted here).
+    ///
+    /// # Panics
+    /// If a type appears twice.
+    #[track_caller]
+    pub(crate) fn bundle_table(&mut self, ids: &mut [ComponentId]) -> TableId {
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            panic!(
+                "runsync: a bundle names component type `{}` twice; each type may appear \
+                 once per entity",
+                self.registry.info(w[0]).name
+            );
+        }
+        self.table_for(ids)
+    }
+
+    /// Appends `values` (emptied) to `C`'s column in `table`; [`push_entities`] must then
+    /// add as many rows.
+    ///
+    /// [`push_entities`]: Self::push_entities
+    pub(crate) fn append_column<C: Component>(&mut self, table: TableId, values: &mut Vec<C>) {
+        let id = self.registry.id::<C>();
+        let col = self
+            .tables
+            .get(table)
+            .column(id)
+            .expect("the bundle's table has C");
+        let column = &mut self.typed_storage_mut::<C>(id).columns[col as usize];
+        if column.is_empty() {
+            // An empty column takes the buffer as it is: no copy.
+            std::mem::swap(column, values);
+        } else {
+            column.append(values);
+        }
+    }
+
+    /// Allocates `n` entities for rows already appended to every column of `table`, and
+    /// pushes their ids onto `out`.
+    pub(crate) fn push_entities(&mut self, table: TableId, n: usize, out: &mut Vec<Entity>) {
+        let t = self.tables.get_mut(table);
+        t.entities.reserve(n);
+        for _ in 0..n {
+            let e = self.entities.alloc();
+            let row = t.entities.len() as u32;
+            t.entities.push(e);
+            self.entities
+                .set_location(e.index(), Location { table, row });
+            out.push(e);
+        }
     }
 
     /// Despawns `e`; its components go to the graveyards. Returns where it was.
@@ -490,6 +595,45 @@ mod tests {
     }
 
     #[test]
+    fn spawn_batch_matches_a_spawn_loop() {
+        let setup = || {
+            let mut w = world();
+            let olds: Vec<Entity> = (0..5).map(|i| w.spawn((A(i),))).collect();
+            w.despawn(olds[1]);
+            w.despawn(olds[3]);
+            w.spawn((B("other".into()), A(9)));
+            w
+        };
+        let bundles = || {
+            (0..40u32)
+                .filter(|i| i % 3 != 0)
+                .map(|i| (A(i), B(i.to_string())))
+        };
+        let mut a = setup();
+        let batch = a.spawn_batch(bundles());
+        let mut b = setup();
+        let looped: Vec<Entity> = bundles().map(|x| b.spawn(x)).collect();
+        assert_eq!(batch, looped);
+        let dump = |w: &World| {
+            w.query::<(&A, Option<&B>)>()
+                .map(|(e, (a, b))| (e, a.0, b.map(|b| b.0.clone())))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(dump(&a), dump(&b));
+        assert_eq!(a.len(), b.len());
+        for &e in &batch {
+            assert_eq!(a.get::<A>(e), b.get::<A>(e));
+        }
+        assert!(a.spawn_batch(std::iter::empty::<(A,)>()).is_empty());
+    }
+
+    #[test]
+    #[should_panic(expected = "names component type")]
+    fn spawn_batch_rejects_duplicates() {
+        world().spawn_batch([(A(1), A(2))]);
+    }
+
+    #[test]
     fn spawn_get_move_despawn() {
         let mut w = world();
         let e1 = w.spawn((A(1), B("x".into())));
@@ -567,6 +711,24 @@ mod tests {
     fn register_twice_panics() {
         let mut w = world();
         w.register::<A>(merge::first);
+    }
+
+    #[test]
+    fn recognises_merge_last() {
+        #[derive(Clone, Copy)]
+        struct P(f32);
+        impl Component for P {
+            type Output = P;
+        }
+        #[derive(Clone, Copy)]
+        struct Q(f32);
+        impl Component for Q {
+            type Output = f32;
+        }
+        assert!(is_merge_last::<P, _>(&merge::last::<P>));
+        assert!(!is_merge_last::<P, _>(&merge::first::<P>));
+        assert!(!is_merge_last::<P, _>(&|p: &mut P, o: &[P]| p.0 = o[0].0));
+        assert!(!is_merge_last::<Q, _>(&|q: &mut Q, o: &[f32]| q.0 = o[0]));
     }
 
     #[test]

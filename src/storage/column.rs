@@ -2,7 +2,7 @@
 
 use std::any::{Any, type_name};
 
-use crate::component::{Component, MergeFn};
+use crate::component::{Component, MergeFn, SortedMergeFn};
 use crate::output::{AnyBuffer, OutputBuffer};
 use crate::sync::{MergeCounts, MergeCtx, MergeScratch};
 
@@ -12,6 +12,11 @@ pub(crate) struct TypedStorage<C: Component> {
     pub(crate) columns: Vec<Vec<C>>,
     /// The merge registered for `C`.
     pub(crate) merge: MergeFn<C>,
+    /// The same merge, looped over a sorted run of writes with the closure inlined.
+    pub(crate) merge_sorted: SortedMergeFn<C>,
+    /// Whether that merge is [`merge::last`](crate::merge::last) (and `C::Output` is `C`):
+    /// then a single writer's whole-column outputs may replace a column outright.
+    pub(crate) last_wins: bool,
     /// A value on its way into a column (insert or spawn), set by `stage*`.
     staged: Option<C>,
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
@@ -23,10 +28,12 @@ pub(crate) struct TypedStorage<C: Component> {
 }
 
 impl<C: Component> TypedStorage<C> {
-    pub(crate) fn new(merge: MergeFn<C>) -> Self {
+    pub(crate) fn new(merge: MergeFn<C>, merge_sorted: SortedMergeFn<C>, last_wins: bool) -> Self {
         TypedStorage {
             columns: Vec::new(),
             merge,
+            merge_sorted,
+            last_wins,
             staged: None,
             graveyard: Vec::new(),
             inbox: Vec::new(),

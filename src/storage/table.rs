@@ -58,6 +58,9 @@ impl Table {
 pub(crate) struct Tables {
     tables: Vec<Table>,
     by_components: HashMap<Box<[ComponentId]>, TableId>,
+    /// The last set looked up and its table: spawning many entities of one kind (a
+    /// loop of `spawn`, or a Sync full of spawns) then skips hashing the set.
+    last: (Vec<ComponentId>, TableId),
 }
 
 impl Default for Tables {
@@ -65,6 +68,7 @@ impl Default for Tables {
         let mut t = Tables {
             tables: Vec::new(),
             by_components: HashMap::new(),
+            last: (Vec::new(), 0),
         };
         // Table 0 always exists: entities with no components.
         t.create(&[], |_, _| unreachable!("the empty table has no columns"));
@@ -96,10 +100,17 @@ impl Tables {
         add_column: impl FnMut(ComponentId, TableId) -> u32,
     ) -> TableId {
         debug_assert!(sorted.windows(2).all(|w| w[0] < w[1]));
-        match self.by_components.get(sorted) {
+        if self.last.0 == sorted {
+            return self.last.1;
+        }
+        let t = match self.by_components.get(sorted) {
             Some(&t) => t,
             None => self.create(sorted, add_column),
-        }
+        };
+        self.last.0.clear();
+        self.last.0.extend_from_slice(sorted);
+        self.last.1 = t;
+        t
     }
 
     fn create(

@@ -1,0 +1,374 @@
+//! The public ecs_bench_suite workloads, written from their definitions: runsync, hecs and
+//! bevy_ecs on identical data in every group. Function names are the library names, so
+//! `bench-report` can line them up.
+
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates undocumented pub fns"
+)]
+
+mod common;
+
+use bevy_ecs::schedule::{ExecutorKind, Schedule};
+use bevy_ecs::system::Query;
+use common::*;
+use criterion::{Criterion, criterion_group, criterion_main};
+use runsync::{Output, Runtime, Without, World};
+
+const COUNT: usize = 10_000;
+
+fn bevy_pool() {
+    bevy_tasks::ComputeTaskPool::get_or_init(bevy_tasks::TaskPool::default);
+}
+
+fn simple_insert(c: &mut Criterion) {
+    let mut g = c.benchmark_group("simple_insert");
+    g.bench_function("runsync", |b| {
+        b.iter(|| {
+            let mut w = runsync_world();
+            w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+            w
+        })
+    });
+    g.bench_function("runsync_spawn", |b| {
+        b.iter(|| {
+            let mut w = runsync_world();
+            for _ in 0..COUNT {
+                w.spawn(suite_bundle());
+            }
+            w
+        })
+    });
+    g.bench_function("hecs", |b| {
+        b.iter(|| {
+            let mut w = hecs::World::new();
+            w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+            w
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        b.iter(|| {
+            let mut w = bevy_ecs::world::World::new();
+            w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+            w
+        })
+    });
+    g.finish();
+}
+
+fn simple_iter(c: &mut Criterion) {
+    let mut g = c.benchmark_group("simple_iter");
+    g.bench_function("runsync", |b| {
+        let mut w = runsync_world();
+        for _ in 0..COUNT {
+            w.spawn(suite_bundle());
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<Position, (&Position, &Velocity)>(|_, (p, v)| Position(p.0 + v.0));
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_writer", |b| {
+        let mut w = runsync_world();
+        for _ in 0..COUNT {
+            w.spawn(suite_bundle());
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            let mut wr = out.writer::<Position>();
+            for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
+                wr.write(e, Position(p.0 + v.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs", |b| {
+        let mut w = hecs::World::new();
+        w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+        b.iter(|| {
+            for (p, v) in w.query_mut::<(&mut Position, &Velocity)>() {
+                p.0 += v.0;
+            }
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        let mut w = bevy_ecs::world::World::new();
+        w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
+        let mut q = w.query::<(&mut Position, &Velocity)>();
+        b.iter(|| {
+            for (mut p, v) in q.iter_mut(&mut w) {
+                p.0 += v.0;
+            }
+        })
+    });
+    g.finish();
+}
+
+macro_rules! spawn_fragmented {
+    ($w:expr, $($t:ident),*) => {$(
+        for _ in 0..20 {
+            $w.spawn(($t(0.0), Data(1.0)));
+        }
+    )*};
+}
+
+fn fragmented_iter(c: &mut Criterion) {
+    let mut g = c.benchmark_group("fragmented_iter");
+    g.bench_function("runsync", |b| {
+        let mut w = runsync_world();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<Data, (&Data,)>(|_, (d,)| Data(d.0 * 2.0));
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_writer", |b| {
+        let mut w = runsync_world();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            let mut wr = out.writer::<Data>();
+            for (e, (d,)) in w.query::<(&Data,)>() {
+                wr.write(e, Data(d.0 * 2.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs", |b| {
+        let mut w = hecs::World::new();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        b.iter(|| {
+            for d in w.query_mut::<&mut Data>() {
+                d.0 *= 2.0;
+            }
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        let mut w = bevy_ecs::world::World::new();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        let mut q = w.query::<&mut Data>();
+        b.iter(|| {
+            for mut d in q.iter_mut(&mut w) {
+                d.0 *= 2.0;
+            }
+        })
+    });
+    g.finish();
+}
+
+fn heavy_compute(c: &mut Criterion) {
+    let mut g = c.benchmark_group("heavy_compute");
+    g.sample_size(20);
+    g.bench_function("runsync", |b| {
+        let mut rt = runsync_heavy(2);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs", |b| {
+        // hecs has no parallel iteration of its own: split its batches over 2 threads.
+        let mut w = hecs::World::new();
+        w.spawn_batch((0..1000).map(|_| heavy_bundle()));
+        b.iter(|| {
+            let mut q = w.query::<(&mut Position, &mut Transform)>();
+            let batches: Vec<_> = q.iter_batched(64).collect();
+            let mid = batches.len() / 2;
+            let mut batches = batches.into_iter();
+            let first: Vec<_> = batches.by_ref().take(mid).collect();
+            let run = |bs: Vec<hecs::Batch<'_, (&mut Position, &mut Transform)>>| {
+                for batch in bs {
+                    for (p, t) in batch {
+                        let (m, np) = heavy_kernel(t.0, p.0);
+                        t.0 = m;
+                        p.0 = np;
+                    }
+                }
+            };
+            std::thread::scope(|s| {
+                s.spawn(|| run(first));
+                run(batches.collect());
+            });
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        bevy_pool();
+        let mut w = bevy_ecs::world::World::new();
+        w.spawn_batch((0..1000).map(|_| heavy_bundle()));
+        let mut q = w.query::<(&mut Position, &mut Transform)>();
+        b.iter(|| {
+            q.par_iter_mut(&mut w).for_each(|(mut p, mut t)| {
+                let (m, np) = heavy_kernel(t.0, p.0);
+                t.0 = m;
+                p.0 = np;
+            })
+        })
+    });
+    g.finish();
+}
+
+fn add_remove(c: &mut Criterion) {
+    let mut g = c.benchmark_group("add_remove");
+    g.bench_function("runsync", |b| {
+        let mut w = runsync_world();
+        for _ in 0..COUNT {
+            w.spawn((A(0.0),));
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        let mut insert = true;
+        rt.add_system(move |w: &World, out: &mut Output| {
+            if insert {
+                for (e, _) in w.query::<(&A, Without<B>)>() {
+                    out.insert(e, B(0.0));
+                }
+            } else {
+                for (e, _) in w.query::<(&A, &B)>() {
+                    out.remove::<B>(e);
+                }
+            }
+            insert = !insert;
+        });
+        b.iter(|| {
+            rt.frame();
+            rt.frame();
+        })
+    });
+    g.bench_function("hecs", |b| {
+        let mut w = hecs::World::new();
+        let ents: Vec<_> = (0..COUNT).map(|_| w.spawn((A(0.0),))).collect();
+        b.iter(|| {
+            for &e in &ents {
+                w.insert_one(e, B(0.0)).unwrap();
+            }
+            for &e in &ents {
+                w.remove_one::<B>(e).unwrap();
+            }
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        let mut w = bevy_ecs::world::World::new();
+        let ents: Vec<_> = (0..COUNT).map(|_| w.spawn(A(0.0)).id()).collect();
+        b.iter(|| {
+            for &e in &ents {
+                w.entity_mut(e).insert(B(0.0));
+            }
+            for &e in &ents {
+                w.entity_mut(e).remove::<B>();
+            }
+        })
+    });
+    g.finish();
+}
+
+macro_rules! spawn_schedule {
+    ($w:expr, $spawn:ident) => {
+        for _ in 0..COUNT {
+            $w.$spawn((A(0.0), B(1.0)));
+            $w.$spawn((A(0.0), B(1.0), C(2.0)));
+            $w.$spawn((A(0.0), B(1.0), C(2.0), D(3.0)));
+            $w.$spawn((A(0.0), B(1.0), C(2.0), E(4.0)));
+        }
+    };
+}
+
+fn bevy_ab(mut q: Query<(&mut A, &mut B)>) {
+    for (mut a, mut b) in &mut q {
+        std::mem::swap(&mut a.0, &mut b.0);
+    }
+}
+fn bevy_cd(mut q: Query<(&mut C, &mut D)>) {
+    for (mut c, mut d) in &mut q {
+        std::mem::swap(&mut c.0, &mut d.0);
+    }
+}
+fn bevy_ce(mut q: Query<(&mut C, &mut E)>) {
+    for (mut c, mut e) in &mut q {
+        std::mem::swap(&mut c.0, &mut e.0);
+    }
+}
+
+fn schedule(c: &mut Criterion) {
+    let mut g = c.benchmark_group("schedule");
+    g.bench_function("runsync", |b| {
+        let mut w = runsync_world();
+        spawn_schedule!(w, spawn);
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<A, (&B,)>(|_, (b,)| A(b.0));
+            out.write_each::<B, (&A,)>(|_, (a,)| B(a.0));
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<C, (&D,)>(|_, (d,)| C(d.0));
+            out.write_each::<D, (&C,)>(|_, (c,)| D(c.0));
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<C, (&E,)>(|_, (x,)| C(x.0));
+            out.write_each::<E, (&C,)>(|_, (c,)| E(c.0));
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_write", |b| {
+        let mut w = runsync_world();
+        spawn_schedule!(w, spawn);
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, (a, b)) in w.query::<(&A, &B)>() {
+                out.write::<A>(e, A(b.0));
+                out.write::<B>(e, B(a.0));
+            }
+        });
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, (c, d)) in w.query::<(&C, &D)>() {
+                out.write::<C>(e, C(d.0));
+                out.write::<D>(e, D(c.0));
+            }
+        });
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, (c, x)) in w.query::<(&C, &E)>() {
+                out.write::<C>(e, C(x.0));
+                out.write::<E>(e, E(c.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs", |b| {
+        let mut w = hecs::World::new();
+        spawn_schedule!(w, spawn);
+        b.iter(|| {
+            for (a, b) in w.query_mut::<(&mut A, &mut B)>() {
+                std::mem::swap(&mut a.0, &mut b.0);
+            }
+            for (c, d) in w.query_mut::<(&mut C, &mut D)>() {
+                std::mem::swap(&mut c.0, &mut d.0);
+            }
+            for (c, e) in w.query_mut::<(&mut C, &mut E)>() {
+                std::mem::swap(&mut c.0, &mut e.0);
+            }
+        })
+    });
+    g.bench_function("bevy_ecs", |b| {
+        bevy_pool();
+        let mut w = bevy_ecs::world::World::new();
+        spawn_schedule!(w, spawn);
+        let mut s = Schedule::default();
+        s.set_executor_kind(ExecutorKind::MultiThreaded);
+        s.add_systems((bevy_ab, bevy_cd, bevy_ce));
+        s.run(&mut w);
+        b.iter(|| s.run(&mut w))
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = suite;
+    config = quick();
+    targets = simple_insert, simple_iter, fragmented_iter, heavy_compute, add_remove, schedule
+}
+criterion_main!(suite);

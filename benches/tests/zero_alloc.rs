@@ -1,0 +1,181 @@
+//! A warmed-up frame with a stable entity count performs zero heap allocations.
+//!
+//! This file holds exactly one test because it installs a counting `#[global_allocator]`
+//! for its whole process: any other test running beside it would be counted too.
+//!
+//! Set `RUNSYNC_ALLOC_BACKTRACE=1` to print a backtrace for every allocation made while
+//! counting, which names the allocation site when this test fails.
+
+use std::alloc::{GlobalAlloc, Layout, System as SystemAlloc};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use runsync::prelude::*;
+
+/// Counts allocations (not frees) while `COUNTING` is set, on every thread.
+struct CountingAlloc;
+
+static COUNTING: AtomicBool = AtomicBool::new(false);
+static ALLOCATIONS: AtomicUsize = AtomicUsize::new(0);
+static BACKTRACES: AtomicBool = AtomicBool::new(false);
+
+thread_local! {
+    /// Set while this thread prints a backtrace, whose own allocations are not counted.
+    static REPORTING: Cell<bool> = const { Cell::new(false) };
+}
+
+impl CountingAlloc {
+    fn record(&self) {
+        if !COUNTING.load(Ordering::Relaxed) {
+            return;
+        }
+        let reentrant = REPORTING.with(|r| r.replace(true));
+        if reentrant {
+            return;
+        }
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        if BACKTRACES.load(Ordering::Relaxed) {
+            eprintln!(
+                "allocation during a steady-state frame:\n{}",
+                std::backtrace::Backtrace::force_capture()
+            );
+        }
+        REPORTING.with(|r| r.set(false));
+    }
+}
+
+// SAFETY: every method forwards to the system allocator with the caller's arguments; the
+// counting around it touches only atomics and a thread-local flag, never the heap.
+unsafe impl GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        self.record();
+        // SAFETY: forwarded with the caller's layout, which meets `alloc`'s contract.
+        unsafe { SystemAlloc.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        self.record();
+        // SAFETY: as for `alloc`.
+        unsafe { SystemAlloc.alloc_zeroed(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator, which got it from `SystemAlloc`.
+        unsafe { SystemAlloc.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        self.record();
+        // SAFETY: `ptr` came from `SystemAlloc` with `layout`; the caller upholds the rest.
+        unsafe { SystemAlloc.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAlloc = CountingAlloc;
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(f32, f32);
+impl Component for Pos {
+    type Output = Pos;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Vel(f32, f32);
+impl Component for Vel {
+    type Output = Vel;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Heading(f32);
+impl Component for Heading {
+    type Output = Heading;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Health(i32);
+impl Component for Health {
+    type Output = i32;
+}
+
+fn runtime(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register::<Pos>(merge::last);
+    world.register::<Vel>(merge::last);
+    world.register::<Heading>(merge::last);
+    world.register::<Health>(|h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    for i in 0..5_000 {
+        let x = i as f32;
+        world.spawn((Pos(x, 0.0), Vel(1.0, 0.5), Heading(0.0), Health(100)));
+        if i % 3 == 0 {
+            world.spawn((Pos(x, 1.0), Health(50)));
+        }
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    // Last-wins writes from one system, through a writer.
+    rt.add_system(|w: &World, out: &mut Output| {
+        let dt = w.resource::<Time>().dt;
+        let mut pos = out.writer::<Pos>();
+        for (e, (p, v)) in w.query::<(&Pos, &Vel)>() {
+            pos.write(e, Pos(p.0 + v.0 * dt, p.1 + v.1 * dt));
+        }
+    });
+    // Sum-merged deltas from two systems, one of which also writes `Pos` (two sources).
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (h,)) in w.query::<(&Health,)>() {
+            out.write::<Health>(e, if h.0 > 0 { -1 } else { 1 });
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p, _)) in w.query::<(&Pos, Without<Vel>)>() {
+            out.write::<Health>(e, 1);
+            out.write::<Pos>(e, Pos(p.0, p.1 + 1.0));
+        }
+    });
+    // A parallel iteration inside one system.
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(&Vel,)>(|e, (v,), out| out.write::<Vel>(e, Vel(v.1, v.0)));
+    });
+    // Whole-column writes, swapped in by Sync.
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.write_each::<Heading, (&Heading, &Vel)>(|_, (h, v)| Heading(h.0 + v.1.atan2(v.0)));
+    });
+    rt
+}
+
+#[test]
+fn steady_state_frame_does_not_allocate() {
+    BACKTRACES.store(
+        std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
+        Ordering::Relaxed,
+    );
+    for workers in [1, 2] {
+        let mut rt = runtime(workers);
+        // Warm up: buffers, scratch and the pool reach their steady-state capacity. The
+        // pause lets idle workers park once: parking_lot sets up its per-thread data (a
+        // one-time allocation) on a thread's first park.
+        for _ in 0..20 {
+            rt.frame();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        for _ in 0..20 {
+            rt.frame();
+        }
+        let entities = rt.world().len();
+        ALLOCATIONS.store(0, Ordering::Relaxed);
+        COUNTING.store(true, Ordering::SeqCst);
+        for _ in 0..300 {
+            rt.frame();
+        }
+        COUNTING.store(false, Ordering::SeqCst);
+        let allocations = ALLOCATIONS.load(Ordering::Relaxed);
+        assert_eq!(
+            rt.world().len(),
+            entities,
+            "the entity count must be stable"
+        );
+        assert!(rt.stats().merged > 0, "the frames must merge outputs");
+        assert_eq!(
+            allocations, 0,
+            "{allocations} heap allocations in 300 steady-state frames with {workers} \
+             worker(s); rerun with RUNSYNC_ALLOC_BACKTRACE=1 to see where"
+        );
+    }
+}

@@ -1,0 +1,50 @@
+//! `bench-report`: reads criterion's saved estimates and prints a markdown table comparing
+//! runsync with hecs, bevy_ecs and the raw loops, then the issue-5 targets, and writes an
+//! SVG bar chart.
+//!
+//! ```sh
+//! cargo bench -p runsync-benches
+//! cargo run --release -p runsync-tools --bin bench-report -- [CRITERION_DIR] [SVG_PATH]
+//! ```
+//!
+//! Defaults: `target/criterion` and `target/criterion/report.svg`.
+
+use std::path::Path;
+use std::process::ExitCode;
+
+use runsync_tools::bench_report::{self as report, Estimate};
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    let dir = args.next().unwrap_or_else(|| "target/criterion".to_owned());
+    let svg = args
+        .next()
+        .unwrap_or_else(|| format!("{dir}/report.svg").to_owned());
+    let estimates: Vec<Estimate> = match report::load(Path::new(&dir)) {
+        Ok(e) if !e.is_empty() => e,
+        Ok(_) => {
+            eprintln!(
+                "bench-report: no estimates under `{dir}`; run `cargo bench -p runsync-benches` first"
+            );
+            return ExitCode::FAILURE;
+        }
+        Err(e) => {
+            eprintln!("bench-report: cannot read `{dir}`: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let rows = report::rows(&estimates);
+    print!("{}", report::markdown_table(&rows));
+    println!();
+    print!("{}", report::targets_table(&rows));
+    match report::write_svg(&rows, Path::new(&svg)) {
+        Ok(()) => {
+            eprintln!("bench-report: chart written to {svg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench-report: cannot write `{svg}`: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
