@@ -84,11 +84,9 @@ fn build(workers: usize) -> Runtime {
     let mut rt = Runtime::builder().workers(workers).dt(0.1).build(w);
 
     rt.add_system_named("move", |world: &World, out: &mut Output| {
+        // Whole-column outputs: must merge exactly like a `write` loop in query order.
         let dt = world.resource::<Time>().dt;
-        let mut w = out.writer::<P>();
-        for (e, (_, v)) in world.query::<(&P, &V)>() {
-            w.write(e, (v.0 * dt, v.1 * dt));
-        }
+        out.write_each::<P, (&V,)>(|_, (v,)| (v.0 * dt, v.1 * dt));
     });
     rt.add_system_named("attract", |_: &World, out: &mut Output| {
         out.par_for_each::<(&P, Option<&V>)>(|e, (p, v), out| {
@@ -113,6 +111,10 @@ fn build(workers: usize) -> Runtime {
             out.write::<Energy>(e, Energy(en.0 * 0.99));
             out.write::<Energy>(e, Energy(noise(e.index(), frame + 7).abs() + p.0 * 1e-4));
         }
+    });
+    rt.add_system_named("age-fill", |_: &World, out: &mut Output| {
+        // Overwritten by "age" below wherever both write (last wins, by registration).
+        out.write_each::<Age, (&Age,)>(|e, (a,)| Age(a.0 + e.index() % 2));
     });
     rt.add_system_named("age", |world: &World, out: &mut Output| {
         for (e, (a,)) in world
