@@ -54,11 +54,71 @@ pub fn digest(world: &World) -> u64 {
     h.finish()
 }
 
+/// Runs `rt` for one frame per entry of `expected`, comparing the world's [`digest`] after
+/// each frame with the recorded one; returns the index of the first frame that differs, or
+/// `None` if all match. `after_frame` runs after every frame (e.g. to advance a progress
+/// bar).
+pub fn first_mismatch(
+    rt: &mut Runtime,
+    expected: &[u64],
+    mut after_frame: impl FnMut(),
+) -> Option<usize> {
+    for (i, &want) in expected.iter().enumerate() {
+        rt.frame();
+        after_frame();
+        if digest(rt.world()) != want {
+            return Some(i);
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use glam::Vec2;
 
     use super::*;
+
+    /// A runtime whose one system nudges a position, differently from frame `diverge` on.
+    fn nudging(workers: usize, diverge: u64) -> Runtime {
+        let mut w = World::new();
+        runsync_systems::register(&mut w);
+        w.spawn((Position(Vec2::ZERO), Team(1)));
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(move |world: &World, out: &mut Output| {
+            let frame = world.resource::<Time>().frame;
+            let step = if frame >= diverge { 2.0 } else { 1.0 };
+            for (e, _) in world.query::<(&Position,)>() {
+                out.write::<Position>(e, Vec2::new(step, 0.0));
+            }
+        });
+        rt
+    }
+
+    #[test]
+    fn first_mismatch_finds_the_first_differing_frame() {
+        let mut reference = nudging(2, u64::MAX);
+        let expected: Vec<u64> = (0..8)
+            .map(|_| {
+                reference.frame();
+                digest(reference.world())
+            })
+            .collect();
+        let mut frames = 0;
+        assert_eq!(
+            first_mismatch(&mut nudging(1, u64::MAX), &expected, || frames += 1),
+            None
+        );
+        assert_eq!(frames, 8);
+        assert_eq!(
+            first_mismatch(&mut nudging(1, 5), &expected, || {}),
+            Some(5)
+        );
+        assert_eq!(
+            first_mismatch(&mut nudging(1, 0), &expected, || {}),
+            Some(0)
+        );
+    }
 
     #[test]
     fn digest_sees_every_bit() {

@@ -15,7 +15,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use runsync_systems::Health;
 use runsync_tools::chart;
-use runsync_tools::digest::digest;
+use runsync_tools::digest::{digest, first_mismatch};
 use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
 use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build};
 use serde::Serialize;
@@ -133,15 +133,7 @@ fn main() -> ExitCode {
             ..config
         });
         let bar = progress(args.frames, "1 worker", hidden);
-        let mut first_diff = None;
-        for (i, &want) in digests.iter().enumerate() {
-            check.frame();
-            bar.inc(1);
-            if digest(check.world()) != want {
-                first_diff = Some(i);
-                break;
-            }
-        }
+        let first_diff = first_mismatch(&mut check, &digests, || bar.inc(1));
         bar.finish_and_clear();
         determinism = Some(match first_diff {
             None => format!(
