@@ -5,7 +5,7 @@ use std::any::type_name;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::output::SystemOutputs;
-use crate::storage::{AnyStorage, TypedStorage};
+use crate::storage::Storage;
 use crate::world::World;
 
 /// A set of components spawned together: a tuple `(A, B, ...)` of up to 12 component
@@ -20,7 +20,7 @@ use crate::world::World;
 /// let e = world.spawn((Pos(1.0, 2.0),)); // note the comma: a one-element tuple
 /// # assert!(world.is_alive(e));
 /// ```
-pub trait Bundle: Send + 'static {
+pub trait Bundle: Send + 'static + sealed::Sealed {
     #[doc(hidden)]
     fn put(self, sink: &mut BundleSink<'_>);
 
@@ -34,15 +34,20 @@ pub trait Bundle: Send + 'static {
     }
 }
 
-/// Where a bundle's components go (internal; used by [`Bundle`]'s implementations).
-#[doc(hidden)]
+/// Only the tuples of this module are bundles: a bundle's components are staged through
+/// crate-internal storage calls, which is no API to promise.
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Where a bundle's components go (internal; used by [`Bundle`]'s implementations; not
+/// nameable outside the crate).
 pub struct BundleSink<'a>(pub(crate) Sink<'a>);
 
 pub(crate) enum Sink<'a> {
-    /// Stage values in the world's storages (`World::spawn`); `ids` collects the types.
+    /// Stage values in the world's storage (`World::spawn`); `ids` collects the types.
     World {
-        storages: &'a mut [Box<dyn AnyStorage>],
-        registry: &'a crate::component::Registry,
+        storage: &'a mut Storage,
         ids: &'a mut Vec<ComponentId>,
     },
     /// Buffer values in a system's outputs (`Output::spawn`), types from `start` on.
@@ -58,26 +63,17 @@ impl BundleSink<'_> {
     #[track_caller]
     pub fn put<C: Component>(&mut self, value: C) {
         match &mut self.0 {
-            Sink::World {
-                storages,
-                registry,
-                ids,
-            } => {
-                let id = registry.id::<C>();
+            Sink::World { storage, ids } => {
+                let id = storage.registry.id::<C>();
                 if ids.contains(&id) {
                     for &staged in ids.iter() {
-                        storages[staged.index()].discard_staged();
-                        storages[staged.index()].flush_graveyard();
+                        storage.discard_staged(staged);
                     }
                     ids.clear();
                     duplicate::<C>();
                 }
                 ids.push(id);
-                storages[id.index()]
-                    .as_any_mut()
-                    .downcast_mut::<TypedStorage<C>>()
-                    .expect("storage of another type")
-                    .stage(value);
+                storage.stage(id, value);
             }
             Sink::Output { world, bufs, start } => {
                 let id = world.registry().id::<C>();
@@ -85,7 +81,7 @@ impl BundleSink<'_> {
                     duplicate::<C>();
                 }
                 bufs.spawn_types.push(id);
-                bufs.typed_buffer::<C>(id).inserts.push_back(value);
+                bufs.typed::<C>(id).inserts.push_back(value);
             }
         }
     }
@@ -100,12 +96,14 @@ fn duplicate<C>() -> ! {
     )
 }
 
+impl sealed::Sealed for () {}
 impl Bundle for () {
     fn put(self, _: &mut BundleSink<'_>) {}
 }
 
 macro_rules! tuple_bundle {
     ($($name:ident $idx:tt),*) => {
+        impl<$($name: Component),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component),*> Bundle for ($($name,)*) {
             #[allow(non_snake_case)]
             #[track_caller]
@@ -119,17 +117,18 @@ macro_rules! tuple_bundle {
             #[allow(non_snake_case)]
             #[track_caller]
             fn spawn_batch(world: &mut World, bundles: impl Iterator<Item = Self>) -> Vec<Entity> {
-                let mut ids = [$(world.registry().id::<$name>()),*];
-                let table = world.bundle_table(&mut ids);
+                let storage = world.storage_mut();
+                let mut ids = [$(storage.registry.id::<$name>()),*];
+                let table = storage.bundle_table(&mut ids);
                 let (lower, _) = bundles.size_hint();
                 let mut columns = ($(Vec::<$name>::with_capacity(lower),)*);
                 for ($($name,)*) in bundles {
                     $(columns.$idx.push($name);)*
                 }
                 let n = columns.0.len();
-                $(world.append_column::<$name>(table, &mut columns.$idx);)*
+                $(storage.append_column::<$name>(table, &mut columns.$idx);)*
                 let mut out = Vec::with_capacity(n);
-                world.push_entities(table, n, &mut out);
+                storage.push_entities(table, n, &mut out);
                 out
             }
         }

@@ -39,14 +39,6 @@ impl ComponentId {
     }
 }
 
-/// A type-erased merge function, as registered.
-pub(crate) type MergeFn<C> = Box<dyn Fn(&mut C, &[<C as Component>::Output]) + Send + Sync>;
-
-/// A type's merge applied to a whole sorted run of writes (see
-/// [`merge_sorted_with`](crate::sync::merge_sorted_with)): `(columns, plan, values)`.
-pub(crate) type SortedMergeFn<C> =
-    Box<dyn Fn(&mut [Vec<C>], crate::sync::Plan<'_>, &[<C as Component>::Output]) + Send + Sync>;
-
 /// `TypeId` is already a high-quality hash; don't hash it again.
 #[derive(Default)]
 pub(crate) struct TypeIdHasher(u64);

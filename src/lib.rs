@@ -22,31 +22,37 @@
 
 pub mod merge;
 
-mod bundle;
+// Leaves.
 mod component;
 mod entity;
+mod stats;
+// Where data lives, and what systems emit.
 mod output;
+mod storage;
+// Threads.
 mod pool;
 mod primitive;
-mod profile;
+// Per-type folds, then the public world over storage + folds + resources.
+mod bundle;
+mod fold;
 mod query;
+mod world;
+// The frame: systems, the two phases, the loop, profiling.
+mod profile;
 mod run;
 mod runtime;
-mod storage;
 mod sync;
-mod world;
+mod system;
 
 pub use bundle::Bundle;
-#[doc(hidden)]
-pub use bundle::BundleSink;
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
+pub use merge::Merge;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
-pub use runtime::{
-    FrameError, FrameStats, MemoryStats, Runtime, RuntimeBuilder, System, SystemId, SystemStats,
-    Time,
-};
+pub use runtime::{Runtime, RuntimeBuilder, Time};
+pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
+pub use system::{System, SystemId};
 pub use world::World;
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.

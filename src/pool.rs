@@ -32,9 +32,11 @@
 //! on the calling thread.
 
 use std::any::Any;
+use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use crossbeam::utils::CachePadded;
 
@@ -315,6 +317,22 @@ fn fill_part<T, F: Fn(usize) -> T>(slots: &mut [MaybeUninit<T>], base: usize, f:
 /// Most parts a [`Pool::fill`] is split into (the parts live in a stack array).
 const MAX_FILL_PARTS: usize = 64;
 
+thread_local! {
+    /// Time this thread spent running other batches' jobs while it waited for its own
+    /// (see [`Pool::helped`]).
+    static HELPED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+}
+
+impl Pool {
+    /// Total time this thread has spent, so far, running *other* batches' jobs while it
+    /// waited for one of its own to finish. The Run phase subtracts the increase over a
+    /// system's run from that system's time, so per-system times count only the system's
+    /// own work, not the systems its thread picked up while its parallel parts finished.
+    pub(crate) fn helped() -> Duration {
+        HELPED.with(Cell::get)
+    }
+}
+
 /// Waits, helping, until every ticket of `batch` has been released.
 struct WaitGuard<'a> {
     batch: &'a Batch<'a>,
@@ -325,7 +343,12 @@ impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
         let backoff = Backoff::new();
         while self.batch.refs.load(Ordering::Acquire) != 0 {
+            let before = Pool::helped();
+            let start = Instant::now();
             if self.shared.help_once() {
+                // Count the whole job once: it may itself have helped (raising `HELPED`),
+                // which its elapsed time already includes.
+                HELPED.with(|h| h.set(before + start.elapsed()));
                 backoff.reset();
             } else {
                 backoff.snooze();

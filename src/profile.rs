@@ -3,7 +3,7 @@
 //! The runtime calls these hooks at fixed points: [`run_zone`] and [`sync_zone`] around the
 //! two phases (in `runtime.rs`), [`system_zone`] around each system's `run` (in `run.rs`,
 //! on the worker that runs it), [`merge_zone`] around each component type's merge (in
-//! `sync.rs`), and [`frame_end`] after each frame: plots, then the frame mark.
+//! `fold/`), [`step_zone`] around each step of Sync (in `sync/`), and [`frame_end`] after each frame: plots, then the frame mark.
 //!
 //! **Zero cost when off.** Without the feature, [`Zone`] is a field-less unit struct and
 //! every hook is an empty `#[inline(always)]` function, so the call sites compile to
@@ -18,7 +18,7 @@
 mod imp {
     use tracy_client::{Client, Span, plot_name};
 
-    use crate::runtime::FrameStats;
+    use crate::stats::FrameStats;
 
     /// An open Tracy zone; it closes when dropped.
     pub(crate) struct Zone(#[allow(dead_code)] Span);
@@ -48,6 +48,10 @@ mod imp {
         Zone(client().span_alloc(Some(component), "runsync::sync::merge", file!(), line!(), 0))
     }
 
+    pub(crate) fn step_zone(step: &'static str) -> Zone {
+        Zone(client().span_alloc(Some(step), "runsync::sync", file!(), line!(), 0))
+    }
+
     pub(crate) fn frame_end(stats: &FrameStats) {
         let c = client();
         let writes: usize = stats.systems.iter().map(|s| s.writes).sum();
@@ -63,7 +67,7 @@ mod imp {
 
 #[cfg(not(feature = "tracy"))]
 mod imp {
-    use crate::runtime::FrameStats;
+    use crate::stats::FrameStats;
 
     /// Nothing: profiling is off.
     pub(crate) struct Zone;
@@ -89,7 +93,12 @@ mod imp {
     }
 
     #[inline(always)]
+    pub(crate) fn step_zone(_step: &'static str) -> Zone {
+        Zone
+    }
+
+    #[inline(always)]
     pub(crate) fn frame_end(_stats: &FrameStats) {}
 }
 
-pub(crate) use imp::{frame_end, merge_zone, run_zone, sync_zone, system_zone};
+pub(crate) use imp::{frame_end, merge_zone, run_zone, step_zone, sync_zone, system_zone};

@@ -48,18 +48,18 @@ impl<C: Component> QueryData for &C {
     #[inline]
     fn init(world: &World) -> Self::State<'_> {
         let id = world.registry().id::<C>();
-        (id, &world.storage::<C>(id).columns)
+        (id, &world.storage.typed::<C>(id).columns)
     }
     fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
         f(state.0)
     }
     #[inline]
     fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
-        world.table(table).has(state.0)
+        world.storage.tables.get(table).has(state.0)
     }
     #[inline]
     fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> &'w [C] {
-        match world.table(table).column(state.0) {
+        match world.storage.tables.get(table).column(state.0) {
             Some(c) => &state.1[c as usize],
             None => &[],
         }
@@ -86,7 +86,7 @@ impl<C: Component> QueryData for Option<&C> {
     }
     #[inline]
     fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> Option<&'w [C]> {
-        let c = world.table(table).column(state.0)?;
+        let c = world.storage.tables.get(table).column(state.0)?;
         Some(&state.1[c as usize])
     }
     #[inline]
@@ -126,7 +126,7 @@ impl<C: Component> QueryData for With<C> {
     }
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
-        world.table(table).has(*state)
+        world.storage.tables.get(table).has(*state)
     }
     #[inline]
     fn columns(_: &ComponentId, _: &World, _: u32) {}
@@ -145,7 +145,7 @@ impl<C: Component> QueryData for Without<C> {
     fn for_each_required(_: &ComponentId, _: &mut dyn FnMut(ComponentId)) {}
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
-        !world.table(table).has(*state)
+        !world.storage.tables.get(table).has(*state)
     }
     #[inline]
     fn columns(_: &ComponentId, _: &World, _: u32) {}
@@ -220,14 +220,14 @@ impl Iterator for TableCursor<'_> {
 fn cursor<'w, Q: QueryData>(world: &'w World, state: &Q::State<'w>) -> TableCursor<'w> {
     let mut best: Option<&'w [u32]> = None;
     Q::for_each_required(state, &mut |id| {
-        let list = world.tables_with(id);
+        let list = world.storage.tables_with(id);
         if best.is_none_or(|b| list.len() < b.len()) {
             best = Some(list);
         }
     });
     match best {
         Some(list) => TableCursor::List(list.iter()),
-        None => TableCursor::All(0..world.table_count() as u32),
+        None => TableCursor::All(0..world.storage.tables.len() as u32),
     }
 }
 
@@ -263,8 +263,9 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
         }
     }
 
-    /// Moves to the next matching non-empty table; `false` when there is none.
-    #[inline]
+    /// Moves to the next matching non-empty table; `false` when there is none. Out of
+    /// line, so that `next` is small enough to inline into the user's loop.
+    #[inline(never)]
     fn next_table(&mut self) -> bool {
         for t in self.tables.by_ref() {
             let entities = self.world.table_entities(t);
@@ -282,15 +283,13 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
 impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     type Item = (Entity, Q::Item<'w>);
 
-    #[inline]
+    #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(cols) = &self.columns {
-                if let Some(&e) = self.entities.get(self.row) {
-                    let item = Q::get(cols, self.row);
-                    self.row += 1;
-                    return Some((e, item));
-                }
+            if let (Some(&e), Some(cols)) = (self.entities.get(self.row), &self.columns) {
+                let item = Q::get(cols, self.row);
+                self.row += 1;
+                return Some((e, item));
             }
             if !self.next_table() {
                 return None;

@@ -4,12 +4,15 @@ use std::time::Instant;
 
 use crate::output::Output;
 use crate::pool::{Panicked, Pool};
-use crate::runtime::SystemSlot;
+use crate::system::SystemSlot;
 use crate::world::World;
 
 /// Runs every enabled system once. Each system writes only into its own buffers, so the
 /// only shared state is the immutable world. Returns the lowest-index system's panic, if
 /// any system panicked (all others still ran to completion).
+///
+/// A system's time is its own: work its thread did for *other* systems while waiting for
+/// its own parallel parts (see [`Pool::helped`]) is subtracted.
 pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Result<(), Panicked> {
     pool.for_each_mut(systems, &|_, slot| {
         slot.ran = slot.enabled;
@@ -17,12 +20,14 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
             return;
         }
         let _zone = crate::profile::system_zone(&slot.name);
+        let helped_before = Pool::helped();
         let start = Instant::now();
         let mut out = Output::new(world, pool, &mut slot.out);
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
         }));
-        slot.time = start.elapsed();
+        let helped = Pool::helped().saturating_sub(helped_before);
+        slot.time = start.elapsed().saturating_sub(helped);
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
         }

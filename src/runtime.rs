@@ -1,4 +1,4 @@
-//! The frame loop: [`Runtime`], its builder, systems and stats.
+//! The frame loop: [`Runtime`] and its builder.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -6,80 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::component::ComponentId;
-use crate::output::{Output, SystemOutputs};
+use crate::output::SystemOutputs;
 use crate::pool::Pool;
+use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
+use crate::system::{System, SystemId, SystemSlot};
 use crate::world::World;
-
-/// A unit of game logic, run once per frame during Run.
-///
-/// A system reads the world through `&World` (everything is immutable during Run) and
-/// emits outputs through [`Output`]. It may keep its own state in `self`: one system never
-/// runs on two threads at once. Any `FnMut(&World, &mut Output) + Send + 'static` closure is
-/// a system.
-///
-/// ```
-/// use runsync::prelude::*;
-/// struct Counter { frames: u64 }
-/// impl System for Counter {
-///     fn run(&mut self, _world: &World, _out: &mut Output<'_>) { self.frames += 1; }
-/// }
-/// let mut rt = Runtime::builder().workers(1).build(World::new());
-/// rt.add_system(Counter { frames: 0 });
-/// rt.frame();
-/// ```
-///
-/// A system cannot write a component in place during Run; this does not compile:
-///
-/// ```compile_fail
-/// use runsync::prelude::*;
-/// #[derive(Clone, Copy)] struct Pos(f32);
-/// impl Component for Pos { type Output = Pos; }
-/// let mut rt = Runtime::builder().build(World::new());
-/// rt.add_system(|world: &World, _out: &mut Output| {
-///     for (e, (p,)) in world.query::<(&Pos,)>() {
-///         let _: Option<&mut Pos> = world.get_mut::<Pos>(e); // needs &mut World
-///     }
-/// });
-/// ```
-///
-/// A system must be `Send` (it may run on any worker); this does not compile:
-///
-/// ```compile_fail
-/// use runsync::prelude::*;
-/// let shared = std::rc::Rc::new(0);
-/// let mut rt = Runtime::builder().build(World::new());
-/// rt.add_system(move |_: &World, _: &mut Output| { let _ = &shared; });
-/// ```
-pub trait System: Send + 'static {
-    /// Runs the system for one frame.
-    fn run(&mut self, world: &World, out: &mut Output<'_>);
-
-    /// The name shown in [`FrameStats`] and error messages. Defaults to the type name.
-    fn name(&self) -> Cow<'static, str> {
-        Cow::Borrowed(std::any::type_name::<Self>())
-    }
-}
-
-impl<F> System for F
-where
-    F: FnMut(&World, &mut Output<'_>) + Send + 'static,
-{
-    #[inline]
-    fn run(&mut self, world: &World, out: &mut Output<'_>) {
-        self(world, out)
-    }
-}
-
-/// Identifies a system within its [`Runtime`] (registration order, from 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SystemId(u32);
-
-impl SystemId {
-    /// The registration index.
-    pub fn index(self) -> usize {
-        self.0 as usize
-    }
-}
 
 /// The fixed-step clock, kept by the runtime as a resource.
 ///
@@ -97,129 +28,6 @@ pub struct Time {
     /// Frames completed so far; during Run, the index of the running frame.
     pub frame: u64,
 }
-
-pub(crate) struct SystemSlot {
-    pub(crate) system: Box<dyn System>,
-    pub(crate) name: Arc<str>,
-    pub(crate) enabled: bool,
-    /// Whether the system ran this frame (its outputs count).
-    pub(crate) ran: bool,
-    pub(crate) time: Duration,
-    pub(crate) out: SystemOutputs,
-}
-
-/// Per-system figures of the last frame.
-#[derive(Clone, Debug)]
-pub struct SystemStats {
-    /// The system.
-    pub id: SystemId,
-    /// Its name.
-    pub name: Arc<str>,
-    /// Whether it ran (it was enabled).
-    pub ran: bool,
-    /// Wall time of its `run` (zero if it did not run).
-    pub time: Duration,
-    /// Component writes it emitted.
-    pub writes: usize,
-    /// Structural commands it emitted.
-    pub commands: usize,
-}
-
-/// Figures of the last frame, from [`Runtime::stats`].
-#[derive(Clone, Debug, Default)]
-pub struct FrameStats {
-    /// Index of the frame (0 for the first).
-    pub frame: u64,
-    /// Wall time of the Run phase.
-    pub run: Duration,
-    /// Wall time of the Sync phase.
-    pub sync: Duration,
-    /// Each system, in registration order.
-    pub systems: Vec<SystemStats>,
-    /// Writes folded into components by their merge.
-    pub merged: u64,
-    /// Writes to dead entities or to entities lacking the component, plus structural
-    /// commands that had nothing to act on (despawn of a dead entity, insert into a dead
-    /// entity, remove of an absent component).
-    pub dropped: u64,
-    /// Entities spawned in Sync.
-    pub spawned: u64,
-    /// Entities despawned in Sync.
-    pub despawned: u64,
-    /// Live entities after the frame.
-    pub entities: usize,
-}
-
-/// Memory the runtime holds on to, from [`Runtime::memory`]. In a steady state (a stable
-/// set of archetypes and a bounded entity count) none of these grow from frame to frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MemoryStats {
-    /// Archetype tables (never freed; one per component combination ever seen).
-    pub tables: usize,
-    /// Entity slots ever created (live, free for reuse, or retired).
-    pub entity_slots: usize,
-    /// Bytes reserved by component columns and table entity lists.
-    pub component_bytes: usize,
-    /// Bytes reserved by the systems' output buffers (kept across frames).
-    pub output_bytes: usize,
-}
-
-/// Why a frame failed. See [`Runtime::try_frame`].
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum FrameError {
-    /// A system panicked during Run. The frame's outputs were discarded: the world is
-    /// exactly as before the frame, and the frame counter did not advance.
-    SystemPanicked {
-        /// The system (the lowest id, if several panicked).
-        system: SystemId,
-        /// Its name.
-        name: Arc<str>,
-        /// The panic message.
-        message: String,
-    },
-    /// A merge function panicked during Sync. Other component types merged normally and
-    /// structural commands were applied; values of this type may be partly merged (each
-    /// entity holds either its old or its merged value). The frame counts as done.
-    MergePanicked {
-        /// The component type whose merge panicked (the lowest id, if several).
-        component: &'static str,
-        /// The panic message.
-        message: String,
-    },
-    /// A component's `Drop` panicked while Sync released removed values. Every structural
-    /// change was applied; the frame counts as done.
-    DropPanicked {
-        /// The panic message.
-        message: String,
-    },
-}
-
-impl fmt::Display for FrameError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            FrameError::SystemPanicked {
-                system,
-                name,
-                message,
-            } => write!(
-                f,
-                "system `{name}` ({system:?}) panicked during Run: {message}; \
-                 the frame's outputs were discarded and the world is unchanged"
-            ),
-            FrameError::MergePanicked { component, message } => write!(
-                f,
-                "the merge function of component `{component}` panicked during Sync: \
-                 {message}; some `{component}` values may not have been merged this frame"
-            ),
-            FrameError::DropPanicked { message } => {
-                write!(f, "a component's Drop panicked during Sync: {message}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for FrameError {}
 
 /// Configures a [`Runtime`]: `Runtime::builder().workers(4).dt(1.0 / 60.0).build(world)`.
 #[derive(Clone, Debug)]
@@ -470,12 +278,17 @@ impl Runtime {
     /// Memory held by the world and the output buffers. Walks every column and buffer:
     /// cheap, but not free — call it for diagnostics, not every frame.
     pub fn memory(&self) -> MemoryStats {
-        let (tables, entity_slots, component_bytes) = self.world.memory();
+        let (tables, entity_slots, component_bytes, fold_bytes) = self.world.memory();
         MemoryStats {
             tables,
             entity_slots,
             component_bytes,
-            output_bytes: self.systems.iter().map(|s| s.out.capacity_bytes()).sum(),
+            output_bytes: self
+                .systems
+                .iter()
+                .map(|s| s.out.capacity_bytes())
+                .sum::<usize>()
+                + fold_bytes,
         }
     }
 

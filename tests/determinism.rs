@@ -71,7 +71,7 @@ fn build(workers: usize) -> Runtime {
     });
     w.register::<Energy>(merge::max);
     w.register::<Age>(merge::last);
-    w.register::<Marked>(|_, _| {});
+    w.register::<Marked>(|_: &mut Marked, _: &[()]| {});
     for i in 0..INITIAL {
         let p = P(noise(i, 1) * 100.0, noise(i, 2) * 100.0);
         let v = V(noise(i, 3), noise(i, 4));

@@ -35,7 +35,7 @@ impl Component for Pos {
 
 fn world() -> World {
     let mut w = World::new();
-    w.register::<Bomb>(|_, _| {});
+    w.register::<Bomb>(|_: &mut Bomb, _: &[()]| {});
     w.register::<Pos>(merge::last);
     w
 }

@@ -38,7 +38,7 @@ fn world() -> World {
         l.0.push(u32::MAX); // marks one call
         l.0.extend_from_slice(outs);
     });
-    w.register::<Tag>(|_, _| {});
+    w.register::<Tag>(|_: &mut Tag, _: &[()]| {});
     w
 }
 

@@ -35,7 +35,7 @@ fn lifespan(seed: u64) -> i32 {
 fn churn_for_tens_of_thousands_of_frames() {
     let mut w = World::new();
     w.register::<Life>(merge::sum);
-    w.register::<Flag>(|_, _| {});
+    w.register::<Flag>(|_: &mut Flag, _: &[()]| {});
     for i in 0..TARGET {
         w.spawn((Life(lifespan(i as u64)),));
     }

@@ -14,7 +14,7 @@ use common::out8::*;
 use common::*;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Component, Output, Runtime, World, merge};
+use runsync::{Component, Output, Runtime, World};
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -126,7 +126,7 @@ fn sync_throughput(c: &mut Criterion) {
         let entities = OUTPUTS / systems;
         g.bench_with_input(BenchmarkId::new("runsync", systems), &systems, |b, &k| {
             let mut w = World::new();
-            w.register::<Acc>(|a: &mut Acc, d: &[f32]| merge::sum(&mut a.0, d));
+            w.register::<Acc>(|a: &mut Acc, d: &[f32]| d.iter().for_each(|x| a.0 += x));
             for _ in 0..entities {
                 w.spawn((Acc(0.0),));
             }

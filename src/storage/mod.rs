@@ -1,16 +1,303 @@
-//! Archetype tables and per-type column storage.
+//! Where entities and components live: the entity allocator, the component registry,
+//! archetype tables, per-type columns, the query match cache, and entity moves.
 //!
 //! Entities with the same set of component types share a [`Table`]: a list of entities and,
 //! for each of its component types, one column (a `Vec<C>`) in that type's
-//! [`TypedStorage`]. Column `k` of a type belongs to the `k`-th table that holds the type,
-//! so a type's storage owns all of its data: Sync can merge different types on different
-//! threads by handing out `&mut` to different storages, with no unsafe code.
+//! [`TypedColumns`]. Column `k` of a type belongs to the `k`-th table that holds the type,
+//! so a type's columns own all of its data: Sync can fold different types on different
+//! threads by handing out `&mut` to different [`TypedColumns`], with no unsafe code.
 //!
-//! Tables are only created and rows only move in Sync or between frames (never while systems
-//! run), so everything here is plain `&mut` code.
+//! Tables are only created and rows only move in Sync or between frames (never while
+//! systems run), so everything here is plain `&mut` code. Storage knows nothing of
+//! outputs, merges or Sync.
 
 mod column;
 mod table;
 
-pub(crate) use column::{AnyStorage, TypedStorage};
-pub(crate) use table::{Table, TableId, Tables};
+use std::any::type_name;
+
+pub(crate) use column::{AnyColumns, TypedColumns};
+pub(crate) use table::{TableId, Tables};
+
+use crate::component::{Component, ComponentId, Registry};
+use crate::entity::{Entities, Entity, Location};
+
+/// The one owner of entities, tables and columns.
+#[derive(Default)]
+pub(crate) struct Storage {
+    pub(crate) entities: Entities,
+    pub(crate) registry: Registry,
+    /// One set of columns per component type, by id.
+    columns: Vec<Box<dyn AnyColumns>>,
+    pub(crate) tables: Tables,
+    /// For each component id, the tables that hold it, in creation order (column `k` of a
+    /// type lives in table `tables_with[id][k]`). This is the query match cache.
+    tables_with: Vec<Vec<TableId>>,
+}
+
+impl Storage {
+    /// Registers `C`, returning its new id, or `Err` with the existing id.
+    pub(crate) fn add_type<C: Component>(&mut self) -> Result<ComponentId, ComponentId> {
+        let id = self.registry.add::<C>()?;
+        self.columns.push(Box::new(TypedColumns::<C>::default()));
+        self.tables_with.push(Vec::new());
+        Ok(id)
+    }
+
+    #[inline]
+    pub(crate) fn typed<C: Component>(&self, id: ComponentId) -> &TypedColumns<C> {
+        self.columns[id.index()]
+            .as_any()
+            .downcast_ref()
+            .expect("component id maps to another type")
+    }
+
+    #[inline]
+    pub(crate) fn typed_mut<C: Component>(&mut self, id: ComponentId) -> &mut TypedColumns<C> {
+        self.columns[id.index()]
+            .as_any_mut()
+            .downcast_mut()
+            .expect("component id maps to another type")
+    }
+
+    #[inline]
+    pub(crate) fn columns_of(&mut self, id: ComponentId) -> &mut dyn AnyColumns {
+        &mut *self.columns[id.index()]
+    }
+
+    #[inline]
+    pub(crate) fn tables_with(&self, id: ComponentId) -> &[TableId] {
+        &self.tables_with[id.index()]
+    }
+
+    /// `(tables, entity slots, bytes reserved by columns and entity lists)`.
+    pub(crate) fn memory(&self) -> (usize, usize, usize) {
+        let columns = self
+            .columns
+            .iter()
+            .map(|s| s.capacity_bytes())
+            .sum::<usize>()
+            + (0..self.tables.len())
+                .map(|t| self.tables.get(t as TableId).entities.capacity())
+                .sum::<usize>()
+                * std::mem::size_of::<Entity>();
+        (self.tables.len(), self.entities.slots(), columns)
+    }
+
+    /// Where `e`'s `id` value is: `(column, row)`, if `e` is alive and has one.
+    #[inline]
+    pub(crate) fn slot_of(&self, e: Entity, id: ComponentId) -> Option<(u32, u32)> {
+        let loc = self.entities.location(e)?;
+        let col = self.tables.get(loc.table).column(id)?;
+        Some((col, loc.row))
+    }
+
+    // ----- structural changes (between frames and in Sync) -----
+
+    /// Stages `value` for a spawn or insert of type `C` (id `id`).
+    #[inline]
+    pub(crate) fn stage<C: Component>(&mut self, id: ComponentId, value: C) {
+        self.typed_mut::<C>(id).stage(value);
+    }
+
+    /// Drops a staged value and the graveyard of type `id` (an aborted spawn).
+    pub(crate) fn discard_staged(&mut self, id: ComponentId) {
+        let c = &mut self.columns[id.index()];
+        c.discard_staged();
+        c.flush_graveyard();
+    }
+
+    /// Spawns an entity from values staged in the columns of `ids` (bundle order).
+    pub(crate) fn spawn_staged(&mut self, ids: &mut [ComponentId]) -> Entity {
+        ids.sort_unstable();
+        let t = self.table_for(ids);
+        let e = self.entities.alloc();
+        let table = self.tables.get_mut(t);
+        for &c in table.components() {
+            let col = table.column(c).expect("table lacks its own column");
+            self.columns[c.index()].push_staged(col);
+        }
+        let row = table.entities.len() as u32;
+        table.entities.push(e);
+        self.entities
+            .set_location(e.index(), Location { table: t, row });
+        e
+    }
+
+    /// The table for exactly the types `sorted` (sorted, distinct), created if needed.
+    fn table_for(&mut self, sorted: &[ComponentId]) -> TableId {
+        let (columns, tables_with) = (&mut self.columns, &mut self.tables_with);
+        self.tables.find_or_create(sorted, |c, t| {
+            tables_with[c.index()].push(t);
+            columns[c.index()].add_column()
+        })
+    }
+
+    /// The table for a bundle's types `ids` (sorted here).
+    ///
+    /// # Panics
+    /// If a type appears twice.
+    #[track_caller]
+    pub(crate) fn bundle_table(&mut self, ids: &mut [ComponentId]) -> TableId {
+        ids.sort_unstable();
+        if let Some(w) = ids.windows(2).find(|w| w[0] == w[1]) {
+            panic!(
+                "runsync: a bundle names component type `{}` twice; each type may appear \
+                 once per entity",
+                self.registry.info(w[0]).name
+            );
+        }
+        self.table_for(ids)
+    }
+
+    /// Appends `values` (emptied) to `C`'s column in `table`; [`push_entities`] must then
+    /// add as many rows.
+    ///
+    /// [`push_entities`]: Self::push_entities
+    pub(crate) fn append_column<C: Component>(&mut self, table: TableId, values: &mut Vec<C>) {
+        let id = self.registry.id::<C>();
+        let col = self
+            .tables
+            .get(table)
+            .column(id)
+            .expect("the bundle's table has C");
+        let column = &mut self.typed_mut::<C>(id).columns[col as usize];
+        if column.is_empty() {
+            // An empty column takes the buffer as it is: no copy.
+            std::mem::swap(column, values);
+        } else {
+            column.append(values);
+        }
+    }
+
+    /// Allocates `n` entities for rows already appended to every column of `table`, and
+    /// pushes their ids onto `out`.
+    pub(crate) fn push_entities(&mut self, table: TableId, n: usize, out: &mut Vec<Entity>) {
+        let t = self.tables.get_mut(table);
+        t.entities.reserve(n);
+        for _ in 0..n {
+            let e = self.entities.alloc();
+            let row = t.entities.len() as u32;
+            t.entities.push(e);
+            self.entities
+                .set_location(e.index(), Location { table, row });
+            out.push(e);
+        }
+    }
+
+    /// Despawns `e`; its components go to the graveyards. Returns where it was.
+    pub(crate) fn despawn(&mut self, e: Entity) -> Option<Location> {
+        let loc = self.entities.free(e)?;
+        let table = self.tables.get(loc.table);
+        for &c in table.components() {
+            let col = table.column(c).expect("table lacks its own column");
+            self.columns[c.index()].remove_row(col, loc.row);
+        }
+        self.swap_remove_entity(loc);
+        Some(loc)
+    }
+
+    /// Drops the graveyards of the types of `table` (after a despawn between frames).
+    pub(crate) fn flush_table_graveyards(&mut self, table: TableId) {
+        for &c in self.tables.get(table).components() {
+            self.columns[c.index()].flush_graveyard();
+        }
+    }
+
+    /// Inserts the value staged in columns `id` into `e`. Returns `false` (value sent to
+    /// the graveyard) if `e` is dead.
+    pub(crate) fn insert_staged(&mut self, e: Entity, id: ComponentId) -> bool {
+        let Some(loc) = self.entities.location(e) else {
+            self.columns[id.index()].discard_staged();
+            return false;
+        };
+        if let Some(col) = self.tables.get(loc.table).column(id) {
+            self.columns[id.index()].replace_staged(col, loc.row);
+            return true;
+        }
+        let dst = self.neighbour(loc.table, id, true);
+        self.move_entity(e, loc, dst);
+        true
+    }
+
+    /// Removes type `id` from `e` (value to the graveyard). Returns `false` if `e` is dead
+    /// or has no such component.
+    pub(crate) fn remove(&mut self, e: Entity, id: ComponentId) -> bool {
+        let Some(loc) = self.entities.location(e) else {
+            return false;
+        };
+        if !self.tables.get(loc.table).has(id) {
+            return false;
+        }
+        let dst = self.neighbour(loc.table, id, false);
+        self.move_entity(e, loc, dst);
+        true
+    }
+
+    fn neighbour(&mut self, from: TableId, id: ComponentId, add: bool) -> TableId {
+        let (columns, tables_with) = (&mut self.columns, &mut self.tables_with);
+        self.tables.neighbour(from, id, add, |c, t| {
+            tables_with[c.index()].push(t);
+            columns[c.index()].add_column()
+        })
+    }
+
+    /// Moves `e` from `src` to the end of table `dst`: shared types move, types only in
+    /// `src` go to the graveyard, types only in `dst` take their staged value.
+    fn move_entity(&mut self, e: Entity, src: Location, dst: TableId) {
+        let from = self.tables.get(src.table);
+        let to = self.tables.get(dst);
+        for &c in from.components() {
+            let sc = from.column(c).expect("table lacks its own column");
+            match to.column(c) {
+                Some(dc) => self.columns[c.index()].move_row(sc, src.row, dc),
+                None => self.columns[c.index()].remove_row(sc, src.row),
+            }
+        }
+        for &c in to.components() {
+            if !from.has(c) {
+                let dc = to.column(c).expect("table lacks its own column");
+                self.columns[c.index()].push_staged(dc);
+            }
+        }
+        self.swap_remove_entity(src);
+        let to = self.tables.get_mut(dst);
+        let row = to.entities.len() as u32;
+        to.entities.push(e);
+        self.entities
+            .set_location(e.index(), Location { table: dst, row });
+    }
+
+    /// Removes row `loc.row` from its table's entity list (columns already swap-removed)
+    /// and fixes the location of the entity that moved into the hole.
+    fn swap_remove_entity(&mut self, loc: Location) {
+        let table = self.tables.get_mut(loc.table);
+        table.entities.swap_remove(loc.row as usize);
+        if let Some(&moved) = table.entities.get(loc.row as usize) {
+            self.entities.set_location(moved.index(), loc);
+        }
+    }
+
+    /// Drops every value removed by structural changes.
+    pub(crate) fn flush_graveyards(&mut self) {
+        for s in &mut self.columns {
+            s.flush_graveyard();
+        }
+    }
+
+    /// The name of a registered type, for messages.
+    pub(crate) fn type_name(&self, id: ComponentId) -> &'static str {
+        self.registry.info(id).name
+    }
+}
+
+/// The message for a type registered twice.
+#[cold]
+#[track_caller]
+pub(crate) fn registered_twice<C>() -> ! {
+    panic!(
+        "runsync: component type `{}` is registered twice; register each type once, with the \
+         one merge function it uses",
+        type_name::<C>()
+    )
+}

@@ -328,8 +328,8 @@ pub fn run_case(
         world.register::<B>(|b: &mut B, xs: &[f32]| xs.iter().for_each(|&x| b.0 += x));
         world.register::<C>(merge::last);
         world.register::<Padded>(merge::last);
-        world.register::<Z>(|_, _| {});
-        world.register::<D>(|_, _| {});
+        world.register::<Z>(|_: &mut Z, _: &[()]| {});
+        world.register::<D>(|_: &mut D, _: &[()]| {});
         let mut model = Model::default();
         let mk = |(a, b, z, d): Initial| MEnt {
             a,

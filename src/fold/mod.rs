@@ -1,0 +1,117 @@
+//! Folds: one typed object per component type that merges a frame's outputs into the
+//! type's columns.
+//!
+//! [`World::register`](crate::World::register) creates a [`Fold<C, M>`] that owns the
+//! user's merge `M` unboxed, the typed inbox of this frame's sources (one [`OutBuf`] per
+//! system that wrote `C`, in system order) and the scratch the merge paths reuse. It is
+//! type-erased once, as a [`AnyFold`]; Sync makes one dynamic call per type per frame and
+//! one downcast per (system, type) when a buffer arrives. Inside, everything is
+//! monomorphised: the merge is inlined into the loops of [`paths`].
+//!
+//! Which path a type takes is decided per frame from the *type* of the merge
+//! ([`Merge::ONE_AT_A_TIME`], [`Merge::replace_column`]) and the shape of the sources; see
+//! [`paths`] for the list.
+
+mod paths;
+
+use std::any::type_name;
+
+use crate::component::Component;
+use crate::merge::Merge;
+use crate::output::{ErasedBuf, OutBuf};
+use crate::pool::Pool;
+use crate::storage::{AnyColumns, TypedColumns};
+
+pub(crate) use paths::Scratch;
+
+/// Outputs folded in and dropped by one type's fold.
+#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct FoldCounts {
+    pub(crate) merged: u64,
+    pub(crate) dropped: u64,
+}
+
+/// The fold of component type `C` with merge `M`.
+pub(crate) struct Fold<C: Component, M: Merge<C>> {
+    merge: M,
+    /// The type's columns, borrowed from the storage during Sync's fold step.
+    columns: Vec<Vec<C>>,
+    /// This frame's sources, `(system index, buffer)`, in system order.
+    inbox: Vec<(u32, Box<OutBuf<C>>)>,
+    scratch: Scratch<C::Output>,
+}
+
+impl<C: Component, M: Merge<C>> Fold<C, M> {
+    pub(crate) fn new(merge: M) -> Self {
+        Fold {
+            merge,
+            columns: Vec::new(),
+            inbox: Vec::new(),
+            scratch: Scratch::default(),
+        }
+    }
+}
+
+/// The type-erased face of a [`Fold`], as Sync sees it.
+pub(crate) trait AnyFold: Send + Sync {
+    /// Takes system `system`'s buffer for this type (systems arrive in order).
+    fn accept(&mut self, system: u32, buffer: ErasedBuf);
+    /// Whether any buffer arrived this frame.
+    fn has_sources(&self) -> bool;
+    /// Swaps the type's columns between `storage` and this fold: Sync lends them for the
+    /// fold step, then takes them back.
+    fn swap_columns(&mut self, storage: &mut dyn AnyColumns);
+    /// Folds the inbox into the lent columns. Large types fold in parallel parts on
+    /// `pool`.
+    fn fold(&mut self, pool: &Pool) -> FoldCounts;
+    /// Hands every buffer back, emptied (capacity kept), with its system index.
+    fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf));
+    /// Bytes of scratch kept across frames.
+    fn capacity_bytes(&self) -> usize;
+}
+
+impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
+    fn accept(&mut self, system: u32, buffer: ErasedBuf) {
+        let mut typed = match buffer.into_box().into_any().downcast::<OutBuf<C>>() {
+            Ok(b) => b,
+            Err(_) => unreachable!("a buffer of another type sent to `{}`", type_name::<C>()),
+        };
+        typed.seal();
+        self.inbox.push((system, typed));
+    }
+
+    fn has_sources(&self) -> bool {
+        !self.inbox.is_empty()
+    }
+
+    fn swap_columns(&mut self, storage: &mut dyn AnyColumns) {
+        let typed = storage
+            .as_any_mut()
+            .downcast_mut::<TypedColumns<C>>()
+            .expect("columns of another type");
+        std::mem::swap(&mut typed.columns, &mut self.columns);
+    }
+
+    fn fold(&mut self, pool: &Pool) -> FoldCounts {
+        let _zone = crate::profile::merge_zone(type_name::<C>());
+        paths::fold(
+            &self.merge,
+            &mut self.columns,
+            &mut self.inbox,
+            &mut self.scratch,
+            pool,
+        )
+    }
+
+    fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf)) {
+        for (s, mut b) in self.inbox.drain(..) {
+            b.clear_writes();
+            back(s, ErasedBuf::from_typed(b));
+        }
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.inbox.capacity() * std::mem::size_of::<(u32, Box<OutBuf<C>>)>()
+            + self.scratch.capacity_bytes()
+    }
+}

@@ -1,0 +1,400 @@
+//! The merge paths of a [`Fold`](super::Fold), fastest first.
+//!
+//! 1. **In order** — when the merge is [`ONE_AT_A_TIME`](Merge::ONE_AT_A_TIME) (`last`,
+//!    `sum`), or when there is one source and its runs visit rows in increasing order (a
+//!    query loop): every source's runs are applied straight to their columns, source by
+//!    source in system order, values in emission order, one inlined merge call per output.
+//!    No keys, no sort, no gathering: several systems adding deltas to the same entities
+//!    merge column-wise in one pass each. A segment that is a whole column, with a merge
+//!    that lets one output become the value ([`Merge::replace_column`]: `last`, `first`,
+//!    `min`, `max`), is swapped in instead (no copy). Large types are split by row range
+//!    over the workers: entities are independent and every row sees the same merges in
+//!    the same order, so the result is bit-identical at any worker count.
+//! 2. **Keyed** — otherwise (several sources and a merge that must see all of an entity's
+//!    outputs at once, or one source that visits rows out of order or twice): each source's
+//!    outputs get their `(column, row)` key from its runs; a source whose keys are not
+//!    already ascending is sorted stably (so emission order survives within an entity);
+//!    then one scan over the sources, column-wise, gathers each entity's outputs in system
+//!    then emission order and calls the merge once.
+//!
+//! No path depends on thread timing.
+
+use crate::component::Component;
+use crate::merge::Merge;
+use crate::output::{OutBuf, Run, Segment};
+use crate::pool::Pool;
+
+use super::FoldCounts;
+
+/// Per-type scratch kept across frames (capacity only).
+pub(crate) struct Scratch<O> {
+    keys: Vec<u64>,
+    pairs: Vec<(u64, u32)>,
+    group: Vec<O>,
+    /// `(next, end)` of each source's keys during the keyed scan.
+    bounds: Vec<(usize, usize)>,
+    /// Columns touched, for the parallel split.
+    cols: Vec<u32>,
+}
+
+impl<O> Default for Scratch<O> {
+    fn default() -> Self {
+        Scratch {
+            keys: Vec::new(),
+            pairs: Vec::new(),
+            group: Vec::new(),
+            bounds: Vec::new(),
+            cols: Vec::new(),
+        }
+    }
+}
+
+impl<O> Scratch<O> {
+    pub(super) fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.keys.capacity() * 8
+            + self.pairs.capacity() * size_of::<(u64, u32)>()
+            + self.group.capacity() * size_of::<O>()
+            + self.bounds.capacity() * size_of::<(usize, usize)>()
+            + self.cols.capacity() * 4
+    }
+}
+
+/// Types with fewer outputs than this fold on one thread.
+const PAR_MIN_WRITES: usize = if cfg!(miri) { 48 } else { 64 * 1024 };
+/// Smallest row range given to one worker.
+const PART_MIN_ROWS: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
+/// Most parts one type is split into (they live in a stack array).
+const MAX_PARTS: usize = 64;
+/// Sources kept on the stack in the keyed scan (more take a `Vec`).
+const STACK_SOURCES: usize = 16;
+
+#[inline]
+fn key(col: u32, row: u32) -> u64 {
+    (u64::from(col) << 32) | u64::from(row)
+}
+
+#[inline]
+fn split_key(k: u64) -> (usize, usize) {
+    ((k >> 32) as usize, k as u32 as usize)
+}
+
+/// Folds `inbox` (in system order) into `columns`; see the module docs.
+pub(super) fn fold<C: Component, M: Merge<C>>(
+    merge: &M,
+    columns: &mut [Vec<C>],
+    inbox: &mut [(u32, Box<OutBuf<C>>)],
+    scratch: &mut Scratch<C::Output>,
+    pool: &Pool,
+) -> FoldCounts {
+    let mut counts = FoldCounts::default();
+    for (_, b) in inbox.iter() {
+        counts.merged += b.len() as u64;
+        counts.dropped += b.dropped;
+    }
+    if counts.merged == 0 {
+        return counts;
+    }
+    if M::ONE_AT_A_TIME || (inbox.len() == 1 && inbox[0].1.is_ordered()) {
+        let total = counts.merged as usize;
+        if !par_in_order(merge, columns, inbox, scratch, pool, total) {
+            in_order(merge, columns, inbox);
+        }
+    } else {
+        keyed(merge, columns, inbox, scratch);
+    }
+    counts
+}
+
+/// Applies `values` (split by `runs`) to `columns`, one merge call per output.
+#[inline]
+fn apply_runs<C: Component, M: Merge<C>>(
+    merge: &M,
+    runs: &[Run],
+    values: &[C::Output],
+    columns: &mut [Vec<C>],
+) {
+    for (i, r) in runs.iter().enumerate() {
+        let end = runs.get(i + 1).map_or(values.len(), |n| n.start as usize);
+        let vals = &values[r.start as usize..end];
+        let row = r.row as usize;
+        let rows = &mut columns[r.col as usize][row..row + vals.len()];
+        for (v, o) in rows.iter_mut().zip(vals) {
+            merge.merge(v, std::slice::from_ref(o));
+        }
+    }
+}
+
+/// [`apply_runs`] restricted to the rows of `part`.
+#[inline]
+fn apply_runs_to_part<C: Component, M: Merge<C>>(
+    merge: &M,
+    runs: &[Run],
+    values: &[C::Output],
+    part: &mut Part<'_, C>,
+) {
+    let (lo, hi) = (part.lo, part.lo + part.rows.len());
+    for (i, r) in runs.iter().enumerate() {
+        let end = runs.get(i + 1).map_or(values.len(), |n| n.start as usize);
+        let vals = &values[r.start as usize..end];
+        let row = r.row as usize;
+        let (a, b) = (row.max(lo), (row + vals.len()).min(hi));
+        if r.col != part.col || a >= b {
+            continue;
+        }
+        for (v, o) in part.rows[a - lo..b - lo].iter_mut().zip(&vals[a - row..]) {
+            merge.merge(v, std::slice::from_ref(o));
+        }
+    }
+}
+
+/// Whether a segment with these runs is one whole column of `columns`.
+#[inline]
+fn whole_column<C>(runs: &[Run], len: usize, columns: &[Vec<C>]) -> Option<usize> {
+    match runs {
+        [r] if r.row == 0 && len > 0 && columns[r.col as usize].len() == len => {
+            Some(r.col as usize)
+        }
+        _ => None,
+    }
+}
+
+/// The in-order path on the calling thread.
+fn in_order<C: Component, M: Merge<C>>(
+    merge: &M,
+    columns: &mut [Vec<C>],
+    inbox: &mut [(u32, Box<OutBuf<C>>)],
+) {
+    for (_, src) in inbox.iter_mut() {
+        let OutBuf { segments, runs, .. } = &mut **src;
+        let mut from = 0usize;
+        for seg in segments.iter_mut() {
+            let to = seg.runs_end as usize;
+            let seg_runs = &runs[from..to];
+            from = to;
+            if let Some(col) = whole_column(seg_runs, seg.values.len(), columns) {
+                if merge.replace_column(&mut columns[col], &mut seg.values) {
+                    continue;
+                }
+            }
+            apply_runs(merge, seg_runs, &seg.values, columns);
+        }
+    }
+}
+
+/// Rows `lo..lo + rows.len()` of column `col`, merged by one worker.
+struct Part<'a, C> {
+    col: u32,
+    lo: usize,
+    rows: &'a mut [C],
+}
+
+/// The in-order path split by row range over the pool. Returns `false`, touching nothing,
+/// when it does not pay (few outputs, one thread, many short runs) or a segment could be
+/// swapped in whole (which is cheaper on one thread).
+fn par_in_order<C: Component, M: Merge<C>>(
+    merge: &M,
+    columns: &mut [Vec<C>],
+    inbox: &mut [(u32, Box<OutBuf<C>>)],
+    scratch: &mut Scratch<C::Output>,
+    pool: &Pool,
+    total: usize,
+) -> bool {
+    if pool.threads() < 2 || total < PAR_MIN_WRITES {
+        return false;
+    }
+    let runs: usize = inbox.iter().map(|(_, b)| b.runs.len()).sum();
+    if runs * 16 > total {
+        return false;
+    }
+    let cols = &mut scratch.cols;
+    cols.clear();
+    for (_, src) in inbox.iter() {
+        let mut from = 0usize;
+        for seg in &src.segments {
+            let seg_runs = &src.runs[from..seg.runs_end as usize];
+            from = seg.runs_end as usize;
+            if whole_column(seg_runs, seg.values.len(), columns).is_some() {
+                return false;
+            }
+            cols.extend(seg_runs.iter().map(|r| r.col));
+        }
+    }
+    cols.sort_unstable();
+    cols.dedup();
+
+    let mut parts: [Part<'_, C>; MAX_PARTS] = std::array::from_fn(|_| Part {
+        col: 0,
+        lo: 0,
+        rows: &mut [],
+    });
+    let per_column = pool.threads() * 2;
+    let mut n = 0;
+    let mut wanted = cols.iter().peekable();
+    for (c, column) in columns.iter_mut().enumerate() {
+        if wanted.next_if(|&&w| w as usize == c).is_none() {
+            continue;
+        }
+        let len = column.len();
+        let k = (len / PART_MIN_ROWS).clamp(1, per_column);
+        let part = len.div_ceil(k).max(1);
+        for (i, rows) in column.chunks_mut(part).enumerate() {
+            if n == MAX_PARTS {
+                // Too many parts for the stack array: nothing was merged yet, so the
+                // sequential path can still take over.
+                return false;
+            }
+            parts[n] = Part {
+                col: c as u32,
+                lo: i * part,
+                rows,
+            };
+            n += 1;
+        }
+    }
+    let inbox: &[(u32, Box<OutBuf<C>>)] = inbox;
+    let result = pool.for_each_mut(&mut parts[..n], &|_, part| {
+        for (_, src) in inbox {
+            let mut from = 0usize;
+            for seg in &src.segments {
+                let seg_runs = &src.runs[from..seg.runs_end as usize];
+                from = seg.runs_end as usize;
+                apply_runs_to_part(merge, seg_runs, &seg.values, part);
+            }
+        }
+    });
+    if let Err(p) = result {
+        std::panic::resume_unwind(p.payload);
+    }
+    true
+}
+
+/// The keyed path: keys from runs, a stable sort only for sources not already in key
+/// order, then one column-wise scan gathering each entity's outputs.
+fn keyed<C: Component, M: Merge<C>>(
+    merge: &M,
+    columns: &mut [Vec<C>],
+    inbox: &mut [(u32, Box<OutBuf<C>>)],
+    scratch: &mut Scratch<C::Output>,
+) {
+    let Scratch {
+        keys,
+        pairs,
+        group,
+        bounds,
+        ..
+    } = scratch;
+    keys.clear();
+    bounds.clear();
+    for (_, src) in inbox.iter_mut() {
+        let start = keys.len();
+        let mut from = 0usize;
+        for seg in &src.segments {
+            let seg_runs = &src.runs[from..seg.runs_end as usize];
+            from = seg.runs_end as usize;
+            for (i, r) in seg_runs.iter().enumerate() {
+                let end = seg_runs
+                    .get(i + 1)
+                    .map_or(seg.values.len(), |n| n.start as usize);
+                let base = key(r.col, r.row);
+                keys.extend((0..(end - r.start as usize) as u64).map(|d| base + d));
+            }
+        }
+        let end = keys.len();
+        if !keys[start..end].is_sorted() {
+            sort_source(src, &mut keys[start..end], pairs);
+        }
+        bounds.push((start, end));
+    }
+    let n = inbox.len();
+    if n <= STACK_SOURCES {
+        let mut iters: [Option<_>; STACK_SOURCES] = std::array::from_fn(|_| None);
+        for (slot, (_, src)) in iters.iter_mut().zip(inbox.iter_mut()) {
+            *slot = Some(drain_values(&mut src.segments));
+        }
+        scan(merge, columns, keys, bounds, &mut iters[..n], group);
+    } else {
+        let mut iters: Vec<_> = inbox
+            .iter_mut()
+            .map(|(_, src)| Some(drain_values(&mut src.segments)))
+            .collect();
+        scan(merge, columns, keys, bounds, &mut iters, group);
+    }
+}
+
+/// Every value of `segments`, moved out in emission order.
+fn drain_values<O>(segments: &mut [Segment<O>]) -> impl Iterator<Item = O> + '_ {
+    segments.iter_mut().flat_map(|s| s.values.drain(..))
+}
+
+/// Walks the sources' ascending keys together: for the smallest key left, gathers that
+/// entity's outputs from every source in system order (several from one source if it wrote
+/// the entity several times, in emission order) and merges them once.
+fn scan<C: Component, M: Merge<C>, I: Iterator<Item = C::Output>>(
+    merge: &M,
+    columns: &mut [Vec<C>],
+    keys: &[u64],
+    bounds: &mut [(usize, usize)],
+    iters: &mut [Option<I>],
+    group: &mut Vec<C::Output>,
+) {
+    loop {
+        let mut min = u64::MAX;
+        for &(next, end) in bounds.iter() {
+            if next < end && keys[next] < min {
+                min = keys[next];
+            }
+        }
+        if min == u64::MAX {
+            break;
+        }
+        group.clear();
+        for ((next, end), it) in bounds.iter_mut().zip(iters.iter_mut()) {
+            let it = it.as_mut().expect("one iterator per source");
+            while *next < *end && keys[*next] == min {
+                group.push(it.next().expect("one value per key"));
+                *next += 1;
+            }
+        }
+        let (col, row) = split_key(min);
+        merge.merge(&mut columns[col][row], group);
+    }
+    group.clear();
+}
+
+/// Puts one source's values (and `keys`, theirs) in ascending key order, stably, as a
+/// single segment.
+fn sort_source<C: Component>(src: &mut OutBuf<C>, keys: &mut [u64], pairs: &mut Vec<(u64, u32)>) {
+    let mut flat = src.spare.pop().unwrap_or_default();
+    flat.clear();
+    for mut seg in src.segments.drain(..) {
+        flat.append(&mut seg.values);
+        src.spare.push(seg.values);
+    }
+    src.runs.clear();
+    pairs.clear();
+    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
+    // (key, emission index) pairs are distinct, so an unstable sort is a stable one.
+    pairs.sort_unstable();
+    // Apply the permutation in place: position i takes the element at pairs[i].1.
+    for i in 0..pairs.len() {
+        if pairs[i].1 as usize == i {
+            continue;
+        }
+        let mut cur = i;
+        loop {
+            let next = pairs[cur].1 as usize;
+            pairs[cur].1 = cur as u32;
+            if next == i {
+                break;
+            }
+            keys.swap(cur, next);
+            flat.swap(cur, next);
+            cur = next;
+        }
+    }
+    src.segments.push(Segment {
+        values: flat,
+        runs_end: 0,
+    });
+}

@@ -1,0 +1,518 @@
+//! Per-system output buffers, as plain data.
+//!
+//! A system's writes to one component type go to an [`OutBuf`]. Each write is *keyed in
+//! Run*: its target is resolved to a `(column, row)` of the type's storage while the system
+//! runs (in parallel with the others), so Sync never looks a target up again.
+//!
+//! Writes are stored as row-aligned **runs**: a [`Run`] says "the next values go to rows
+//! `row, row + 1, ..` of column `col`". A system that iterates a query and writes each
+//! entity it visits produces one run per table, without storing a single target: the
+//! write path only checks that the target is the entity in the next row (see
+//! [`Cursor`]). Any other write starts a run of its own (so keyed writes are runs of
+//! length one), and a write to a dead entity, or to one without the type, is dropped and
+//! counted right there.
+//!
+//! Values live in **segments** (one `Vec` each, in emission order). A new segment starts
+//! whenever a run starts at row 0 — a query loop entering a table — so a loop over a whole
+//! table leaves a segment that *is* a full column: Sync can swap it in instead of copying
+//! it. Emptied segment vectors (and swapped-out columns) are kept as `spare`s, so a steady
+//! state allocates nothing.
+
+use std::any::Any;
+use std::collections::VecDeque;
+
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::storage::{AnyColumns, Storage, TypedColumns};
+
+use super::erased::ErasedBuf;
+
+/// Values for rows `row, row + 1, ..` of column `col`, starting at `values[start]` of
+/// their segment and running to the next run's `start` (or the segment's end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Run {
+    pub(crate) col: u32,
+    pub(crate) row: u32,
+    pub(crate) start: u32,
+}
+
+/// Values in emission order; `runs_end` closes this segment's slice of [`OutBuf::runs`].
+pub(crate) struct Segment<O> {
+    pub(crate) values: Vec<O>,
+    pub(crate) runs_end: u32,
+}
+
+/// Where the next in-order write of a query loop would go: the entity list of the table
+/// being written and the next row. A write whose target is `rows[next]` extends the current
+/// run with one `Vec::push`, with no lookup (comparing the full handle, generation included,
+/// proves the target alive and in that row).
+#[derive(Clone, Copy)]
+pub(crate) struct Cursor<'w> {
+    rows: &'w [Entity],
+    next: usize,
+}
+
+impl Cursor<'_> {
+    /// A cursor that matches nothing (the next write resolves its target).
+    pub(crate) const NONE: Cursor<'static> = Cursor { rows: &[], next: 0 };
+
+    /// Whether `e` is the entity in the next row; if so, moves past it.
+    #[inline(always)]
+    pub(crate) fn advance(&mut self, e: Entity) -> bool {
+        if self.rows.get(self.next) == Some(&e) {
+            self.next += 1;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// The outputs of one system for one component type.
+///
+/// While a system writes, the newest segment is *open*: its values are `open` (pushed to
+/// directly, one indirection less on the write path) and its runs are
+/// `runs[open_runs..]`. [`seal`](Self::seal) closes it into `segments`; Sync only sees
+/// sealed buffers.
+pub(crate) struct OutBuf<C: Component> {
+    /// Sealed value vectors, in emission order.
+    pub(crate) segments: Vec<Segment<C::Output>>,
+    /// Every run, in emission order; sealed segment `k` owns
+    /// `runs[segments[k-1].runs_end .. segments[k].runs_end]`.
+    pub(crate) runs: Vec<Run>,
+    /// The values of the open segment.
+    open: Vec<C::Output>,
+    /// The open segment's runs start here.
+    open_runs: u32,
+    /// Emptied value vectors, reused by the next segments.
+    pub(crate) spare: Vec<Vec<C::Output>>,
+    /// Writes dropped in Run (dead target, or no such component).
+    pub(crate) dropped: u64,
+    /// Values for `insert` / `spawn` commands, in emission order.
+    pub(crate) inserts: VecDeque<C>,
+}
+
+impl<C: Component> Default for OutBuf<C> {
+    fn default() -> Self {
+        OutBuf {
+            segments: Vec::new(),
+            runs: Vec::new(),
+            open: Vec::new(),
+            open_runs: 0,
+            spare: Vec::new(),
+            dropped: 0,
+            inserts: VecDeque::new(),
+        }
+    }
+}
+
+impl<C: Component> OutBuf<C> {
+    /// Appends `value` to the current run (the caller's cursor matched).
+    #[inline(always)]
+    pub(crate) fn push_in_run(&mut self, value: C::Output) {
+        self.open.push(value);
+    }
+
+    /// A write whose target is not the cursor's next row: resolves `e` in `storage`, then
+    /// starts a run there (and points `cursor` after it), or drops the write.
+    #[cold]
+    #[inline(never)]
+    pub(crate) fn push_resolving<'w>(
+        &mut self,
+        storage: &'w Storage,
+        id: ComponentId,
+        e: Entity,
+        value: C::Output,
+        cursor: &mut Cursor<'w>,
+    ) {
+        let Some(loc) = storage.entities.location(e) else {
+            self.dropped += 1;
+            return;
+        };
+        let table = storage.tables.get(loc.table);
+        let Some(col) = table.column(id) else {
+            self.dropped += 1;
+            return;
+        };
+        self.start_run(col, loc.row, loc.row == 0);
+        self.push_in_run(value);
+        *cursor = Cursor {
+            rows: &table.entities,
+            next: loc.row as usize + 1,
+        };
+    }
+
+    /// Starts a run at `(col, row)`, in a new segment if `new_segment`.
+    pub(crate) fn start_run(&mut self, col: u32, row: u32, new_segment: bool) {
+        if new_segment {
+            self.seal();
+        }
+        if self.open.is_empty() {
+            // Runs with no values (none are left by the write paths) are not kept.
+            self.runs.truncate(self.open_runs as usize);
+            if self.open.capacity() == 0 {
+                if let Some(v) = self.spare.pop() {
+                    self.open = v;
+                }
+            }
+        }
+        self.runs.push(Run {
+            col,
+            row,
+            start: self.open.len() as u32,
+        });
+    }
+
+    /// Closes the open segment (if it has values) into `segments`.
+    pub(crate) fn seal(&mut self) {
+        if self.open.is_empty() {
+            self.runs.truncate(self.open_runs as usize);
+            return;
+        }
+        let values = std::mem::take(&mut self.open);
+        self.segments.push(Segment {
+            values,
+            runs_end: self.runs.len() as u32,
+        });
+        self.open_runs = self.runs.len() as u32;
+    }
+
+    /// Appends a whole segment: `values[i]` goes to row `i` of column `col`.
+    pub(crate) fn push_column(&mut self, col: u32, values: Vec<C::Output>) {
+        self.seal();
+        self.runs.push(Run {
+            col,
+            row: 0,
+            start: 0,
+        });
+        self.segments.push(Segment {
+            values,
+            runs_end: self.runs.len() as u32,
+        });
+        self.open_runs = self.runs.len() as u32;
+    }
+
+    /// Number of writes kept (not counting dropped ones).
+    pub(crate) fn len(&self) -> usize {
+        self.segments.iter().map(|s| s.values.len()).sum::<usize>() + self.open.len()
+    }
+
+    /// The runs of sealed segment `k`, each with its values.
+    pub(crate) fn seg_runs(&self, k: usize) -> impl Iterator<Item = (Run, &[C::Output])> + '_ {
+        let seg = &self.segments[k];
+        let from = if k == 0 {
+            0
+        } else {
+            self.segments[k - 1].runs_end as usize
+        };
+        let runs = &self.runs[from..seg.runs_end as usize];
+        runs.iter().enumerate().map(move |(i, &r)| {
+            let end = runs
+                .get(i + 1)
+                .map_or(seg.values.len(), |n| n.start as usize);
+            (r, &seg.values[r.start as usize..end])
+        })
+    }
+
+    /// Whether this (sealed) buffer's runs visit rows in strictly increasing
+    /// `(column, row)` order — the shape of one pass of a query loop — so no row has two
+    /// of its writes.
+    pub(crate) fn is_ordered(&self) -> bool {
+        debug_assert!(self.open.is_empty(), "an unsealed buffer");
+        let mut last: Option<(u32, u32)> = None; // (col, last row written)
+        for k in 0..self.segments.len() {
+            for (r, values) in self.seg_runs(k) {
+                if values.is_empty() {
+                    continue;
+                }
+                if last.is_some_and(|(c, row)| (r.col, r.row) <= (c, row)) {
+                    return false;
+                }
+                last = Some((r.col, r.row + values.len() as u32 - 1));
+            }
+        }
+        true
+    }
+
+    /// Forgets every write (dropping the values), keeping all vectors for reuse.
+    pub(crate) fn clear_writes(&mut self) {
+        self.seal();
+        // Spares are popped from the back: push so that next frame's first segment gets
+        // this frame's first vector (capacities then match their tables: nothing regrows).
+        let open = std::mem::take(&mut self.open);
+        if open.capacity() > 0 {
+            self.spare.push(open);
+        }
+        for mut seg in self.segments.drain(..).rev() {
+            seg.values.clear();
+            self.spare.push(seg.values);
+        }
+        self.runs.clear();
+        self.open_runs = 0;
+        self.dropped = 0;
+    }
+
+    /// Moves everything of `other` (a chunk's buffer) to the end of `self`, in order: the
+    /// value vectors move, they are not copied.
+    pub(crate) fn append(&mut self, other: &mut OutBuf<C>) {
+        self.seal();
+        other.seal();
+        let mut from = 0usize;
+        for mut seg in other.segments.drain(..) {
+            let to = seg.runs_end as usize;
+            self.runs.extend_from_slice(&other.runs[from..to]);
+            from = to;
+            seg.runs_end = self.runs.len() as u32;
+            self.segments.push(seg);
+            // Give `other` a vector back for the one it lost, so that a chunk buffer
+            // refilled every frame does not allocate while its vectors pile up here.
+            if let Some(v) = self.spare.pop() {
+                other.spare.push(v);
+            }
+        }
+        self.open_runs = self.runs.len() as u32;
+        other.runs.clear();
+        other.open_runs = 0;
+        self.dropped += std::mem::take(&mut other.dropped);
+        self.inserts.append(&mut other.inserts);
+    }
+}
+
+/// The type-erased face of [`OutBuf`].
+pub(crate) trait AnyBuffer: Send + Sync {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+    /// Writes kept plus writes dropped in Run.
+    fn writes(&self) -> usize;
+    /// Clears writes and pending inserts, keeping capacity.
+    fn clear_all(&mut self);
+    /// A new empty buffer of the same type.
+    fn empty_like(&self) -> ErasedBuf;
+    /// Moves all of `other`'s writes and inserts to the end of `self`.
+    fn append_any(&mut self, other: &mut dyn AnyBuffer);
+    /// Stages the next pending insert value into `columns` (of the same type).
+    fn stage_insert(&mut self, columns: &mut dyn AnyColumns);
+    /// Bytes reserved by this buffer, spare vectors included.
+    fn capacity_bytes(&self) -> usize;
+}
+
+impl<C: Component> AnyBuffer for OutBuf<C> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn Any> {
+        self
+    }
+    fn writes(&self) -> usize {
+        self.len() + self.dropped as usize
+    }
+    fn clear_all(&mut self) {
+        self.clear_writes();
+        self.inserts.clear();
+    }
+    fn empty_like(&self) -> ErasedBuf {
+        ErasedBuf::new::<C>()
+    }
+    fn append_any(&mut self, other: &mut dyn AnyBuffer) {
+        let other = other
+            .as_any_mut()
+            .downcast_mut::<OutBuf<C>>()
+            .expect("appending a buffer of another type");
+        self.append(other);
+    }
+    fn stage_insert(&mut self, columns: &mut dyn AnyColumns) {
+        let v = self
+            .inserts
+            .pop_front()
+            .expect("a structural command without its value");
+        columns
+            .as_any_mut()
+            .downcast_mut::<TypedColumns<C>>()
+            .expect("columns of another type")
+            .stage(v);
+    }
+    fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        let o = size_of::<C::Output>();
+        self.segments
+            .iter()
+            .map(|s| s.values.capacity() * o)
+            .sum::<usize>()
+            + self.open.capacity() * o
+            + self.segments.capacity() * size_of::<Segment<C::Output>>()
+            + self.spare.iter().map(|v| v.capacity() * o).sum::<usize>()
+            + self.spare.capacity() * size_of::<Vec<C::Output>>()
+            + self.runs.capacity() * size_of::<Run>()
+            + self.inserts.capacity() * size_of::<C>()
+    }
+}
+
+/// A deferred structural change, applied in Sync after all merges.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Command {
+    Despawn(Entity),
+    Remove(Entity, ComponentId),
+    /// The value waits in the system's buffer for that type.
+    Insert(Entity, ComponentId),
+    /// The next `n` ids of `spawn_types`, values waiting in the buffers.
+    Spawn(u32),
+}
+
+/// Everything one system (or one chunk of a parallel iteration) emitted.
+#[derive(Default)]
+pub(crate) struct SystemOutputs {
+    /// Typed buffers by component id; `None` until the system first writes the type.
+    pub(crate) buffers: Vec<Option<ErasedBuf>>,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) spawn_types: Vec<ComponentId>,
+    /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
+    pub(crate) chunks: Vec<SystemOutputs>,
+    pub(crate) chunk_ranges: Vec<Chunk>,
+}
+
+/// One rectangle of a parallel iteration: rows `start..end` of a table.
+#[derive(Clone, Copy)]
+pub(crate) struct Chunk {
+    pub(crate) table: u32,
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+}
+
+impl SystemOutputs {
+    /// Total writes over all types (dropped ones included).
+    pub(crate) fn writes(&self) -> usize {
+        self.buffers
+            .iter()
+            .flatten()
+            .map(|b| b.as_dyn_ref().writes())
+            .sum()
+    }
+
+    /// Bytes reserved by all buffers, commands and chunk sub-buffers.
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        use std::mem::size_of;
+        self.buffers
+            .iter()
+            .flatten()
+            .map(|b| b.as_dyn_ref().capacity_bytes())
+            .sum::<usize>()
+            + self.buffers.capacity() * size_of::<Option<ErasedBuf>>()
+            + self.commands.capacity() * size_of::<Command>()
+            + self.spawn_types.capacity() * size_of::<ComponentId>()
+            + self.chunk_ranges.capacity() * size_of::<Chunk>()
+            + self.chunks.capacity() * size_of::<SystemOutputs>()
+            + self
+                .chunks
+                .iter()
+                .map(|c| c.capacity_bytes())
+                .sum::<usize>()
+    }
+
+    /// Forgets everything emitted (capacity kept).
+    pub(crate) fn clear(&mut self) {
+        for b in self.buffers.iter_mut().flatten() {
+            b.as_dyn().clear_all();
+        }
+        self.commands.clear();
+        self.spawn_types.clear();
+    }
+
+    /// Appends `other` after everything in `self`, leaving `other` empty.
+    pub(crate) fn absorb(&mut self, other: &mut SystemOutputs) {
+        if self.buffers.len() < other.buffers.len() {
+            self.buffers.resize_with(other.buffers.len(), || None);
+        }
+        for (mine, theirs) in self.buffers.iter_mut().zip(other.buffers.iter_mut()) {
+            if let Some(theirs) = theirs {
+                let theirs = theirs.as_dyn();
+                mine.get_or_insert_with(|| theirs.empty_like())
+                    .as_dyn()
+                    .append_any(theirs);
+            }
+        }
+        self.commands.append(&mut other.commands);
+        self.spawn_types.append(&mut other.spawn_types);
+    }
+
+    /// The buffer of type `C` (id `id`), created on first use.
+    #[inline]
+    pub(crate) fn typed<C: Component>(&mut self, id: ComponentId) -> &mut OutBuf<C> {
+        if self.buffers.len() <= id.index() {
+            self.buffers.resize_with(id.index() + 1, || None);
+        }
+        self.buffers[id.index()]
+            .get_or_insert_with(ErasedBuf::new::<C>)
+            .typed_mut::<C>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct P;
+    impl Component for P {
+        type Output = u32;
+    }
+
+    fn runs_of(b: &mut OutBuf<P>) -> Vec<(u32, u32, Vec<u32>)> {
+        b.seal();
+        (0..b.segments.len())
+            .flat_map(|k| b.seg_runs(k).map(|(r, v)| (r.col, r.row, v.to_vec())))
+            .collect()
+    }
+
+    #[test]
+    fn runs_segments_and_order() {
+        let mut b = OutBuf::<P>::default();
+        b.start_run(0, 0, true);
+        b.push_in_run(1);
+        b.push_in_run(2);
+        b.start_run(0, 5, false); // a gap: same segment
+        b.push_in_run(3);
+        b.start_run(1, 0, true); // next table: new segment
+        b.push_in_run(4);
+        assert_eq!(b.segments.len(), 1, "the second segment is still open");
+        assert_eq!(
+            runs_of(&mut b),
+            vec![(0, 0, vec![1, 2]), (0, 5, vec![3]), (1, 0, vec![4])]
+        );
+        assert!(b.is_ordered());
+        b.start_run(0, 1, false); // back into column 0: out of order
+        b.push_in_run(5);
+        b.seal();
+        assert!(!b.is_ordered());
+        assert_eq!(b.len(), 5);
+        b.clear_writes();
+        assert_eq!((b.len(), b.runs.len(), b.spare.len()), (0, 0, 3));
+    }
+
+    #[test]
+    fn append_moves_segments_in_order() {
+        let mut a = OutBuf::<P>::default();
+        a.start_run(0, 0, true);
+        a.push_in_run(1);
+        let mut c = OutBuf::<P>::default();
+        c.start_run(0, 1, false);
+        c.push_in_run(2);
+        c.start_run(2, 0, true);
+        c.push_in_run(3);
+        c.dropped = 4;
+        a.append(&mut c);
+        assert_eq!(
+            runs_of(&mut a),
+            vec![(0, 0, vec![1]), (0, 1, vec![2]), (2, 0, vec![3])]
+        );
+        assert_eq!(a.dropped, 4);
+        assert!(a.is_ordered());
+        assert_eq!((c.len(), c.runs.len()), (0, 0));
+    }
+
+    #[test]
+    fn push_column_is_one_full_run() {
+        let mut b = OutBuf::<P>::default();
+        b.start_run(3, 0, true); // an empty run left by nothing written
+        b.push_column(1, vec![7, 8, 9]);
+        assert_eq!(runs_of(&mut b), vec![(1, 0, vec![7, 8, 9])]);
+    }
+}

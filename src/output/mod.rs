@@ -1,0 +1,247 @@
+//! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`].
+//!
+//! # Which write path when
+//!
+//! All paths give the same result; they differ in what they cost.
+//!
+//! | path | use it for | cost per write (1 worker, measured: see the README) |
+//! |---|---|---|
+//! | [`Output::write`] in a `for` over [`World::query`] | everything: the path to write first | a type check against the last four types written, a handle compare, a `Vec::push` |
+//! | [`Output::writer`] | a hot loop over one type | a handle compare and a `Vec::push` |
+//! | [`Output::write_each`] | "every entity with `C` gets `f(..)`" | a `Vec::push` into a whole column, computed in parallel parts |
+//! | [`Output::par_for_each`] | heavy per-entity work | the plain path, on every worker |
+//!
+//! A write in a query loop goes to the next row of the table being iterated, which the
+//! write path recognises by comparing the handle with that row's entity: the value joins
+//! the current *run* of rows, and Sync merges runs straight into the columns (a run that
+//! covers a whole column of a `last`-merged type is swapped in, not copied). Writes in any
+//! other order are resolved (one entity lookup) and start runs of their own: still
+//! correct, a little slower, and sorted in Sync only if the type's merge needs all of an
+//! entity's outputs at once.
+
+mod buffer;
+mod erased;
+mod par;
+
+use std::any::TypeId;
+
+pub(crate) use buffer::{Chunk, Command, OutBuf, Run, Segment, SystemOutputs};
+pub(crate) use erased::ErasedBuf;
+
+use crate::bundle::{Bundle, BundleSink, Sink};
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::pool::Pool;
+use crate::world::World;
+use buffer::Cursor;
+
+/// Types remembered by an [`Output`], each with its write cursor.
+const CACHED_TYPES: usize = 4;
+
+/// One remembered type: its id and where its next in-order write goes.
+#[derive(Clone, Copy)]
+struct Slot<'w> {
+    ty: TypeId,
+    id: ComponentId,
+    cursor: Cursor<'w>,
+}
+
+/// Where a system sends its outputs during Run.
+///
+/// Everything written here becomes visible only after Sync: writes are folded into
+/// components by their registered merge, then structural commands (despawn, remove,
+/// insert, spawn) are applied in system registration order, then emission order.
+/// Every method appends to buffers only this system touches: no locks, no atomics. See
+/// the [module docs](crate::Output#which-write-path-when) for what each write path costs.
+pub struct Output<'w> {
+    world: &'w World,
+    pool: &'w Pool,
+    bufs: &'w mut SystemOutputs,
+    slots: [Slot<'w>; CACHED_TYPES],
+    /// The slot the next new type replaces (round robin).
+    evict: usize,
+}
+
+impl<'w> Output<'w> {
+    pub(crate) fn new(world: &'w World, pool: &'w Pool, bufs: &'w mut SystemOutputs) -> Self {
+        let none = Slot {
+            // `()` is never a component: `Component` is not implemented for it.
+            ty: TypeId::of::<()>(),
+            id: ComponentId(u32::MAX),
+            cursor: Cursor::NONE,
+        };
+        Output {
+            world,
+            pool,
+            bufs,
+            slots: [none; CACHED_TYPES],
+            evict: 0,
+        }
+    }
+
+    /// The slot of `C`, remembering it if new.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[inline(always)]
+    #[track_caller]
+    fn slot<C: Component>(&mut self) -> usize {
+        let ty = TypeId::of::<C>();
+        for (i, s) in self.slots.iter().enumerate() {
+            if s.ty == ty {
+                return i;
+            }
+        }
+        self.remember::<C>()
+    }
+
+    #[cold]
+    #[inline(never)]
+    #[track_caller]
+    fn remember<C: Component>(&mut self) -> usize {
+        let id = self.world.registry().id::<C>();
+        let i = self.evict;
+        self.evict = (i + 1) % CACHED_TYPES;
+        self.slots[i] = Slot {
+            ty: TypeId::of::<C>(),
+            id,
+            cursor: Cursor::NONE,
+        };
+        i
+    }
+
+    /// The id of `C`.
+    #[inline]
+    #[track_caller]
+    fn id<C: Component>(&mut self) -> ComponentId {
+        let i = self.slot::<C>();
+        self.slots[i].id
+    }
+
+    /// Forgets every write cursor (after runs were appended by other means).
+    fn reset_cursors(&mut self) {
+        for s in &mut self.slots {
+            s.cursor = Cursor::NONE;
+        }
+    }
+
+    /// Emits `value` for component `C` of entity `e`, to be merged in Sync.
+    ///
+    /// Cost: in a loop over [`World::query`] that writes the entity it visits, a type check
+    /// against the last four types written, a handle compare and a `Vec::push`; any
+    /// other target costs one entity lookup more. See the
+    /// [module docs](crate::Output#which-write-path-when).
+    ///
+    /// If `e` is dead or has no `C`, the write is dropped and counted in
+    /// [`FrameStats::dropped`](crate::FrameStats::dropped).
+    ///
+    /// # Panics
+    /// If `C` is not registered (the frame then fails; see [`Runtime::try_frame`](crate::Runtime::try_frame)).
+    #[inline]
+    #[track_caller]
+    pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
+        let i = self.slot::<C>();
+        let slot = &mut self.slots[i];
+        let buf = self.bufs.typed::<C>(slot.id);
+        if slot.cursor.advance(e) {
+            buf.push_in_run(value);
+        } else {
+            buf.push_resolving(&self.world.storage, slot.id, e, value, &mut slot.cursor);
+        }
+    }
+
+    /// A writer for one component type, for hot loops: each [`Writer::write`] is a handle
+    /// compare and a `Vec::push` (no type check).
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[inline]
+    #[track_caller]
+    pub fn writer<C: Component>(&mut self) -> Writer<'_, 'w, C> {
+        let i = self.slot::<C>();
+        let slot = &mut self.slots[i];
+        // The writer takes the cursor by value (so a hot loop keeps it in registers); the
+        // slot's own cursor then matches nothing, and the next plain `write` of `C`
+        // resolves its target once. (No hand-back on drop: a `Drop` impl would keep `out`
+        // borrowed to the end of the scope.)
+        let cursor = std::mem::replace(&mut slot.cursor, Cursor::NONE);
+        Writer {
+            buf: self.bufs.typed::<C>(slot.id),
+            cursor,
+            world: self.world,
+            id: slot.id,
+        }
+    }
+
+    /// Spawns an entity with `bundle` (a tuple of components) in Sync. Its id is assigned
+    /// in Sync, deterministically; it first appears in the next frame's Run.
+    ///
+    /// # Panics
+    /// If a component type is unregistered or named twice in the bundle.
+    #[track_caller]
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) {
+        let start = self.bufs.spawn_types.len();
+        bundle.put(&mut BundleSink(Sink::Output {
+            world: self.world,
+            bufs: self.bufs,
+            start,
+        }));
+        let n = self.bufs.spawn_types.len() - start;
+        self.bufs.commands.push(Command::Spawn(n as u32));
+    }
+
+    /// Despawns `e` in Sync. Despawning a dead entity (or one despawned twice) is a no-op,
+    /// counted in [`FrameStats::dropped`](crate::FrameStats::dropped).
+    #[inline]
+    pub fn despawn(&mut self, e: Entity) {
+        self.bufs.commands.push(Command::Despawn(e));
+    }
+
+    /// Inserts (or replaces) component `C` of `e` in Sync.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
+        let id = self.id::<C>();
+        self.bufs.typed::<C>(id).inserts.push_back(component);
+        self.bufs.commands.push(Command::Insert(e, id));
+    }
+
+    /// Removes component `C` from `e` in Sync (a no-op if it has none).
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn remove<C: Component>(&mut self, e: Entity) {
+        let id = self.id::<C>();
+        self.bufs.commands.push(Command::Remove(e, id));
+    }
+
+    /// The world this system is reading (the state the previous Sync left).
+    #[inline]
+    pub fn world(&self) -> &'w World {
+        self.world
+    }
+}
+
+/// A typed writer for one component type; see [`Output::writer`].
+pub struct Writer<'o, 'w, C: Component> {
+    buf: &'o mut OutBuf<C>,
+    cursor: Cursor<'w>,
+    world: &'w World,
+    id: ComponentId,
+}
+
+impl<C: Component> Writer<'_, '_, C> {
+    /// Emits `value` for `e`; see [`Output::write`].
+    #[inline]
+    pub fn write(&mut self, e: Entity, value: C::Output) {
+        if self.cursor.advance(e) {
+            self.buf.push_in_run(value);
+        } else {
+            self.buf
+                .push_resolving(&self.world.storage, self.id, e, value, &mut self.cursor);
+        }
+    }
+}

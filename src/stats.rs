@@ -1,0 +1,123 @@
+//! Figures the runtime reports: per frame ([`FrameStats`]), per system ([`SystemStats`]),
+//! memory ([`MemoryStats`]), and why a frame failed ([`FrameError`]).
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::system::SystemId;
+
+/// Per-system figures of the last frame.
+#[derive(Clone, Debug)]
+pub struct SystemStats {
+    /// The system.
+    pub id: SystemId,
+    /// Its name.
+    pub name: Arc<str>,
+    /// Whether it ran (it was enabled).
+    pub ran: bool,
+    /// Wall time of its `run` (zero if it did not run).
+    pub time: Duration,
+    /// Component writes it emitted.
+    pub writes: usize,
+    /// Structural commands it emitted.
+    pub commands: usize,
+}
+
+/// Figures of the last frame, from [`Runtime::stats`].
+#[derive(Clone, Debug, Default)]
+pub struct FrameStats {
+    /// Index of the frame (0 for the first).
+    pub frame: u64,
+    /// Wall time of the Run phase.
+    pub run: Duration,
+    /// Wall time of the Sync phase.
+    pub sync: Duration,
+    /// Each system, in registration order.
+    pub systems: Vec<SystemStats>,
+    /// Writes folded into components by their merge.
+    pub merged: u64,
+    /// Writes to dead entities or to entities lacking the component, plus structural
+    /// commands that had nothing to act on (despawn of a dead entity, insert into a dead
+    /// entity, remove of an absent component).
+    pub dropped: u64,
+    /// Entities spawned in Sync.
+    pub spawned: u64,
+    /// Entities despawned in Sync.
+    pub despawned: u64,
+    /// Live entities after the frame.
+    pub entities: usize,
+}
+
+/// Memory the runtime holds on to, from [`Runtime::memory`]. In a steady state (a stable
+/// set of archetypes and a bounded entity count) none of these grow from frame to frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryStats {
+    /// Archetype tables (never freed; one per component combination ever seen).
+    pub tables: usize,
+    /// Entity slots ever created (live, free for reuse, or retired).
+    pub entity_slots: usize,
+    /// Bytes reserved by component columns and table entity lists.
+    pub component_bytes: usize,
+    /// Bytes reserved by the systems' output buffers (kept across frames): value vectors
+    /// in use and spare (including columns swapped out by Sync, kept for reuse), runs,
+    /// commands, parallel-iteration chunk buffers, and Sync's per-type scratch.
+    pub output_bytes: usize,
+}
+
+/// Why a frame failed. See [`Runtime::try_frame`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum FrameError {
+    /// A system panicked during Run. The frame's outputs were discarded: the world is
+    /// exactly as before the frame, and the frame counter did not advance.
+    SystemPanicked {
+        /// The system (the lowest id, if several panicked).
+        system: SystemId,
+        /// Its name.
+        name: Arc<str>,
+        /// The panic message.
+        message: String,
+    },
+    /// A merge function panicked during Sync. Other component types merged normally and
+    /// structural commands were applied; values of this type may be partly merged (each
+    /// entity holds either its old or its merged value). The frame counts as done.
+    MergePanicked {
+        /// The component type whose merge panicked (the lowest id, if several).
+        component: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// A component's `Drop` panicked while Sync released removed values. Every structural
+    /// change was applied; the frame counts as done.
+    DropPanicked {
+        /// The panic message.
+        message: String,
+    },
+}
+
+impl fmt::Display for FrameError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FrameError::SystemPanicked {
+                system,
+                name,
+                message,
+            } => write!(
+                f,
+                "system `{name}` ({system:?}) panicked during Run: {message}; \
+                 the frame's outputs were discarded and the world is unchanged"
+            ),
+            FrameError::MergePanicked { component, message } => write!(
+                f,
+                "the merge function of component `{component}` panicked during Sync: \
+                 {message}; some `{component}` values may not have been merged this frame"
+            ),
+            FrameError::DropPanicked { message } => {
+                write!(f, "a component's Drop panicked during Sync: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for FrameError {}

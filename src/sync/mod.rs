@@ -1,0 +1,129 @@
+//! The Sync phase: fold every output into the world, then apply structural commands.
+//!
+//! Sync runs four named steps, in order:
+//!
+//! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
+//!    type, in system order (a pointer move and one downcast per (system, type)).
+//! 2. [`fold_all`] — one job per component type on the pool: the type's fold merges its
+//!    sources into its columns (large types split further by row range). Types are
+//!    independent, so they fold in parallel with plain `&mut` splitting.
+//! 3. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
+//! 4. [`commands::apply`] — structural commands, in system registration order then
+//!    emission order: despawn, remove, insert (replacing), spawn, one by one. Values
+//!    removed or replaced go to per-type graveyards, dropped once every move is complete.
+//!
+//! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
+//! step 2, so no step looks a target up again. Nothing depends on thread timing.
+
+mod commands;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::component::ComponentId;
+use crate::pool::Pool;
+use crate::system::SystemSlot;
+use crate::world::World;
+
+/// What one Sync did.
+#[derive(Default, Debug)]
+pub(crate) struct SyncReport {
+    pub(crate) merged: u64,
+    pub(crate) dropped: u64,
+    pub(crate) spawned: u64,
+    pub(crate) despawned: u64,
+    /// The first component type (by id) whose merge panicked, with the message.
+    pub(crate) merge_panic: Option<(&'static str, String)>,
+    /// A component's `Drop` panicked while removed values were released.
+    pub(crate) drop_panic: Option<String>,
+}
+
+/// Runs the whole Sync phase for the systems that ran this frame.
+pub(crate) fn sync(
+    world: &mut World,
+    systems: &mut [SystemSlot],
+    pool: &Pool,
+    scratch_ids: &mut Vec<ComponentId>,
+) -> SyncReport {
+    let mut report = SyncReport::default();
+    {
+        let _zone = crate::profile::step_zone("gather");
+        gather(world, systems);
+    }
+    {
+        let _zone = crate::profile::step_zone("fold_all");
+        fold_all(world, pool, &mut report);
+    }
+    {
+        let _zone = crate::profile::step_zone("return_buffers");
+        return_buffers(world, systems);
+    }
+    {
+        let _zone = crate::profile::step_zone("commands");
+        commands::apply(world, systems, scratch_ids, &mut report);
+    }
+    report
+}
+
+/// Step 1: moves each system's non-empty buffers to the fold of their type.
+fn gather(world: &mut World, systems: &mut [SystemSlot]) {
+    for (s, slot) in systems.iter_mut().enumerate() {
+        if !slot.ran {
+            continue;
+        }
+        for (id, b) in slot.out.buffers.iter_mut().enumerate() {
+            if b.as_ref().is_some_and(|b| b.as_dyn_ref().writes() > 0) {
+                let b = b.take().expect("checked above");
+                world.folds[id].accept(s as u32, b);
+            }
+        }
+    }
+}
+
+/// Step 2: every type with sources folds them into its columns, one job per type.
+///
+/// Each fold borrows its type's columns for the step (a swap of one `Vec` header with the
+/// storage, there and back), so the jobs own disjoint data and need no unsafe code.
+fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
+    let World { storage, folds, .. } = world;
+    for (id, fold) in folds.iter_mut().enumerate() {
+        if fold.has_sources() {
+            fold.swap_columns(storage.columns_of(ComponentId(id as u32)));
+        }
+    }
+    let merged = AtomicU64::new(0);
+    let dropped = AtomicU64::new(0);
+    let result = pool.for_each_mut(folds, &|_, fold| {
+        if fold.has_sources() {
+            let c = fold.fold(pool);
+            merged.fetch_add(c.merged, Ordering::Relaxed);
+            dropped.fetch_add(c.dropped, Ordering::Relaxed);
+        }
+    });
+    for (id, fold) in folds.iter_mut().enumerate() {
+        if fold.has_sources() {
+            fold.swap_columns(storage.columns_of(ComponentId(id as u32)));
+        }
+    }
+    report.merged = merged.into_inner();
+    report.dropped = dropped.into_inner();
+    if let Err(p) = result {
+        let name = storage.type_name(ComponentId(p.index as u32));
+        report.merge_panic = Some((name, p.message()));
+    }
+}
+
+/// Step 3: hands every buffer back to its system, emptied.
+fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
+    for (id, fold) in world.folds.iter_mut().enumerate() {
+        fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
+    }
+}
+
+/// Discards everything the systems emitted this frame (after a failed Run).
+pub(crate) fn discard(systems: &mut [SystemSlot]) {
+    for slot in systems {
+        slot.out.clear();
+    }
+}

@@ -1,0 +1,91 @@
+//! Systems: the [`System`] trait, their ids, and the per-system slot the runtime keeps.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::output::{Output, SystemOutputs};
+use crate::world::World;
+
+/// A unit of game logic, run once per frame during Run.
+///
+/// A system reads the world through `&World` (everything is immutable during Run) and
+/// emits outputs through [`Output`]. It may keep its own state in `self`: one system never
+/// runs on two threads at once. Any `FnMut(&World, &mut Output) + Send + 'static` closure is
+/// a system.
+///
+/// ```
+/// use runsync::prelude::*;
+/// struct Counter { frames: u64 }
+/// impl System for Counter {
+///     fn run(&mut self, _world: &World, _out: &mut Output<'_>) { self.frames += 1; }
+/// }
+/// let mut rt = Runtime::builder().workers(1).build(World::new());
+/// rt.add_system(Counter { frames: 0 });
+/// rt.frame();
+/// ```
+///
+/// A system cannot write a component in place during Run; this does not compile:
+///
+/// ```compile_fail
+/// use runsync::prelude::*;
+/// #[derive(Clone, Copy)] struct Pos(f32);
+/// impl Component for Pos { type Output = Pos; }
+/// let mut rt = Runtime::builder().build(World::new());
+/// rt.add_system(|world: &World, _out: &mut Output| {
+///     for (e, (p,)) in world.query::<(&Pos,)>() {
+///         let _: Option<&mut Pos> = world.get_mut::<Pos>(e); // needs &mut World
+///     }
+/// });
+/// ```
+///
+/// A system must be `Send` (it may run on any worker); this does not compile:
+///
+/// ```compile_fail
+/// use runsync::prelude::*;
+/// let shared = std::rc::Rc::new(0);
+/// let mut rt = Runtime::builder().build(World::new());
+/// rt.add_system(move |_: &World, _: &mut Output| { let _ = &shared; });
+/// ```
+pub trait System: Send + 'static {
+    /// Runs the system for one frame.
+    fn run(&mut self, world: &World, out: &mut Output<'_>);
+
+    /// The name shown in [`FrameStats`] and error messages. Defaults to the type name.
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(std::any::type_name::<Self>())
+    }
+}
+
+impl<F> System for F
+where
+    F: FnMut(&World, &mut Output<'_>) + Send + 'static,
+{
+    #[inline]
+    fn run(&mut self, world: &World, out: &mut Output<'_>) {
+        self(world, out)
+    }
+}
+
+/// Identifies a system within its [`Runtime`] (registration order, from 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SystemId(pub(crate) u32);
+
+impl SystemId {
+    /// The registration index.
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// What the runtime keeps per system: the system, its name, its switch, its buffers and
+/// the figures of its last run.
+pub(crate) struct SystemSlot {
+    pub(crate) system: Box<dyn System>,
+    pub(crate) name: Arc<str>,
+    pub(crate) enabled: bool,
+    /// Whether the system ran this frame (its outputs count).
+    pub(crate) ran: bool,
+    pub(crate) time: Duration,
+    pub(crate) out: SystemOutputs,
+}
