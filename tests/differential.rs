@@ -137,8 +137,14 @@ fn population() -> impl Strategy<Value = Vec<Initial>> {
     ]
 }
 
+/// About 8 s in debug on a 2-core machine (each case runs three times); `PROPTEST_CASES`
+/// overrides it for longer soaks.
 fn cases() -> u32 {
-    if cfg!(miri) { 4 } else { 96 }
+    let default = if cfg!(miri) { 4 } else { 512 };
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
 }
 
 proptest! {
