@@ -1,35 +1,150 @@
-//! Differential test: random systems emit random writes and structural commands (including
-//! stale handles, double despawns, writes to missing components, zero-sized, padded and
-//! `Drop` components); after every frame the runtime must agree exactly with the
-//! sequential model in `model/mod.rs`.
+//! Differential test: random systems emit random writes and structural commands through
+//! every write API (`write`, `Writer`, `write_each`, `par_for_each`), in shapes that stress
+//! the merge engine (several systems writing the same entities in query order or in
+//! reverse, repeats, interleaved types, stale handles, entities lacking the type), into
+//! component types merged by every `merge::*` and by order-sensitive custom folds; after
+//! every frame the runtime must agree exactly with the sequential model in `model/mod.rs`,
+//! at 1, 2 and 8 workers alike.
 
 mod model;
 
-use model::{Spec, run_case};
+use model::{Api, Batch, Initial, Kind, Loop, Shape, Spec, run_case};
 use proptest::prelude::*;
 
-fn spec() -> impl Strategy<Value = Spec> {
+fn kind() -> impl Strategy<Value = Kind> {
     prop_oneof![
-        3 => (any::<u16>(), any::<u64>()).prop_map(|(p, v)| Spec::WriteA(p, v)),
-        3 => (any::<u16>(), any::<i16>()).prop_map(|(p, v)| Spec::WriteB(p, v)),
-        3 => (any::<u16>(), any::<i64>()).prop_map(|(p, v)| Spec::WriteC(p, v)),
-        1 => any::<u16>().prop_map(Spec::Despawn),
-        1 => (any::<u16>(), any::<u64>()).prop_map(|(p, v)| Spec::InsertA(p, v)),
-        1 => (any::<u16>(), any::<i64>()).prop_map(|(p, v)| Spec::InsertC(p, v)),
-        2 => (any::<u16>(), any::<u8>(), any::<u64>()).prop_map(|(p, a, b)| Spec::WriteP(p, a, b)),
-        1 => (any::<u16>(), any::<u16>()).prop_map(|(p, c)| Spec::InsertP(p, c)),
-        1 => any::<u16>().prop_map(Spec::InsertZ),
-        1 => any::<u16>().prop_map(Spec::InsertD),
-        1 => any::<u16>().prop_map(Spec::RemoveA),
-        1 => any::<u16>().prop_map(Spec::RemoveB),
-        1 => any::<u16>().prop_map(Spec::RemoveZ),
-        1 => any::<u16>().prop_map(Spec::RemoveD),
-        2 => (any::<Option<u64>>(), any::<Option<i16>>()).prop_map(|(a, b)| Spec::Spawn(a, b)),
+        2 => Just(Kind::A),
+        1 => Just(Kind::B),
+        2 => Just(Kind::C),
+        1 => Just(Kind::P),
+        2 => Just(Kind::F),
+        2 => Just(Kind::Lo),
+        2 => Just(Kind::Hi),
+        2 => Just(Kind::S),
+        1 => Just(Kind::Z),
+        1 => Just(Kind::D),
     ]
 }
 
+fn shape() -> impl Strategy<Value = Shape> {
+    prop::sample::select(&Shape::ALL[..])
+}
+
+fn spec() -> impl Strategy<Value = Spec> {
+    prop_oneof![
+        8 => (kind(), any::<u16>(), any::<u64>()).prop_map(|(k, p, x)| Spec::Write(k, p, x)),
+        1 => any::<u16>().prop_map(Spec::Despawn),
+        2 => (kind(), any::<u16>(), any::<u64>()).prop_map(|(k, p, x)| Spec::Insert(k, p, x)),
+        2 => (kind(), any::<u16>()).prop_map(|(k, p)| Spec::Remove(k, p)),
+        1 => (any::<Option<u64>>(), any::<Option<i16>>()).prop_map(|(a, b)| Spec::Spawn(a, b)),
+    ]
+}
+
+fn api() -> impl Strategy<Value = Api> {
+    prop_oneof![
+        2 => Just(Api::Write),
+        1 => Just(Api::Writer),
+        2 => Just(Api::WriteEach),
+        2 => Just(Api::ParForEach),
+    ]
+}
+
+/// A loop; `themed` loops take the frame's shape and first written type, so that several
+/// systems write the same entities in the same order (aligned sources).
+fn lp() -> impl Strategy<Value = (bool, Loop)> {
+    (
+        prop::bool::weighted(0.6),
+        api(),
+        shape(),
+        prop::bool::weighted(0.25),
+        prop_oneof![3 => Just(1u8), 1 => Just(2u8)],
+        prop::collection::vec((kind(), any::<u64>()), 1..=3),
+        prop::bool::weighted(0.4),
+        prop::option::weighted(0.3, (kind(), any::<u16>())),
+        prop::bool::weighted(0.15),
+    )
+        .prop_map(
+            |(themed, api, shape, reverse, passes, mut writes, repeat, extra, despawn)| {
+                // A repeat: the entity written twice with the same type in one visit.
+                if repeat && writes.len() > 1 {
+                    writes[1].0 = writes[0].0;
+                }
+                let l = Loop {
+                    api,
+                    shape,
+                    reverse,
+                    passes,
+                    writes,
+                    extra,
+                    despawn,
+                };
+                (themed, l)
+            },
+        )
+}
+
+fn batch() -> impl Strategy<Value = (bool, Batch)> {
+    prop_oneof![
+        1 => (any::<bool>(), prop::collection::vec(spec(), 0..8))
+            .prop_map(|(writer, specs)| (false, Batch::Ops { writer, specs })),
+        2 => lp().prop_map(|(themed, l)| (themed, Batch::Loop(l))),
+    ]
+}
+
+/// Per system, its batches.
+fn frame() -> impl Strategy<Value = Vec<Vec<Batch>>> {
+    (
+        shape(),
+        kind(),
+        prop::collection::vec(prop::collection::vec(batch(), 0..4), 4),
+    )
+        .prop_map(|(theme, k, systems)| {
+            systems
+                .into_iter()
+                .map(|batches| {
+                    batches
+                        .into_iter()
+                        .map(|(themed, mut b)| {
+                            if let (true, Batch::Loop(l)) = (themed, &mut b) {
+                                l.shape = theme;
+                                l.writes[0].0 = k;
+                            }
+                            b
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+}
+
+fn initial() -> impl Strategy<Value = Initial> {
+    (
+        any::<Option<u64>>(),
+        any::<Option<i16>>(),
+        any::<u8>(),
+        any::<u64>(),
+    )
+        .prop_map(|(a, b, flags, seed)| Initial { a, b, flags, seed })
+}
+
+/// Small worlds, and (not under Miri) some large enough that `par_for_each` splits its
+/// query into several chunks at 2 and 8 workers.
+fn population() -> impl Strategy<Value = Vec<Initial>> {
+    let large = if cfg!(miri) { 0..8 } else { 64..200 };
+    prop_oneof![
+        3 => prop::collection::vec(initial(), 0..24),
+        1 => prop::collection::vec(initial(), large),
+    ]
+}
+
+/// About 8 s in debug on a 2-core machine (each case runs three times); `PROPTEST_CASES`
+/// overrides it for longer soaks.
 fn cases() -> u32 {
-    if cfg!(miri) { 4 } else { 96 }
+    let default = if cfg!(miri) { 4 } else { 512 };
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(default)
 }
 
 proptest! {
@@ -46,13 +161,10 @@ proptest! {
 
     #[test]
     fn runtime_matches_sequential_model(
-        workers in 1usize..=3,
         systems in 1usize..=4,
-        initial in prop::collection::vec(
-            (any::<Option<u64>>(), any::<Option<i16>>(), any::<bool>(), any::<bool>()), 0..24),
-        frames in prop::collection::vec(
-            prop::collection::vec(prop::collection::vec(spec(), 0..16), 4), 1..8),
+        initial in population(),
+        frames in prop::collection::vec(frame(), if cfg!(miri) { 1..3 } else { 1..7 }),
     ) {
-        run_case(workers, systems, frames, initial).map_err(TestCaseError::fail)?;
+        run_case(systems, &frames, &initial).map_err(TestCaseError::fail)?;
     }
 }

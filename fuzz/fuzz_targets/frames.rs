@@ -1,5 +1,6 @@
-//! Drives the public API with arbitrary frames of writes and structural commands from
-//! several systems, checking the world against the sequential model after every frame.
+//! Drives the public API with arbitrary frames of writes (through `write`, `Writer`,
+//! `write_each` and `par_for_each`) and structural commands from several systems, checking
+//! the world against the sequential model after every frame, at 1, 2 and 8 workers.
 //!
 //! ```sh
 //! cargo +nightly fuzz run frames -- -max_total_time=60
@@ -12,7 +13,7 @@ use libfuzzer_sys::fuzz_target;
 #[path = "../../tests/model/mod.rs"]
 mod model;
 
-use model::{Initial, Spec};
+use model::{Api, Batch, Initial, Kind, Loop, Shape, Spec};
 
 /// Reads fixed-width numbers from the input, with zeros once it runs out.
 struct Bytes<'a>(&'a [u8]);
@@ -32,26 +33,21 @@ impl Bytes<'_> {
     fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
+    fn kind(&mut self) -> Kind {
+        Kind::ALL[usize::from(self.u8()) % Kind::ALL.len()]
+    }
+    fn shape(&mut self) -> Shape {
+        Shape::ALL[usize::from(self.u8()) % Shape::ALL.len()]
+    }
 }
 
 fn spec(b: &mut Bytes<'_>) -> Spec {
-    let kind = b.u8() % 16;
-    let pick = b.u16();
-    match kind {
-        0 => Spec::WriteA(pick, b.u64()),
-        1 => Spec::WriteB(pick, b.u16() as i16),
-        2 => Spec::WriteC(pick, b.u64() as i64),
-        3 => Spec::WriteP(pick, b.u8(), b.u64()),
-        4 => Spec::Despawn(pick),
-        5 => Spec::InsertA(pick, b.u64()),
-        6 => Spec::InsertC(pick, b.u64() as i64),
-        7 => Spec::InsertP(pick, b.u16()),
-        8 => Spec::InsertZ(pick),
-        9 => Spec::InsertD(pick),
-        10 => Spec::RemoveA(pick),
-        11 => Spec::RemoveB(pick),
-        12 => Spec::RemoveZ(pick),
-        13 => Spec::RemoveD(pick),
+    let op = b.u8() % 8;
+    match op {
+        0..=3 => Spec::Write(b.kind(), b.u16(), b.u64()),
+        4 => Spec::Insert(b.kind(), b.u16(), b.u64()),
+        5 => Spec::Remove(b.kind(), b.u16()),
+        6 => Spec::Despawn(b.u16()),
         _ => {
             let flags = b.u8();
             let a = (flags & 1 != 0).then(|| b.u64());
@@ -61,26 +57,66 @@ fn spec(b: &mut Bytes<'_>) -> Spec {
     }
 }
 
+/// A batch; loops' illegal combinations (a `Writer` of two types, a reverse
+/// `par_for_each`, ...) are made legal by the model.
+fn batch(b: &mut Bytes<'_>) -> Batch {
+    let head = b.u8();
+    if head & 1 == 0 {
+        let specs = (0..b.u8() % 8).map(|_| spec(b)).collect();
+        return Batch::Ops {
+            writer: head & 2 != 0,
+            specs,
+        };
+    }
+    let api =
+        [Api::Write, Api::Writer, Api::WriteEach, Api::ParForEach][usize::from(head >> 1) % 4];
+    let flags = b.u8();
+    let shape = b.shape();
+    let writes = (0..1 + b.u8() % 3).map(|_| (b.kind(), b.u64())).collect();
+    let extra = (flags & 4 != 0).then(|| (b.kind(), b.u16()));
+    Batch::Loop(Loop {
+        api,
+        shape,
+        reverse: flags & 1 != 0,
+        passes: 1 + (flags >> 1 & 1),
+        writes,
+        extra,
+        despawn: flags & 8 != 0,
+    })
+}
+
 fuzz_target!(|data: &[u8]| {
     let mut b = Bytes(data);
-    let workers = 1 + usize::from(b.u8() % 3);
     let systems = 1 + usize::from(b.u8() % 4);
-    let initial: Vec<Initial> = (0..b.u8() % 16)
+    let n = b.u8();
+    // Mostly small worlds; sometimes enough rows for `par_for_each` to split into chunks.
+    let n = if n & 0x80 != 0 {
+        64 + usize::from(n & 0x7f)
+    } else {
+        usize::from(n % 24)
+    };
+    let initial: Vec<Initial> = (0..n)
         .map(|_| {
             let flags = b.u8();
-            let a = (flags & 1 != 0).then(|| b.u64());
-            let bv = (flags & 2 != 0).then(|| b.u16() as i16);
-            (a, bv, flags & 4 != 0, flags & 8 != 0)
+            let seed = b.u64();
+            let a = (flags & 1 != 0).then_some(seed.rotate_left(13));
+            let bv = (flags & 2 != 0).then_some(seed as i16);
+            Initial {
+                a,
+                b: bv,
+                flags: b.u8(),
+                seed,
+            }
         })
         .collect();
     let mut frames = Vec::new();
     while !b.is_empty() && frames.len() < 8 {
-        let frame: Vec<Vec<Spec>> = (0..systems)
-            .map(|_| (0..b.u8() % 16).map(|_| spec(&mut b)).collect())
+        let frame: Vec<Vec<Batch>> = (0..systems)
+            .map(|_| (0..b.u8() % 4).map(|_| batch(&mut b)).collect())
             .collect();
         frames.push(frame);
     }
-    if let Err(e) = model::run_case(workers, systems, frames, initial) {
+    if let Err(e) = model::run_case(systems, &frames, &initial) {
         panic!("runtime and model disagree: {e}");
     }
 });

@@ -1,16 +1,52 @@
 //! A small sequential model of runsync's semantics (DESIGN.md), shared by the proptest
-//! differential test and the fuzz target (`fuzz/`): random systems emit writes and
-//! structural commands; the model applies them one at a time in system, then emission
-//! order, and the runtime must agree exactly after every frame.
+//! differential test and the fuzz target (`fuzz/`).
+//!
+//! Random systems emit *batches*, each through a write API picked at random:
+//!
+//! - [`Batch::Ops`]: writes and structural commands on picked handles (live or stale),
+//!   written with `Output::write`, or with `Output::writer` for each run of writes of one
+//!   type;
+//! - [`Batch::Loop`]: a loop over a query writing every visited entity, through
+//!   `out.write` in a `for` loop, a `Writer`, `write_each` or `par_for_each`; forward or in
+//!   reverse, once or twice, with one or several writes per entity (repeats of one type,
+//!   or interleaved types), plus writes to a picked handle and despawns from inside the
+//!   loop.
+//!
+//! Before each frame the model expands every system's batches into the outputs a plain
+//! sequential `for` loop over `world.query` would emit — the reference every write path is
+//! defined against; only the iteration order is taken from the world, the entity set and
+//! the values come from the model — and then applies them one at a time: merges per
+//! (type, entity) in system, then emission order, then structural commands in the same
+//! order. The runtime must agree exactly after every frame: every component bit for bit,
+//! the liveness of every handle ever issued, and `stats()` (merged, dropped, spawned,
+//! despawned, per-system writes and commands). Every case runs at 1, 2 and 8 workers
+//! ([`WORKERS`]), and the three runs must also agree with each other frame by frame,
+//! iteration order included.
+//!
+//! One component type per merge: custom order-sensitive folds ([`A`], [`B`]),
+//! `merge::last` ([`C`], [`Padded`]), `merge::first` ([`F`]), `merge::min` ([`Lo`]),
+//! `merge::max` ([`Hi`]), `merge::sum` ([`S`]), and no-op merges of zero-sized outputs
+//! ([`Z`], zero-sized itself, and [`D`], which owns memory).
 
 #![allow(dead_code, unreachable_pub)]
+// `with_kind!` expands generic code once per type, including those with `Output = ()`.
+#![allow(clippy::unit_arg)]
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::ops::AddAssign;
 use std::sync::{Arc, Mutex};
 
+use runsync::QueryData;
 use runsync::prelude::*;
 
-/// Order-sensitive integer fold.
+/// The worker counts every case runs at.
+pub const WORKERS: [usize; 3] = [1, 2, 8];
+
+// ---------------------------------------------------------------------------------------
+// Component types, one per merge.
+
+/// Order-sensitive integer fold (custom closure).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct A(pub u64);
 impl Component for A {
@@ -20,21 +56,21 @@ pub fn fold_a(a: &mut u64, x: u64) {
     *a = a.wrapping_mul(31).wrapping_add(x);
 }
 
-/// Float sum (order-sensitive in floating point).
+/// Float sum by a custom closure.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct B(pub f32);
 impl Component for B {
     type Output = f32;
 }
 
-/// Last write wins.
+/// `merge::last`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct C(pub i64);
 impl Component for C {
     type Output = C;
 }
 
-/// Has padding bytes (u8, then u64, then u16).
+/// `merge::last`, with padding bytes (u8, then u64, then u16).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Padded {
     pub a: u8,
@@ -45,7 +81,41 @@ impl Component for Padded {
     type Output = Padded;
 }
 
-/// Zero-sized.
+/// `merge::first`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct F(pub i64);
+impl Component for F {
+    type Output = F;
+}
+
+/// `merge::min`, over floats that include NaN, -0.0 and 0.0 (equal but not the same
+/// bits), so "the earliest among equals" and "NaN never replaces an earlier pick" show.
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Lo(pub f32);
+impl Component for Lo {
+    type Output = Lo;
+}
+
+/// `merge::max`, same values as [`Lo`].
+#[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
+pub struct Hi(pub f32);
+impl Component for Hi {
+    type Output = Hi;
+}
+
+/// `merge::sum` of float deltas that are not integers, so the order of additions shows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct S(pub f32);
+impl Component for S {
+    type Output = f32;
+}
+impl AddAssign<f32> for S {
+    fn add_assign(&mut self, d: f32) {
+        self.0 += d;
+    }
+}
+
+/// Zero-sized, with zero-sized outputs and a no-op merge.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Z;
 impl Component for Z {
@@ -59,37 +129,725 @@ impl Component for D {
     type Output = ();
 }
 
+/// Registers every component type with its merge.
+pub fn register_all(world: &mut World) {
+    world.register::<A>(|a: &mut A, xs: &[u64]| xs.iter().for_each(|&x| fold_a(&mut a.0, x)));
+    world.register::<B>(|b: &mut B, xs: &[f32]| xs.iter().for_each(|&x| b.0 += x));
+    world.register::<C>(merge::last);
+    world.register::<Padded>(merge::last);
+    world.register::<F>(merge::first);
+    world.register::<Lo>(merge::min);
+    world.register::<Hi>(merge::max);
+    world.register::<S>(merge::sum);
+    world.register::<Z>(|_: &mut Z, _: &[()]| {});
+    world.register::<D>(|_: &mut D, _: &[()]| {});
+}
+
+/// A component type, as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Kind {
+    A,
+    B,
+    C,
+    P,
+    F,
+    Lo,
+    Hi,
+    S,
+    Z,
+    D,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 10] = [
+        Kind::A,
+        Kind::B,
+        Kind::C,
+        Kind::P,
+        Kind::F,
+        Kind::Lo,
+        Kind::Hi,
+        Kind::S,
+        Kind::Z,
+        Kind::D,
+    ];
+}
+
+// Every written or inserted value is a function of one `u64`, shared by runtime and model.
+
+pub fn bval(x: u64) -> f32 {
+    f32::from(x as i16)
+}
+pub fn sval(x: u64) -> f32 {
+    f32::from(x as i16) * 0.1
+}
+/// A small domain, so that ties are frequent: NaN, -0.0, 0.0 and a few halves.
+pub fn fval(x: u64) -> f32 {
+    match x % 11 {
+        0 => f32::NAN,
+        1 => -0.0,
+        2 => 0.0,
+        k => (k as f32 - 6.0) * 0.5,
+    }
+}
+pub fn pval(x: u64) -> (u8, u64, u16) {
+    (x as u8, x >> 8, u16::from(x as u8) * 3)
+}
+
+/// A component type the model knows: how to make its outputs and values from a `u64`.
+pub trait Kinded: Component + Sized {
+    fn output(x: u64) -> Self::Output;
+    fn make(x: u64, token: &Arc<()>) -> Self;
+}
+impl Kinded for A {
+    fn output(x: u64) -> u64 {
+        x
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        A(x)
+    }
+}
+impl Kinded for B {
+    fn output(x: u64) -> f32 {
+        bval(x)
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        B(bval(x))
+    }
+}
+impl Kinded for C {
+    fn output(x: u64) -> C {
+        C(x as i64)
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        C(x as i64)
+    }
+}
+impl Kinded for Padded {
+    fn output(x: u64) -> Padded {
+        let (a, b, c) = pval(x);
+        Padded { a, b, c }
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        Self::output(x)
+    }
+}
+impl Kinded for F {
+    fn output(x: u64) -> F {
+        F(x as i64)
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        F(x as i64)
+    }
+}
+impl Kinded for Lo {
+    fn output(x: u64) -> Lo {
+        Lo(fval(x))
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        Lo(fval(x))
+    }
+}
+impl Kinded for Hi {
+    fn output(x: u64) -> Hi {
+        Hi(fval(x))
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        Hi(fval(x))
+    }
+}
+impl Kinded for S {
+    fn output(x: u64) -> f32 {
+        sval(x)
+    }
+    fn make(x: u64, _: &Arc<()>) -> Self {
+        S(sval(x))
+    }
+}
+impl Kinded for Z {
+    fn output(_: u64) {}
+    fn make(_: u64, _: &Arc<()>) -> Self {
+        Z
+    }
+}
+impl Kinded for D {
+    fn output(_: u64) {}
+    fn make(_: u64, token: &Arc<()>) -> Self {
+        D(token.clone())
+    }
+}
+
+/// Runs `$body` with `$T` the component type of kind `$k`.
+macro_rules! with_kind {
+    ($k:expr, $T:ident => $body:expr) => {
+        match $k {
+            Kind::A => {
+                type $T = A;
+                $body
+            }
+            Kind::B => {
+                type $T = B;
+                $body
+            }
+            Kind::C => {
+                type $T = C;
+                $body
+            }
+            Kind::P => {
+                type $T = Padded;
+                $body
+            }
+            Kind::F => {
+                type $T = F;
+                $body
+            }
+            Kind::Lo => {
+                type $T = Lo;
+                $body
+            }
+            Kind::Hi => {
+                type $T = Hi;
+                $body
+            }
+            Kind::S => {
+                type $T = S;
+                $body
+            }
+            Kind::Z => {
+                type $T = Z;
+                $body
+            }
+            Kind::D => {
+                type $T = D;
+                $body
+            }
+        }
+    };
+}
+
+fn write_dyn(out: &mut Output<'_>, k: Kind, e: Entity, x: u64) {
+    with_kind!(k, T => out.write::<T>(e, T::output(x)))
+}
+
+// ---------------------------------------------------------------------------------------
+// Queries the loops iterate.
+
+/// A query shape, as data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `(&C,)`: every initial entity unless created without `C`; no spawned one.
+    HasC,
+    /// `(&A,)`.
+    HasA,
+    /// `(&A, Option<&B>)`.
+    AMaybeB,
+    /// `(Option<&F>, Without<Z>)`: no required component.
+    NoZ,
+}
+
+impl Shape {
+    pub const ALL: [Shape; 4] = [Shape::HasC, Shape::HasA, Shape::AMaybeB, Shape::NoZ];
+}
+
+/// A query and the `u64` key a loop derives from each item: from the world's item in the
+/// runtime, from the model's entity in the model (`None`: the entity does not match).
+pub trait QueryShape {
+    type Q: QueryData;
+    fn key(item: <Self::Q as QueryData>::Item<'_>) -> u64;
+    fn model_key(m: &MEnt) -> Option<u64>;
+}
+
+pub struct QHasC;
+impl QueryShape for QHasC {
+    type Q = (&'static C,);
+    fn key((c,): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        c.0 as u64
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        m.c.map(|c| c as u64)
+    }
+}
+
+pub struct QHasA;
+impl QueryShape for QHasA {
+    type Q = (&'static A,);
+    fn key((a,): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        a.0
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        m.a
+    }
+}
+
+fn ab_key(a: u64, b: Option<f32>) -> u64 {
+    a.rotate_left(7) ^ u64::from(b.map_or(u32::MAX, f32::to_bits))
+}
+pub struct QAMaybeB;
+impl QueryShape for QAMaybeB {
+    type Q = (&'static A, Option<&'static B>);
+    fn key((a, b): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        ab_key(a.0, b.map(|b| b.0))
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        m.a.map(|a| ab_key(a, m.b.map(|b| b.0)))
+    }
+}
+
+fn f_key(f: Option<i64>) -> u64 {
+    f.map_or(0x5eed, |f| f as u64)
+}
+pub struct QNoZ;
+impl QueryShape for QNoZ {
+    type Q = (Option<&'static F>, Without<Z>);
+    fn key((f, ()): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        f_key(f.map(|f| f.0))
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        (!m.z).then(|| f_key(m.f))
+    }
+}
+
+/// Runs `$body` with `$Q` the [`QueryShape`] of shape `$s`.
+macro_rules! with_shape {
+    ($s:expr, $Q:ident => $body:expr) => {
+        match $s {
+            Shape::HasC => {
+                type $Q = QHasC;
+                $body
+            }
+            Shape::HasA => {
+                type $Q = QHasA;
+                $body
+            }
+            Shape::AMaybeB => {
+                type $Q = QAMaybeB;
+                $body
+            }
+            Shape::NoZ => {
+                type $Q = QNoZ;
+                $body
+            }
+        }
+    };
+}
+
+// ---------------------------------------------------------------------------------------
+// What systems emit.
+
+/// A single write or structural command; `u16`s pick a handle among all ever issued.
 #[derive(Clone, Copy, Debug)]
 pub enum Spec {
-    WriteP(u16, u8, u64),
-    InsertP(u16, u16),
-    WriteA(u16, u64),
-    WriteB(u16, i16),
-    WriteC(u16, i64),
+    Write(Kind, u16, u64),
+    Insert(Kind, u16, u64),
+    Remove(Kind, u16),
     Despawn(u16),
-    InsertA(u16, u64),
-    InsertC(u16, i64),
-    InsertZ(u16),
-    InsertD(u16),
-    RemoveA(u16),
-    RemoveB(u16),
-    RemoveZ(u16),
-    RemoveD(u16),
     Spawn(Option<u64>, Option<i16>),
 }
 
-/// A spec with its pick resolved to a handle (live or stale).
+/// The write API a loop goes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    /// `for (e, item) in world.query::<Q>() { out.write::<K>(e, ..) }`.
+    Write,
+    /// The same loop through one `out.writer::<K>()` (one type per loop).
+    Writer,
+    /// `out.write_each::<K, Q>(..)` per write, per pass (forward only; only entities that
+    /// have `K`).
+    WriteEach,
+    /// `out.par_for_each::<Q>(|e, item, out| ..)` per pass (forward only).
+    ParForEach,
+}
+
+/// A loop over a query: per pass, per visited entity: every write of `writes` in order
+/// (`(type, seed)`), then maybe a write to the `extra` handle, then maybe a despawn of the
+/// entity.
+#[derive(Clone, Debug)]
+pub struct Loop {
+    pub api: Api,
+    pub shape: Shape,
+    pub reverse: bool,
+    pub passes: u8,
+    pub writes: Vec<(Kind, u64)>,
+    /// A type and a picked handle (possibly stale, possibly not having it), written for
+    /// about a third of the visited entities.
+    pub extra: Option<(Kind, u16)>,
+    /// Despawns about a fifth of the visited entities.
+    pub despawn: bool,
+}
+
+impl Loop {
+    /// What the API allows: a `Writer` writes one type and holds `out`; `write_each`
+    /// computes values only; `write_each` and `par_for_each` go forward.
+    pub fn legal(mut self) -> Self {
+        if self.writes.is_empty() {
+            self.writes.push((Kind::C, 0));
+        }
+        self.passes = self.passes.clamp(1, 2);
+        match self.api {
+            Api::Write => {}
+            Api::Writer => {
+                let k = self.writes[0].0;
+                self.writes.iter_mut().for_each(|w| w.0 = k);
+                if let Some(x) = &mut self.extra {
+                    x.0 = k;
+                }
+                self.despawn = false;
+            }
+            Api::WriteEach => {
+                self.reverse = false;
+                self.extra = None;
+                self.despawn = false;
+            }
+            Api::ParForEach => self.reverse = false,
+        }
+        self
+    }
+}
+
+#[derive(Clone, Debug)]
+pub enum Batch {
+    /// Single ops; with `writer`, each run of writes of one type goes through a `Writer`.
+    Ops {
+        writer: bool,
+        specs: Vec<Spec>,
+    },
+    Loop(Loop),
+}
+
+/// A spec with its pick resolved to a handle (live or stale; `None`: none issued yet).
 #[derive(Clone, Copy, Debug)]
 pub struct Op(pub Spec, pub Option<Entity>);
 
-#[derive(Clone, Debug, Default, PartialEq)]
+/// A legal loop with its extra handle resolved.
+#[derive(Clone, Debug)]
+pub struct RLoop {
+    pub l: Loop,
+    pub extra: Option<(Kind, Entity)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum RBatch {
+    Ops { writer: bool, ops: Vec<Op> },
+    Loop(RLoop),
+}
+
+/// One output, as the model sees it.
+#[derive(Clone, Copy, Debug)]
+pub enum Emit {
+    Write(Kind, Entity, u64),
+    Insert(Kind, Entity, u64),
+    Remove(Kind, Entity),
+    Despawn(Entity),
+    Spawn(Option<u64>, Option<i16>),
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The value a loop writes: a function of the write's seed, the pass, the entity and the
+/// key of its item.
+pub fn mix(seed: u64, pass: u8, e: Entity, key: u64) -> u64 {
+    splitmix(seed ^ splitmix(e.to_bits() ^ splitmix(key ^ (u64::from(pass) << 56))))
+}
+
+/// Where a loop body sends its outputs: the runtime's `Output`, or the model's list.
+trait Sink {
+    fn write(&mut self, k: Kind, e: Entity, x: u64);
+    fn despawn(&mut self, e: Entity);
+}
+impl Sink for Output<'_> {
+    fn write(&mut self, k: Kind, e: Entity, x: u64) {
+        write_dyn(self, k, e, x);
+    }
+    fn despawn(&mut self, e: Entity) {
+        Output::despawn(self, e);
+    }
+}
+impl Sink for Vec<Emit> {
+    fn write(&mut self, k: Kind, e: Entity, x: u64) {
+        self.push(Emit::Write(k, e, x));
+    }
+    fn despawn(&mut self, e: Entity) {
+        self.push(Emit::Despawn(e));
+    }
+}
+
+/// The extra write a loop makes when visiting `e`, if any.
+fn extra_write(l: &RLoop, pass: u8, e: Entity, key: u64) -> Option<(Kind, Entity, u64)> {
+    let (k, x) = l.extra?;
+    let h = mix(0xe7_7a, pass, e, key);
+    (h % 3 == 0).then_some((k, x, h))
+}
+
+fn despawns(l: &RLoop, pass: u8, e: Entity, key: u64) -> bool {
+    l.l.despawn && mix(0xde_ad, pass, e, key) % 5 == 1
+}
+
+/// The body of a `Write` or `par_for_each` loop for one visited entity.
+fn visit(sink: &mut impl Sink, l: &RLoop, pass: u8, e: Entity, key: u64) {
+    for &(k, seed) in &l.l.writes {
+        sink.write(k, e, mix(seed, pass, e, key));
+    }
+    if let Some((k, x, h)) = extra_write(l, pass, e, key) {
+        sink.write(k, x, h);
+    }
+    if despawns(l, pass, e, key) {
+        sink.despawn(e);
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The runtime side: systems run their batches through the real API.
+
+/// Emits one op through `Output::write` / the command methods.
+pub fn emit(out: &mut Output<'_>, op: Op, token: &Arc<()>) {
+    let Op(s, e) = op;
+    if let Spec::Spawn(a, b) = s {
+        // Bundles of different shapes, as a user would write them.
+        match (a, b) {
+            (Some(a), Some(b)) => out.spawn((A(a), B(f32::from(b)))),
+            (Some(a), None) => out.spawn((A(a),)),
+            (None, Some(b)) => out.spawn((B(f32::from(b)),)),
+            (None, None) => out.spawn(()),
+        }
+        return;
+    }
+    let Some(e) = e else { return };
+    match s {
+        Spec::Write(k, _, x) => write_dyn(out, k, e, x),
+        Spec::Insert(k, _, x) => with_kind!(k, T => out.insert(e, T::make(x, token))),
+        Spec::Remove(k, _) => with_kind!(k, T => out.remove::<T>(e)),
+        Spec::Despawn(_) => out.despawn(e),
+        Spec::Spawn(..) => unreachable!(),
+    }
+}
+
+fn run_ops(out: &mut Output<'_>, ops: &[Op], writer: bool, token: &Arc<()>) {
+    let mut i = 0;
+    while i < ops.len() {
+        match ops[i] {
+            Op(Spec::Write(k, ..), Some(_)) if writer => {
+                let run = ops[i..]
+                    .iter()
+                    .take_while(|op| matches!(op, Op(Spec::Write(k2, ..), Some(_)) if *k2 == k))
+                    .count();
+                with_kind!(k, T => {
+                    let mut w = out.writer::<T>();
+                    for op in &ops[i..i + run] {
+                        if let Op(Spec::Write(_, _, x), Some(e)) = *op {
+                            w.write(e, T::output(x));
+                        }
+                    }
+                });
+                i += run;
+            }
+            op => {
+                emit(out, op, token);
+                i += 1;
+            }
+        }
+    }
+}
+
+fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
+    let items = || -> Vec<(Entity, u64)> {
+        world
+            .query::<Sh::Q>()
+            .map(|(e, item)| (e, Sh::key(item)))
+            .collect()
+    };
+    match l.l.api {
+        Api::Write => {
+            for pass in 0..l.l.passes {
+                if l.l.reverse {
+                    for (e, key) in items().into_iter().rev() {
+                        visit(out, l, pass, e, key);
+                    }
+                } else {
+                    for (e, item) in world.query::<Sh::Q>() {
+                        visit(out, l, pass, e, Sh::key(item));
+                    }
+                }
+            }
+        }
+        Api::Writer => with_kind!(l.l.writes[0].0, T => {
+            // One writer for every pass.
+            let mut w = out.writer::<T>();
+            for pass in 0..l.l.passes {
+                let mut body = |e: Entity, key: u64| {
+                    for &(_, seed) in &l.l.writes {
+                        w.write(e, T::output(mix(seed, pass, e, key)));
+                    }
+                    if let Some((_, x, h)) = extra_write(l, pass, e, key) {
+                        w.write(x, T::output(h));
+                    }
+                };
+                if l.l.reverse {
+                    items().into_iter().rev().for_each(|(e, key)| body(e, key));
+                } else {
+                    for (e, item) in world.query::<Sh::Q>() {
+                        body(e, Sh::key(item));
+                    }
+                }
+            }
+        }),
+        Api::WriteEach => {
+            for pass in 0..l.l.passes {
+                for &(k, seed) in &l.l.writes {
+                    with_kind!(k, T => out.write_each::<T, Sh::Q>(|e, item| {
+                        T::output(mix(seed, pass, e, Sh::key(item)))
+                    }));
+                }
+            }
+        }
+        Api::ParForEach => {
+            for pass in 0..l.l.passes {
+                out.par_for_each::<Sh::Q>(|e, item, out| visit(out, l, pass, e, Sh::key(item)));
+            }
+        }
+    }
+}
+
+/// Runs one system's batches, in order.
+pub fn run_batches(world: &World, out: &mut Output<'_>, batches: &[RBatch], token: &Arc<()>) {
+    for b in batches {
+        match b {
+            RBatch::Ops { writer, ops } => run_ops(out, ops, *writer, token),
+            RBatch::Loop(l) => with_shape!(l.l.shape, Q => run_loop::<Q>(world, out, l)),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The model.
+
+/// An `f32` compared by its bits (so NaN equals itself and -0.0 differs from 0.0).
+#[derive(Clone, Copy, Default)]
+pub struct Bits(pub f32);
+impl PartialEq for Bits {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.to_bits() == other.0.to_bits()
+    }
+}
+impl Eq for Bits {}
+impl fmt::Debug for Bits {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:?}", self.0)
+    }
+}
+
+/// One entity's components.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct MEnt {
     pub a: Option<u64>,
-    pub b: Option<f32>,
+    pub b: Option<Bits>,
     pub c: Option<i64>,
     pub p: Option<(u8, u64, u16)>,
+    pub f: Option<i64>,
+    pub lo: Option<Bits>,
+    pub hi: Option<Bits>,
+    pub s: Option<Bits>,
     pub z: bool,
     pub d: bool,
+}
+
+/// The smallest (`less`) or largest value, the earliest among equals; a value that does
+/// not compare never replaces an earlier pick (DESIGN.md's `merge::min` / `merge::max`).
+fn pick(xs: &[u64], better: fn(f32, f32) -> bool) -> f32 {
+    let mut best = fval(xs[0]);
+    for &x in &xs[1..] {
+        if better(fval(x), best) {
+            best = fval(x);
+        }
+    }
+    best
+}
+
+impl MEnt {
+    pub fn has(&self, k: Kind) -> bool {
+        match k {
+            Kind::A => self.a.is_some(),
+            Kind::B => self.b.is_some(),
+            Kind::C => self.c.is_some(),
+            Kind::P => self.p.is_some(),
+            Kind::F => self.f.is_some(),
+            Kind::Lo => self.lo.is_some(),
+            Kind::Hi => self.hi.is_some(),
+            Kind::S => self.s.is_some(),
+            Kind::Z => self.z,
+            Kind::D => self.d,
+        }
+    }
+
+    /// Inserts (or replaces) the value made from `x`.
+    pub fn set(&mut self, k: Kind, x: u64) {
+        match k {
+            Kind::A => self.a = Some(x),
+            Kind::B => self.b = Some(Bits(bval(x))),
+            Kind::C => self.c = Some(x as i64),
+            Kind::P => self.p = Some(pval(x)),
+            Kind::F => self.f = Some(x as i64),
+            Kind::Lo => self.lo = Some(Bits(fval(x))),
+            Kind::Hi => self.hi = Some(Bits(fval(x))),
+            Kind::S => self.s = Some(Bits(sval(x))),
+            Kind::Z => self.z = true,
+            Kind::D => self.d = true,
+        }
+    }
+
+    /// Removes the component; whether there was one.
+    pub fn clear(&mut self, k: Kind) -> bool {
+        let had = self.has(k);
+        match k {
+            Kind::A => self.a = None,
+            Kind::B => self.b = None,
+            Kind::C => self.c = None,
+            Kind::P => self.p = None,
+            Kind::F => self.f = None,
+            Kind::Lo => self.lo = None,
+            Kind::Hi => self.hi = None,
+            Kind::S => self.s = None,
+            Kind::Z => self.z = false,
+            Kind::D => self.d = false,
+        }
+        had
+    }
+
+    /// One merge call: all of a frame's outputs for this component, in order (never
+    /// empty); the component is present.
+    fn merge(&mut self, k: Kind, xs: &[u64]) {
+        let last = *xs.last().unwrap();
+        match k {
+            Kind::A => xs.iter().for_each(|&x| fold_a(self.a.as_mut().unwrap(), x)),
+            Kind::B => xs
+                .iter()
+                .for_each(|&x| self.b.as_mut().unwrap().0 += bval(x)),
+            Kind::C => self.c = Some(last as i64),
+            Kind::P => self.p = Some(pval(last)),
+            Kind::F => self.f = Some(xs[0] as i64),
+            Kind::Lo => self.lo = Some(Bits(pick(xs, |v, best| v < best))),
+            Kind::Hi => self.hi = Some(Bits(pick(xs, |v, best| v > best))),
+            Kind::S => xs
+                .iter()
+                .for_each(|&x| self.s.as_mut().unwrap().0 += sval(x)),
+            Kind::Z | Kind::D => {}
+        }
+    }
+}
+
+/// What `stats()` must say about a frame.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub merged: u64,
+    pub dropped: u64,
+    pub spawned: u64,
+    pub despawned: u64,
+    /// Per system: (writes, commands) emitted.
+    pub systems: Vec<(usize, usize)>,
 }
 
 /// The sequential model: an allocator with a LIFO free list and a map of live entities.
@@ -130,137 +888,168 @@ impl Model {
         (!self.known.is_empty()).then(|| self.known[p as usize % self.known.len()])
     }
 
-    /// Applies one frame's ops (per system, in registration order); returns
-    /// (merged, dropped, spawned).
-    fn frame(&mut self, plan: &[Vec<Op>]) -> (u64, u64, u64) {
-        let (mut merged, mut dropped, mut spawned) = (0, 0, 0);
-        // Merges: one output at a time in system, then emission order — the same as
-        // grouping per entity, for left folds.
-        for ops in plan {
-            for &Op(s, e) in ops {
-                // No handle to pick (nothing ever spawned): the system emits nothing.
-                let Some(e) = e else { continue };
-                let target = self.live.get_mut(&e);
-                let applied = match (s, target) {
-                    (Spec::WriteA(_, v), Some(m)) => m.a.as_mut().map(|a| fold_a(a, v)).is_some(),
-                    (Spec::WriteB(_, v), Some(m)) => {
-                        m.b.as_mut().map(|b| *b += f32::from(v)).is_some()
-                    }
-                    (Spec::WriteC(_, v), Some(m)) => m.c.as_mut().map(|c| *c = v).is_some(),
-                    (Spec::WriteP(_, a, b), Some(m)) => {
-                        m.p.as_mut()
-                            .map(|p| *p = (a, b, u16::from(a) * 3))
-                            .is_some()
-                    }
-                    (
-                        Spec::WriteA(..) | Spec::WriteB(..) | Spec::WriteC(..) | Spec::WriteP(..),
-                        None,
-                    ) => false,
-                    _ => continue,
-                };
-                if applied {
-                    merged += 1;
-                } else {
-                    dropped += 1;
-                }
-            }
-        }
-        // Structural commands.
-        for ops in plan {
-            for &Op(s, e) in ops {
-                if e.is_none() && !matches!(s, Spec::Spawn(..)) {
-                    continue;
-                }
-                let ok = match s {
-                    Spec::WriteA(..) | Spec::WriteB(..) | Spec::WriteC(..) | Spec::WriteP(..) => {
-                        continue;
-                    }
-                    Spec::Spawn(a, b) => {
-                        self.spawn(MEnt {
-                            a,
-                            b: b.map(f32::from),
-                            ..MEnt::default()
-                        });
-                        spawned += 1;
-                        true
-                    }
-                    Spec::Despawn(_) => e.is_some_and(|e| self.despawn(e)),
-                    _ => match e.and_then(|e| self.live.get_mut(&e)) {
-                        None => false,
-                        Some(m) => match s {
-                            Spec::InsertA(_, v) => {
-                                m.a = Some(v);
-                                true
-                            }
-                            Spec::InsertC(_, v) => {
-                                m.c = Some(v);
-                                true
-                            }
-                            Spec::InsertP(_, c) => {
-                                m.p = Some((1, 2, c));
-                                true
-                            }
-                            Spec::InsertZ(_) => {
-                                m.z = true;
-                                true
-                            }
-                            Spec::InsertD(_) => {
-                                m.d = true;
-                                true
-                            }
-                            Spec::RemoveA(_) => m.a.take().is_some(),
-                            Spec::RemoveB(_) => m.b.take().is_some(),
-                            Spec::RemoveZ(_) => std::mem::take(&mut m.z),
-                            Spec::RemoveD(_) => std::mem::take(&mut m.d),
-                            _ => unreachable!(),
-                        },
-                    },
-                };
-                if !ok {
-                    dropped += 1;
-                }
-            }
-        }
-        (merged, dropped, spawned)
-    }
-}
-
-pub fn emit(out: &mut Output<'_>, op: Op, token: &Arc<()>) {
-    let Op(s, e) = op;
-    if let Spec::Spawn(a, b) = s {
-        // Bundles of different shapes, as a user would write them.
-        match (a, b) {
-            (Some(a), Some(b)) => out.spawn((A(a), B(f32::from(b)))),
-            (Some(a), None) => out.spawn((A(a),)),
-            (None, Some(b)) => out.spawn((B(f32::from(b)),)),
-            (None, None) => out.spawn(()),
-        }
-        return;
-    }
-    let Some(e) = e else { return };
-    match s {
-        Spec::WriteA(_, v) => out.write::<A>(e, v),
-        Spec::WriteB(_, v) => out.write::<B>(e, f32::from(v)),
-        Spec::WriteC(_, v) => out.write::<C>(e, C(v)),
-        Spec::WriteP(_, a, b) => out.write::<Padded>(
-            e,
-            Padded {
-                a,
-                b,
-                c: u16::from(a) * 3,
+    fn resolve(&self, b: &Batch) -> RBatch {
+        match b {
+            Batch::Ops { writer, specs } => RBatch::Ops {
+                writer: *writer,
+                ops: specs
+                    .iter()
+                    .map(|&s| {
+                        let pick = match s {
+                            Spec::Write(_, p, _) | Spec::Insert(_, p, _) => p,
+                            Spec::Remove(_, p) | Spec::Despawn(p) => p,
+                            Spec::Spawn(..) => 0,
+                        };
+                        Op(s, self.pick(pick))
+                    })
+                    .collect(),
             },
-        ),
-        Spec::InsertP(_, c) => out.insert(e, Padded { a: 1, b: 2, c }),
-        Spec::Despawn(_) => out.despawn(e),
-        Spec::InsertA(_, v) => out.insert(e, A(v)),
-        Spec::InsertC(_, v) => out.insert(e, C(v)),
-        Spec::InsertZ(_) => out.insert(e, Z),
-        Spec::InsertD(_) => out.insert(e, D(token.clone())),
-        Spec::RemoveA(_) => out.remove::<A>(e),
-        Spec::RemoveB(_) => out.remove::<B>(e),
-        Spec::RemoveZ(_) => out.remove::<Z>(e),
-        Spec::RemoveD(_) => out.remove::<D>(e),
-        Spec::Spawn(..) => unreachable!(),
+            Batch::Loop(l) => {
+                let l = l.clone().legal();
+                let extra = l.extra.and_then(|(k, p)| self.pick(p).map(|e| (k, e)));
+                RBatch::Loop(RLoop { l, extra })
+            }
+        }
+    }
+
+    /// The entities `S` (and `With<with>`) visits, in the world's iteration order, with the
+    /// model's key for each; checks that the world visits exactly the entities the model
+    /// says match, each once.
+    fn order<Sh: QueryShape>(
+        &self,
+        world: &World,
+        with: Option<Kind>,
+    ) -> Result<Vec<(Entity, u64)>, String> {
+        let visited: Vec<Entity> = match with {
+            None => world.query::<Sh::Q>().map(|(e, _)| e).collect(),
+            Some(k) => with_kind!(k, T => world
+                .query::<(Sh::Q, With<T>)>()
+                .map(|(e, _)| e)
+                .collect()),
+        };
+        let matches = |m: &MEnt| Sh::model_key(m).filter(|_| with.is_none_or(|k| m.has(k)));
+        let what = || format!("{} with {with:?}", std::any::type_name::<Sh::Q>());
+        let mut seen = BTreeSet::new();
+        let mut order = Vec::with_capacity(visited.len());
+        for e in visited {
+            let key = self
+                .live
+                .get(&e)
+                .and_then(matches)
+                .ok_or_else(|| format!("query {} visits {e:?}, not in the model", what()))?;
+            ensure(seen.insert(e), || {
+                format!("query {} visits {e:?} twice", what())
+            })?;
+            order.push((e, key));
+        }
+        let want = self.live.values().filter(|m| matches(m).is_some()).count();
+        ensure(order.len() == want, || {
+            format!(
+                "query {} visits {} entities, model {want}",
+                what(),
+                order.len()
+            )
+        })?;
+        Ok(order)
+    }
+
+    /// The outputs of one batch, as a sequential loop would emit them.
+    fn expand(&self, world: &World, b: &RBatch, emits: &mut Vec<Emit>) -> Result<(), String> {
+        match b {
+            RBatch::Ops { ops, .. } => {
+                for &Op(s, e) in ops {
+                    let emit = match (s, e) {
+                        (Spec::Spawn(a, b), _) => Emit::Spawn(a, b),
+                        (_, None) => continue,
+                        (Spec::Write(k, _, x), Some(e)) => Emit::Write(k, e, x),
+                        (Spec::Insert(k, _, x), Some(e)) => Emit::Insert(k, e, x),
+                        (Spec::Remove(k, _), Some(e)) => Emit::Remove(k, e),
+                        (Spec::Despawn(_), Some(e)) => Emit::Despawn(e),
+                    };
+                    emits.push(emit);
+                }
+            }
+            RBatch::Loop(l) => with_shape!(l.l.shape, Q => {
+                if l.l.api == Api::WriteEach {
+                    for pass in 0..l.l.passes {
+                        for &(k, seed) in &l.l.writes {
+                            for (e, key) in self.order::<Q>(world, Some(k))? {
+                                emits.push(Emit::Write(k, e, mix(seed, pass, e, key)));
+                            }
+                        }
+                    }
+                } else {
+                    // `Writer` loops are legal: one type, no despawn, so `visit` fits.
+                    let mut order = self.order::<Q>(world, None)?;
+                    if l.l.reverse {
+                        order.reverse();
+                    }
+                    for pass in 0..l.l.passes {
+                        for &(e, key) in &order {
+                            visit(emits, l, pass, e, key);
+                        }
+                    }
+                }
+            }),
+        }
+        Ok(())
+    }
+
+    /// Applies one frame's outputs (per system, in registration order).
+    fn frame(&mut self, emits: &[Vec<Emit>]) -> Counts {
+        let mut n = Counts {
+            systems: emits
+                .iter()
+                .map(|es| {
+                    let writes = es.iter().filter(|e| matches!(e, Emit::Write(..))).count();
+                    (writes, es.len() - writes)
+                })
+                .collect(),
+            ..Counts::default()
+        };
+        // Merges: one call per (type, entity) with its outputs in system, then emission
+        // order.
+        let mut groups: BTreeMap<(Kind, Entity), Vec<u64>> = BTreeMap::new();
+        for &emit in emits.iter().flatten() {
+            if let Emit::Write(k, e, x) = emit {
+                groups.entry((k, e)).or_default().push(x);
+            }
+        }
+        for ((k, e), xs) in groups {
+            match self.live.get_mut(&e) {
+                Some(m) if m.has(k) => {
+                    m.merge(k, &xs);
+                    n.merged += xs.len() as u64;
+                }
+                _ => n.dropped += xs.len() as u64,
+            }
+        }
+        // Structural commands, one at a time.
+        for &emit in emits.iter().flatten() {
+            let ok = match emit {
+                Emit::Write(..) => continue,
+                Emit::Spawn(a, b) => {
+                    self.spawn(MEnt {
+                        a,
+                        b: b.map(|b| Bits(f32::from(b))),
+                        ..MEnt::default()
+                    });
+                    n.spawned += 1;
+                    true
+                }
+                Emit::Despawn(e) => {
+                    let ok = self.despawn(e);
+                    n.despawned += u64::from(ok);
+                    ok
+                }
+                Emit::Insert(k, e, x) => self.live.get_mut(&e).map(|m| m.set(k, x)).is_some(),
+                Emit::Remove(k, e) => self.live.get_mut(&e).is_some_and(|m| m.clear(k)),
+            };
+            if !ok {
+                n.dropped += 1;
+            }
+        }
+        n
     }
 }
 
@@ -268,132 +1057,194 @@ fn ensure(cond: bool, what: impl FnOnce() -> String) -> Result<(), String> {
     if cond { Ok(()) } else { Err(what()) }
 }
 
-/// Compares every live entity and every handle ever issued with the model.
-pub fn check(world: &World, model: &Model) -> Result<(), String> {
-    ensure(world.len() == model.live.len(), || {
-        format!(
-            "world has {} entities, model {}",
-            world.len(),
-            model.live.len()
-        )
-    })?;
+/// Every live entity with its components, in the world's iteration order.
+pub fn snapshot(world: &World) -> Vec<(Entity, MEnt)> {
+    world
+        .query::<(
+            (Option<&A>, Option<&B>, Option<&C>, Option<&Padded>),
+            (Option<&F>, Option<&Lo>, Option<&Hi>, Option<&S>),
+            (Option<&Z>, Option<&D>),
+        )>()
+        .map(|(e, ((a, b, c, p), (f, lo, hi, s), (z, d)))| {
+            let m = MEnt {
+                a: a.map(|a| a.0),
+                b: b.map(|b| Bits(b.0)),
+                c: c.map(|c| c.0),
+                p: p.map(|p| (p.a, p.b, p.c)),
+                f: f.map(|f| f.0),
+                lo: lo.map(|v| Bits(v.0)),
+                hi: hi.map(|v| Bits(v.0)),
+                s: s.map(|s| Bits(s.0)),
+                z: z.is_some(),
+                d: d.is_some(),
+            };
+            (e, m)
+        })
+        .collect()
+}
+
+/// Compares the world with the model: every live entity (given as `snapshot(world)`) and
+/// every handle ever issued.
+pub fn check(world: &World, snap: &[(Entity, MEnt)], model: &Model) -> Result<(), String> {
+    ensure(
+        world.len() == model.live.len() && snap.len() == model.live.len(),
+        || {
+            format!(
+                "world has {} entities ({} visited), model {}",
+                world.len(),
+                snap.len(),
+                model.live.len()
+            )
+        },
+    )?;
     for &e in &model.known {
         ensure(world.is_alive(e) == model.live.contains_key(&e), || {
             format!("liveness of {e:?} differs")
         })?;
     }
-    for (e, (a, b, c, p, (z, d))) in world.query::<(
-        Option<&A>,
-        Option<&B>,
-        Option<&C>,
-        Option<&Padded>,
-        (Option<&Z>, Option<&D>),
-    )>() {
+    for (e, got) in snap {
         let m = model
             .live
-            .get(&e)
+            .get(e)
             .ok_or_else(|| format!("world has {e:?}, model does not"))?;
-        let got = MEnt {
-            a: a.map(|a| a.0),
-            b: b.map(|b| b.0),
-            c: c.map(|c| c.0),
-            p: p.map(|p| (p.a, p.b, p.c)),
-            z: z.is_some(),
-            d: d.is_some(),
-        };
-        ensure(got.b.map(f32::to_bits) == m.b.map(f32::to_bits), || {
-            format!("{e:?}: B bits {:?} != {:?}", got.b, m.b)
-        })?;
-        ensure(&got == m, || format!("{e:?}: world {got:?} != model {m:?}"))?;
+        ensure(got == m, || format!("{e:?}: world {got:?} != model {m:?}"))?;
     }
     Ok(())
 }
 
-/// The initial entities: `(A, B, has Z, has D)`; every one also has `C(0)`.
-pub type Initial = (Option<u64>, Option<i16>, bool, bool);
+/// An initial entity: `C(0)` unless [`Initial::NO_C`], `A` and `B` if given, and the types
+/// whose flag is set, with values made from `seed`.
+#[derive(Clone, Copy, Debug)]
+pub struct Initial {
+    pub a: Option<u64>,
+    pub b: Option<i16>,
+    pub flags: u8,
+    pub seed: u64,
+}
 
-/// Builds a world from `initial`, runs `frames` (per frame, per system, the ops) with
-/// `systems` systems on `workers` workers, and checks the world against the model after
-/// every frame and for leaks at the end.
-pub fn run_case(
+impl Initial {
+    pub const Z: u8 = 1;
+    pub const D: u8 = 2;
+    pub const F: u8 = 4;
+    pub const LO: u8 = 8;
+    pub const HI: u8 = 16;
+    pub const S: u8 = 32;
+    pub const P: u8 = 64;
+    pub const NO_C: u8 = 128;
+
+    fn ent(self) -> MEnt {
+        let has = |flag: u8| self.flags & flag != 0;
+        let x = self.seed;
+        MEnt {
+            a: self.a,
+            b: self.b.map(|b| Bits(f32::from(b))),
+            c: (!has(Self::NO_C)).then_some(0),
+            p: has(Self::P).then(|| pval(x >> 24)),
+            f: has(Self::F).then_some(x as i64),
+            lo: has(Self::LO).then(|| Bits(fval(x))),
+            hi: has(Self::HI).then(|| Bits(fval(x >> 8))),
+            s: has(Self::S).then(|| Bits(sval(x >> 16))),
+            z: has(Self::Z),
+            d: has(Self::D),
+        }
+    }
+}
+
+/// Per frame: the world in iteration order, and the stats.
+type Trace = Vec<(Vec<(Entity, MEnt)>, Counts)>;
+
+/// Builds a world from `initial`, runs `frames` (per frame, per system, the batches) with
+/// `systems` systems on `workers` workers, and checks the world and the stats against the
+/// model after every frame, and for leaks at the end.
+pub fn run_on(
     workers: usize,
     systems: usize,
-    frames: Vec<Vec<Vec<Spec>>>,
-    initial: Vec<Initial>,
-) -> Result<(), String> {
+    frames: &[Vec<Vec<Batch>>],
+    initial: &[Initial],
+) -> Result<Trace, String> {
     let token = Arc::new(());
+    let mut trace = Trace::new();
     {
         let mut world = World::new();
-        world.register::<A>(|a: &mut A, xs: &[u64]| xs.iter().for_each(|&x| fold_a(&mut a.0, x)));
-        world.register::<B>(|b: &mut B, xs: &[f32]| xs.iter().for_each(|&x| b.0 += x));
-        world.register::<C>(merge::last);
-        world.register::<Padded>(merge::last);
-        world.register::<Z>(|_: &mut Z, _: &[()]| {});
-        world.register::<D>(|_: &mut D, _: &[()]| {});
+        register_all(&mut world);
         let mut model = Model::default();
-        let mk = |(a, b, z, d): Initial| MEnt {
-            a,
-            b: b.map(f32::from),
-            c: Some(0),
-            p: None,
-            z,
-            d,
-        };
-        for spec in initial {
-            let m = mk(spec);
-            let e = match (m.z, m.d) {
-                (true, true) => world.spawn((C(0), Z, D(token.clone()))),
-                (true, false) => world.spawn((C(0), Z)),
-                (false, true) => world.spawn((C(0), D(token.clone()))),
-                (false, false) => world.spawn((C(0),)),
+        for init in initial {
+            let m = init.ent();
+            let e = if m.c.is_some() {
+                world.spawn((C(0),))
+            } else {
+                world.spawn(())
             };
             if let Some(a) = m.a {
                 world.insert(e, A(a));
             }
             if let Some(b) = m.b {
-                world.insert(e, B(b));
+                world.insert(e, B(b.0));
+            }
+            if let Some((a, b, c)) = m.p {
+                world.insert(e, Padded { a, b, c });
+            }
+            if let Some(f) = m.f {
+                world.insert(e, F(f));
+            }
+            if let Some(v) = m.lo {
+                world.insert(e, Lo(v.0));
+            }
+            if let Some(v) = m.hi {
+                world.insert(e, Hi(v.0));
+            }
+            if let Some(v) = m.s {
+                world.insert(e, S(v.0));
+            }
+            if m.z {
+                world.insert(e, Z);
+            }
+            if m.d {
+                world.insert(e, D(token.clone()));
             }
             let expect = model.spawn(m);
             ensure(e == expect, || format!("spawned {e:?}, model {expect:?}"))?;
         }
+        check(&world, &snapshot(&world), &model)?;
 
-        let plan: Arc<Mutex<Vec<Vec<Op>>>> = Arc::new(Mutex::new(vec![Vec::new(); systems]));
+        let plan: Arc<Mutex<Vec<Vec<RBatch>>>> = Arc::new(Mutex::new(vec![Vec::new(); systems]));
         let mut rt = Runtime::builder().workers(workers).build(world);
         for s in 0..systems {
             let plan = plan.clone();
             let token = token.clone();
-            rt.add_system(move |_: &World, out: &mut Output| {
-                let ops = plan.lock().unwrap()[s].clone();
-                for op in ops {
-                    emit(out, op, &token);
-                }
+            rt.add_system(move |world: &World, out: &mut Output| {
+                let batches = plan.lock().unwrap()[s].clone();
+                run_batches(world, out, &batches, &token);
             });
         }
-        for frame in frames {
-            let mut resolved: Vec<Vec<Op>> = vec![Vec::new(); systems];
-            for (s, specs) in frame.into_iter().enumerate().take(systems) {
-                for spec in specs {
-                    let pick = match spec {
-                        Spec::WriteA(p, _) | Spec::WriteB(p, _) | Spec::WriteC(p, _) => p,
-                        Spec::WriteP(p, ..) | Spec::InsertP(p, _) => p,
-                        Spec::Despawn(p) | Spec::InsertA(p, _) | Spec::InsertC(p, _) => p,
-                        Spec::InsertZ(p) | Spec::InsertD(p) | Spec::RemoveA(p) => p,
-                        Spec::RemoveB(p) | Spec::RemoveZ(p) | Spec::RemoveD(p) => p,
-                        Spec::Spawn(..) => 0,
-                    };
-                    resolved[s].push(Op(spec, model.pick(pick)));
+        for (i, frame) in frames.iter().enumerate() {
+            let at = |e: String| format!("frame {i}: {e}");
+            let mut resolved: Vec<Vec<RBatch>> = vec![Vec::new(); systems];
+            let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); systems];
+            for (s, batches) in frame.iter().enumerate().take(systems) {
+                for b in batches {
+                    let r = model.resolve(b);
+                    model.expand(rt.world(), &r, &mut emits[s]).map_err(at)?;
+                    resolved[s].push(r);
                 }
             }
-            *plan.lock().unwrap() = resolved.clone();
+            *plan.lock().unwrap() = resolved;
             rt.frame();
-            let (merged, dropped, spawned) = model.frame(&resolved);
-            check(rt.world(), &model)?;
+            let want = model.frame(&emits);
+            let snap = snapshot(rt.world());
+            check(rt.world(), &snap, &model).map_err(at)?;
             let st = rt.stats();
-            let got = (st.merged, st.dropped, st.spawned);
-            let want = (merged, dropped, spawned);
+            let got = Counts {
+                merged: st.merged,
+                dropped: st.dropped,
+                spawned: st.spawned,
+                despawned: st.despawned,
+                systems: st.systems.iter().map(|s| (s.writes, s.commands)).collect(),
+            };
             ensure(got == want, || {
-                format!("stats (merged, dropped, spawned) {got:?} != model {want:?}")
+                at(format!("stats {got:?} != model {want:?}"))
             })?;
+            trace.push((snap, got));
         }
         // Live D components are exactly the model's.
         let live_d = model.live.values().filter(|m| m.d).count();
@@ -406,5 +1257,31 @@ pub fn run_case(
     ensure(Arc::strong_count(&token) == 1, || {
         "a D component leaked".to_string()
     })?;
+    Ok(trace)
+}
+
+/// [`run_on`] at every worker count of [`WORKERS`]; the runs must also agree with each
+/// other after every frame, iteration order included.
+pub fn run_case(
+    systems: usize,
+    frames: &[Vec<Vec<Batch>>],
+    initial: &[Initial],
+) -> Result<(), String> {
+    let mut first: Option<Trace> = None;
+    for workers in WORKERS {
+        let trace = run_on(workers, systems, frames, initial)
+            .map_err(|e| format!("{workers} workers: {e}"))?;
+        match &first {
+            None => first = Some(trace),
+            Some(t) => {
+                if let Some(i) = (0..t.len()).find(|&i| t[i] != trace[i]) {
+                    return Err(format!(
+                        "frame {i}: {} and {workers} workers disagree: {:?} vs {:?}",
+                        WORKERS[0], t[i], trace[i]
+                    ));
+                }
+            }
+        }
+    }
     Ok(())
 }
