@@ -1,6 +1,16 @@
-//! The public ecs_bench_suite workloads, written from their definitions: runsync, hecs and
-//! bevy_ecs on identical data in every group. Function names are the library names, so
-//! `bench-report` can line them up.
+//! The public ecs_bench_suite workloads, written from their definitions, plus the
+//! `contrib_100k` frame (several systems adding to one sum-merged component): runsync,
+//! hecs and bevy_ecs on identical data in every group. Function names are the library
+//! names, so `bench-report` can line them up.
+//!
+//! A function's name says which runsync API path it measures: `runsync` is the plain path
+//! a user writes first (`for (e, ..) in world.query() { out.write::<C>(e, ..) }`);
+//! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
+//! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
+//! `out.write` inside. Exceptions, kept from issue 5: `simple_insert`'s `runsync` is
+//! `World::spawn_batch` (`runsync_spawn` the `World::spawn` loop), and `add_remove`'s
+//! `runsync` emits `Output::insert` / `Output::remove`. hecs (`query_mut`) and bevy_ecs
+//! update components in place.
 
 #![allow(
     missing_docs,
@@ -12,8 +22,9 @@ mod common;
 use bevy_ecs::schedule::{ExecutorKind, Schedule};
 use bevy_ecs::system::Query;
 use common::*;
-use criterion::{Criterion, criterion_group, criterion_main};
-use runsync::{Output, Runtime, Without, World};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use glam::Vec3;
+use runsync::{Output, Runtime, Without, World, merge};
 
 const COUNT: usize = 10_000;
 
@@ -64,8 +75,10 @@ fn simple_iter(c: &mut Criterion) {
             w.spawn(suite_bundle());
         }
         let mut rt = Runtime::builder().workers(1).build(w);
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.write_each::<Position, (&Position, &Velocity)>(|_, (p, v)| Position(p.0 + v.0));
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
+                out.write::<Position>(e, Position(p.0 + v.0));
+            }
         });
         b.iter(|| rt.frame())
     });
@@ -80,6 +93,17 @@ fn simple_iter(c: &mut Criterion) {
             for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
                 wr.write(e, Position(p.0 + v.0));
             }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_write_each", |b| {
+        let mut w = runsync_world();
+        for _ in 0..COUNT {
+            w.spawn(suite_bundle());
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<Position, (&Position, &Velocity)>(|_, (p, v)| Position(p.0 + v.0));
         });
         b.iter(|| rt.frame())
     });
@@ -121,8 +145,10 @@ fn fragmented_iter(c: &mut Criterion) {
             w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
         );
         let mut rt = Runtime::builder().workers(1).build(w);
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.write_each::<Data, (&Data,)>(|_, (d,)| Data(d.0 * 2.0));
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, (d,)) in w.query::<(&Data,)>() {
+                out.write::<Data>(e, Data(d.0 * 2.0));
+            }
         });
         b.iter(|| rt.frame())
     });
@@ -137,6 +163,17 @@ fn fragmented_iter(c: &mut Criterion) {
             for (e, (d,)) in w.query::<(&Data,)>() {
                 wr.write(e, Data(d.0 * 2.0));
             }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_write_each", |b| {
+        let mut w = runsync_world();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<Data, (&Data,)>(|_, (d,)| Data(d.0 * 2.0));
         });
         b.iter(|| rt.frame())
     });
@@ -169,7 +206,7 @@ fn fragmented_iter(c: &mut Criterion) {
 fn heavy_compute(c: &mut Criterion) {
     let mut g = c.benchmark_group("heavy_compute");
     g.sample_size(20);
-    g.bench_function("runsync", |b| {
+    g.bench_function("runsync_par_for_each", |b| {
         let mut rt = runsync_heavy(2);
         b.iter(|| rt.frame())
     });
@@ -300,24 +337,6 @@ fn schedule(c: &mut Criterion) {
         let mut w = runsync_world();
         spawn_schedule!(w, spawn);
         let mut rt = Runtime::builder().workers(2).build(w);
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.write_each::<A, (&B,)>(|_, (b,)| A(b.0));
-            out.write_each::<B, (&A,)>(|_, (a,)| B(a.0));
-        });
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.write_each::<C, (&D,)>(|_, (d,)| C(d.0));
-            out.write_each::<D, (&C,)>(|_, (c,)| D(c.0));
-        });
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.write_each::<C, (&E,)>(|_, (x,)| C(x.0));
-            out.write_each::<E, (&C,)>(|_, (c,)| E(c.0));
-        });
-        b.iter(|| rt.frame())
-    });
-    g.bench_function("runsync_write", |b| {
-        let mut w = runsync_world();
-        spawn_schedule!(w, spawn);
-        let mut rt = Runtime::builder().workers(2).build(w);
         rt.add_system(|w: &World, out: &mut Output| {
             for (e, (a, b)) in w.query::<(&A, &B)>() {
                 out.write::<A>(e, A(b.0));
@@ -335,6 +354,24 @@ fn schedule(c: &mut Criterion) {
                 out.write::<C>(e, C(x.0));
                 out.write::<E>(e, E(c.0));
             }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_write_each", |b| {
+        let mut w = runsync_world();
+        spawn_schedule!(w, spawn);
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<A, (&B,)>(|_, (b,)| A(b.0));
+            out.write_each::<B, (&A,)>(|_, (a,)| B(a.0));
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<C, (&D,)>(|_, (d,)| C(d.0));
+            out.write_each::<D, (&C,)>(|_, (c,)| D(c.0));
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            out.write_each::<C, (&E,)>(|_, (x,)| C(x.0));
+            out.write_each::<E, (&C,)>(|_, (c,)| E(c.0));
         });
         b.iter(|| rt.frame())
     });
@@ -366,9 +403,137 @@ fn schedule(c: &mut Criterion) {
     g.finish();
 }
 
+/// Entities in the `contrib_100k` frame.
+const CONTRIB: usize = 100_000;
+/// The `contrib_100k` frame's fixed step, and what its three velocity systems add.
+const DT: f32 = 1.0 / 60.0;
+const GRAVITY: Vec3 = Vec3::new(0.0, -9.81, 0.0);
+const DRAG: f32 = 0.1;
+const WIND: Vec3 = Vec3::new(0.5, 0.0, 0.25);
+
+fn contrib_bundle(i: usize) -> (contrib::Pos, contrib::Vel) {
+    let x = i as f32;
+    (
+        contrib::Pos(Vec3::new(x, 0.0, -x)),
+        contrib::Vel(Vec3::new(1.0, x * 1e-5, 0.0)),
+    )
+}
+
+/// Three systems emit velocity deltas (gravity, drag, wind) that `Vel`'s sum merge adds
+/// up in Sync, and a fourth integrates `Pos` from last frame's `Vel`; every system takes
+/// the plain `out.write` path.
+fn runsync_contrib(workers: usize) -> Runtime {
+    use contrib::{Pos, Vel};
+    let mut w = World::new();
+    w.register::<Pos>(merge::last);
+    w.register::<Vel>(merge::sum);
+    for i in 0..CONTRIB {
+        w.spawn(contrib_bundle(i));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(w);
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (_,)) in w.query::<(&Vel,)>() {
+            out.write::<Vel>(e, GRAVITY * DT);
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (v,)) in w.query::<(&Vel,)>() {
+            out.write::<Vel>(e, v.0 * (-DRAG * DT));
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (_,)) in w.query::<(&Vel,)>() {
+            out.write::<Vel>(e, WIND * DT);
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p, v)) in w.query::<(&Pos, &Vel)>() {
+            out.write::<Pos>(e, Pos(p.0 + v.0 * DT));
+        }
+    });
+    rt
+}
+
+fn bevy_gravity(mut q: Query<&mut contrib::Vel>) {
+    for mut v in &mut q {
+        v.0 += GRAVITY * DT;
+    }
+}
+fn bevy_drag(mut q: Query<&mut contrib::Vel>) {
+    for mut v in &mut q {
+        let d = v.0 * (-DRAG * DT);
+        v.0 += d;
+    }
+}
+fn bevy_wind(mut q: Query<&mut contrib::Vel>) {
+    for mut v in &mut q {
+        v.0 += WIND * DT;
+    }
+}
+fn bevy_integrate(mut q: Query<(&mut contrib::Pos, &contrib::Vel)>) {
+    for (mut p, v) in &mut q {
+        p.0 += v.0 * DT;
+    }
+}
+
+/// `contrib_100k_{workers}w`: several systems contributing to one component. runsync runs
+/// the four systems of [`runsync_contrib`] at once on `workers` threads; hecs makes the
+/// same four passes one after another in place; bevy_ecs (2 workers only) runs the same
+/// four systems in a multi-threaded `Schedule`, which serialises them because they all
+/// touch `Vel`.
+fn contrib_100k(c: &mut Criterion, workers: usize) {
+    let mut g = c.benchmark_group(format!("contrib_100k_{workers}w"));
+    g.throughput(Throughput::Elements(CONTRIB as u64));
+    g.bench_function("runsync", |b| {
+        let mut rt = runsync_contrib(workers);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs", |b| {
+        use contrib::{Pos, Vel};
+        let mut w = hecs::World::new();
+        w.spawn_batch((0..CONTRIB).map(contrib_bundle));
+        b.iter(|| {
+            for v in w.query_mut::<&mut Vel>() {
+                v.0 += GRAVITY * DT;
+            }
+            for v in w.query_mut::<&mut Vel>() {
+                v.0 += v.0 * (-DRAG * DT);
+            }
+            for v in w.query_mut::<&mut Vel>() {
+                v.0 += WIND * DT;
+            }
+            for (p, v) in w.query_mut::<(&mut Pos, &Vel)>() {
+                p.0 += v.0 * DT;
+            }
+        })
+    });
+    if workers > 1 {
+        g.bench_function("bevy_ecs", |b| {
+            bevy_pool();
+            let mut w = bevy_ecs::world::World::new();
+            w.spawn_batch((0..CONTRIB).map(contrib_bundle));
+            let mut s = Schedule::default();
+            s.set_executor_kind(ExecutorKind::MultiThreaded);
+            s.add_systems((bevy_gravity, bevy_drag, bevy_wind, bevy_integrate));
+            s.run(&mut w);
+            b.iter(|| s.run(&mut w))
+        });
+    }
+    g.finish();
+}
+
+fn contrib_100k_2w(c: &mut Criterion) {
+    contrib_100k(c, 2);
+}
+
+fn contrib_100k_1w(c: &mut Criterion) {
+    contrib_100k(c, 1);
+}
+
 criterion_group! {
     name = suite;
     config = quick();
-    targets = simple_insert, simple_iter, fragmented_iter, heavy_compute, add_remove, schedule
+    targets = simple_insert, simple_iter, fragmented_iter, heavy_compute, add_remove, schedule,
+        contrib_100k_2w, contrib_100k_1w
 }
 criterion_main!(suite);

@@ -1,5 +1,13 @@
-//! runsync's own workloads: the movement frame against the memory-bandwidth floor, Sync
-//! throughput, per-system overhead, and scaling from 1 to 2 workers.
+//! runsync's own workloads: the movement frame through every write path against hecs in
+//! place and the memory-bandwidth floor, Sync throughput, per-system overhead, and scaling
+//! from 1 to 2 workers.
+//!
+//! A function's name says which runsync API path it measures: `runsync` is the plain path
+//! a user writes first (`for (e, ..) in world.query() { out.write::<C>(e, ..) }`);
+//! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
+//! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
+//! `out.write` inside (`_1w`: on one worker). `empty_systems` writes nothing. `hecs`
+//! updates in place with `query_mut`; `raw` is a loop over two plain arrays.
 
 #![allow(
     missing_docs,
@@ -8,13 +16,14 @@
 
 mod common;
 
+use std::ops::AddAssign;
 use std::time::Duration;
 
 use common::out8::*;
 use common::*;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Component, Output, Runtime, World};
+use runsync::{Component, Output, Runtime, World, merge};
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -26,7 +35,14 @@ fn movement_world(n: usize) -> World {
     w
 }
 
-/// The movement system as a user writes it: one output per entity through a writer.
+/// The movement system as a user writes it first: `out.write` in a `for` over the query.
+fn movement_plain(w: &World, out: &mut Output) {
+    for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
+        out.write::<Position>(e, Position(p.0 + v.0 * DT));
+    }
+}
+
+/// The movement system with the writer fetched once, outside the loop.
 fn movement_writer(w: &World, out: &mut Output) {
     let mut wr = out.writer::<Position>();
     for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
@@ -37,6 +53,28 @@ fn movement_writer(w: &World, out: &mut Output) {
 /// The movement system writing the whole column at once (the shadow-column path).
 fn movement_each(_: &World, out: &mut Output) {
     out.write_each::<Position, (&Position, &Velocity)>(|_, (p, v)| Position(p.0 + v.0 * DT));
+}
+
+/// The movement system through `par_for_each`, `out.write` inside.
+fn movement_par(_: &World, out: &mut Output) {
+    out.par_for_each::<(&Position, &Velocity)>(|e, (p, v), out| {
+        out.write::<Position>(e, Position(p.0 + v.0 * DT));
+    });
+}
+
+/// The movement data in a hecs world.
+fn hecs_movement_world(n: usize) -> hecs::World {
+    let mut w = hecs::World::new();
+    w.spawn_batch((0..n).map(|i| (Position(Vec3::splat(i as f32)), Velocity(Vec3::X))));
+    w
+}
+
+/// The movement step in place, on one thread.
+#[inline]
+fn hecs_movement_step(w: &mut hecs::World) {
+    for (p, v) in w.query_mut::<(&mut Position, &Velocity)>() {
+        p.0 += v.0 * DT;
+    }
 }
 
 fn raw_arrays(n: usize) -> (Vec<Vec3>, Vec<Vec3>) {
@@ -53,24 +91,65 @@ fn raw_step(pos: &mut [Vec3], vel: &[Vec3]) {
     }
 }
 
-fn movement_1m(c: &mut Criterion) {
-    const N: usize = 1_000_000;
-    let mut g = c.benchmark_group("movement_1M");
-    g.sample_size(20).measurement_time(Duration::from_secs(3));
-    g.throughput(Throughput::Elements(N as u64));
-    g.bench_function("runsync", |b| {
-        let mut rt = Runtime::builder().workers(1).build(movement_world(N));
-        rt.add_system(movement_each);
-        b.iter(|| rt.frame())
-    });
-    g.bench_function("runsync_writer", |b| {
-        let mut rt = Runtime::builder().workers(1).build(movement_world(N));
-        rt.add_system(movement_writer);
-        b.iter(|| rt.frame())
+/// A movement system, as a plain function.
+type MovementSystem = fn(&World, &mut Output);
+
+/// `movement_{label}`: `Position += Velocity * dt` over `n` entities through each write
+/// path (1 worker), hecs in place, and the raw loop.
+fn movement(c: &mut Criterion, label: &str, n: usize) {
+    let mut g = c.benchmark_group(format!("movement_{label}"));
+    if n >= 1_000_000 {
+        g.sample_size(20).measurement_time(Duration::from_secs(3));
+    }
+    g.throughput(Throughput::Elements(n as u64));
+    let paths: [(&str, MovementSystem); 3] = [
+        ("runsync", movement_plain),
+        ("runsync_writer", movement_writer),
+        ("runsync_write_each", movement_each),
+    ];
+    for (name, system) in paths {
+        g.bench_function(name, |b| {
+            let mut rt = Runtime::builder().workers(1).build(movement_world(n));
+            rt.add_system(system);
+            b.iter(|| rt.frame())
+        });
+    }
+    g.bench_function("hecs", |b| {
+        let mut w = hecs_movement_world(n);
+        b.iter(|| hecs_movement_step(&mut w))
     });
     g.bench_function("raw", |b| {
-        let (mut pos, vel) = raw_arrays(N);
+        let (mut pos, vel) = raw_arrays(n);
         b.iter(|| raw_step(&mut pos, &vel))
+    });
+    g.finish();
+}
+
+fn movement_10k(c: &mut Criterion) {
+    movement(c, "10k", 10_000);
+}
+
+fn movement_1m(c: &mut Criterion) {
+    movement(c, "1M", 1_000_000);
+}
+
+/// `movement_1M_par`: the movement system through `par_for_each` on 2 workers and on 1,
+/// against hecs in place on one thread.
+fn movement_1m_par(c: &mut Criterion) {
+    const N: usize = 1_000_000;
+    let mut g = c.benchmark_group("movement_1M_par");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(N as u64));
+    for (name, workers) in [("runsync_par_for_each", 2), ("runsync_par_for_each_1w", 1)] {
+        g.bench_function(name, |b| {
+            let mut rt = Runtime::builder().workers(workers).build(movement_world(N));
+            rt.add_system(movement_par);
+            b.iter(|| rt.frame())
+        });
+    }
+    g.bench_function("hecs", |b| {
+        let mut w = hecs_movement_world(N);
+        b.iter(|| hecs_movement_step(&mut w))
     });
     g.finish();
 }
@@ -80,18 +159,14 @@ fn movement_5m_2w(c: &mut Criterion) {
     let mut g = c.benchmark_group("movement_5M_2w");
     g.sample_size(10).measurement_time(Duration::from_secs(4));
     g.throughput(Throughput::Elements(N as u64));
-    g.bench_function("runsync", |b| {
+    g.bench_function("runsync_write_each", |b| {
         let mut rt = Runtime::builder().workers(2).build(movement_world(N));
         rt.add_system(movement_each);
         b.iter(|| rt.frame())
     });
     g.bench_function("runsync_par_for_each", |b| {
         let mut rt = Runtime::builder().workers(2).build(movement_world(N));
-        rt.add_system(|_: &World, out: &mut Output| {
-            out.par_for_each::<(&Position, &Velocity)>(|e, (p, v), out| {
-                out.write::<Position>(e, Position(p.0 + v.0 * DT));
-            });
-        });
+        rt.add_system(movement_par);
         b.iter(|| rt.frame())
     });
     g.bench_function("raw", |b| {
@@ -114,6 +189,12 @@ struct Acc(f32);
 impl Component for Acc {
     type Output = f32;
 }
+impl AddAssign<f32> for Acc {
+    #[inline]
+    fn add_assign(&mut self, delta: f32) {
+        self.0 += delta;
+    }
+}
 
 fn sync_throughput(c: &mut Criterion) {
     const OUTPUTS: usize = 1_000_000;
@@ -121,25 +202,30 @@ fn sync_throughput(c: &mut Criterion) {
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(OUTPUTS as u64));
     for systems in [1usize, 2, 4, 8] {
-        // Every system adds one delta to each of OUTPUTS / systems entities, so each merge
-        // folds `systems` deltas (one per system) into one entity.
+        // Every system adds one delta to each of OUTPUTS / systems entities (the plain
+        // `out.write` path), so each merge folds `systems` overlapping deltas (one per
+        // system) into one entity: OUTPUTS outputs in all, whatever the system count.
         let entities = OUTPUTS / systems;
         g.bench_with_input(BenchmarkId::new("runsync", systems), &systems, |b, &k| {
             let mut w = World::new();
-            w.register::<Acc>(|a: &mut Acc, d: &[f32]| d.iter().for_each(|x| a.0 += x));
+            w.register::<Acc>(merge::sum);
             for _ in 0..entities {
                 w.spawn((Acc(0.0),));
             }
             let mut rt = Runtime::builder().workers(1).build(w);
             for s in 0..k {
                 rt.add_system(move |w: &World, out: &mut Output| {
-                    let mut wr = out.writer::<Acc>();
                     for (e, _) in w.query::<(&Acc,)>() {
-                        wr.write(e, s as f32);
+                        out.write::<Acc>(e, s as f32);
                     }
                 });
             }
             rt.frame();
+            assert_eq!(
+                rt.stats().merged,
+                (entities * k) as u64,
+                "every output merges"
+            );
             // Time the Sync phase only, as the runtime measures it.
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
@@ -170,39 +256,67 @@ fn empty_systems(c: &mut Criterion) {
     }
 }
 
+/// `many_systems_2w`: 6,000 systems on 2 workers, each reading one entity and emitting one
+/// plain `out.write` for it per frame: the per-system cost of Run and Sync with real work.
+fn many_systems(c: &mut Criterion) {
+    const SYSTEMS: usize = 6_000;
+    let mut g = c.benchmark_group("many_systems_2w");
+    g.throughput(Throughput::Elements(SYSTEMS as u64));
+    g.bench_function("runsync", |b| {
+        let mut w = runsync_world();
+        let entities: Vec<_> = (0..SYSTEMS).map(|i| w.spawn((Data(i as f32),))).collect();
+        let mut rt = Runtime::builder().workers(2).build(w);
+        for e in entities {
+            rt.add_system(move |w: &World, out: &mut Output| {
+                let d = w.get::<Data>(e).map_or(0.0, |d| d.0);
+                out.write::<Data>(e, Data(d + 1.0));
+            });
+        }
+        b.iter(|| rt.frame())
+    });
+    g.finish();
+}
+
 fn scaling(c: &mut Criterion) {
     let mut g = c.benchmark_group("scaling_heavy_compute");
     g.sample_size(20);
     for workers in [1usize, 2] {
-        g.bench_with_input(BenchmarkId::new("runsync", workers), &workers, |b, &n| {
-            let mut rt = runsync_heavy(n);
-            b.iter(|| rt.frame())
-        });
+        g.bench_with_input(
+            BenchmarkId::new("runsync_par_for_each", workers),
+            &workers,
+            |b, &n| {
+                let mut rt = runsync_heavy(n);
+                b.iter(|| rt.frame())
+            },
+        );
     }
     g.finish();
 
     let mut g = c.benchmark_group("scaling_8_systems");
     g.sample_size(20);
     for workers in [1usize, 2] {
-        g.bench_with_input(BenchmarkId::new("runsync", workers), &workers, |b, &n| {
-            let mut w = runsync_world();
-            for i in 0..100_000 {
-                let x = i as f32;
-                w.spawn((
-                    Position(Vec3::splat(x)),
-                    Velocity(Vec3::X),
-                    S0(x),
-                    S1(x),
-                    S2(x),
-                    S3(x),
-                    S4(x),
-                    S5(x),
-                    S6(x),
-                    S7(x),
-                ));
-            }
-            let mut rt = Runtime::builder().workers(n).build(w);
-            macro_rules! system {
+        g.bench_with_input(
+            BenchmarkId::new("runsync_writer", workers),
+            &workers,
+            |b, &n| {
+                let mut w = runsync_world();
+                for i in 0..100_000 {
+                    let x = i as f32;
+                    w.spawn((
+                        Position(Vec3::splat(x)),
+                        Velocity(Vec3::X),
+                        S0(x),
+                        S1(x),
+                        S2(x),
+                        S3(x),
+                        S4(x),
+                        S5(x),
+                        S6(x),
+                        S7(x),
+                    ));
+                }
+                let mut rt = Runtime::builder().workers(n).build(w);
+                macro_rules! system {
                 ($($s:ident),*) => {$(
                     rt.add_system(|w: &World, out: &mut Output| {
                         let mut wr = out.writer::<$s>();
@@ -212,9 +326,10 @@ fn scaling(c: &mut Criterion) {
                     });
                 )*};
             }
-            system!(S0, S1, S2, S3, S4, S5, S6, S7);
-            b.iter(|| rt.frame())
-        });
+                system!(S0, S1, S2, S3, S4, S5, S6, S7);
+                b.iter(|| rt.frame())
+            },
+        );
     }
     g.finish();
 }
@@ -222,6 +337,7 @@ fn scaling(c: &mut Criterion) {
 criterion_group! {
     name = own;
     config = quick();
-    targets = movement_1m, movement_5m_2w, sync_throughput, empty_systems, scaling
+    targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
+        empty_systems, many_systems, scaling
 }
 criterion_main!(own);

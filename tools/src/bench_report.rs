@@ -1,5 +1,10 @@
-//! Reading criterion's saved estimates and turning them into a comparison table, the issue-5
-//! target checks, and an SVG chart. Used by the `bench-report` binary.
+//! Reading criterion's saved estimates and turning them into a comparison table, the issue-8
+//! target checks ("plain write path at in-place speed"), and an SVG chart. Used by the
+//! `bench-report` binary.
+//!
+//! A bench function's name says which runsync API path it measures: `runsync` is the plain
+//! path (`out.write` in a `for` over `world.query`), `runsync_writer`, `runsync_write_each`,
+//! `runsync_par_for_each` (…`_1w`: one worker) the others; see [`PATH_ORDER`].
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -12,6 +17,35 @@ use serde_json::Value;
 /// The libraries that get a column, in column order. A bench function named otherwise
 /// (e.g. `runsync_writer`) becomes its own row, compared like `runsync`.
 pub const LIBRARIES: [&str; 4] = ["runsync", "hecs", "bevy_ecs", "raw"];
+
+/// The order of a group's rows, by bench function: the plain path first, then the other
+/// write paths from the closest to it to the furthest. Functions not listed follow, by
+/// name.
+pub const PATH_ORDER: [&str; 5] = [
+    "runsync",
+    "runsync_writer",
+    "runsync_write_each",
+    "runsync_par_for_each",
+    "runsync_par_for_each_1w",
+];
+
+/// What the bench function names mean, for a line under the table.
+pub const PATHS_NOTE: &str = "Rows named after their group alone measure runsync's plain \
+path (`out.write` in a `for` over `world.query`); a row marked `runsync_writer`, \
+`runsync_write_each` or `runsync_par_for_each` runs the same workload through \
+`out.writer()`, `Output::write_each` or `Output::par_for_each` (`_1w`: on one worker). \
+Exceptions: `simple_insert`'s plain row uses `World::spawn_batch` (`runsync_spawn`: \
+`World::spawn` in a loop), `add_remove`'s emits `Output::insert`/`remove`, \
+`empty_systems` writes nothing.";
+
+/// Sort key of a bench function within its group; see [`PATH_ORDER`].
+fn path_rank(function: &str) -> (usize, &str) {
+    let rank = PATH_ORDER
+        .iter()
+        .position(|p| *p == function)
+        .unwrap_or(PATH_ORDER.len());
+    (rank, function)
+}
 
 /// One benchmark's saved result.
 #[derive(Clone, Debug, PartialEq)]
@@ -88,6 +122,9 @@ fn read_estimate(new: &Path) -> Option<Estimate> {
 pub struct Row {
     /// Group, with the parameter and a non-library function name appended.
     pub name: String,
+    /// The runsync bench function in the `runsync` column: `runsync` (the plain path) or
+    /// a variant such as `runsync_writer`.
+    pub function: String,
     /// Criterion group.
     pub group: String,
     /// Parameter, if any.
@@ -112,7 +149,10 @@ impl Row {
 }
 
 /// Lines up estimates into rows: one per (group, parameter), plus one per extra runsync
-/// variant (named ``group `function` ``), which shares the group's other columns.
+/// variant (named ``group `function` ``), which shares the group's other columns. Within
+/// a group the plain path comes first, then the variants in [`PATH_ORDER`]; a group that
+/// has variants but no plain-path row gets no row of its own (its variants carry the
+/// other libraries' times).
 pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
     let mut base: BTreeMap<(String, Option<String>), Row> = BTreeMap::new();
     let mut variants: Vec<(String, Option<String>, String, f64)> = Vec::new();
@@ -123,6 +163,7 @@ pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
                 Some(p) => format!("{} ({p})", e.group),
                 None => e.group.clone(),
             },
+            function: LIBRARIES[0].to_owned(),
             group: e.group.clone(),
             parameter: e.parameter.clone(),
             ..Row::default()
@@ -140,6 +181,7 @@ pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
             )),
         }
     }
+    variants.sort_by(|a, b| path_rank(&a.2).cmp(&path_rank(&b.2)));
     let mut out = Vec::new();
     for ((group, param), row) in base {
         let extra: Vec<Row> = variants
@@ -148,11 +190,14 @@ pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
             .map(|(_, _, f, t)| {
                 let mut v = row.clone();
                 v.name = format!("{} `{f}`", row.name);
+                v.function = f.clone();
                 v.times[0] = Some(*t);
                 v
             })
             .collect();
-        out.push(row);
+        if row.times[0].is_some() || extra.is_empty() {
+            out.push(row);
+        }
         out.extend(extra);
     }
     out
@@ -208,95 +253,142 @@ fn find<'a>(rows: &'a [Row], name: &str) -> Option<&'a Row> {
     rows.iter().find(|r| r.name == name)
 }
 
-/// The issue-5 targets, each with its measured value and whether it is met.
+/// One target of the issue: what it says, the measured value, the limit, and whether
+/// lower values are better.
+struct Target {
+    what: String,
+    measured: Option<f64>,
+    limit: f64,
+    lower_is_better: bool,
+    unit: &'static str,
+}
+
+/// A "≤ limit × other" target on `row`'s ratio to `library`.
+fn at_most(rows: &[Row], what: &str, row: &str, library: &str, limit: f64) -> Target {
+    Target {
+        what: what.to_owned(),
+        measured: find(rows, row).and_then(|r| r.ratio(library)),
+        limit,
+        lower_is_better: true,
+        unit: "×",
+    }
+}
+
+/// The issue-8 targets ("plain write path at in-place speed"), each with its measured
+/// value and whether it is met. runsync times whole frames (Run + Sync) unless the target
+/// says Sync.
 pub fn targets_table(rows: &[Row]) -> String {
     let runsync = |name: &str| find(rows, name).and_then(|r| r.time("runsync"));
-    let ratio = |name: &str, lib: &str| find(rows, name).and_then(|r| r.ratio(lib));
-    let sync_ns =
-        find(rows, "sync_sum_1M (1)").and_then(|r| Some(r.time("runsync")? / r.elements? as f64));
-    let speedup = runsync("scaling_heavy_compute (1)")
-        .zip(runsync("scaling_heavy_compute (2)"))
+    let sync_ns = |k: usize| {
+        find(rows, &format!("sync_sum_1M ({k})"))
+            .and_then(|r| Some(r.time("runsync")? / r.elements? as f64))
+    };
+    let par_speedup = runsync("movement_1M_par `runsync_par_for_each_1w`")
+        .zip(runsync("movement_1M_par `runsync_par_for_each`"))
         .map(|(one, two)| one / two);
-    let per_system = |g: &str| runsync(&format!("{g} (100)")).map(|t| t / 100.0 / 1e3);
-    // (target, measured, limit, lower is better, unit)
-    let checks: [(&str, Option<f64>, f64, bool, &str); 10] = [
-        (
-            "simple_iter ≤ 1.5 × hecs",
-            ratio("simple_iter", "hecs"),
+    let mut checks = Vec::new();
+    for n in ["10k", "1M"] {
+        let g = format!("movement_{n}");
+        checks.extend([
+            at_most(
+                rows,
+                &format!("{g}: plain `write` ≤ 1.5 × hecs"),
+                &g,
+                "hecs",
+                1.5,
+            ),
+            at_most(
+                rows,
+                &format!("{g}: `writer` ≤ 1.2 × hecs"),
+                &format!("{g} `runsync_writer`"),
+                "hecs",
+                1.2,
+            ),
+            at_most(
+                rows,
+                &format!("{g}: `write_each` ≤ 0.6 × hecs"),
+                &format!("{g} `runsync_write_each`"),
+                "hecs",
+                0.6,
+            ),
+        ]);
+    }
+    checks.extend([
+        at_most(
+            rows,
+            "movement_1M_par: `par_for_each` (2 workers) ≤ 1.0 × hecs (1 thread)",
+            "movement_1M_par `runsync_par_for_each`",
+            "hecs",
+            1.0,
+        ),
+        Target {
+            what: "movement_1M_par: `par_for_each` 2 workers ≥ 1.5 × faster than 1".to_owned(),
+            measured: par_speedup,
+            limit: 1.5,
+            lower_is_better: false,
+            unit: "×",
+        },
+        at_most(
+            rows,
+            "contrib_100k_2w: plain `write` ≤ 1.0 × bevy_ecs",
+            "contrib_100k_2w",
+            "bevy_ecs",
+            1.0,
+        ),
+        at_most(
+            rows,
+            "contrib_100k_2w: plain `write` ≤ 0.8 × hecs",
+            "contrib_100k_2w",
+            "hecs",
+            0.8,
+        ),
+        at_most(
+            rows,
+            "contrib_100k_1w: plain `write` ≤ 1.5 × hecs",
+            "contrib_100k_1w",
+            "hecs",
             1.5,
-            true,
-            "×",
         ),
-        (
-            "1M movement ≤ 1.5 × raw (1 worker)",
-            ratio("movement_1M", "raw"),
+    ]);
+    for k in [2, 4, 8] {
+        checks.push(Target {
+            what: format!("Sync ≤ 2 ns/output (1M outputs, sum, {k} overlapping sources)"),
+            measured: sync_ns(k),
+            limit: 2.0,
+            lower_is_better: true,
+            unit: " ns",
+        });
+    }
+    checks.extend([
+        at_most(
+            rows,
+            "simple_iter: plain `write` ≤ 1.5 × hecs",
+            "simple_iter",
+            "hecs",
             1.5,
-            true,
-            "×",
         ),
-        (
-            "schedule ≤ 1.0 × bevy_ecs",
-            ratio("schedule", "bevy_ecs"),
-            1.0,
-            true,
-            "×",
+        at_most(
+            rows,
+            "fragmented_iter: plain `write` ≤ 1.5 × hecs",
+            "fragmented_iter",
+            "hecs",
+            1.5,
         ),
-        (
-            "add_remove ≤ 1.0 × hecs",
-            ratio("add_remove", "hecs"),
-            1.0,
-            true,
-            "×",
-        ),
-        (
-            "simple_insert ≤ 1.0 × hecs",
-            ratio("simple_insert", "hecs"),
-            1.0,
-            true,
-            "×",
-        ),
-        (
-            "Sync ≤ 3 ns/output (1M, sum, 1 system, 1 worker)",
-            sync_ns,
-            3.0,
-            true,
-            " ns",
-        ),
-        (
-            "empty systems ≤ 0.5 µs each (100 systems, 1 worker)",
-            per_system("empty_systems_1w"),
-            0.5,
-            true,
-            " µs",
-        ),
-        (
-            "empty systems ≤ 0.5 µs each (100 systems, 2 workers)",
-            per_system("empty_systems_2w"),
-            0.5,
-            true,
-            " µs",
-        ),
-        (
-            "heavy_compute 2 workers ≥ 1.8 × faster than 1",
-            speedup,
-            1.8,
-            false,
-            "×",
-        ),
-        (
-            "5M movement (2 workers) ≤ 1.25 × raw on 2 threads",
-            ratio("movement_5M_2w", "raw"),
-            1.25,
-            true,
-            "×",
-        ),
-    ];
+        Target {
+            what: "many_systems_2w: 6,000 systems ≤ 1 ms per frame".to_owned(),
+            measured: runsync("many_systems_2w").map(|ns| ns / 1e6),
+            limit: 1.0,
+            lower_is_better: true,
+            unit: " ms",
+        },
+        at_most(rows, "add_remove ≤ 0.7 × hecs", "add_remove", "hecs", 0.7),
+    ]);
     let mut s = String::from("| target | measured | met |\n|---|---:|:---:|\n");
-    for (what, value, limit, lower, unit) in checks {
-        let (measured, met) = match value {
+    for t in checks {
+        let (measured, met) = match t.measured {
             Some(v) => (
-                format!("{v:.2}{unit}"),
-                if (lower && v <= limit) || (!lower && v >= limit) {
+                format!("{v:.2}{}", t.unit),
+                if (t.lower_is_better && v <= t.limit) || (!t.lower_is_better && v >= t.limit) {
                     "yes"
                 } else {
                     "**no**"
@@ -304,24 +396,26 @@ pub fn targets_table(rows: &[Row]) -> String {
             ),
             None => ("not measured".to_owned(), "–"),
         };
-        let _ = writeln!(s, "| {what} | {measured} | {met} |");
+        let _ = writeln!(s, "| {} | {measured} | {met} |", t.what);
     }
     s
 }
 
-/// Writes a grouped bar chart to `path`: for every row measured against another library
-/// (runsync's main variant only), each library's time divided by runsync's (runsync = 1;
-/// higher bars are slower).
+/// Writes a grouped bar chart to `path`: for every (group, parameter) measured against
+/// another library, its first row as [`rows`] orders them — the plain path when the group
+/// has one, else the variant first in [`PATH_ORDER`] (named on its label) — each library's
+/// time divided by runsync's (runsync = 1; higher bars are slower).
 /// Uses only plotters' SVG backend and its built-in text layout: no font libraries.
 pub fn write_svg(rows: &[Row], path: &Path) -> io::Result<()> {
-    let compared: Vec<&Row> = rows
-        .iter()
-        .filter(|r| {
-            r.time("runsync").is_some()
-                && r.times[1..].iter().any(Option::is_some)
-                && !r.name.contains('`')
-        })
-        .collect();
+    let mut compared: Vec<&Row> = Vec::new();
+    for r in rows {
+        let seen = compared
+            .iter()
+            .any(|c| c.group == r.group && c.parameter == r.parameter);
+        if !seen && r.time("runsync").is_some() && r.times[1..].iter().any(Option::is_some) {
+            compared.push(r);
+        }
+    }
     draw(&compared, path).map_err(|e| io::Error::other(e.to_string()))
 }
 
@@ -332,8 +426,21 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
+/// A row's name on the chart: the workload, and the API path unless it is the plain one
+/// (`par_for_each`, not `runsync_par_for_each`, to keep labels apart).
+fn chart_label(r: &Row) -> String {
+    let workload = match &r.parameter {
+        Some(p) => format!("{} ({p})", r.group),
+        None => r.group.clone(),
+    };
+    match r.function.strip_prefix("runsync_") {
+        Some(path) => format!("{workload}: {path}"),
+        None => workload,
+    }
+}
+
 fn draw(rows: &[&Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
-    let width = 140 * rows.len().max(1) as u32 + 120;
+    let width = 170 * rows.len().max(1) as u32 + 120;
     let root = SVGBackend::new(path, (width, 480)).into_drawing_area();
     root.fill(&WHITE)?;
     let rel = |r: &Row, i: usize| Some(r.times[i]? / r.time("runsync")?);
@@ -351,7 +458,7 @@ fn draw(rows: &[&Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         .x_label_area_size(40)
         .y_label_area_size(50)
         .build_cartesian_2d(0f64..rows.len() as f64, 0f64..top)?;
-    let names: Vec<String> = rows.iter().map(|r| r.name.clone()).collect();
+    let names: Vec<String> = rows.iter().map(|r| chart_label(r)).collect();
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -401,6 +508,10 @@ mod tests {
         }
     }
 
+    fn names(rows: &[Row]) -> Vec<&str> {
+        rows.iter().map(|r| r.name.as_str()).collect()
+    }
+
     #[test]
     fn rows_line_up_libraries_and_variants() {
         let e = [
@@ -410,15 +521,105 @@ mod tests {
             est("empty", "runsync", Some("10"), 5.0),
         ];
         let rows = rows(&e);
-        assert_eq!(rows.len(), 3);
-        assert_eq!(rows[0].name, "empty (10)");
-        assert_eq!(rows[1].name, "simple_iter");
+        assert_eq!(
+            names(&rows),
+            ["empty (10)", "simple_iter", "simple_iter `runsync_writer`"]
+        );
+        assert_eq!(rows[1].function, "runsync");
         assert_eq!(rows[1].ratio("hecs"), Some(2.0));
-        assert_eq!(rows[2].name, "simple_iter `runsync_writer`");
+        assert_eq!(rows[2].function, "runsync_writer");
         assert_eq!(rows[2].ratio("hecs"), Some(4.0));
         let table = markdown_table(&rows);
         assert!(table.contains("| simple_iter | 20.0 ns | 10.0 ns | – | – | – | 2.00× |"));
-        assert!(targets_table(&rows).contains("| simple_iter ≤ 1.5 × hecs | 2.00× | **no** |"));
+        assert!(table.contains("| simple_iter `runsync_writer` | 40.0 ns | 10.0 ns |"));
+    }
+
+    #[test]
+    fn plain_path_rows_come_first() {
+        // `load` hands estimates over sorted by name: the plain path is not first there.
+        let mut e = vec![
+            est("movement_10k", "hecs", None, 10.0),
+            est("movement_10k", "raw", None, 8.0),
+            est("movement_10k", "runsync", None, 15.0),
+            est("movement_10k", "runsync_other", None, 50.0),
+            est("movement_10k", "runsync_par_for_each", None, 9.0),
+            est("movement_10k", "runsync_write_each", None, 5.0),
+            est("movement_10k", "runsync_writer", None, 12.0),
+        ];
+        e.reverse();
+        let rows = rows(&e);
+        assert_eq!(
+            names(&rows),
+            [
+                "movement_10k",
+                "movement_10k `runsync_writer`",
+                "movement_10k `runsync_write_each`",
+                "movement_10k `runsync_par_for_each`",
+                "movement_10k `runsync_other`",
+            ]
+        );
+        assert_eq!(rows[2].ratio("hecs"), Some(0.5));
+        assert_eq!(rows[2].ratio("raw"), Some(5.0 / 8.0));
+    }
+
+    #[test]
+    fn a_group_without_a_plain_path_row_lists_its_variants_only() {
+        let e = [
+            est("movement_1M_par", "hecs", None, 10.0),
+            est("movement_1M_par", "runsync_par_for_each", None, 5.0),
+            est("movement_1M_par", "runsync_par_for_each_1w", None, 9.0),
+            est("hecs_only", "hecs", None, 1.0),
+        ];
+        let rows = rows(&e);
+        assert_eq!(
+            names(&rows),
+            [
+                "hecs_only",
+                "movement_1M_par `runsync_par_for_each`",
+                "movement_1M_par `runsync_par_for_each_1w`",
+            ]
+        );
+        assert_eq!(rows[1].ratio("hecs"), Some(0.5));
+    }
+
+    #[test]
+    fn targets_report_the_issue_8_checks() {
+        let mut e = vec![
+            est("movement_10k", "runsync", None, 14.0),
+            est("movement_10k", "runsync_writer", None, 13.0),
+            est("movement_10k", "runsync_write_each", None, 5.0),
+            est("movement_10k", "hecs", None, 10.0),
+            est("movement_1M_par", "runsync_par_for_each", None, 8.0),
+            est("movement_1M_par", "runsync_par_for_each_1w", None, 16.0),
+            est("movement_1M_par", "hecs", None, 10.0),
+            est("contrib_100k_2w", "runsync", None, 9.0),
+            est("contrib_100k_2w", "hecs", None, 10.0),
+            est("contrib_100k_2w", "bevy_ecs", None, 12.0),
+            est("many_systems_2w", "runsync", None, 1.5e6),
+            est("add_remove", "runsync", None, 6.0),
+            est("add_remove", "hecs", None, 10.0),
+        ];
+        let mut sync = est("sync_sum_1M", "runsync", Some("4"), 1.8e6);
+        sync.elements = Some(1_000_000);
+        e.push(sync);
+        let t = targets_table(&rows(&e));
+        for line in [
+            "| movement_10k: plain `write` ≤ 1.5 × hecs | 1.40× | yes |",
+            "| movement_10k: `writer` ≤ 1.2 × hecs | 1.30× | **no** |",
+            "| movement_10k: `write_each` ≤ 0.6 × hecs | 0.50× | yes |",
+            "| movement_1M: plain `write` ≤ 1.5 × hecs | not measured | – |",
+            "| movement_1M_par: `par_for_each` (2 workers) ≤ 1.0 × hecs (1 thread) | 0.80× | yes |",
+            "| movement_1M_par: `par_for_each` 2 workers ≥ 1.5 × faster than 1 | 2.00× | yes |",
+            "| contrib_100k_2w: plain `write` ≤ 1.0 × bevy_ecs | 0.75× | yes |",
+            "| contrib_100k_2w: plain `write` ≤ 0.8 × hecs | 0.90× | **no** |",
+            "| Sync ≤ 2 ns/output (1M outputs, sum, 4 overlapping sources) | 1.80 ns | yes |",
+            "| Sync ≤ 2 ns/output (1M outputs, sum, 8 overlapping sources) | not measured | – |",
+            "| many_systems_2w: 6,000 systems ≤ 1 ms per frame | 1.50 ms | **no** |",
+            "| add_remove ≤ 0.7 × hecs | 0.60× | yes |",
+        ] {
+            assert!(t.contains(line), "missing `{line}` in\n{t}");
+        }
+        assert!(!t.contains("5M movement"), "the issue-5 targets are gone");
     }
 
     #[test]
@@ -427,11 +628,19 @@ mod tests {
             est("a", "runsync", None, 20.0),
             est("a", "hecs", None, 10.0),
             est("a", "bevy_ecs", None, 30.0),
+            est("a", "runsync_writer", None, 25.0),
+            est("par", "runsync_par_for_each", None, 5.0),
+            est("par", "hecs", None, 10.0),
         ];
+        let rows = rows(&e);
         let path = std::env::temp_dir().join(format!("bench-report-{}.svg", std::process::id()));
-        write_svg(&rows(&e), &path).unwrap();
+        write_svg(&rows, &path).unwrap();
         let svg = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("bevy_ecs"));
+        // One cluster per group: the plain path, or the first variant when there is none.
+        assert!(svg.contains("\na\n"));
+        assert!(svg.contains("\npar: par_for_each\n"));
+        assert!(!svg.contains("writer"));
     }
 }

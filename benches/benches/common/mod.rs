@@ -61,6 +61,35 @@ pub(crate) mod out8 {
     f32_components!(S0, S1, S2, S3, S4, S5, S6, S7);
 }
 
+/// Components of the `contrib_100k` frame: a velocity that several systems change by
+/// deltas (summed in Sync), and a position integrated from it (last write wins).
+pub(crate) mod contrib {
+    use std::ops::AddAssign;
+
+    use super::BevyComponent;
+    use glam::Vec3;
+
+    /// A position, integrated from [`Vel`]; systems emit the new position.
+    #[derive(Clone, Copy, Debug, BevyComponent)]
+    pub(crate) struct Pos(pub(crate) Vec3);
+    /// A velocity; systems emit deltas, which `merge::sum` adds up.
+    #[derive(Clone, Copy, Debug, BevyComponent)]
+    pub(crate) struct Vel(pub(crate) Vec3);
+
+    impl runsync::Component for Pos {
+        type Output = Pos;
+    }
+    impl runsync::Component for Vel {
+        type Output = Vec3;
+    }
+    impl AddAssign<Vec3> for Vel {
+        #[inline]
+        fn add_assign(&mut self, delta: Vec3) {
+            self.0 += delta;
+        }
+    }
+}
+
 /// The `simple_insert` / `simple_iter` / `heavy_compute` bundle.
 #[inline]
 pub(crate) fn suite_bundle() -> (Transform, Position, Rotation, Velocity) {

@@ -1,6 +1,7 @@
 //! `bench-report`: reads criterion's saved estimates and prints a markdown table comparing
-//! runsync with hecs, bevy_ecs and the raw loops, then the issue-5 targets, and writes an
-//! SVG bar chart.
+//! runsync with hecs, bevy_ecs and the raw loops (the plain `out.write` path first within
+//! each group, then `writer`, `write_each`, `par_for_each`), a note on what the row names
+//! mean, then the issue-8 targets, and writes an SVG bar chart.
 //!
 //! ```sh
 //! cargo bench -p runsync-benches
@@ -35,6 +36,8 @@ fn main() -> ExitCode {
     };
     let rows = report::rows(&estimates);
     print!("{}", report::markdown_table(&rows));
+    println!();
+    println!("{}", report::PATHS_NOTE);
     println!();
     print!("{}", report::targets_table(&rows));
     match report::write_svg(&rows, Path::new(&svg)) {
