@@ -14,10 +14,28 @@ use std::num::NonZeroU32;
 /// Handles are cheap to copy, compare and hash. A handle stays valid until its entity is
 /// despawned; after that [`World::is_alive`](crate::World::is_alive) returns `false` for it
 /// and every output sent to it is dropped.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+// `repr(C)` and 8-byte alignment make a handle one aligned `u64` in memory, so comparing
+// two (on every write, in the write path's cursor check) is one 64-bit compare.
+#[derive(Clone, Copy, Eq, PartialOrd, Ord)]
+#[repr(C, align(8))]
 pub struct Entity {
     index: u32,
     generation: NonZeroU32,
+}
+
+impl PartialEq for Entity {
+    #[inline(always)]
+    fn eq(&self, other: &Self) -> bool {
+        self.to_bits() == other.to_bits()
+    }
+}
+
+// Consistent with `eq`: equal handles have equal bits.
+impl std::hash::Hash for Entity {
+    #[inline]
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.to_bits());
+    }
 }
 
 impl Entity {

@@ -38,6 +38,9 @@ pub trait QueryData {
     fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> Self::Columns<'w>;
     #[doc(hidden)]
     fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w>;
+    /// Columns of no table (before the first table of an iteration).
+    #[doc(hidden)]
+    fn no_columns<'w>() -> Self::Columns<'w>;
 }
 
 impl<C: Component> QueryData for &C {
@@ -68,6 +71,10 @@ impl<C: Component> QueryData for &C {
     fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
         &columns[row]
     }
+    #[inline]
+    fn no_columns<'w>() -> &'w [C] {
+        &[]
+    }
 }
 
 impl<C: Component> QueryData for Option<&C> {
@@ -92,6 +99,10 @@ impl<C: Component> QueryData for Option<&C> {
     #[inline]
     fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
         columns.map(|c| &c[row])
+    }
+    #[inline]
+    fn no_columns<'w>() -> Option<&'w [C]> {
+        None
     }
 }
 
@@ -132,6 +143,8 @@ impl<C: Component> QueryData for With<C> {
     fn columns(_: &ComponentId, _: &World, _: u32) {}
     #[inline]
     fn get<'w>(_: &Self::Columns<'w>, _: usize) -> Self::Item<'w> {}
+    #[inline]
+    fn no_columns<'w>() -> Self::Columns<'w> {}
 }
 
 impl<C: Component> QueryData for Without<C> {
@@ -151,6 +164,8 @@ impl<C: Component> QueryData for Without<C> {
     fn columns(_: &ComponentId, _: &World, _: u32) {}
     #[inline]
     fn get<'w>(_: &Self::Columns<'w>, _: usize) -> Self::Item<'w> {}
+    #[inline]
+    fn no_columns<'w>() -> Self::Columns<'w> {}
 }
 
 macro_rules! tuple_query {
@@ -180,6 +195,10 @@ macro_rules! tuple_query {
             #[inline]
             fn get<'w>(columns: &Self::Columns<'w>, row: usize) -> Self::Item<'w> {
                 ($($name::get(&columns.$idx, row),)*)
+            }
+            #[inline]
+            fn no_columns<'w>() -> Self::Columns<'w> {
+                ($($name::no_columns(),)*)
             }
         }
     };
@@ -246,7 +265,7 @@ pub struct QueryIter<'w, Q: QueryData> {
     state: Q::State<'w>,
     tables: TableCursor<'w>,
     entities: &'w [Entity],
-    columns: Option<Q::Columns<'w>>,
+    columns: Q::Columns<'w>,
     row: usize,
 }
 
@@ -258,26 +277,28 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
             tables: cursor::<Q>(world, &state),
             state,
             entities: &[],
-            columns: None,
+            columns: Q::no_columns(),
             row: 0,
         }
     }
+}
 
-    /// Moves to the next matching non-empty table; `false` when there is none. Out of
-    /// line, so that `next` is small enough to inline into the user's loop.
-    #[inline(never)]
-    fn next_table(&mut self) -> bool {
-        for t in self.tables.by_ref() {
-            let entities = self.world.table_entities(t);
-            if !entities.is_empty() && Q::matches(&self.state, self.world, t) {
-                self.entities = entities;
-                self.columns = Some(Q::columns(&self.state, self.world, t));
-                self.row = 0;
-                return true;
-            }
+/// The next matching non-empty table after `tables`' position: its entities and columns.
+/// Out of line and touching only the table cursor, so that `QueryIter::next` inlines into
+/// the user's loop with its row state in registers.
+#[inline(never)]
+fn next_table<'w, Q: QueryData>(
+    tables: &mut TableCursor<'w>,
+    world: &'w World,
+    state: &Q::State<'w>,
+) -> Option<(&'w [Entity], Q::Columns<'w>)> {
+    for t in tables.by_ref() {
+        let entities = world.table_entities(t);
+        if !entities.is_empty() && Q::matches(state, world, t) {
+            return Some((entities, Q::columns(state, world, t)));
         }
-        false
     }
+    None
 }
 
 impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
@@ -286,14 +307,15 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let (Some(&e), Some(cols)) = (self.entities.get(self.row), &self.columns) {
-                let item = Q::get(cols, self.row);
+            if let Some(&e) = self.entities.get(self.row) {
+                let item = Q::get(&self.columns, self.row);
                 self.row += 1;
                 return Some((e, item));
             }
-            if !self.next_table() {
-                return None;
-            }
+            let (entities, columns) = next_table::<Q>(&mut self.tables, self.world, &self.state)?;
+            self.entities = entities;
+            self.columns = columns;
+            self.row = 0;
         }
     }
 
@@ -303,14 +325,17 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     {
         let mut acc = init;
         loop {
-            if let Some(cols) = &self.columns {
-                let ents = self.entities;
-                for (row, &e) in ents.iter().enumerate().skip(self.row) {
-                    acc = f(acc, (e, Q::get(cols, row)));
-                }
+            let ents = self.entities;
+            for (row, &e) in ents.iter().enumerate().skip(self.row) {
+                acc = f(acc, (e, Q::get(&self.columns, row)));
             }
-            if !self.next_table() {
-                return acc;
+            match next_table::<Q>(&mut self.tables, self.world, &self.state) {
+                Some((entities, columns)) => {
+                    self.entities = entities;
+                    self.columns = columns;
+                    self.row = 0;
+                }
+                None => return acc,
             }
         }
     }

@@ -114,32 +114,40 @@ impl<C: Component> OutBuf<C> {
     }
 
     /// A write whose target is not the cursor's next row: resolves `e` in `storage`, then
-    /// starts a run there (and points `cursor` after it), or drops the write.
+    /// starts a run there and returns the cursor after it, or drops the write and returns
+    /// `cursor` unchanged. (By value, not through `&mut`, so that a caller's cursor never
+    /// has its address taken and can live in registers.)
     #[cold]
     #[inline(never)]
+    #[must_use]
     pub(crate) fn push_resolving<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
         e: Entity,
         value: C::Output,
-        cursor: &mut Cursor<'w>,
-    ) {
+        cursor: Cursor<'w>,
+    ) -> Cursor<'w> {
         let Some(loc) = storage.entities.location(e) else {
             self.dropped += 1;
-            return;
+            return cursor;
         };
         let table = storage.tables.get(loc.table);
         let Some(col) = table.column(id) else {
             self.dropped += 1;
-            return;
+            return cursor;
         };
         self.start_run(col, loc.row, loc.row == 0);
+        if loc.row == 0 {
+            // A loop entering a table: room for the whole table, so the pushes that follow
+            // never regrow (a no-op once the vector has been this large).
+            self.open.reserve(table.entities.len());
+        }
         self.push_in_run(value);
-        *cursor = Cursor {
+        Cursor {
             rows: &table.entities,
             next: loc.row as usize + 1,
-        };
+        }
     }
 
     /// Starts a run at `(col, row)`, in a new segment if `new_segment`.
@@ -435,14 +443,24 @@ impl SystemOutputs {
     }
 
     /// The buffer of type `C` (id `id`), created on first use.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn typed<C: Component>(&mut self, id: ComponentId) -> &mut OutBuf<C> {
+        if !matches!(self.buffers.get(id.index()), Some(Some(_))) {
+            self.create::<C>(id);
+        }
+        match &mut self.buffers[id.index()] {
+            Some(b) => b.typed_mut::<C>(),
+            None => unreachable!("created above"),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn create<C: Component>(&mut self, id: ComponentId) {
         if self.buffers.len() <= id.index() {
             self.buffers.resize_with(id.index() + 1, || None);
         }
-        self.buffers[id.index()]
-            .get_or_insert_with(ErasedBuf::new::<C>)
-            .typed_mut::<C>()
+        self.buffers[id.index()].get_or_insert_with(ErasedBuf::new::<C>);
     }
 }
 

@@ -137,7 +137,9 @@ impl<'w> Output<'w> {
     ///
     /// # Panics
     /// If `C` is not registered (the frame then fails; see [`Runtime::try_frame`](crate::Runtime::try_frame)).
-    #[inline]
+    // Inlined into the caller's loop (its rare parts are out of line): a call per write
+    // cost more than the write itself.
+    #[inline(always)]
     #[track_caller]
     pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
         let i = self.slot::<C>();
@@ -146,7 +148,7 @@ impl<'w> Output<'w> {
         if slot.cursor.advance(e) {
             buf.push_in_run(value);
         } else {
-            buf.push_resolving(&self.world.storage, slot.id, e, value, &mut slot.cursor);
+            slot.cursor = buf.push_resolving(&self.world.storage, slot.id, e, value, slot.cursor);
         }
     }
 
@@ -235,13 +237,14 @@ pub struct Writer<'o, 'w, C: Component> {
 
 impl<C: Component> Writer<'_, '_, C> {
     /// Emits `value` for `e`; see [`Output::write`].
-    #[inline]
+    #[inline(always)]
     pub fn write(&mut self, e: Entity, value: C::Output) {
         if self.cursor.advance(e) {
             self.buf.push_in_run(value);
         } else {
-            self.buf
-                .push_resolving(&self.world.storage, self.id, e, value, &mut self.cursor);
+            self.cursor =
+                self.buf
+                    .push_resolving(&self.world.storage, self.id, e, value, self.cursor);
         }
     }
 }
