@@ -56,6 +56,15 @@ use crate::component::Component;
 /// let mut world = World::new();
 /// world.register::<Score>(AddPoints);
 /// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a merge for component `{C}`",
+    label = "not a merge for `{C}`",
+    note = "`merge::last`, `first`, `min` and `max` need `type Output = Self` and `Clone` \
+            (`min`/`max` also `PartialOrd`); `merge::sum` needs `AddAssign<Output>` and \
+            `Output: Clone`",
+    note = "a closure works too; write its parameter types: \
+            `|c: &mut {C}, outputs: &[<{C} as Component>::Output]| ..`"
+)]
 pub trait Merge<C: Component>: Send + Sync + 'static {
     /// Folds `outputs` (never empty; system order, then emission order) into `value`.
     fn merge(&self, value: &mut C, outputs: &[C::Output]);

@@ -5,7 +5,6 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::component::ComponentId;
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
@@ -70,7 +69,7 @@ impl RuntimeBuilder {
             stats: FrameStats::default(),
             dt: self.dt,
             frame,
-            scratch_ids: Vec::new(),
+            sync_scratch: Default::default(),
         }
     }
 }
@@ -86,7 +85,7 @@ pub struct Runtime {
     stats: FrameStats,
     dt: f32,
     frame: u64,
-    scratch_ids: Vec<ComponentId>,
+    sync_scratch: crate::sync::SyncScratch,
 }
 
 impl fmt::Debug for Runtime {
@@ -247,7 +246,7 @@ impl Runtime {
                 &mut self.world,
                 &mut self.systems,
                 &self.pool,
-                &mut self.scratch_ids,
+                &mut self.sync_scratch,
             )
         };
         self.stats.sync = sync_start.elapsed();

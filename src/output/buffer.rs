@@ -300,6 +300,9 @@ pub(crate) trait AnyBuffer: Send + Sync {
     fn append_any(&mut self, other: &mut dyn AnyBuffer);
     /// Stages the next pending insert value into `columns` (of the same type).
     fn stage_insert(&mut self, columns: &mut dyn AnyColumns);
+    /// Pushes the next `n` pending insert values onto column `col` of `columns` (of the
+    /// same type), in order.
+    fn push_inserts(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32);
     /// Bytes reserved by this buffer, spare vectors included.
     fn capacity_bytes(&self) -> usize;
 }
@@ -338,6 +341,18 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             .downcast_mut::<TypedColumns<C>>()
             .expect("columns of another type")
             .stage(v);
+    }
+    fn push_inserts(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32) {
+        let column = &mut columns
+            .as_any_mut()
+            .downcast_mut::<TypedColumns<C>>()
+            .expect("columns of another type")
+            .columns[col as usize];
+        assert!(
+            n <= self.inserts.len(),
+            "structural commands without their values"
+        );
+        column.extend(self.inserts.drain(..n));
     }
     fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;

@@ -54,10 +54,13 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     /// Adds an empty column (for a new table) and returns its index.
     fn add_column(&mut self) -> u32;
-    /// Moves row `row` of column `src` to the end of column `dst` (swap-remove).
-    fn move_row(&mut self, src: u32, row: u32, dst: u32);
     /// Swap-removes row `row` of column `col` into the graveyard.
     fn remove_row(&mut self, col: u32, row: u32);
+    /// Moves each of `rows` of column `src` to the end of column `dst` (swap-remove), in
+    /// order: one batch of entity moves from one table to another.
+    fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32);
+    /// [`remove_row`](Self::remove_row) for each of `rows`, in order.
+    fn remove_rows(&mut self, col: u32, rows: &[u32]);
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
     /// Replaces row `row` of column `col` with the staged value (old one to the graveyard).
@@ -84,14 +87,34 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         self.columns.len() as u32 - 1
     }
 
-    fn move_row(&mut self, src: u32, row: u32, dst: u32) {
-        let v = self.columns[src as usize].swap_remove(row as usize);
-        self.columns[dst as usize].push(v);
-    }
-
     fn remove_row(&mut self, col: u32, row: u32) {
         let v = self.columns[col as usize].swap_remove(row as usize);
         self.graveyard.push(v);
+    }
+
+    fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32) {
+        let (src, dst) = (src as usize, dst as usize);
+        assert_ne!(src, dst, "moving rows within one column");
+        // Two distinct columns borrowed at once.
+        let (a, b) = if src < dst {
+            let (lo, hi) = self.columns.split_at_mut(dst);
+            (&mut lo[src], &mut hi[0])
+        } else {
+            let (lo, hi) = self.columns.split_at_mut(src);
+            (&mut hi[0], &mut lo[dst])
+        };
+        b.reserve(rows.len());
+        for &row in rows {
+            b.push(a.swap_remove(row as usize));
+        }
+    }
+
+    fn remove_rows(&mut self, col: u32, rows: &[u32]) {
+        let column = &mut self.columns[col as usize];
+        self.graveyard.reserve(rows.len());
+        for &row in rows {
+            self.graveyard.push(column.swap_remove(row as usize));
+        }
     }
 
     fn push_staged(&mut self, col: u32) {

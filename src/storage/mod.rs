@@ -204,6 +204,62 @@ impl Storage {
         }
     }
 
+    /// What inserting (`add`) or removing type `id` would do to `e`; creates the
+    /// destination table if needed. Touches no entity and no column.
+    pub(crate) fn plan(&mut self, e: Entity, id: ComponentId, add: bool) -> Plan {
+        let Some(loc) = self.entities.location(e) else {
+            return Plan::Dead;
+        };
+        let has = self.tables.get(loc.table).has(id);
+        if has == add {
+            return Plan::Stays(loc);
+        }
+        Plan::Move {
+            from: loc,
+            to: self.neighbour(loc.table, id, add),
+        }
+    }
+
+    /// The entity half of moving `e` from `from` to the end of table `to`: entity lists
+    /// and locations. The columns follow with [`move_columns`](Self::move_columns), for
+    /// one entity or a batch, before anything else touches them.
+    pub(crate) fn relocate(&mut self, e: Entity, from: Location, to: TableId) {
+        self.swap_remove_entity(from);
+        let t = self.tables.get_mut(to);
+        let row = t.entities.len() as u32;
+        t.entities.push(e);
+        self.entities
+            .set_location(e.index(), Location { table: to, row });
+    }
+
+    /// The column half of moving entities from table `from` to table `to`, which left
+    /// `from` at `rows` (in order; see [`relocate`](Self::relocate)): shared types move,
+    /// types only in `from` go to the graveyard, and `fill(columns, col)` must push one
+    /// value per row onto column `col` of each type only in `to`. One pass per column,
+    /// with exactly the result of moving the entities one by one.
+    pub(crate) fn move_columns(
+        &mut self,
+        from: TableId,
+        to: TableId,
+        rows: &[u32],
+        mut fill: impl FnMut(ComponentId, &mut dyn AnyColumns, u32),
+    ) {
+        let (src, dst) = (self.tables.get(from), self.tables.get(to));
+        for &c in src.components() {
+            let sc = src.column(c).expect("table lacks its own column");
+            match dst.column(c) {
+                Some(dc) => self.columns[c.index()].move_rows(sc, rows, dc),
+                None => self.columns[c.index()].remove_rows(sc, rows),
+            }
+        }
+        for &c in dst.components() {
+            if !src.has(c) {
+                let dc = dst.column(c).expect("table lacks its own column");
+                fill(c, &mut *self.columns[c.index()], dc);
+            }
+        }
+    }
+
     /// Inserts the value staged in columns `id` into `e`. Returns `false` (value sent to
     /// the graveyard) if `e` is dead.
     pub(crate) fn insert_staged(&mut self, e: Entity, id: ComponentId) -> bool {
@@ -245,27 +301,8 @@ impl Storage {
     /// Moves `e` from `src` to the end of table `dst`: shared types move, types only in
     /// `src` go to the graveyard, types only in `dst` take their staged value.
     fn move_entity(&mut self, e: Entity, src: Location, dst: TableId) {
-        let from = self.tables.get(src.table);
-        let to = self.tables.get(dst);
-        for &c in from.components() {
-            let sc = from.column(c).expect("table lacks its own column");
-            match to.column(c) {
-                Some(dc) => self.columns[c.index()].move_row(sc, src.row, dc),
-                None => self.columns[c.index()].remove_row(sc, src.row),
-            }
-        }
-        for &c in to.components() {
-            if !from.has(c) {
-                let dc = to.column(c).expect("table lacks its own column");
-                self.columns[c.index()].push_staged(dc);
-            }
-        }
-        self.swap_remove_entity(src);
-        let to = self.tables.get_mut(dst);
-        let row = to.entities.len() as u32;
-        to.entities.push(e);
-        self.entities
-            .set_location(e.index(), Location { table: dst, row });
+        self.relocate(e, src, dst);
+        self.move_columns(src.table, dst, &[src.row], |_, c, col| c.push_staged(col));
     }
 
     /// Removes row `loc.row` from its table's entity list (columns already swap-removed)
@@ -289,6 +326,17 @@ impl Storage {
     pub(crate) fn type_name(&self, id: ComponentId) -> &'static str {
         self.registry.info(id).name
     }
+}
+
+/// What an insert or remove of one type would do to an entity; see [`Storage::plan`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    /// The entity is dead.
+    Dead,
+    /// It stays where it is: it already has the type (insert) or lacks it (remove).
+    Stays(Location),
+    /// It moves from `from` to the end of table `to`.
+    Move { from: Location, to: TableId },
 }
 
 /// The message for a type registered twice.

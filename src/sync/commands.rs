@@ -1,21 +1,81 @@
 //! Sync's last step: structural commands, in system registration order, then emission
 //! order.
+//!
+//! The result is always that of applying the commands one by one. Consecutive inserts
+//! (or removes) of one type that move entities between the same two tables — a system
+//! tagging every entity of a query, say — are *batched*: each entity's bookkeeping (its
+//! row, its table's entity list) is done one by one as it comes, exactly as alone, while
+//! the component data of the whole batch moves in one pass per column when the batch
+//! ends (before any other command touches a column). Swap-removes then happen in the
+//! same order on every column, so rows end up exactly where one-by-one moves put them.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::SyncReport;
 use crate::component::ComponentId;
-use crate::output::Command;
+use crate::entity::Entity;
+use crate::output::{Command, SystemOutputs};
 use crate::pool::payload_message;
+use crate::storage::{Plan, Storage, TableId};
 use crate::system::SystemSlot;
 use crate::world::World;
 
-/// Applies every system's commands one by one (despawn, remove, insert, spawn, as
-/// emitted), then drops the values they removed or replaced.
+/// Entity moves whose column data has not moved yet: all from table `from` to table `to`,
+/// by inserting (`add`) or removing type `id`.
+#[derive(Default)]
+pub(crate) struct Batch {
+    key: Option<(ComponentId, bool, TableId, TableId)>,
+    /// The row each entity left in `from`, in command order.
+    rows: Vec<u32>,
+}
+
+impl Batch {
+    /// Moves the batch's component data (one pass per column) and empties it.
+    fn flush(&mut self, storage: &mut Storage, out: &mut SystemOutputs) {
+        let Some((id, add, from, to)) = self.key.take() else {
+            return;
+        };
+        let n = self.rows.len();
+        storage.move_columns(from, to, &self.rows, |c, columns, col| {
+            debug_assert!(add && c == id, "only the inserted type is new in `to`");
+            let buf = out.buffers[c.index()]
+                .as_mut()
+                .expect("insert without its buffer");
+            buf.as_dyn().push_inserts(n, columns, col);
+        });
+        self.rows.clear();
+    }
+
+    /// Moves `e` (already planned: from `from` to `to`) as part of the batch, flushing
+    /// the batch first if it goes elsewhere.
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        storage: &mut Storage,
+        out: &mut SystemOutputs,
+        id: ComponentId,
+        add: bool,
+        e: Entity,
+        from: crate::entity::Location,
+        to: TableId,
+    ) {
+        let key = Some((id, add, from.table, to));
+        if self.key != key {
+            self.flush(storage, out);
+            self.key = key;
+        }
+        storage.relocate(e, from, to);
+        self.rows.push(from.row);
+    }
+}
+
+/// Applies every system's commands (despawn, remove, insert, spawn, as emitted), then
+/// drops the values they removed or replaced.
 pub(super) fn apply(
     world: &mut World,
     systems: &mut [SystemSlot],
     scratch_ids: &mut Vec<ComponentId>,
+    batch: &mut Batch,
     report: &mut SyncReport,
 ) {
     let storage = &mut world.storage;
@@ -24,28 +84,38 @@ pub(super) fn apply(
             continue;
         }
         let out = &mut slot.out;
+        let commands = std::mem::take(&mut out.commands);
         let mut next_spawn = 0;
-        for &cmd in &out.commands {
+        for &cmd in &commands {
             match cmd {
-                Command::Despawn(e) => match storage.despawn(e) {
-                    Some(_) => report.despawned += 1,
-                    None => report.dropped += 1,
-                },
-                Command::Remove(e, id) => {
-                    if !storage.remove(e, id) {
-                        report.dropped += 1;
+                Command::Insert(e, id) => match storage.plan(e, id, true) {
+                    Plan::Move { from, to } => batch.push(storage, out, id, true, e, from, to),
+                    _ => {
+                        // A dead target or a replacement: one by one, on settled columns.
+                        batch.flush(storage, out);
+                        let buf = out.buffers[id.index()]
+                            .as_mut()
+                            .expect("insert without its buffer");
+                        buf.as_dyn().stage_insert(storage.columns_of(id));
+                        if !storage.insert_staged(e, id) {
+                            report.dropped += 1;
+                        }
                     }
-                }
-                Command::Insert(e, id) => {
-                    let buf = out.buffers[id.index()]
-                        .as_mut()
-                        .expect("insert without its buffer");
-                    buf.as_dyn().stage_insert(storage.columns_of(id));
-                    if !storage.insert_staged(e, id) {
-                        report.dropped += 1;
+                },
+                Command::Remove(e, id) => match storage.plan(e, id, false) {
+                    Plan::Move { from, to } => batch.push(storage, out, id, false, e, from, to),
+                    // Nothing to remove: no column is touched, the batch may go on.
+                    Plan::Dead | Plan::Stays(_) => report.dropped += 1,
+                },
+                Command::Despawn(e) => {
+                    batch.flush(storage, out);
+                    match storage.despawn(e) {
+                        Some(_) => report.despawned += 1,
+                        None => report.dropped += 1,
                     }
                 }
                 Command::Spawn(n) => {
+                    batch.flush(storage, out);
                     scratch_ids.clear();
                     let types = &out.spawn_types[next_spawn..next_spawn + n as usize];
                     next_spawn += n as usize;
@@ -61,6 +131,8 @@ pub(super) fn apply(
                 }
             }
         }
+        batch.flush(storage, out);
+        out.commands = commands;
         out.commands.clear();
         out.spawn_types.clear();
     }

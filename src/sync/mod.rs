@@ -26,6 +26,13 @@ use crate::pool::Pool;
 use crate::system::SystemSlot;
 use crate::world::World;
 
+/// What Sync keeps across frames (capacity only).
+#[derive(Default)]
+pub(crate) struct SyncScratch {
+    ids: Vec<ComponentId>,
+    batch: commands::Batch,
+}
+
 /// What one Sync did.
 #[derive(Default, Debug)]
 pub(crate) struct SyncReport {
@@ -44,7 +51,7 @@ pub(crate) fn sync(
     world: &mut World,
     systems: &mut [SystemSlot],
     pool: &Pool,
-    scratch_ids: &mut Vec<ComponentId>,
+    scratch: &mut SyncScratch,
 ) -> SyncReport {
     let mut report = SyncReport::default();
     {
@@ -61,7 +68,13 @@ pub(crate) fn sync(
     }
     {
         let _zone = crate::profile::step_zone("commands");
-        commands::apply(world, systems, scratch_ids, &mut report);
+        commands::apply(
+            world,
+            systems,
+            &mut scratch.ids,
+            &mut scratch.batch,
+            &mut report,
+        );
     }
     report
 }

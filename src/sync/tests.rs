@@ -357,3 +357,83 @@ fn a_panic_in_write_each_discards_the_frame() {
     ));
     assert_eq!(snapshot(rt.world()), before);
 }
+
+/// Batched inserts and removes (consecutive moves between one pair of tables) leave the
+/// world exactly as applying the commands one by one between frames does: same values,
+/// same rows, so the same query order.
+#[test]
+fn batched_structural_commands_match_one_by_one() {
+    let setup = || {
+        let mut w = World::new();
+        w.register::<Pos>(merge::last);
+        w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+        w.register::<Tag>(merge::last);
+        let ents: Vec<Entity> = (0..300)
+            .map(|i| match i % 5 {
+                0 => w.spawn((Pos(i as f32), Tag)),
+                1 => w.spawn((Pos(i as f32), Hp(i))),
+                _ => w.spawn((Pos(i as f32),)),
+            })
+            .collect();
+        let gone = ents[7];
+        w.despawn(gone);
+        (w, ents)
+    };
+    // The commands, as (kind, entity index, value): 0 = insert Hp, 1 = remove Tag,
+    // 2 = insert Tag, 3 = despawn.
+    let mut cmds: Vec<(u8, usize, i32)> = Vec::new();
+    for i in 0..300 {
+        cmds.push((0, i, i as i32 * 10)); // many moves from one table pair, replaces, a dead one
+    }
+    for i in (0..300).rev() {
+        cmds.push((1, i, 0)); // removes, some absent
+    }
+    for i in (0..300).step_by(3) {
+        cmds.push((2, i, 0));
+        if i % 30 == 0 {
+            cmds.push((3, (i + 1) % 300, 0));
+        }
+    }
+    let dump = |w: &World| {
+        w.query::<(&Pos, Option<&Hp>, Option<&Tag>)>()
+            .map(|(e, (p, h, t))| (e, *p, h.copied(), t.is_some()))
+            .collect::<Vec<_>>()
+    };
+
+    let (mut expect, ents) = setup();
+    for &(k, i, v) in &cmds {
+        let e = ents[i];
+        match k {
+            0 => {
+                expect.insert(e, Hp(v));
+            }
+            1 => {
+                expect.remove::<Tag>(e);
+            }
+            2 => {
+                expect.insert(e, Tag);
+            }
+            _ => {
+                expect.despawn(e);
+            }
+        }
+    }
+
+    let (w, ents) = setup();
+    let mut rt = Runtime::builder().workers(2).build(w);
+    let emitted = cmds.clone();
+    rt.add_system(move |_: &World, out: &mut Output| {
+        for &(k, i, v) in &emitted {
+            let e = ents[i];
+            match k {
+                0 => out.insert(e, Hp(v)),
+                1 => out.remove::<Tag>(e),
+                2 => out.insert(e, Tag),
+                _ => out.despawn(e),
+            }
+        }
+    });
+    rt.frame();
+    assert_eq!(dump(rt.world()), dump(&expect));
+    assert_eq!(rt.world().len(), expect.len());
+}
