@@ -76,6 +76,11 @@ pub trait Merge<C: Component>: Send + Sync + 'static {
     /// `sum` are; `first`, `min`, `max` and closures are not (the default, always correct).
     const ONE_AT_A_TIME: bool = false;
 
+    /// `true` if [`replace_column`](Self::replace_column) swaps columns (set it when you
+    /// implement that method). Sync then keeps whole-column outputs on one thread, where
+    /// the swap costs nothing, instead of splitting their rows over the workers.
+    const REPLACES_COLUMNS: bool = false;
+
     /// Called instead of per-entity merges when a column's every row has exactly one
     /// output, `outputs[row]`: a merge for which one output simply becomes the value may
     /// swap the whole column with `outputs` (a pointer swap, no copy) and return `true`.
@@ -176,6 +181,7 @@ impl<C: Component<Output = C> + Clone> Merge<C> for Last {
         }
     }
     const ONE_AT_A_TIME: bool = true;
+    const REPLACES_COLUMNS: bool = true;
     #[inline]
     fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
         swap_in(column, outputs)
@@ -189,6 +195,7 @@ impl<C: Component<Output = C> + Clone> Merge<C> for First {
             value.clone_from(v);
         }
     }
+    const REPLACES_COLUMNS: bool = true;
     #[inline]
     fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
         swap_in(column, outputs)
@@ -216,6 +223,7 @@ impl<C: Component<Output = C> + PartialOrd + Clone> Merge<C> for Min {
             value.clone_from(best);
         }
     }
+    const REPLACES_COLUMNS: bool = true;
     #[inline]
     fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
         swap_in(column, outputs)
@@ -229,6 +237,7 @@ impl<C: Component<Output = C> + PartialOrd + Clone> Merge<C> for Max {
             value.clone_from(best);
         }
     }
+    const REPLACES_COLUMNS: bool = true;
     #[inline]
     fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
         swap_in(column, outputs)

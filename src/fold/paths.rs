@@ -191,7 +191,7 @@ struct Part<'a, C> {
 
 /// The in-order path split by row range over the pool. Returns `false`, touching nothing,
 /// when it does not pay (few outputs, one thread, many short runs) or a segment could be
-/// swapped in whole (which is cheaper on one thread).
+/// swapped in whole by a merge that replaces columns (cheaper on one thread).
 fn par_in_order<C: Component, M: Merge<C>>(
     merge: &M,
     columns: &mut [Vec<C>],
@@ -214,7 +214,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
         for seg in &src.segments {
             let seg_runs = &src.runs[from..seg.runs_end as usize];
             from = seg.runs_end as usize;
-            if whole_column(seg_runs, seg.values.len(), columns).is_some() {
+            if M::REPLACES_COLUMNS && whole_column(seg_runs, seg.values.len(), columns).is_some() {
                 return false;
             }
             cols.extend(seg_runs.iter().map(|r| r.col));
@@ -397,4 +397,224 @@ fn sort_source<C: Component>(src: &mut OutBuf<C>, keys: &mut [u64], pairs: &mut 
         values: flat,
         runs_end: 0,
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge;
+
+    #[derive(Clone, Debug, PartialEq)]
+    struct V(i64);
+    impl Component for V {
+        type Output = i64;
+    }
+    #[derive(Clone, Debug, PartialEq)]
+    struct L(i64);
+    impl Component for L {
+        type Output = L;
+    }
+    impl std::ops::AddAssign<i64> for V {
+        fn add_assign(&mut self, d: i64) {
+            self.0 += d;
+        }
+    }
+
+    /// An order-sensitive fold: any reordering or regrouping changes the result.
+    fn hash(v: &mut V, outs: &[i64]) {
+        v.0 = outs
+            .iter()
+            .fold(v.0.wrapping_mul(1_000_003) ^ outs.len() as i64, |a, &x| {
+                a.wrapping_mul(31).wrapping_add(x)
+            });
+    }
+
+    /// A source from `(col, row, value)` writes in emission order, through the same calls
+    /// the write path makes (a new segment when a run starts at row 0).
+    fn source<C: Component>(writes: &[(u32, u32, C::Output)]) -> Box<OutBuf<C>>
+    where
+        C::Output: Clone,
+    {
+        let mut b = Box::new(OutBuf::<C>::default());
+        let mut next: Option<(u32, u32)> = None;
+        for (col, row, v) in writes {
+            if next != Some((*col, *row)) {
+                b.start_run(*col, *row, *row == 0);
+            }
+            b.push_in_run(v.clone());
+            next = Some((*col, row + 1));
+        }
+        b.seal();
+        b
+    }
+
+    /// The model: each entity's outputs in source order, then emission order; one call.
+    fn model(
+        columns: &mut [Vec<V>],
+        sources: &[Vec<(u32, u32, i64)>],
+        merge: impl Fn(&mut V, &[i64]),
+    ) {
+        let mut groups: std::collections::BTreeMap<(u32, u32), Vec<i64>> = Default::default();
+        for s in sources {
+            for &(c, r, v) in s {
+                groups.entry((c, r)).or_default().push(v);
+            }
+        }
+        for ((c, r), outs) in groups {
+            merge(&mut columns[c as usize][r as usize], &outs);
+        }
+    }
+
+    fn columns() -> Vec<Vec<V>> {
+        let n = if cfg!(miri) { 40 } else { 70_000 };
+        vec![
+            (0..n).map(V).collect(),
+            (0..7).map(|i| V(-i)).collect(),
+            (0..n / 2).map(|i| V(i * 3)).collect(),
+        ]
+    }
+
+    /// Source shapes: query order over everything, a partial in-order pass, reverse order,
+    /// repeats, and a random-looking scatter.
+    fn shapes(cols: &[Vec<V>]) -> Vec<Vec<(u32, u32, i64)>> {
+        let all: Vec<(u32, u32)> = cols
+            .iter()
+            .enumerate()
+            .flat_map(|(c, col)| (0..col.len() as u32).map(move |r| (c as u32, r)))
+            .collect();
+        let tag = |k: i64, v: &[(u32, u32)]| -> Vec<(u32, u32, i64)> {
+            v.iter()
+                .map(|&(c, r)| (c, r, k * 1_000_000 + i64::from(c) * 100_000 + i64::from(r)))
+                .collect()
+        };
+        let evens: Vec<_> = all.iter().copied().filter(|&(_, r)| r % 2 == 0).collect();
+        let rev: Vec<_> = all.iter().rev().copied().step_by(3).collect();
+        let twice: Vec<_> = all.iter().flat_map(|&x| [x, x]).take(500).collect();
+        let scatter: Vec<_> = (0..300u32)
+            .map(|i| all[(i as usize * 7919) % all.len()])
+            .collect();
+        vec![
+            tag(1, &all),
+            tag(2, &evens),
+            tag(3, &rev),
+            tag(4, &twice),
+            tag(5, &scatter),
+            tag(6, &all),
+        ]
+    }
+
+    fn check<M: Merge<V>>(m: M, reference: impl Fn(&mut V, &[i64]) + Copy, pick: &[usize]) {
+        for threads in [1, 2] {
+            let pool = Pool::new(threads);
+            let mut cols = columns();
+            let all = shapes(&cols);
+            let chosen: Vec<_> = pick.iter().map(|&k| all[k].clone()).collect();
+            let mut expect = cols.clone();
+            model(&mut expect, &chosen, reference);
+            let mut inbox: Vec<(u32, Box<OutBuf<V>>)> = chosen
+                .iter()
+                .enumerate()
+                .map(|(s, w)| (s as u32, source::<V>(w)))
+                .collect();
+            let total: usize = chosen.iter().map(Vec::len).sum();
+            let counts = fold(&m, &mut cols, &mut inbox, &mut Scratch::default(), &pool);
+            assert_eq!(counts.merged as usize, total);
+            assert!(cols == expect, "sources {pick:?}, {threads} threads");
+        }
+    }
+
+    #[test]
+    fn one_ordered_source_in_order_path() {
+        check(hash, hash, &[0]);
+        check(hash, hash, &[1]);
+    }
+
+    #[test]
+    fn unordered_single_sources_take_the_keyed_path() {
+        check(hash, hash, &[2]);
+        check(hash, hash, &[3]);
+        check(hash, hash, &[4]);
+    }
+
+    #[test]
+    fn several_sources_gathered_column_wise() {
+        check(hash, hash, &[0, 1, 5]);
+        check(hash, hash, &[0, 2, 3, 4, 1]);
+    }
+
+    #[test]
+    fn one_at_a_time_merges_apply_source_by_source() {
+        let add = |v: &mut V, d: &[i64]| d.iter().for_each(|x| v.0 = v.0.wrapping_add(*x));
+        // Large aligned sources: the parallel row-range split (with 2 threads).
+        check(merge::sum, add, &[0, 5, 1]);
+        check(merge::sum, add, &[0, 2, 3, 4, 1, 5]);
+    }
+
+    /// Aligned whole-table sources of a sum on two threads take the row-range split, and
+    /// agree with the model.
+    #[test]
+    fn parallel_row_ranges_agree_with_the_model() {
+        let add = |v: &mut V, d: &[i64]| d.iter().for_each(|x| v.0 = v.0.wrapping_add(*x));
+        check(merge::sum, add, &[0, 5]);
+        let pool = Pool::new(2);
+        let mut cols = columns();
+        let all = shapes(&cols);
+        let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
+        let total = inbox.iter().map(|(_, b)| b.len()).sum();
+        let mut scratch = Scratch::default();
+        assert!(par_in_order(
+            &merge::sum,
+            &mut cols,
+            &mut inbox,
+            &mut scratch,
+            &pool,
+            total
+        ));
+        // A merge that swaps whole columns keeps them on one thread.
+        let n = if cfg!(miri) { 60 } else { 70_000 };
+        let mut l: Vec<Vec<L>> = vec![(0..n as i64).map(L).collect()];
+        let whole: Vec<(u32, u32, L)> = (0..n).map(|r| (0, r, L(7))).collect();
+        let mut inbox = vec![(0, source::<L>(&whole))];
+        let mut scratch = Scratch::default();
+        let total = n as usize;
+        assert!(!par_in_order(
+            &merge::last,
+            &mut l,
+            &mut inbox,
+            &mut scratch,
+            &pool,
+            total
+        ));
+    }
+
+    #[test]
+    fn last_swaps_whole_columns_and_keeps_order() {
+        let pool = Pool::new(2);
+        let n = 50u32;
+        let mut cols: Vec<Vec<L>> = vec![(0..n as i64).map(L).collect()];
+        let whole: Vec<(u32, u32, L)> = (0..n).map(|r| (0, r, L(100 + i64::from(r)))).collect();
+        let partial: Vec<(u32, u32, L)> = (10..20).map(|r| (0, r, L(-1))).collect();
+        // Whole column, then a partial overwrite from a later system, then a whole column
+        // from the first system of the next... all in system order.
+        let mut inbox = vec![(0, source::<L>(&whole)), (1, source::<L>(&partial))];
+        fold(
+            &merge::last,
+            &mut cols,
+            &mut inbox,
+            &mut Scratch::default(),
+            &pool,
+        );
+        let expect: Vec<L> = (0..n as i64)
+            .map(|r| {
+                if (10..20).contains(&r) {
+                    L(-1)
+                } else {
+                    L(100 + r)
+                }
+            })
+            .collect();
+        assert_eq!(cols[0], expect);
+        // The swapped-out column went back to the source as its values (cleared later).
+        assert_eq!(inbox[0].1.segments[0].values.len(), n as usize);
+    }
 }
