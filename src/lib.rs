@@ -7,18 +7,25 @@
 //! 2. **No ordering constraints.** Systems read an immutable world and write only their own
 //!    output buffers, so every enabled system runs at once; adding one never serialises
 //!    the others.
-//! 3. **Fast where every frame pays:** query iteration over SoA columns, output writes that
-//!    are plain `Vec` pushes, and a Sync that merges component types in parallel and needs
-//!    no sort for outputs emitted in query order.
+//! 3. **Fast where every frame pays:** query iteration over SoA columns; output writes
+//!    keyed in Run (a write in a query loop is a handle compare and a `Vec::push`); a Sync
+//!    that folds runs of rows straight into columns, types and row ranges in parallel,
+//!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; unsafe code is
-//!    confined to the worker pool.
+//!    confined to the worker pool and one checked cast on the write path.
 //!
 //! # Where things are
 //!
 //! [`World`] holds entities ([`Entity`]) and components ([`Component`]) in archetype
 //! tables; [`World::query`] reads them. [`Runtime`] runs [`System`]s: the Run phase gives
-//! each an [`Output`], the Sync phase folds outputs with the [`merge`] functions registered
-//! per type, then applies structural commands.
+//! each an [`Output`], the Sync phase folds outputs with the [`Merge`] registered per type
+//! (see [`merge`]), then applies structural commands. Which write path costs what:
+//! [`Output`](crate::Output#which-write-path-when).
+//!
+//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`
+//! (leaves); `storage/` (tables, columns, entity moves); `output/` (what systems emit);
+//! `pool` (the workers); `fold/` (one typed fold per component type); `world`, `query`,
+//! `bundle`; `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
 
 pub mod merge;
 

@@ -218,6 +218,7 @@ tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
 /// The tables a query visits, in creation order.
+#[derive(Clone)]
 enum TableCursor<'w> {
     /// The table list of the query's rarest required type.
     List(std::slice::Iter<'w, u32>),
@@ -283,22 +284,26 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
     }
 }
 
-/// The next matching non-empty table after `tables`' position: its entities and columns.
-/// Out of line and touching only the table cursor, so that `QueryIter::next` inlines into
-/// the user's loop with its row state in registers.
+/// A table found by [`next_table`]: its entities and the query's columns in it.
+type Found<'w, Q> = Option<(&'w [Entity], <Q as QueryData>::Columns<'w>)>;
+
+/// The next matching non-empty table after `tables`' position: its entities and columns,
+/// and the cursor after it. Out of line and borrowing nothing of the iterator (everything
+/// by value), so that `QueryIter::next` inlines into the user's loop with its row state in
+/// registers.
 #[inline(never)]
 fn next_table<'w, Q: QueryData>(
-    tables: &mut TableCursor<'w>,
+    mut tables: TableCursor<'w>,
     world: &'w World,
-    state: &Q::State<'w>,
-) -> Option<(&'w [Entity], Q::Columns<'w>)> {
+    state: Q::State<'w>,
+) -> (TableCursor<'w>, Found<'w, Q>) {
     for t in tables.by_ref() {
         let entities = world.table_entities(t);
-        if !entities.is_empty() && Q::matches(state, world, t) {
-            return Some((entities, Q::columns(state, world, t)));
+        if !entities.is_empty() && Q::matches(&state, world, t) {
+            return (tables, Some((entities, Q::columns(&state, world, t))));
         }
     }
-    None
+    (tables, None)
 }
 
 impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
@@ -312,7 +317,9 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
                 self.row += 1;
                 return Some((e, item));
             }
-            let (entities, columns) = next_table::<Q>(&mut self.tables, self.world, &self.state)?;
+            let (tables, found) = next_table::<Q>(self.tables.clone(), self.world, self.state);
+            self.tables = tables;
+            let (entities, columns) = found?;
             self.entities = entities;
             self.columns = columns;
             self.row = 0;
@@ -329,7 +336,9 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             for (row, &e) in ents.iter().enumerate().skip(self.row) {
                 acc = f(acc, (e, Q::get(&self.columns, row)));
             }
-            match next_table::<Q>(&mut self.tables, self.world, &self.state) {
+            let (tables, found) = next_table::<Q>(self.tables.clone(), self.world, self.state);
+            self.tables = tables;
+            match found {
                 Some((entities, columns)) => {
                     self.entities = entities;
                     self.columns = columns;
