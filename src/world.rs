@@ -32,6 +32,9 @@ use crate::storage::{Storage, TableId, registered_twice};
 /// assert_eq!(world.query::<(&Pos,)>().count(), 1);
 /// ```
 pub struct World {
+    /// Unique per `World` value made by [`World::new`]: systems' output buffers are keyed
+    /// by this world's component ids, and are reset if a runtime's world is replaced.
+    pub(crate) uid: u64,
     /// Entities, tables and columns.
     pub(crate) storage: Storage,
     /// One fold per component type, by id: the type's merge and its Sync state.
@@ -60,7 +63,9 @@ impl fmt::Debug for World {
 impl World {
     /// An empty world.
     pub fn new() -> Self {
+        static NEXT_UID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
         World {
+            uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             storage: Storage::default(),
             folds: Vec::new(),
             resources: TypeIdMap::default(),

@@ -453,3 +453,31 @@ fn wide_queries() {
     assert_eq!(items.11, &C11(11));
     assert_eq!(items.7, &C7(7));
 }
+
+/// Replacing a runtime's whole world between frames, even with the component types
+/// registered in another order (so every id names another type), keeps systems working:
+/// their buffers belong to the world they were made for and start over.
+#[test]
+fn replacing_the_world_with_other_ids_is_fine() {
+    let mut rt = runtime(world());
+    let e = rt.world_mut().spawn((Pos(1.0), Hp(5)));
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p, _)) in w.query::<(&Pos, &Hp)>() {
+            out.write::<Pos>(e, Pos(p.0 * 2.0));
+            out.write::<Hp>(e, -1);
+        }
+    });
+    rt.frame();
+    assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(2.0)));
+
+    let mut other = World::new();
+    other.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    other.register::<Tag>(|_: &mut Tag, _: &[()]| {});
+    other.register::<Pos>(merge::last);
+    let f = other.spawn((Hp(10), Pos(3.0)));
+    *rt.world_mut() = other;
+    rt.frame();
+    rt.frame();
+    assert_eq!(rt.world().get::<Pos>(f), Some(&Pos(12.0)));
+    assert_eq!(rt.world().get::<Hp>(f), Some(&Hp(8)));
+}

@@ -18,7 +18,7 @@
 //! it. Emptied segment vectors (and swapped-out columns) are kept as `spare`s, so a steady
 //! state allocates nothing.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::collections::VecDeque;
 
 use crate::component::{Component, ComponentId};
@@ -382,10 +382,18 @@ pub(crate) enum Command {
 }
 
 /// Everything one system (or one chunk of a parallel iteration) emitted.
-#[derive(Default)]
 pub(crate) struct SystemOutputs {
-    /// Typed buffers by component id; `None` until the system first writes the type.
+    /// Typed buffers by component id; `None` until the system first writes the type
+    /// (and while Sync holds the buffer).
     pub(crate) buffers: Vec<Option<ErasedBuf>>,
+    /// The ids that have a buffer, in creation order: what `writes`, `clear`, `absorb`
+    /// and Sync's gather walk (a system usually writes a few of many registered types).
+    pub(crate) used: Vec<u32>,
+    /// The types an [`Output`](super::Output) remembers, kept across frames so that a
+    /// system's first write of a frame needs no registry lookup.
+    pub(crate) types: [(TypeId, ComponentId); super::CACHED_TYPES],
+    /// The world (its `uid`) whose component ids key `buffers` and `types`.
+    pub(crate) world: u64,
     pub(crate) commands: Vec<Command>,
     pub(crate) spawn_types: Vec<ComponentId>,
     /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
@@ -401,25 +409,56 @@ pub(crate) struct Chunk {
     pub(crate) end: u32,
 }
 
+impl Default for SystemOutputs {
+    fn default() -> Self {
+        SystemOutputs {
+            buffers: Vec::new(),
+            used: Vec::new(),
+            // `()` is never a component: `Component` is not implemented for it.
+            types: [(TypeId::of::<()>(), ComponentId(u32::MAX)); super::CACHED_TYPES],
+            world: 0,
+            commands: Vec::new(),
+            spawn_types: Vec::new(),
+            chunks: Vec::new(),
+            chunk_ranges: Vec::new(),
+        }
+    }
+}
+
 impl SystemOutputs {
+    /// Makes these buffers belong to world `uid`: if they were another world's (a runtime
+    /// whose world was replaced), they start over, since component ids may now name other
+    /// types.
+    #[inline]
+    pub(crate) fn bind(&mut self, uid: u64) {
+        if self.world != uid {
+            *self = SystemOutputs {
+                world: uid,
+                ..SystemOutputs::default()
+            };
+        }
+    }
+
+    /// The buffers that exist.
+    fn existing(&self) -> impl Iterator<Item = &ErasedBuf> {
+        self.used
+            .iter()
+            .filter_map(|&id| self.buffers[id as usize].as_ref())
+    }
+
     /// Total writes over all types (dropped ones included).
     pub(crate) fn writes(&self) -> usize {
-        self.buffers
-            .iter()
-            .flatten()
-            .map(|b| b.as_dyn_ref().writes())
-            .sum()
+        self.existing().map(|b| b.as_dyn_ref().writes()).sum()
     }
 
     /// Bytes reserved by all buffers, commands and chunk sub-buffers.
     pub(crate) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
-        self.buffers
-            .iter()
-            .flatten()
+        self.existing()
             .map(|b| b.as_dyn_ref().capacity_bytes())
             .sum::<usize>()
             + self.buffers.capacity() * size_of::<Option<ErasedBuf>>()
+            + self.used.capacity() * size_of::<u32>()
             + self.commands.capacity() * size_of::<Command>()
             + self.spawn_types.capacity() * size_of::<ComponentId>()
             + self.chunk_ranges.capacity() * size_of::<Chunk>()
@@ -433,8 +472,10 @@ impl SystemOutputs {
 
     /// Forgets everything emitted (capacity kept).
     pub(crate) fn clear(&mut self) {
-        for b in self.buffers.iter_mut().flatten() {
-            b.as_dyn().clear_all();
+        for &id in &self.used {
+            if let Some(b) = &mut self.buffers[id as usize] {
+                b.as_dyn().clear_all();
+            }
         }
         self.commands.clear();
         self.spawn_types.clear();
@@ -442,16 +483,23 @@ impl SystemOutputs {
 
     /// Appends `other` after everything in `self`, leaving `other` empty.
     pub(crate) fn absorb(&mut self, other: &mut SystemOutputs) {
-        if self.buffers.len() < other.buffers.len() {
-            self.buffers.resize_with(other.buffers.len(), || None);
-        }
-        for (mine, theirs) in self.buffers.iter_mut().zip(other.buffers.iter_mut()) {
-            if let Some(theirs) = theirs {
-                let theirs = theirs.as_dyn();
-                mine.get_or_insert_with(|| theirs.empty_like())
-                    .as_dyn()
-                    .append_any(theirs);
+        for &id in &other.used {
+            let Some(theirs) = &mut other.buffers[id as usize] else {
+                continue;
+            };
+            let theirs = theirs.as_dyn();
+            if self.buffers.len() <= id as usize {
+                self.buffers.resize_with(id as usize + 1, || None);
             }
+            let mine = &mut self.buffers[id as usize];
+            if mine.is_none() {
+                *mine = Some(theirs.empty_like());
+                self.used.push(id);
+            }
+            mine.as_mut()
+                .expect("just ensured")
+                .as_dyn()
+                .append_any(theirs);
         }
         self.commands.append(&mut other.commands);
         self.spawn_types.append(&mut other.spawn_types);
@@ -475,7 +523,10 @@ impl SystemOutputs {
         if self.buffers.len() <= id.index() {
             self.buffers.resize_with(id.index() + 1, || None);
         }
-        self.buffers[id.index()].get_or_insert_with(ErasedBuf::new::<C>);
+        if self.buffers[id.index()].is_none() {
+            self.buffers[id.index()] = Some(ErasedBuf::new::<C>());
+            self.used.push(id.0);
+        }
     }
 }
 

@@ -36,7 +36,7 @@ use crate::world::World;
 use buffer::Cursor;
 
 /// Types remembered by an [`Output`], each with its write cursor.
-const CACHED_TYPES: usize = 4;
+pub(crate) const CACHED_TYPES: usize = 4;
 
 /// One remembered type: its id and where its next in-order write goes.
 #[derive(Clone, Copy)]
@@ -64,17 +64,21 @@ pub struct Output<'w> {
 
 impl<'w> Output<'w> {
     pub(crate) fn new(world: &'w World, pool: &'w Pool, bufs: &'w mut SystemOutputs) -> Self {
-        let none = Slot {
-            // `()` is never a component: `Component` is not implemented for it.
-            ty: TypeId::of::<()>(),
-            id: ComponentId(u32::MAX),
+        // The types this system wrote last frame (their ids stay valid: ids are never
+        // reassigned within a world); cursors start afresh.
+        bufs.bind(world.uid);
+        let slot = |(ty, id)| Slot {
+            ty,
+            id,
             cursor: Cursor::NONE,
         };
+        let t = bufs.types;
+        let slots = [slot(t[0]), slot(t[1]), slot(t[2]), slot(t[3])];
         Output {
             world,
             pool,
             bufs,
-            slots: [none; CACHED_TYPES],
+            slots,
             evict: 0,
         }
     }
@@ -107,6 +111,7 @@ impl<'w> Output<'w> {
             id,
             cursor: Cursor::NONE,
         };
+        self.bufs.types[i] = (TypeId::of::<C>(), id);
         i
     }
 

@@ -11,7 +11,7 @@ use crate::query::{QueryData, With, matching_tables};
 const FILL_PART: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
 
 /// Rows below which [`Output::par_for_each`] does not make a chunk of its own.
-const MIN_CHUNK: usize = if cfg!(miri) { 4 } else { 1024 };
+const MIN_CHUNK: usize = if cfg!(miri) { 4 } else { 64 };
 
 impl<'w> Output<'w> {
     /// Emits `f(entity, item)` as the `C` output of every entity matching `Q` that has a

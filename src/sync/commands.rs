@@ -80,7 +80,7 @@ pub(super) fn apply(
 ) {
     let storage = &mut world.storage;
     for slot in systems.iter_mut() {
-        if !slot.ran {
+        if !slot.ran || slot.out.commands.is_empty() {
             continue;
         }
         let out = &mut slot.out;

@@ -85,10 +85,12 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
         if !slot.ran {
             continue;
         }
-        for (id, b) in slot.out.buffers.iter_mut().enumerate() {
+        let out = &mut slot.out;
+        for &id in &out.used {
+            let b = &mut out.buffers[id as usize];
             if b.as_ref().is_some_and(|b| b.as_dyn_ref().writes() > 0) {
                 let b = b.take().expect("checked above");
-                world.folds[id].accept(s as u32, b);
+                world.folds[id as usize].accept(s as u32, b);
             }
         }
     }
