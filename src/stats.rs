@@ -24,7 +24,7 @@ pub struct SystemStats {
     pub commands: usize,
 }
 
-/// Figures of the last frame, from [`Runtime::stats`].
+/// Figures of the last frame, from [`Runtime::stats`](crate::Runtime::stats).
 #[derive(Clone, Debug, Default)]
 pub struct FrameStats {
     /// Index of the frame (0 for the first).
@@ -49,7 +49,7 @@ pub struct FrameStats {
     pub entities: usize,
 }
 
-/// Memory the runtime holds on to, from [`Runtime::memory`]. In a steady state (a stable
+/// Memory the runtime holds on to, from [`Runtime::memory`](crate::Runtime::memory). In a steady state (a stable
 /// set of archetypes and a bounded entity count) none of these grow from frame to frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct MemoryStats {
@@ -65,7 +65,7 @@ pub struct MemoryStats {
     pub output_bytes: usize,
 }
 
-/// Why a frame failed. See [`Runtime::try_frame`].
+/// Why a frame failed. See [`Runtime::try_frame`](crate::Runtime::try_frame).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum FrameError {

@@ -51,7 +51,7 @@ pub trait System: Send + 'static {
     /// Runs the system for one frame.
     fn run(&mut self, world: &World, out: &mut Output<'_>);
 
-    /// The name shown in [`FrameStats`] and error messages. Defaults to the type name.
+    /// The name shown in [`FrameStats`](crate::FrameStats) and error messages. Defaults to the type name.
     fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(std::any::type_name::<Self>())
     }
@@ -67,7 +67,7 @@ where
     }
 }
 
-/// Identifies a system within its [`Runtime`] (registration order, from 0).
+/// Identifies a system within its [`Runtime`](crate::Runtime) (registration order, from 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SystemId(pub(crate) u32);
 
