@@ -562,14 +562,16 @@ mod tests {
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
         let total = inbox.iter().map(|(_, b)| b.len()).sum();
         let mut scratch = Scratch::default();
-        assert!(par_in_order(
+        // Split whenever there is a second thread (none with `single-threaded`).
+        let split = par_in_order(
             &merge::sum,
             &mut cols,
             &mut inbox,
             &mut scratch,
             &pool,
-            total
-        ));
+            total,
+        );
+        assert_eq!(split, pool.threads() > 1);
         // A merge that swaps whole columns keeps them on one thread.
         let n = if cfg!(miri) { 60 } else { 70_000 };
         let mut l: Vec<Vec<L>> = vec![(0..n as i64).map(L).collect()];
