@@ -16,7 +16,76 @@
 //! | [`first`] | `C` | the first emitted value | one output per row: column swap |
 //! | [`sum`] | any `D` with `C: AddAssign<D>` | the stored value plus every delta, in order | applied system by system, column-wise |
 //! | [`min`] / [`max`] | `C` | the smallest / largest emitted value (ties: the earliest) | one output per row: column swap |
+//! | [`max_by_key`] / [`min_by_key`] | `C` | the output with the largest / smallest key (ties: the earliest) — *one winner among contested claims* | one output per row: column swap |
+//! | [`avg`] | `C` | the mean of the outputs (summed in merge order) | one call per entity |
+//! | [`count`] | any | how many outputs arrived | one call per entity |
+//! | [`any`] / [`all`] | `bool` | whether any / all outputs were `true` | one call per entity |
 //! | a closure | any | whatever it computes | one call per entity |
+//!
+//! Every merge runs only for entities that received outputs this frame: a value nobody
+//! wrote keeps what it had. For a per-frame flag or count, have a system also write the
+//! neutral value (`false`, `0`) when there is nothing to report, or reset it in its own
+//! system.
+//!
+//! # Contested claims: one winner across entities
+//!
+//! A per-entity merge sees the outputs *for one entity*, so it cannot stop three foxes
+//! from each gaining energy off one rabbit. Turn it around: the foxes write *claims* to
+//! the rabbit; the rabbit's merge keeps one deterministic winner ([`max_by_key`], ties
+//! broken by system then emission order, or by a key that includes the claimant); next
+//! frame, each fox reads the rabbit's claim and only the named winner gains.
+//!
+//! ```
+//! use runsync::prelude::*;
+//!
+//! /// Who gets to eat this prey: the strongest claim of the frame.
+//! #[derive(Clone, Copy, Debug, PartialEq)]
+//! struct Claim { by: Option<Entity>, strength: u32 }
+//! impl Component for Claim { type Output = Claim; }
+//!
+//! #[derive(Clone, Copy, Debug, PartialEq)]
+//! struct Energy(u32);
+//! impl Component for Energy { type Output = u32; }
+//! impl std::ops::AddAssign<u32> for Energy { fn add_assign(&mut self, d: u32) { self.0 += d } }
+//!
+//! #[derive(Clone, Copy, Debug, PartialEq)]
+//! struct Prey(Entity);
+//! impl Component for Prey { type Output = Prey; }
+//!
+//! let mut world = World::new();
+//! // Strongest claim wins; equal strength: the smaller entity index (a total order, so
+//! // the winner never depends on who wrote first).
+//! world.register::<Claim>(merge::max_by_key(|c: &Claim| {
+//!     (c.strength, std::cmp::Reverse(c.by.map(|e| e.index())))
+//! }));
+//! world.register::<Energy>(merge::sum);
+//! world.register::<Prey>(merge::last);
+//! let rabbit = world.spawn((Claim { by: None, strength: 0 },));
+//! let foxes: Vec<Entity> = (0..3u32)
+//!     .map(|i| world.spawn((Energy(10), Prey(rabbit))))
+//!     .collect();
+//!
+//! let mut rt = Runtime::builder().workers(2).build(world);
+//! // Frame k: every fox bites (claims) its prey.
+//! rt.add_system(|w: &World, out: &mut Output| {
+//!     for (fox, (prey, energy)) in w.query::<(&Prey, &Energy)>() {
+//!         out.write::<Claim>(prey.0, Claim { by: Some(fox), strength: energy.0 });
+//!     }
+//! });
+//! // Frame k + 1: only the fox the prey names gains.
+//! rt.add_system(|w: &World, out: &mut Output| {
+//!     for (fox, (prey,)) in w.query::<(&Prey,)>() {
+//!         if w.get::<Claim>(prey.0).and_then(|c| c.by) == Some(fox) {
+//!             out.write::<Energy>(fox, 5);
+//!         }
+//!     }
+//! });
+//! rt.frame();
+//! rt.frame();
+//! let energies: Vec<u32> = foxes.iter().map(|&f| rt.world().get::<Energy>(f).unwrap().0).collect();
+//! assert_eq!(energies.iter().filter(|&&e| e > 10).count(), 1, "exactly one fox ate");
+//! assert_eq!(rt.world().get::<Claim>(rabbit).unwrap().by, Some(foxes[0]));
+//! ```
 //!
 //! The kind of a merge is its *type*, so Sync picks its path at compile time: there is no
 //! name matching and no dynamic call per entity. `last`, `first`, `sum`, `min` and `max`
@@ -173,6 +242,165 @@ pub const min: Min = Min;
 #[allow(non_upper_case_globals)]
 pub const max: Max = Max;
 
+/// The [`max_by_key`] merge. Needs `Output = C`.
+#[derive(Clone, Copy, Debug)]
+pub struct MaxByKey<F>(F);
+
+/// The [`min_by_key`] merge. Needs `Output = C`.
+#[derive(Clone, Copy, Debug)]
+pub struct MinByKey<F>(F);
+
+/// The [`avg`] merge: the value becomes the mean of the outputs. Needs `Output = C`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Avg;
+
+/// The [`count`] merge: the value becomes the number of outputs.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Count;
+
+/// The [`any`] merge: the value becomes whether any output is `true`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AnyTrue;
+
+/// The [`all`] merge: the value becomes whether every output is `true`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AllTrue;
+
+/// Replaces the value with the output whose `key` is largest (the earliest among equal
+/// keys, in system then emission order; keys that do not compare, like NaN, never replace
+/// an earlier pick). Needs `Output = C` and `C: Clone`. The tool for *contested claims*:
+/// see the [module docs](self#contested-claims-one-winner-across-entities).
+///
+/// ```
+/// # use runsync::prelude::*;
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Target { id: u32, priority: f32 }
+/// impl Component for Target { type Output = Target; }
+/// let mut world = World::new();
+/// world.register::<Target>(merge::max_by_key(|t: &Target| t.priority));
+/// ```
+pub fn max_by_key<O, K: PartialOrd, F: Fn(&O) -> K>(key: F) -> MaxByKey<F> {
+    MaxByKey(key)
+}
+
+/// Replaces the value with the output whose `key` is smallest (the earliest among equal
+/// keys; keys that do not compare never replace an earlier pick). Needs `Output = C` and
+/// `C: Clone`.
+pub fn min_by_key<O, K: PartialOrd, F: Fn(&O) -> K>(key: F) -> MinByKey<F> {
+    MinByKey(key)
+}
+
+/// Replaces the value with the mean of the outputs: their sum, added in merge order
+/// starting from the first output, divided by their count. Needs `Output = C` and
+/// `C: Clone + Add<Output = C> + Div<f32, Output = C>` (glam vectors, or your own float
+/// newtypes).
+#[allow(non_upper_case_globals)]
+pub const avg: Avg = Avg;
+
+/// Replaces the value with the number of outputs that arrived this frame. Needs
+/// `C: From<u32>`; the outputs may be of any type (e.g. `()` hits).
+#[allow(non_upper_case_globals)]
+pub const count: Count = Count;
+
+/// Replaces the value with whether any output was `true`. Needs `Output = bool` and
+/// `C: From<bool>`.
+#[allow(non_upper_case_globals)]
+pub const any: AnyTrue = AnyTrue;
+
+/// Replaces the value with whether every output was `true`. Needs `Output = bool` and
+/// `C: From<bool>`.
+#[allow(non_upper_case_globals)]
+pub const all: AllTrue = AllTrue;
+
+impl<C, K, F> Merge<C> for MaxByKey<F>
+where
+    C: Component<Output = C> + Clone,
+    K: PartialOrd,
+    F: Fn(&C) -> K + Send + Sync + 'static,
+{
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[C]) {
+        if let Some(best) = pick_by_key(outputs, &self.0, |a, b| a > b) {
+            value.clone_from(best);
+        }
+    }
+    const REPLACES_COLUMNS: bool = true;
+    #[inline]
+    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
+        swap_in(column, outputs)
+    }
+}
+
+impl<C, K, F> Merge<C> for MinByKey<F>
+where
+    C: Component<Output = C> + Clone,
+    K: PartialOrd,
+    F: Fn(&C) -> K + Send + Sync + 'static,
+{
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[C]) {
+        if let Some(best) = pick_by_key(outputs, &self.0, |a, b| a < b) {
+            value.clone_from(best);
+        }
+    }
+    const REPLACES_COLUMNS: bool = true;
+    #[inline]
+    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
+        swap_in(column, outputs)
+    }
+}
+
+impl<C> Merge<C> for Avg
+where
+    C: Component<Output = C> + Clone + std::ops::Add<Output = C> + std::ops::Div<f32, Output = C>,
+{
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[C]) {
+        if let Some((head, rest)) = outputs.split_first() {
+            let total = rest.iter().fold(head.clone(), |acc, o| acc + o.clone());
+            *value = total / outputs.len() as f32;
+        }
+    }
+}
+
+impl<C: Component + From<u32>> Merge<C> for Count {
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[C::Output]) {
+        *value = C::from(outputs.len() as u32);
+    }
+}
+
+impl<C: Component<Output = bool> + From<bool>> Merge<C> for AnyTrue {
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[bool]) {
+        *value = C::from(outputs.iter().any(|&b| b));
+    }
+}
+
+impl<C: Component<Output = bool> + From<bool>> Merge<C> for AllTrue {
+    #[inline]
+    fn merge(&self, value: &mut C, outputs: &[bool]) {
+        *value = C::from(outputs.iter().all(|&b| b));
+    }
+}
+
+/// The output with the best key (the earliest among equals).
+fn pick_by_key<O, K: PartialOrd>(
+    outputs: &[O],
+    key: impl Fn(&O) -> K,
+    better: impl Fn(&K, &K) -> bool,
+) -> Option<&O> {
+    let (head, rest) = outputs.split_first()?;
+    let mut best = (head, key(head));
+    for o in rest {
+        let k = key(o);
+        if better(&k, &best.1) {
+            best = (o, k);
+        }
+    }
+    Some(best.0)
+}
+
 impl<C: Component<Output = C> + Clone> Merge<C> for Last {
     #[inline]
     fn merge(&self, value: &mut C, outputs: &[C]) {
@@ -317,6 +545,78 @@ mod tests {
             assert!(<Last as Merge<I>>::ONE_AT_A_TIME && <Sum as Merge<I>>::ONE_AT_A_TIME);
             assert!(!<First as Merge<I>>::ONE_AT_A_TIME && !<Max as Merge<I>>::ONE_AT_A_TIME);
         }
+    }
+
+    #[test]
+    fn combinators() {
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct P(f32, u32);
+        impl Component for P {
+            type Output = P;
+        }
+        let mut v = P(0.0, 0);
+        let outs = [P(1.0, 1), P(3.0, 2), P(3.0, 3), P(-1.0, 4), P(f32::NAN, 5)];
+        max_by_key(|p: &P| p.0).merge(&mut v, &outs);
+        assert_eq!(
+            v,
+            P(3.0, 2),
+            "largest key, earliest among equals, NaN never wins"
+        );
+        min_by_key(|p: &P| p.0).merge(&mut v, &outs);
+        assert_eq!(v, P(-1.0, 4));
+
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct A(f32);
+        impl Component for A {
+            type Output = A;
+        }
+        impl std::ops::Add for A {
+            type Output = A;
+            fn add(self, o: A) -> A {
+                A(self.0 + o.0)
+            }
+        }
+        impl std::ops::Div<f32> for A {
+            type Output = A;
+            fn div(self, d: f32) -> A {
+                A(self.0 / d)
+            }
+        }
+        let mut a = A(100.0);
+        avg.merge(&mut a, &[A(1.0), A(2.0), A(6.0)]);
+        assert_eq!(a, A(3.0));
+
+        #[derive(Debug, PartialEq)]
+        struct Hits(u32);
+        impl Component for Hits {
+            type Output = ();
+        }
+        impl From<u32> for Hits {
+            fn from(n: u32) -> Self {
+                Hits(n)
+            }
+        }
+        let mut h = Hits(9);
+        count.merge(&mut h, &[(), (), ()]);
+        assert_eq!(h, Hits(3));
+
+        #[derive(Debug, PartialEq)]
+        struct Flag(bool);
+        impl Component for Flag {
+            type Output = bool;
+        }
+        impl From<bool> for Flag {
+            fn from(b: bool) -> Self {
+                Flag(b)
+            }
+        }
+        let mut f = Flag(false);
+        any.merge(&mut f, &[false, true, false]);
+        assert_eq!(f, Flag(true));
+        all.merge(&mut f, &[true, false]);
+        assert_eq!(f, Flag(false));
+        all.merge(&mut f, &[true, true]);
+        assert_eq!(f, Flag(true));
     }
 
     #[test]
