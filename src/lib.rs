@@ -45,6 +45,7 @@ mod fold;
 mod query;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
+mod fixed_step;
 mod profile;
 mod run;
 mod runtime;
@@ -54,6 +55,7 @@ mod system;
 pub use bundle::Bundle;
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
+pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
@@ -66,7 +68,7 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Bundle, Component, Entity, FrameError, FrameStats, Output, Runtime, System, SystemId, Time,
-        With, Without, World,
+        Advance, Bundle, Component, Entity, FrameError, FrameStats, Output, Runtime, System,
+        SystemId, Time, With, Without, World,
     };
 }

@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
@@ -33,6 +34,7 @@ pub struct Time {
 pub struct RuntimeBuilder {
     workers: usize,
     dt: f32,
+    max_catch_up: u32,
 }
 
 impl RuntimeBuilder {
@@ -58,6 +60,23 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The most frames one [`Runtime::advance`] runs to catch up with real time (default
+    /// 5). Beyond it the excess time is dropped (reported in [`Advance::dropped`]): the
+    /// game slows down instead of spending ever longer frames catching up (the "spiral of
+    /// death").
+    ///
+    /// # Panics
+    /// If `frames` is 0.
+    #[track_caller]
+    pub fn max_catch_up(mut self, frames: u32) -> Self {
+        assert!(
+            frames > 0,
+            "runsync: max_catch_up must allow at least one frame"
+        );
+        self.max_catch_up = frames;
+        self
+    }
+
     /// Builds the runtime around `world`, starting its worker threads.
     pub fn build(self, mut world: World) -> Runtime {
         let frame = world.get_resource::<Time>().map_or(0, |t| t.frame);
@@ -69,6 +88,7 @@ impl RuntimeBuilder {
             stats: FrameStats::default(),
             dt: self.dt,
             frame,
+            clock: FixedStep::new(self.dt, self.max_catch_up),
             sync_scratch: Default::default(),
         }
     }
@@ -85,6 +105,8 @@ pub struct Runtime {
     stats: FrameStats,
     dt: f32,
     frame: u64,
+    /// Real time not yet simulated, for [`advance`](Runtime::advance).
+    clock: FixedStep,
     sync_scratch: crate::sync::SyncScratch,
 }
 
@@ -105,6 +127,7 @@ impl Runtime {
         RuntimeBuilder {
             workers: 0,
             dt: 1.0 / 60.0,
+            max_catch_up: 5,
         }
     }
 
@@ -267,6 +290,63 @@ impl Runtime {
             return Err(FrameError::DropPanicked { message });
         }
         Ok(())
+    }
+
+    /// Runs as many fixed-step frames as `elapsed` real time (plus what was left over from
+    /// earlier calls) pays for, at most [`max_catch_up`](RuntimeBuilder::max_catch_up), and
+    /// says how far real time is past the last frame: the game loop's hard part.
+    ///
+    /// A game calls it once per rendered frame with the time since the previous call, then
+    /// draws its entities interpolated by [`Advance::alpha`] between their previous and
+    /// current positions. The simulation stays fixed-step (and so deterministic: the same
+    /// elapsed times give the same frames) whatever the display rate.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runsync::prelude::*;
+    ///
+    /// let mut rt = Runtime::builder().dt(1.0 / 60.0).build(World::new());
+    /// // A game loop, with a fake clock: three display frames of 25 ms.
+    /// let mut simulated = 0;
+    /// for _ in 0..3 {
+    ///     let elapsed = Duration::from_millis(25); // really: now - last, from `Instant`
+    ///     let step = rt.advance(elapsed);
+    ///     simulated += step.frames;
+    ///     // render(world, step.alpha): positions lerped by `alpha` between frames
+    ///     assert!((0.0..1.0).contains(&step.alpha));
+    /// }
+    /// assert_eq!(simulated, 4); // 75 ms of 16.7 ms steps: 4 frames, 8.3 ms left over
+    /// assert_eq!(rt.frame_count(), 4);
+    /// ```
+    ///
+    /// # Panics
+    /// If a frame fails (see [`frame`](Self::frame); use [`try_advance`](Self::try_advance)
+    /// to handle it), or if the fixed step is zero.
+    #[track_caller]
+    pub fn advance(&mut self, elapsed: Duration) -> Advance {
+        match self.try_advance(elapsed) {
+            Ok(a) => a,
+            Err(e) => panic!("runsync: {e}"),
+        }
+    }
+
+    /// [`advance`](Self::advance), reporting a failed frame instead of panicking. Frames
+    /// after a failed one are not run this call; their time stays accumulated.
+    ///
+    /// # Panics
+    /// If the fixed step is zero.
+    #[track_caller]
+    pub fn try_advance(&mut self, elapsed: Duration) -> Result<Advance, FrameError> {
+        let (due, dropped) = self.clock.add(elapsed);
+        for _ in 0..due {
+            self.try_frame()?;
+            self.clock.ran();
+        }
+        Ok(Advance {
+            frames: due,
+            alpha: self.clock.alpha(),
+            dropped,
+        })
     }
 
     /// Figures of the last frame.

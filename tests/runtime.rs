@@ -481,3 +481,46 @@ fn replacing_the_world_with_other_ids_is_fine() {
     assert_eq!(rt.world().get::<Pos>(f), Some(&Pos(12.0)));
     assert_eq!(rt.world().get::<Hp>(f), Some(&Hp(8)));
 }
+
+/// The fixed-step driver with synthetic elapsed times: frames run, the overstep carries
+/// over, catch-up is capped, and the same elapsed times give the same world.
+#[test]
+fn advance_runs_fixed_steps_from_elapsed_time() {
+    use std::time::Duration;
+    let ms = Duration::from_millis;
+    let make = || {
+        let mut w = world();
+        let e = w.spawn((Hp(0),));
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .dt(0.010)
+            .max_catch_up(4)
+            .build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            let f = w.resource::<Time>().frame as i32;
+            for (e, _) in w.query::<(&Hp,)>() {
+                out.write::<Hp>(e, f + 1);
+            }
+        });
+        (rt, e)
+    };
+    let (mut rt, e) = make();
+    let a = rt.advance(ms(25));
+    assert_eq!((a.frames, a.dropped), (2, Duration::ZERO));
+    assert!((a.alpha - 0.5).abs() < 1e-3, "{}", a.alpha);
+    assert_eq!(rt.advance(ms(4)).frames, 0, "5 + 4 ms: not yet a step");
+    assert_eq!(rt.advance(ms(2)).frames, 1, "11 ms: one step, 1 ms over");
+    // A long stall: at most 4 frames, the rest dropped, never a spiral.
+    let a = rt.advance(ms(1000));
+    assert_eq!(a.frames, 4);
+    assert_eq!(a.dropped, ms(960));
+    assert_eq!(rt.frame_count(), 7);
+    // Frames 0..7 each added frame + 1.
+    assert_eq!(rt.world().get::<Hp>(e), Some(&Hp((1..=7).sum())));
+    // The same elapsed times replayed give the same world.
+    let (mut again, e2) = make();
+    for t in [25, 4, 2, 1000] {
+        let _ = again.advance(ms(t));
+    }
+    assert_eq!(again.world().get::<Hp>(e2), rt.world().get::<Hp>(e));
+}
