@@ -13,9 +13,10 @@
 //! counted right there.
 //!
 //! Values live in **segments** (one `Vec` each, in emission order). A new segment starts
-//! whenever a run starts at row 0 — a query loop entering a table — so a loop over a whole
-//! table leaves a segment that *is* a full column: Sync can swap it in instead of copying
-//! it. Emptied segment vectors (and swapped-out columns) are kept as `spare`s, so a steady
+//! whenever a run starts at row 0 of a table of at least 64 rows — a query loop entering a
+//! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
+//! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
+//! than a vector each.) Emptied segment vectors (and swapped-out columns) are kept as `spare`s, so a steady
 //! state allocates nothing.
 
 use std::any::{Any, TypeId};
@@ -67,6 +68,9 @@ impl Cursor<'_> {
         }
     }
 }
+
+/// Tables smaller than this do not get a segment (and a column swap) of their own.
+const SEGMENT_MIN_ROWS: usize = if cfg!(miri) { 4 } else { 64 };
 
 /// The outputs of one system for one component type.
 ///
@@ -137,10 +141,13 @@ impl<C: Component> OutBuf<C> {
             self.dropped += 1;
             return cursor;
         };
-        self.start_run(col, loc.row, loc.row == 0);
-        if loc.row == 0 {
-            // A loop entering a table: room for the whole table, so the pushes that follow
-            // never regrow (a no-op once the vector has been this large).
+        // A loop entering a table big enough for a column swap to pay starts a segment of
+        // its own, with room for the whole table (so the pushes that follow never regrow);
+        // small tables share one segment and are copied in Sync, which costs less than a
+        // vector per table.
+        let whole = loc.row == 0 && table.entities.len() >= SEGMENT_MIN_ROWS;
+        self.start_run(col, loc.row, whole);
+        if whole {
             self.open.reserve(table.entities.len());
         }
         self.push_in_run(value);
