@@ -43,6 +43,7 @@ mod primitive;
 mod bundle;
 mod fold;
 mod query;
+mod query_mut;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;
@@ -59,6 +60,7 @@ pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
+pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 pub use runtime::{Runtime, RuntimeBuilder, Time};
 pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 pub use system::{System, SystemId};

@@ -9,6 +9,7 @@ use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryIter};
+use crate::query_mut::{QueryMut, QueryMutIter};
 use crate::storage::{Storage, TableId, registered_twice};
 
 /// Entities, their components and global resources.
@@ -246,6 +247,36 @@ impl World {
     #[track_caller]
     pub fn query<Q: QueryData>(&self) -> QueryIter<'_, Q> {
         QueryIter::new(self)
+    }
+
+    /// Iterates mutably over the entities matching `Q`, between frames: setup, loading,
+    /// editors, tools. `Q` is a tuple of `&mut C`, `&C`, `Option<&mut C>`, `Option<&C>`,
+    /// [`With<C>`](crate::With) and [`Without<C>`](crate::Without); the order is
+    /// [`query`](Self::query)'s. (Systems cannot call it: they get `&World`.)
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Vel(f32);
+    /// # impl Component for Vel { type Output = Vel; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.register::<Vel>(merge::last);
+    /// let e = world.spawn((Pos(1.0), Vel(2.0)));
+    /// for (_e, (p, v)) in world.query_mut::<(&mut Pos, &Vel)>() {
+    ///     p.0 += v.0;
+    /// }
+    /// assert_eq!(world.get::<Pos>(e), Some(&Pos(3.0)));
+    /// ```
+    ///
+    /// # Panics
+    /// If a type in `Q` is not registered, or a type that is read or written appears twice.
+    #[track_caller]
+    pub fn query_mut<Q: QueryMut>(&mut self) -> QueryMutIter<'_, Q> {
+        let plan = QueryMutIter::<Q>::plan(self);
+        let (columns, tables, tables_with) = self.storage.split_columns();
+        QueryMutIter::new(plan, columns, tables, tables_with)
     }
 
     /// Inserts (or replaces) a resource: a global value systems read with

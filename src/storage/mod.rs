@@ -65,6 +65,12 @@ impl Storage {
         &mut *self.columns[id.index()]
     }
 
+    /// Every type's columns mutably, with the tables and match cache shared (for
+    /// `World::query_mut`).
+    pub(crate) fn split_columns(&mut self) -> SplitColumns<'_> {
+        (&mut self.columns, &self.tables, &self.tables_with)
+    }
+
     #[inline]
     pub(crate) fn tables_with(&self, id: ComponentId) -> &[TableId] {
         &self.tables_with[id.index()]
@@ -327,6 +333,13 @@ impl Storage {
         self.registry.info(id).name
     }
 }
+
+/// Every type's columns (mutable), the tables and the match cache: [`Storage::split_columns`].
+pub(crate) type SplitColumns<'a> = (
+    &'a mut [Box<dyn AnyColumns>],
+    &'a Tables,
+    &'a [Vec<TableId>],
+);
 
 /// What an insert or remove of one type would do to an entity; see [`Storage::plan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
