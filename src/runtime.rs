@@ -131,10 +131,12 @@ impl Runtime {
         }
     }
 
-    /// Adds a system, named by its type ([`System::name`]). Systems run in parallel; their
-    /// registration order decides the order of their outputs in every merge.
+    /// Adds a system, named by [`System::name`] — a closure by its call site
+    /// (`game.rs:42`). Systems run in parallel; their registration order decides the order
+    /// of their outputs in every merge.
+    #[track_caller]
     pub fn add_system<S: System>(&mut self, system: S) -> SystemId {
-        let name = system.name();
+        let name = system.name_at(std::panic::Location::caller());
         self.add_system_named(name, system)
     }
 
@@ -226,7 +228,7 @@ impl Runtime {
             dt: self.dt,
             frame: self.frame,
         };
-        match self.world.resource_mut::<Time>() {
+        match self.world.get_resource_mut::<Time>() {
             Some(t) => *t = time,
             None => self.world.insert_resource(time),
         }
@@ -279,7 +281,7 @@ impl Runtime {
         self.stats.despawned = report.despawned;
         self.stats.entities = self.world.len();
         self.frame += 1;
-        if let Some(t) = self.world.resource_mut::<Time>() {
+        if let Some(t) = self.world.get_resource_mut::<Time>() {
             t.frame = self.frame;
         }
         crate::profile::frame_end(&self.stats);

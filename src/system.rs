@@ -1,6 +1,7 @@
 //! Systems: the [`System`] trait, their ids, and the per-system slot the runtime keeps.
 
 use std::borrow::Cow;
+use std::panic::Location;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -55,6 +56,15 @@ pub trait System: Send + 'static {
     fn name(&self) -> Cow<'static, str> {
         Cow::Borrowed(std::any::type_name::<Self>())
     }
+
+    /// The name a system gets when [`Runtime::add_system`](crate::Runtime::add_system) is
+    /// called at `caller`: [`name`](Self::name), except that closures are named by their
+    /// call site (`game.rs:42`), which says more than `main::{{closure}}`.
+    #[doc(hidden)]
+    fn name_at(&self, caller: &'static Location<'static>) -> Cow<'static, str> {
+        let _ = caller;
+        self.name()
+    }
 }
 
 impl<F> System for F
@@ -64,6 +74,17 @@ where
     #[inline]
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         self(world, out)
+    }
+
+    fn name_at(&self, caller: &'static Location<'static>) -> Cow<'static, str> {
+        let name = std::any::type_name::<F>();
+        if !name.contains("{{closure}}") {
+            // A named `fn`: its path says what it is.
+            return Cow::Borrowed(name);
+        }
+        let file = caller.file();
+        let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
+        Cow::Owned(format!("{file}:{}", caller.line()))
     }
 }
 

@@ -44,6 +44,16 @@ pub struct World {
     scratch_ids: Vec<ComponentId>,
 }
 
+#[cold]
+#[track_caller]
+fn missing_resource<R>() -> ! {
+    panic!(
+        "runsync: no resource of type `{}`; add it with `world.insert_resource(..)` before \
+         running systems that read it",
+        type_name::<R>()
+    )
+}
+
 impl Default for World {
     fn default() -> Self {
         Self::new()
@@ -293,11 +303,7 @@ impl World {
     pub fn resource<R: Send + Sync + 'static>(&self) -> &R {
         match self.get_resource::<R>() {
             Some(r) => r,
-            None => panic!(
-                "runsync: no resource of type `{}`; add it with `world.insert_resource(..)` \
-                 before running systems that read it",
-                type_name::<R>()
-            ),
+            None => missing_resource::<R>(),
         }
     }
 
@@ -307,7 +313,19 @@ impl World {
     }
 
     /// The resource of type `R`, mutably (between frames).
-    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+    ///
+    /// # Panics
+    /// If there is none; use [`get_resource_mut`](Self::get_resource_mut) to check.
+    #[track_caller]
+    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> &mut R {
+        match self.get_resource_mut::<R>() {
+            Some(r) => r,
+            None => missing_resource::<R>(),
+        }
+    }
+
+    /// The resource of type `R`, mutably (between frames), if any.
+    pub fn get_resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
         self.resources.get_mut(&TypeId::of::<R>())?.downcast_mut()
     }
 
@@ -508,9 +526,11 @@ mod tests {
         let mut w = World::new();
         assert!(w.get_resource::<u32>().is_none());
         w.insert_resource(5u32);
-        *w.resource_mut::<u32>().unwrap() += 1;
-        assert_eq!(*w.resource::<u32>(), 6);
-        assert_eq!(w.remove_resource::<u32>(), Some(6));
+        *w.resource_mut::<u32>() += 1;
+        *w.get_resource_mut::<u32>().unwrap() += 1;
+        assert!(w.get_resource_mut::<u64>().is_none());
+        assert_eq!(*w.resource::<u32>(), 7);
+        assert_eq!(w.remove_resource::<u32>(), Some(7));
     }
 
     #[test]

@@ -524,3 +524,28 @@ fn advance_runs_fixed_steps_from_elapsed_time() {
     }
     assert_eq!(again.world().get::<Hp>(e2), rt.world().get::<Hp>(e));
 }
+
+/// Closures are named by their call site; named systems and `fn`s keep their names.
+#[test]
+fn closure_systems_are_named_by_call_site() {
+    struct Named;
+    impl System for Named {
+        fn run(&mut self, _: &World, _: &mut Output<'_>) {}
+        fn name(&self) -> std::borrow::Cow<'static, str> {
+            "Named".into()
+        }
+    }
+    fn plain(_: &World, _: &mut Output<'_>) {}
+    let mut rt = runtime(world());
+    let line = line!() + 1;
+    let c = rt.add_system(|_: &World, _: &mut Output| {});
+    let n = rt.add_system(Named);
+    let f = rt.add_system(plain);
+    assert_eq!(rt.system_name(c), format!("runtime.rs:{line}"));
+    assert_eq!(rt.system_name(n), "Named");
+    assert!(
+        rt.system_name(f).ends_with("plain"),
+        "{}",
+        rt.system_name(f)
+    );
+}
