@@ -6,14 +6,19 @@
 //!
 //! | component | `Output` | merge | written by |
 //! |---|---|---|---|
-//! | [`Position`] | `Vec2` displacement | sum of deltas | [`Integrate`], [`Bounds`] |
-//! | [`Velocity`] | `Vec2` change | sum of deltas | [`Gravity`], [`Drag`], [`Separation`], [`Bounds`], your steering |
-//! | [`Lifetime`] | `f32` seconds to add | sum of deltas | [`Expire`] |
+//! | [`Position`] | [`Displace`]: a displacement | sum of deltas | [`Integrate`], [`Bounds`] |
+//! | [`Velocity`] | [`Impulse`]: a change of velocity | sum of deltas | [`Gravity`], [`Drag`], [`Separation`], [`Bounds`], your steering |
+//! | [`Lifetime`] | [`LifetimeDelta`]: seconds to add | sum of deltas | [`Expire`] |
 //! | [`Health`] | `i32` heal (+) / damage (−) | sum, capped at `max` | [`Contact`] |
 //! | [`Team`] | `Team` | last write wins | (set at spawn) |
 //! | [`Collider`] | `Collider` | last write wins | (set at spawn) |
 //! | [`Damage`] | `Damage` | last write wins | (set at spawn) |
 //! | [`Projectile`] | `Projectile` | last write wins | (marker) |
+//!
+//! An output that is a *change* has a type of its own ([`Displace`], [`Impulse`],
+//! [`LifetimeDelta`]), so writing an absolute value where a delta is expected does not
+//! compile: `out.write::<Position>(e, Displace(v * dt))`, never a bare `Vec2` that would
+//! silently be added.
 //!
 //! Deltas are the natural output when several systems *contribute* to a quantity (forces
 //! to a velocity, a move and a bounds correction to a position): each system computes its
@@ -24,8 +29,8 @@
 //! Call [`register`] once to register all of them with these merges.
 //!
 //! ```
-//! use glam::Vec2;
 //! use runsync::prelude::*;
+//! use runsync_systems::glam::Vec2; // the glam this crate uses, re-exported
 //! use runsync_systems::*;
 //!
 //! let mut world = World::new();
@@ -47,6 +52,9 @@ use std::ops::AddAssign;
 use glam::Vec2;
 use runsync::prelude::*;
 
+/// The `glam` this crate's components use, so a game need not pin a matching version.
+pub use glam;
+
 mod contact;
 mod grid;
 mod life;
@@ -63,56 +71,71 @@ pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig};
 
 /// Where an entity is, in world units.
 ///
-/// **Output: a displacement; merge: sum of deltas.** [`Integrate`] emits `velocity * dt`,
-/// [`Bounds`] emits the correction that brings the entity back inside; both apply.
+/// **Output: a [`Displace`]ment; merge: sum of deltas.** [`Integrate`] emits
+/// `Displace(velocity * dt)`, [`Bounds`] emits the correction that brings the entity back
+/// inside; both apply.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Position(pub Vec2);
 
 impl Component for Position {
-    type Output = Vec2;
+    type Output = Displace;
 }
 
-impl AddAssign<Vec2> for Position {
+/// A change of [`Position`]: the output systems write for it (added up in Sync).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Displace(pub Vec2);
+
+impl AddAssign<Displace> for Position {
     #[inline]
-    fn add_assign(&mut self, d: Vec2) {
-        self.0 += d;
+    fn add_assign(&mut self, d: Displace) {
+        self.0 += d.0;
     }
 }
 
 /// Velocity in world units per second.
 ///
-/// **Output: a change of velocity; merge: sum of deltas.** Every force-like system
-/// ([`Gravity`], [`Drag`], [`Separation`], the reflection of [`Bounds`], your steering)
-/// emits its own contribution computed from last frame's velocity; they all add up.
+/// **Output: an [`Impulse`] (a change of velocity); merge: sum of deltas.** Every
+/// force-like system ([`Gravity`], [`Drag`], [`Separation`], the reflection of [`Bounds`],
+/// your steering) emits its own contribution computed from last frame's velocity; they
+/// all add up.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Velocity(pub Vec2);
 
 impl Component for Velocity {
-    type Output = Vec2;
+    type Output = Impulse;
 }
 
-impl AddAssign<Vec2> for Velocity {
+/// A change of [`Velocity`]: the output systems write for it (added up in Sync).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Impulse(pub Vec2);
+
+impl AddAssign<Impulse> for Velocity {
     #[inline]
-    fn add_assign(&mut self, d: Vec2) {
-        self.0 += d;
+    fn add_assign(&mut self, d: Impulse) {
+        self.0 += d.0;
     }
 }
 
 /// Seconds left to live; [`Expire`] despawns the entity when it runs out.
 ///
-/// **Output: seconds to add (negative to age); merge: sum of deltas**, so another system
-/// may extend or shorten a lifetime in the same frame as [`Expire`] ages it.
+/// **Output: a [`LifetimeDelta`], seconds to add (negative to age); merge: sum of
+/// deltas**, so another system may extend or shorten a lifetime in the same frame as
+/// [`Expire`] ages it.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Lifetime(pub f32);
 
 impl Component for Lifetime {
-    type Output = f32;
+    type Output = LifetimeDelta;
 }
 
-impl AddAssign<f32> for Lifetime {
+/// Seconds to add to a [`Lifetime`] (negative to age): the output systems write for it.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct LifetimeDelta(pub f32);
+
+impl AddAssign<LifetimeDelta> for Lifetime {
     #[inline]
-    fn add_assign(&mut self, d: f32) {
-        self.0 += d;
+    fn add_assign(&mut self, d: LifetimeDelta) {
+        self.0 += d.0;
     }
 }
 

@@ -4,7 +4,7 @@ use std::borrow::Cow;
 
 use runsync::prelude::*;
 
-use crate::{Health, Lifetime, dt};
+use crate::{Health, Lifetime, LifetimeDelta, dt};
 
 /// Ages every [`Lifetime`] by `dt` (a `-dt` delta) and despawns the entity in the frame
 /// its time runs out (when `lifetime - dt <= 0`).
@@ -32,7 +32,7 @@ impl System for Expire {
             if l.0 - dt <= 0.0 {
                 out.despawn(e);
             } else {
-                out.write::<Lifetime>(e, -dt);
+                out.write::<Lifetime>(e, LifetimeDelta(-dt));
             }
         });
     }

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use glam::Vec2;
 use runsync::prelude::*;
 
-use crate::{Position, Velocity, dt};
+use crate::{Displace, Impulse, Position, Velocity, dt};
 
 /// Moves every entity with a [`Velocity`]: emits the displacement `velocity * dt` for its
 /// [`Position`] (merged by sum, so a [`Bounds`] correction in the same frame adds to it).
@@ -31,7 +31,7 @@ impl System for Integrate {
         let dt = dt(world);
         out.par_for_each::<(&Velocity, With<Position>)>(|e, (v, ()), out| {
             if v.0 != Vec2::ZERO {
-                out.write::<Position>(e, v.0 * dt);
+                out.write::<Position>(e, Displace(v.0 * dt));
             }
         });
     }
@@ -67,7 +67,7 @@ impl System for Gravity {
         if dv == Vec2::ZERO {
             return;
         }
-        out.par_for_each::<(With<Velocity>,)>(|e, _, out| out.write::<Velocity>(e, dv));
+        out.par_for_each::<(With<Velocity>,)>(|e, _, out| out.write::<Velocity>(e, Impulse(dv)));
     }
 
     fn name(&self) -> Cow<'static, str> {
@@ -105,7 +105,7 @@ impl System for Drag {
         }
         out.par_for_each::<(&Velocity,)>(|e, (v,), out| {
             if v.0 != Vec2::ZERO {
-                out.write::<Velocity>(e, -v.0 * k);
+                out.write::<Velocity>(e, Impulse(-v.0 * k));
             }
         });
     }
@@ -192,10 +192,10 @@ impl System for Bounds {
             let vel = v.map_or(Vec2::ZERO, |v| v.0);
             if let Some((dp, dv)) = this.correct(p.0, vel) {
                 if dp != Vec2::ZERO {
-                    out.write::<Position>(e, dp);
+                    out.write::<Position>(e, Displace(dp));
                 }
                 if v.is_some() && dv != Vec2::ZERO {
-                    out.write::<Velocity>(e, dv);
+                    out.write::<Velocity>(e, Impulse(dv));
                 }
             }
         });

@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use glam::Vec2;
 use runsync::prelude::*;
 
-use crate::{Collider, Grid, Position, Projectile, Velocity, dt};
+use crate::{Collider, Grid, Impulse, Position, Projectile, Velocity, dt};
 
 /// Pushes overlapping bodies apart: every entity with [`Position`], [`Velocity`] and
 /// [`Collider`] (projectiles excluded) whose circle overlaps others gets one [`Velocity`]
@@ -97,7 +97,7 @@ impl System for Separation {
                 push += dir * ((reach - dist) / reach);
             });
             if push != Vec2::ZERO {
-                out.write::<Velocity>(e, push * k);
+                out.write::<Velocity>(e, Impulse(push * k));
             }
         });
     }

@@ -76,6 +76,7 @@ pub fn first_mismatch(
 #[cfg(test)]
 mod tests {
     use glam::Vec2;
+    use runsync_systems::Displace;
 
     use super::*;
 
@@ -89,7 +90,7 @@ mod tests {
             let frame = world.resource::<Time>().frame;
             let step = if frame >= diverge { 2.0 } else { 1.0 };
             for (e, _) in world.query::<(&Position,)>() {
-                out.write::<Position>(e, Vec2::new(step, 0.0));
+                out.write::<Position>(e, Displace(Vec2::new(step, 0.0)));
             }
         });
         rt

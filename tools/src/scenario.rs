@@ -4,8 +4,8 @@
 use glam::Vec2;
 use runsync::prelude::*;
 use runsync_systems::{
-    AgentTemplate, Bounds, BoundsMode, Contact, Death, Drag, Expire, Health, Integrate, Position,
-    ProjectileTemplate, Separation, Spawner, SpawnerConfig, Team, Velocity,
+    AgentTemplate, Bounds, BoundsMode, Contact, Death, Drag, Expire, Health, Impulse, Integrate,
+    Position, ProjectileTemplate, Separation, Spawner, SpawnerConfig, Team, Velocity,
 };
 
 /// Number of teams in the arena.
@@ -113,7 +113,7 @@ fn steer(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
                 let target = targets[usize::from(t.0) % teams];
                 let dir = (target - p.0).normalize_or_zero();
                 if dir != Vec2::ZERO {
-                    out.write::<Velocity>(e, dir * dv);
+                    out.write::<Velocity>(e, Impulse(dir * dv));
                 }
             },
         );
