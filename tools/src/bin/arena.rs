@@ -24,11 +24,12 @@ use serde::Serialize;
 #[derive(Parser, Debug)]
 #[command(version, about)]
 struct Args {
-    /// Agents kept alive by the spawner's waves (projectiles come on top).
-    #[arg(long, default_value_t = 100_000)]
+    /// Agents kept alive by the spawner's waves (projectiles come on top); at least one
+    /// per team.
+    #[arg(long, default_value_t = 100_000, value_parser = at_least_one_per_team)]
     entities: usize,
-    /// Frames to run.
-    #[arg(long, default_value_t = 600)]
+    /// Frames to run (at least 1).
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
     /// Worker threads, counting the main thread; 0 = one per core.
     #[arg(long, default_value_t = 0)]
@@ -83,8 +84,35 @@ fn progress(len: u64, label: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
+/// `--entities`: the waves spawn whole teams, so fewer agents than teams would be none.
+fn at_least_one_per_team(s: &str) -> Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n < usize::from(TEAMS) {
+        return Err(format!(
+            "the arena has {TEAMS} teams and spawns whole teams, so it needs at least {TEAMS} \
+             agents (got {n})"
+        ));
+    }
+    Ok(n)
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    // Fail before the run, not after it, if the chart cannot be written.
+    if let Some(path) = &args.chart {
+        if let Err(e) = std::fs::File::create(path) {
+            eprintln!("arena: cannot write the chart to {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    }
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if args.workers > cores {
+        eprintln!(
+            "arena: warning: {} workers on {cores} cores: threads take turns on a core, so \
+             frames are slower and per-system times include time spent waiting for a core",
+            args.workers
+        );
+    }
     let hidden = args.json || !std::io::stdout().is_terminal();
     let config = ArenaConfig {
         agents: args.entities,
