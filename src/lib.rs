@@ -44,6 +44,7 @@ mod bundle;
 mod fold;
 mod query;
 mod query_mut;
+mod resource;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;

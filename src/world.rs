@@ -10,6 +10,7 @@ use crate::fold::{AnyFold, Fold};
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
+use crate::resource::{AnyResourceFold, ResourceFold};
 use crate::storage::{Storage, TableId, registered_twice};
 
 /// Entities, their components and global resources.
@@ -40,7 +41,11 @@ pub struct World {
     pub(crate) storage: Storage,
     /// One fold per component type, by id: the type's merge and its Sync state.
     pub(crate) folds: Vec<Box<dyn AnyFold>>,
-    resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
+    pub(crate) resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
+    /// Merges of the resources systems may write, by resource index.
+    pub(crate) resource_folds: Vec<Box<dyn AnyResourceFold>>,
+    /// Resource type to index in `resource_folds`.
+    resource_ids: TypeIdMap<u32>,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -80,6 +85,8 @@ impl World {
             storage: Storage::default(),
             folds: Vec::new(),
             resources: TypeIdMap::default(),
+            resource_folds: Vec::new(),
+            resource_ids: TypeIdMap::default(),
             scratch_ids: Vec::new(),
         }
     }
@@ -289,6 +296,74 @@ impl World {
         QueryMutIter::new(plan, columns, tables, tables_with)
     }
 
+    /// Lets systems write resource `R` with [`Output::write_resource`], folded in Sync by
+    /// `merge` like a component's outputs: every system's, in registration order then
+    /// emission order, in one merge call, visible from the next frame. `R` declares its
+    /// output type through [`Component`] (e.g. `type Output = Self` for a value replaced
+    /// by `merge::last`, or a delta for `merge::sum`). The value itself comes from
+    /// [`insert_resource`](Self::insert_resource), before or after; outputs for a
+    /// resource that is absent in Sync are dropped and counted.
+    ///
+    /// Derived data several systems need (a spatial grid, a path field) is built once per
+    /// frame by one system and written to such a resource (with `merge::last`); the others
+    /// read it in the next frame — one frame old, like everything in Run, and built once
+    /// instead of by every reader.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    ///
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Score(u32);
+    /// impl Component for Score { type Output = u32; } // points to add
+    /// impl std::ops::AddAssign<u32> for Score { fn add_assign(&mut self, d: u32) { self.0 += d } }
+    ///
+    /// let mut world = World::new();
+    /// world.register_resource::<Score>(merge::sum);
+    /// world.insert_resource(Score(0));
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Score>(3));
+    /// rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Score>(4));
+    /// rt.frame();
+    /// assert_eq!(rt.world().resource::<Score>(), &Score(7));
+    /// ```
+    ///
+    /// # Panics
+    /// If `R` is already registered as a written resource.
+    ///
+    /// [`Output::write_resource`]: crate::Output::write_resource
+    #[track_caller]
+    pub fn register_resource<R: Component>(&mut self, merge: impl Merge<R>) {
+        let next = self.resource_folds.len() as u32;
+        if self.resource_ids.insert(TypeId::of::<R>(), next).is_some() {
+            panic!(
+                "runsync: resource type `{}` is registered twice; register each written \
+                 resource once, with the one merge it uses",
+                type_name::<R>()
+            );
+        }
+        self.resource_folds
+            .push(Box::new(ResourceFold::<R, _>::new(merge)));
+    }
+
+    /// The index of written resource `R`.
+    ///
+    /// # Panics
+    /// If `R` was not registered with [`register_resource`](Self::register_resource).
+    #[track_caller]
+    pub(crate) fn resource_index<R: 'static>(&self) -> usize {
+        match self.resource_ids.get(&TypeId::of::<R>()) {
+            Some(&i) => i as usize,
+            None => {
+                let name = type_name::<R>();
+                let short = name.rsplit("::").next().unwrap_or(name);
+                panic!(
+                    "runsync: resource type `{name}` cannot be written by systems: register \
+                     it once with its merge, e.g. `world.register_resource::<{short}>(runsync::merge::last)`"
+                )
+            }
+        }
+    }
+
     /// Inserts (or replaces) a resource: a global value systems read with
     /// [`resource`](Self::resource).
     pub fn insert_resource<R: Send + Sync + 'static>(&mut self, resource: R) {
@@ -339,7 +414,12 @@ impl World {
     /// see [`MemoryStats`](crate::MemoryStats).
     pub(crate) fn memory(&self) -> (usize, usize, usize, usize) {
         let (tables, slots, columns) = self.storage.memory();
-        let folds = self.folds.iter().map(|f| f.capacity_bytes()).sum();
+        let folds = self.folds.iter().map(|f| f.capacity_bytes()).sum::<usize>()
+            + self
+                .resource_folds
+                .iter()
+                .map(|f| f.capacity_bytes())
+                .sum::<usize>();
         (tables, slots, columns, folds)
     }
 

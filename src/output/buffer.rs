@@ -27,6 +27,7 @@ use crate::entity::Entity;
 use crate::storage::{AnyColumns, Storage, TypedColumns};
 
 use super::erased::ErasedBuf;
+use crate::resource::AnyResBuf;
 
 /// Values for rows `row, row + 1, ..` of column `col`, starting at `values[start]` of
 /// their segment and running to the next run's `start` (or the segment's end).
@@ -403,6 +404,8 @@ pub(crate) struct SystemOutputs {
     pub(crate) world: u64,
     pub(crate) commands: Vec<Command>,
     pub(crate) spawn_types: Vec<ComponentId>,
+    /// Outputs for written resources, by resource index (see `World::register_resource`).
+    pub(crate) resources: Vec<Option<Box<dyn AnyResBuf>>>,
     /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
     pub(crate) chunks: Vec<SystemOutputs>,
     pub(crate) chunk_ranges: Vec<Chunk>,
@@ -426,6 +429,7 @@ impl Default for SystemOutputs {
             world: 0,
             commands: Vec::new(),
             spawn_types: Vec::new(),
+            resources: Vec::new(),
             chunks: Vec::new(),
             chunk_ranges: Vec::new(),
         }
@@ -453,9 +457,17 @@ impl SystemOutputs {
             .filter_map(|&id| self.buffers[id as usize].as_ref())
     }
 
-    /// Total writes over all types (dropped ones included).
+    /// Total writes over all types (dropped ones included), resources included.
     pub(crate) fn writes(&self) -> usize {
-        self.existing().map(|b| b.as_dyn_ref().writes()).sum()
+        self.existing()
+            .map(|b| b.as_dyn_ref().writes())
+            .sum::<usize>()
+            + self
+                .resources
+                .iter()
+                .flatten()
+                .map(|r| r.len())
+                .sum::<usize>()
     }
 
     /// Bytes reserved by all buffers, commands and chunk sub-buffers.
@@ -466,6 +478,12 @@ impl SystemOutputs {
             .sum::<usize>()
             + self.buffers.capacity() * size_of::<Option<ErasedBuf>>()
             + self.used.capacity() * size_of::<u32>()
+            + self
+                .resources
+                .iter()
+                .flatten()
+                .map(|r| r.capacity_bytes())
+                .sum::<usize>()
             + self.commands.capacity() * size_of::<Command>()
             + self.spawn_types.capacity() * size_of::<ComponentId>()
             + self.chunk_ranges.capacity() * size_of::<Chunk>()
@@ -486,6 +504,9 @@ impl SystemOutputs {
         }
         self.commands.clear();
         self.spawn_types.clear();
+        for r in self.resources.iter_mut().flatten() {
+            r.clear();
+        }
     }
 
     /// Appends `other` after everything in `self`, leaving `other` empty.
@@ -510,6 +531,15 @@ impl SystemOutputs {
         }
         self.commands.append(&mut other.commands);
         self.spawn_types.append(&mut other.spawn_types);
+        if self.resources.len() < other.resources.len() {
+            self.resources.resize_with(other.resources.len(), || None);
+        }
+        for (mine, theirs) in self.resources.iter_mut().zip(&mut other.resources) {
+            if let Some(theirs) = theirs {
+                mine.get_or_insert_with(|| theirs.empty_like())
+                    .append_any(&mut **theirs);
+            }
+        }
     }
 
     /// The buffer of type `C` (id `id`), created on first use.

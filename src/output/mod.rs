@@ -184,6 +184,24 @@ impl<'w> Output<'w> {
         }
     }
 
+    /// Emits `value` for resource `R`, folded in Sync by the merge registered with
+    /// [`World::register_resource`] (all systems' outputs, in system then emission order)
+    /// and visible from the next frame.
+    ///
+    /// # Panics
+    /// If `R` was not registered with [`World::register_resource`].
+    #[track_caller]
+    pub fn write_resource<R: Component>(&mut self, value: R::Output) {
+        let i = self.world.resource_index::<R>();
+        let slots = &mut self.bufs.resources;
+        if slots.len() <= i {
+            slots.resize_with(i + 1, || None);
+        }
+        crate::resource::typed_buf::<R>(&mut slots[i])
+            .values
+            .push(value);
+    }
+
     /// Spawns an entity with `bundle` (a tuple of components) in Sync. Its id is assigned
     /// in Sync, deterministically; it first appears in the next frame's Run.
     ///

@@ -7,6 +7,8 @@
 //! 2. [`fold_all`] — one job per component type on the pool: the type's fold merges its
 //!    sources into its columns (large types split further by row range). Types are
 //!    independent, so they fold in parallel with plain `&mut` splitting.
+//!    Then [`fold_resources`]: each resource registered with a merge folds its systems'
+//!    outputs, in system order, with one merge call.
 //! 3. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
 //! 4. [`commands::apply`] — structural commands, in system registration order then
 //!    emission order: despawn, remove, insert (replacing), spawn, one by one. Values
@@ -61,6 +63,10 @@ pub(crate) fn sync(
     {
         let _zone = crate::profile::step_zone("fold_all");
         fold_all(world, pool, &mut report);
+    }
+    {
+        let _zone = crate::profile::step_zone("fold_resources");
+        fold_resources(world, systems, &mut report);
     }
     {
         let _zone = crate::profile::step_zone("return_buffers");
@@ -126,6 +132,28 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     if let Err(p) = result {
         let name = storage.type_name(ComponentId(p.index as u32));
         report.merge_panic = Some((name, p.message()));
+    }
+}
+
+/// Step 2b: every written resource folds its systems' outputs (in system order) with one
+/// merge call. Resources are few and small: one thread.
+fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
+    let World {
+        resources,
+        resource_folds,
+        ..
+    } = world;
+    for (i, fold) in resource_folds.iter_mut().enumerate() {
+        let mut sources = systems
+            .iter_mut()
+            .filter(|s| s.ran)
+            .filter_map(|s| s.out.resources.get_mut(i)?.as_deref_mut());
+        let c = fold.fold(resources, &mut sources);
+        report.merged += c.merged;
+        report.dropped += c.dropped;
+        if report.merge_panic.is_none() {
+            report.merge_panic = c.panic;
+        }
     }
 }
 

@@ -1,0 +1,137 @@
+//! Resources as merge targets: `World::register_resource` and `Output::write_resource`.
+//!
+//! A resource registered with a merge is written like a component: systems emit outputs
+//! during Run, and Sync folds them — every system's, in system registration order, then
+//! emission order — into the resource with one merge call, after the component folds. The
+//! new value is visible from the next frame on.
+
+use std::any::{Any, TypeId, type_name};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::component::{Component, TypeIdMap};
+use crate::merge::Merge;
+
+/// One system's outputs for one resource type.
+pub(crate) struct ResBuf<R: Component> {
+    pub(crate) values: Vec<R::Output>,
+}
+
+/// The type-erased face of a [`ResBuf`].
+pub(crate) trait AnyResBuf: Send + Sync {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    fn len(&self) -> usize;
+    fn clear(&mut self);
+    fn empty_like(&self) -> Box<dyn AnyResBuf>;
+    /// Moves `other`'s outputs (of the same type) behind this buffer's.
+    fn append_any(&mut self, other: &mut dyn AnyResBuf);
+    fn capacity_bytes(&self) -> usize;
+}
+
+impl<R: Component> AnyResBuf for ResBuf<R> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+    fn len(&self) -> usize {
+        self.values.len()
+    }
+    fn clear(&mut self) {
+        self.values.clear();
+    }
+    fn empty_like(&self) -> Box<dyn AnyResBuf> {
+        Box::new(ResBuf::<R> { values: Vec::new() })
+    }
+    fn append_any(&mut self, other: &mut dyn AnyResBuf) {
+        let other = other
+            .as_any_mut()
+            .downcast_mut::<ResBuf<R>>()
+            .expect("a resource buffer of another type");
+        self.values.append(&mut other.values);
+    }
+    fn capacity_bytes(&self) -> usize {
+        self.values.capacity() * std::mem::size_of::<R::Output>()
+    }
+}
+
+/// The buffer for resource `R`, as a system's typed handle.
+pub(crate) fn typed_buf<R: Component>(slot: &mut Option<Box<dyn AnyResBuf>>) -> &mut ResBuf<R> {
+    slot.get_or_insert_with(|| Box::new(ResBuf::<R> { values: Vec::new() }))
+        .as_any_mut()
+        .downcast_mut()
+        .expect("resource id maps to another type")
+}
+
+/// What folding one resource did.
+#[derive(Default)]
+pub(crate) struct ResourceCounts {
+    pub(crate) merged: u64,
+    pub(crate) dropped: u64,
+    pub(crate) panic: Option<(&'static str, String)>,
+}
+
+/// The merge of one resource type, with its gathering scratch.
+pub(crate) struct ResourceFold<R: Component, M: Merge<R>> {
+    merge: M,
+    all: Vec<R::Output>,
+}
+
+impl<R: Component, M: Merge<R>> ResourceFold<R, M> {
+    pub(crate) fn new(merge: M) -> Self {
+        ResourceFold {
+            merge,
+            all: Vec::new(),
+        }
+    }
+}
+
+/// The type-erased face of a [`ResourceFold`].
+pub(crate) trait AnyResourceFold: Send + Sync {
+    /// Folds the outputs of `sources` (one buffer per system that wrote this resource, in
+    /// system order; emptied) into the resource in `resources`.
+    fn fold<'a>(
+        &mut self,
+        resources: &mut TypeIdMap<Box<dyn Any + Send + Sync>>,
+        sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
+    ) -> ResourceCounts;
+    fn capacity_bytes(&self) -> usize;
+}
+
+impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
+    fn fold<'a>(
+        &mut self,
+        resources: &mut TypeIdMap<Box<dyn Any + Send + Sync>>,
+        sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
+    ) -> ResourceCounts {
+        for buf in sources {
+            let buf = buf
+                .as_any_mut()
+                .downcast_mut::<ResBuf<R>>()
+                .expect("a resource buffer of another type");
+            self.all.append(&mut buf.values);
+        }
+        let mut counts = ResourceCounts::default();
+        if self.all.is_empty() {
+            return counts;
+        }
+        let n = self.all.len() as u64;
+        let target = resources
+            .get_mut(&TypeId::of::<R>())
+            .and_then(|r| r.downcast_mut::<R>());
+        match target {
+            Some(r) => {
+                let (merge, all) = (&self.merge, &self.all);
+                if let Err(p) = catch_unwind(AssertUnwindSafe(|| merge.merge(r, all))) {
+                    counts.panic = Some((type_name::<R>(), crate::pool::payload_message(&*p)));
+                }
+                counts.merged = n;
+            }
+            // Registered but not inserted (or removed): nothing to fold into.
+            None => counts.dropped = n,
+        }
+        self.all.clear();
+        counts
+    }
+
+    fn capacity_bytes(&self) -> usize {
+        self.all.capacity() * std::mem::size_of::<R::Output>()
+    }
+}
