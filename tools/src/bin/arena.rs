@@ -14,10 +14,10 @@ use std::time::Instant;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use runsync_systems::Health;
-use runsync_tools::chart;
 use runsync_tools::digest::{digest, first_mismatch};
 use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
 use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build};
+use runsync_tools::{chart, picture};
 use serde::Serialize;
 
 /// Teams of agents move, separate, collide, shoot, take damage, die and respawn.
@@ -43,6 +43,10 @@ struct Args {
     /// Write an SVG chart of per-frame Run and Sync time (stacked) to this file.
     #[arg(long, value_name = "FILE.svg")]
     chart: Option<PathBuf>,
+    /// Draw the field at the end of the run (agents coloured by team, projectiles as dots)
+    /// to this SVG file.
+    #[arg(long, value_name = "FILE.svg")]
+    picture: Option<PathBuf>,
     /// Run the same seed again on 1 worker and compare a digest of the whole world after
     /// every frame; exit with status 1 at the first differing frame.
     #[arg(long)]
@@ -98,11 +102,13 @@ fn at_least_one_per_team(s: &str) -> Result<usize, String> {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    // Fail before the run, not after it, if the chart cannot be written.
-    if let Some(path) = &args.chart {
-        if let Err(e) = std::fs::File::create(path) {
-            eprintln!("arena: cannot write the chart to {}: {e}", path.display());
-            return ExitCode::from(2);
+    // Fail before the run, not after it, if an output file cannot be written.
+    for (what, path) in [("chart", &args.chart), ("picture", &args.picture)] {
+        if let Some(path) = path {
+            if let Err(e) = std::fs::File::create(path) {
+                eprintln!("arena: cannot write the {what} to {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
         }
     }
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -151,6 +157,20 @@ fn main() -> ExitCode {
     bar.finish_and_clear();
     let agents = rt.world().query::<(&Health,)>().count();
     let summary = Summary::new(&records, workers, agents, peak_memory_bytes());
+    if let Some(path) = &args.picture {
+        let title = format!(
+            "arena after {} frames: {agents} agents in {TEAMS} teams, projectiles as dots",
+            args.frames
+        );
+        let side = arena_side(args.entities);
+        if let Err(e) = picture::draw(path, rt.world(), side, &title) {
+            eprintln!(
+                "arena: could not write the picture to {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
     drop(rt);
 
     let mut determinism: Option<String> = None;
@@ -214,6 +234,9 @@ fn main() -> ExitCode {
         print!("{}", summary.table());
         if let Some(path) = &args.chart {
             println!("chart            {}", path.display());
+        }
+        if let Some(path) = &args.picture {
+            println!("picture          {}", path.display());
         }
         if let Some(d) = &determinism {
             println!("determinism      {d}");
