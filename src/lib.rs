@@ -55,13 +55,17 @@ mod sync;
 mod system;
 
 pub use bundle::Bundle;
-pub use component::{Component, ComponentId};
+pub use component::{Component, ComponentId, DefaultMerge};
 pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
+/// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
+/// `#[component(merge = expr)]` also [`DefaultMerge`], for
+/// [`World::register_default`]. See [`DefaultMerge`] for an example.
+pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, Time};
 pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 pub use system::{System, SystemId};
@@ -71,7 +75,7 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Advance, Bundle, Component, Entity, FrameError, FrameStats, Output, Runtime, System,
-        SystemId, Time, With, Without, World,
+        Advance, Bundle, Component, DefaultMerge, Entity, FrameError, FrameStats, Output, Runtime,
+        System, SystemId, Time, With, Without, World,
     };
 }

@@ -115,6 +115,16 @@ impl World {
         }
     }
 
+    /// Registers `C` with the merge it declares ([`DefaultMerge`](crate::DefaultMerge),
+    /// which `#[derive(Component)]` implements for `#[component(merge = ..)]`).
+    ///
+    /// # Panics
+    /// If `C` is already registered.
+    #[track_caller]
+    pub fn register_default<C: crate::DefaultMerge>(&mut self) -> ComponentId {
+        self.register::<C>(C::default_merge())
+    }
+
     /// Whether `C` is registered.
     pub fn is_registered<C: Component>(&self) -> bool {
         self.storage.registry.get::<C>().is_some()

@@ -1,0 +1,58 @@
+//! `#[derive(Component)]` as a user writes it.
+
+use runsync::prelude::*;
+
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last)]
+struct Pos {
+    x: f32,
+    y: f32,
+}
+
+#[derive(Component, Clone, Copy, Debug, PartialEq, PartialOrd)]
+#[component(merge = merge::max)]
+struct Tag;
+
+/// Output only: registered with an explicit merge.
+#[derive(Component, Debug, PartialEq)]
+#[component(output = u32)]
+struct Hits(u32);
+
+/// Generic, with the merge taken from a function.
+#[derive(Component, Clone, Debug, PartialEq)]
+#[component(output = T, merge = keep_largest::<T>)]
+struct Best<T: PartialOrd + Clone + Send + Sync + 'static>(T);
+
+fn keep_largest<T: PartialOrd + Clone + Send + Sync + 'static>(b: &mut Best<T>, outs: &[T]) {
+    for o in outs {
+        if *o > b.0 {
+            b.0 = o.clone();
+        }
+    }
+}
+
+#[test]
+fn derived_components_register_and_merge() {
+    let mut w = World::new();
+    w.register_default::<Pos>();
+    w.register_default::<Tag>();
+    w.register::<Hits>(|h: &mut Hits, d: &[u32]| h.0 += d.iter().sum::<u32>());
+    w.register_default::<Best<u64>>();
+    let e = w.spawn((Pos { x: 0.0, y: 0.0 }, Tag, Hits(0), Best(5u64)));
+    let mut rt = Runtime::builder().workers(2).build(w);
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, _) in w.query::<(&Pos,)>() {
+            out.write::<Pos>(e, Pos { x: 1.0, y: 2.0 });
+            out.write::<Hits>(e, 2);
+            out.write::<Best<u64>>(e, 3);
+            out.write::<Best<u64>>(e, 9);
+            out.write::<Tag>(e, Tag);
+        }
+    });
+    rt.frame();
+    let w = rt.world();
+    assert_eq!(w.get::<Pos>(e), Some(&Pos { x: 1.0, y: 2.0 }));
+    assert_eq!(w.get::<Hits>(e), Some(&Hits(2)));
+    assert_eq!(w.get::<Best<u64>>(e), Some(&Best(9)));
+    assert_eq!(w.get::<Tag>(e), Some(&Tag));
+}
