@@ -60,7 +60,7 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer};
-pub use query::{QueryData, QueryIter, With, Without};
+pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for

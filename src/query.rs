@@ -217,6 +217,38 @@ tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
+/// `len()` counts the matching entities without visiting them: cost O(matching tables).
+impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
+
+/// Iterator returned by [`World::query_filtered`]: the entities matching `Q` and filter
+/// `F`, yielding only `Q`'s items.
+pub struct QueryFiltered<'w, Q: QueryData, F: QueryData> {
+    inner: QueryIter<'w, (Q, F)>,
+}
+
+impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
+    pub(crate) fn new(world: &'w World) -> Self {
+        QueryFiltered {
+            inner: QueryIter::new(world),
+        }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
+    type Item = (Entity, Q::Item<'w>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|(e, (q, _))| (e, q))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+}
+
+impl<Q: QueryData, F: QueryData> ExactSizeIterator for QueryFiltered<'_, Q, F> {}
+
 /// The tables a query visits, in creation order.
 #[derive(Clone)]
 enum TableCursor<'w> {
@@ -324,6 +356,19 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             self.columns = columns;
             self.row = 0;
         }
+    }
+
+    /// Exact: the rows left in the current table plus those of the matching tables still
+    /// ahead (a walk over the remaining candidate tables, no rows visited).
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let here = self.entities.len().saturating_sub(self.row);
+        let ahead: usize = self
+            .tables
+            .clone()
+            .filter(|&t| Q::matches(&self.state, self.world, t))
+            .map(|t| self.world.table_len(t))
+            .sum();
+        (here + ahead, Some(here + ahead))
     }
 
     fn fold<B, F>(mut self, init: B, mut f: F) -> B

@@ -8,7 +8,7 @@ use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
 use crate::merge::Merge;
-use crate::query::{QueryData, QueryIter};
+use crate::query::{QueryData, QueryFiltered, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceFold};
 use crate::storage::{Storage, TableId, registered_twice};
@@ -274,6 +274,32 @@ impl World {
     #[track_caller]
     pub fn query<Q: QueryData>(&self) -> QueryIter<'_, Q> {
         QueryIter::new(self)
+    }
+
+    /// [`query`](Self::query) with a filter `F` (e.g. [`With<Enemy>`](crate::With), or a
+    /// tuple of filters) that selects entities without adding to the items: yields
+    /// `(Entity, Q::Item)`. `.len()` counts without visiting rows.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Pos(f32); impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy)] struct Enemy; impl Component for Enemy { type Output = Enemy; }
+    /// # let mut world = World::new();
+    /// # world.register::<Pos>(merge::last); world.register::<Enemy>(merge::last);
+    /// world.spawn((Pos(1.0), Enemy));
+    /// world.spawn((Pos(2.0),));
+    /// let enemies = world.query_filtered::<(&Pos,), With<Enemy>>();
+    /// assert_eq!(enemies.len(), 1);
+    /// for (_e, (p,)) in enemies {
+    ///     assert_eq!(p.0, 1.0);
+    /// }
+    /// ```
+    ///
+    /// # Panics
+    /// If a type in `Q` or `F` is not registered.
+    #[track_caller]
+    pub fn query_filtered<Q: QueryData, F: QueryData>(&self) -> QueryFiltered<'_, Q, F> {
+        QueryFiltered::new(self)
     }
 
     /// Iterates mutably over the entities matching `Q`, between frames: setup, loading,
