@@ -59,7 +59,7 @@ pub use component::{Component, ComponentId, DefaultMerge};
 pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
-pub use output::{Output, Writer};
+pub use output::{Output, Writer, WriterSet};
 pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with

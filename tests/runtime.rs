@@ -549,3 +549,62 @@ fn closure_systems_are_named_by_call_site() {
         rt.system_name(f)
     );
 }
+
+/// `writers::<(A, B)>()` gives the same world as plain writes, and plain writes after it
+/// still land where they should.
+#[test]
+fn several_writers_at_once_match_plain_writes() {
+    let make = || {
+        let mut w = world();
+        for i in 0..200 {
+            if i % 3 == 0 {
+                w.spawn((Pos(i as f32), Hp(i), Tag));
+            } else {
+                w.spawn((Pos(i as f32), Hp(i)));
+            }
+        }
+        runtime(w)
+    };
+    let mut a = make();
+    a.add_system(|w: &World, out: &mut Output| {
+        let (mut pos, mut hp) = out.writers::<(Pos, Hp)>();
+        for (e, (p, h)) in w.query::<(&Pos, &Hp)>() {
+            pos.write(e, Pos(p.0 + 1.0));
+            hp.write(e, h.0 % 7);
+        }
+        for (e, (p,)) in w.query::<(&Pos,)>().step_by(5) {
+            out.write::<Pos>(e, Pos(p.0 * 2.0));
+        }
+    });
+    let mut b = make();
+    b.add_system(|w: &World, out: &mut Output| {
+        for (e, (p, h)) in w.query::<(&Pos, &Hp)>() {
+            out.write::<Pos>(e, Pos(p.0 + 1.0));
+            out.write::<Hp>(e, h.0 % 7);
+        }
+        for (e, (p,)) in w.query::<(&Pos,)>().step_by(5) {
+            out.write::<Pos>(e, Pos(p.0 * 2.0));
+        }
+    });
+    for _ in 0..3 {
+        a.frame();
+        b.frame();
+    }
+    let dump = |rt: &Runtime| {
+        rt.world()
+            .query::<(&Pos, &Hp)>()
+            .map(|(e, (p, h))| (e, *p, *h))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(dump(&a), dump(&b));
+}
+
+#[test]
+fn writers_naming_a_type_twice_is_an_error() {
+    let mut rt = runtime(world());
+    rt.add_system(|_: &World, out: &mut Output| {
+        let _ = out.writers::<(Pos, Pos)>();
+    });
+    let err = rt.try_frame().unwrap_err().to_string();
+    assert!(err.contains("names component type"), "{err}");
+}

@@ -202,6 +202,38 @@ impl<'w> Output<'w> {
             .push(value);
     }
 
+    /// Writers for several component types at once, for a hot loop that writes each of them:
+    /// `let (mut pos, mut vel) = out.writers::<(Pos, Vel)>();`.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Vel(f32);
+    /// # impl Component for Vel { type Output = Vel; }
+    /// # let mut world = World::new();
+    /// # world.register::<Pos>(merge::last); world.register::<Vel>(merge::last);
+    /// # let e = world.spawn((Pos(1.0), Vel(2.0)));
+    /// # let mut rt = Runtime::builder().workers(1).build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     let (mut pos, mut vel) = out.writers::<(Pos, Vel)>();
+    ///     for (e, (p, v)) in w.query::<(&Pos, &Vel)>() {
+    ///         pos.write(e, Pos(p.0 + v.0));
+    ///         vel.write(e, Vel(v.0 * 0.5));
+    ///     }
+    /// });
+    /// rt.frame();
+    /// # assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(3.0)));
+    /// # assert_eq!(rt.world().get::<Vel>(e), Some(&Vel(1.0)));
+    /// ```
+    ///
+    /// # Panics
+    /// If a type is unregistered or named twice.
+    #[track_caller]
+    pub fn writers<S: WriterSet>(&mut self) -> S::Writers<'_, 'w> {
+        S::writers(self)
+    }
+
     /// Spawns an entity with `bundle` (a tuple of components) in Sync. Its id is assigned
     /// in Sync, deterministically; it first appears in the next frame's Run.
     ///
@@ -253,6 +285,76 @@ impl<'w> Output<'w> {
         self.world
     }
 }
+
+/// Sets of component types [`Output::writers`] hands writers for: tuples of 2 to 4
+/// distinct component types.
+pub trait WriterSet {
+    /// The writers, one per type, in the tuple's order.
+    type Writers<'o, 'w: 'o>;
+    #[doc(hidden)]
+    fn writers<'o, 'w: 'o>(out: &'o mut Output<'w>) -> Self::Writers<'o, 'w>;
+}
+
+/// `N` distinct entries of `bufs`, mutably at once.
+fn pick_disjoint<const N: usize>(
+    bufs: &mut [Option<ErasedBuf>],
+    ids: [ComponentId; N],
+) -> [&mut ErasedBuf; N] {
+    let mut picked: [Option<&mut ErasedBuf>; N] = std::array::from_fn(|_| None);
+    for (i, b) in bufs.iter_mut().enumerate() {
+        if let Some(k) = ids.iter().position(|id| id.index() == i) {
+            picked[k] = b.as_mut();
+        }
+    }
+    picked.map(|b| b.expect("every writer's buffer was created"))
+}
+
+macro_rules! writer_set {
+    ($($name:ident $var:ident),*) => {
+        impl<$($name: Component),*> WriterSet for ($($name,)*) {
+            type Writers<'o, 'w: 'o> = ($(Writer<'o, 'w, $name>,)*);
+            #[track_caller]
+            fn writers<'o, 'w: 'o>(out: &'o mut Output<'w>) -> Self::Writers<'o, 'w> {
+                let ids = [$(out.id::<$name>()),*];
+                for (i, id) in ids.iter().enumerate() {
+                    if ids[..i].contains(id) {
+                        panic!(
+                            "runsync: `writers` names component type `{}` twice; one writer \
+                             per type",
+                            out.world.registry().info(*id).name
+                        );
+                    }
+                }
+                let mut k = 0;
+                $(
+                    let _ = out.bufs.typed::<$name>(ids[k]);
+                    k += 1;
+                )*
+                let _ = k;
+                // The writers append runs of their own: no remembered cursor stays valid.
+                out.reset_cursors();
+                let world = out.world;
+                let [$($var),*] = pick_disjoint(&mut out.bufs.buffers, ids);
+                k = 0;
+                ($({
+                    let w = Writer {
+                        buf: $var.typed_mut::<$name>(),
+                        cursor: Cursor::NONE,
+                        world,
+                        id: ids[k],
+                    };
+                    k += 1;
+                    let _ = k;
+                    w
+                },)*)
+            }
+        }
+    };
+}
+
+writer_set!(A a, B b);
+writer_set!(A a, B b, C c);
+writer_set!(A a, B b, C c, D d);
 
 /// A typed writer for one component type; see [`Output::writer`].
 pub struct Writer<'o, 'w, C: Component> {
