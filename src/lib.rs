@@ -30,6 +30,7 @@
 pub mod merge;
 
 // Leaves.
+mod checksum;
 mod component;
 mod entity;
 mod stats;
@@ -43,6 +44,7 @@ mod primitive;
 mod bundle;
 mod fold;
 mod query;
+mod snapshot;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod profile;
@@ -52,12 +54,14 @@ mod sync;
 mod system;
 
 pub use bundle::Bundle;
+pub use checksum::{Checksum, Checksummer, Desync};
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use merge::Merge;
 pub use output::{Output, Writer};
 pub use query::{QueryData, QueryIter, With, Without};
-pub use runtime::{Runtime, RuntimeBuilder, Time};
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
+pub use snapshot::{Snapshot, SnapshotError};
 pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 pub use system::{System, SystemId};
 pub use world::World;
@@ -66,7 +70,7 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Bundle, Component, Entity, FrameError, FrameStats, Output, Runtime, System, SystemId, Time,
-        With, Without, World,
+        Bundle, Checksum, Checksummer, Component, Entity, FrameError, FrameStats, Output, Runtime,
+        Snapshot, System, SystemId, Time, With, Without, World,
     };
 }

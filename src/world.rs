@@ -39,7 +39,9 @@ pub struct World {
     pub(crate) storage: Storage,
     /// One fold per component type, by id: the type's merge and its Sync state.
     pub(crate) folds: Vec<Box<dyn AnyFold>>,
-    resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
+    pub(crate) resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
+    /// Resource types opted into snapshots, in opt-in order.
+    pub(crate) resource_hooks: Vec<crate::snapshot::ResourceHook>,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -69,6 +71,7 @@ impl World {
             storage: Storage::default(),
             folds: Vec::new(),
             resources: TypeIdMap::default(),
+            resource_hooks: Vec::new(),
             scratch_ids: Vec::new(),
         }
     }

@@ -138,6 +138,26 @@ impl Tables {
         id
     }
 
+    /// Drops tables `n..` (the empty table 0 always stays), with their lookup entries and
+    /// every cached edge to them. The caller drops their columns.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        let n = n.max(1);
+        if n >= self.tables.len() {
+            return;
+        }
+        for t in self.tables.drain(n..) {
+            self.by_components.remove(&t.components);
+        }
+        let keep = |&(_, to): &(ComponentId, TableId)| (to as usize) < n;
+        for t in &mut self.tables {
+            t.add_edges.retain(keep);
+            t.remove_edges.retain(keep);
+        }
+        // Table 0 holds exactly the empty set, so this cache entry is always right.
+        self.last.0.clear();
+        self.last.1 = 0;
+    }
+
     /// The table reached from `from` by adding (`add = true`) or removing type `id`.
     pub(crate) fn neighbour(
         &mut self,
