@@ -391,9 +391,10 @@ impl Runtime {
     pub fn restore(&mut self, snapshot: &RuntimeSnapshot) {
         self.world.restore(&snapshot.world);
         self.frame = snapshot.frame;
-        match snapshot.time {
-            Some(t) => self.world.insert_resource(t),
-            None => {
+        match (snapshot.time, self.world.resource_mut::<Time>()) {
+            (Some(t), Some(now)) => *now = t,
+            (Some(t), None) => self.world.insert_resource(t),
+            (None, _) => {
                 self.world.remove_resource::<Time>();
             }
         }
