@@ -20,12 +20,14 @@
 //! tables; [`World::query`] reads them. [`Runtime`] runs [`System`]s: the Run phase gives
 //! each an [`Output`], the Sync phase folds outputs with the [`Merge`] registered per type
 //! (see [`merge`]), then applies structural commands. Which write path costs what:
-//! [`Output`](crate::Output#which-write-path-when).
+//! [`Output`](crate::Output#which-write-path-when). [`World::snapshot`],
+//! [`World::restore`], [`World::checksum`] and [`World::first_difference`] save, roll
+//! back, digest and compare worlds (rollback netcode, desync detection).
 //!
 //! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`
 //! (leaves); `storage/` (tables, columns, entity moves); `output/` (what systems emit);
 //! `pool` (the workers); `fold/` (one typed fold per component type); `world`, `query`,
-//! `bundle`; `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
+//! `bundle`; `checksum` and `snapshot` (save, restore, compare); `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
 
 pub mod merge;
 
