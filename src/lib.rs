@@ -24,10 +24,11 @@
 //! [`World::restore`], [`World::checksum`] and [`World::first_difference`] save, roll
 //! back, digest and compare worlds (rollback netcode, desync detection).
 //!
-//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`
-//! (leaves); `storage/` (tables, columns, entity moves); `output/` (what systems emit);
-//! `pool` (the workers); `fold/` (one typed fold per component type); `world`, `query`,
-//! `bundle`; `checksum` and `snapshot` (save, restore, compare); `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
+//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`,
+//! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
+//! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
+//! component type); `world`, `query`, `bundle`, `snapshot` (save, restore, compare);
+//! `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
 
 pub mod merge;
 
