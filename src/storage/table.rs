@@ -224,4 +224,25 @@ mod tests {
         );
         assert_eq!(t.len(), 3);
     }
+
+    #[test]
+    fn truncate_forgets_tables_their_lookups_and_edges() {
+        let mut t = Tables::default();
+        let mut add = |_, _| 0;
+        let (a, b, c) = (ComponentId(0), ComponentId(1), ComponentId(2));
+        let ta = t.find_or_create(&[a], &mut add);
+        let tab = t.neighbour(ta, b, true, &mut add);
+        let tac = t.neighbour(ta, c, true, &mut add);
+        assert_eq!((ta, tab, tac), (1, 2, 3));
+        t.truncate(2);
+        assert_eq!(t.len(), 2);
+        // The edge from {a} to the dropped {a, b} is gone: the table is made again, with
+        // the id a fresh history would give it.
+        assert_eq!(t.neighbour(ta, c, true, &mut add), 2);
+        assert_eq!(t.get(2).components(), &[a, c]);
+        assert_eq!(t.find_or_create(&[a, b], &mut add), 3);
+        assert_eq!(t.find_or_create(&[], &mut add), 0, "the empty table stays");
+        t.truncate(0);
+        assert_eq!(t.len(), 1);
+    }
 }
