@@ -258,6 +258,17 @@ checksum_tuple!(0 A, 1 B, 2 C, 3 D, 4 E, 5 F, 6 G, 7 H);
 ///
 /// `Display` prints one line, e.g. ``entity 3v1, component `game::Pos`: Pos(1.0) vs
 /// Pos(2.0)``.
+///
+/// ```
+/// use runsync::prelude::*;
+/// let mut a = World::new();
+/// let b = World::new();
+/// let e = a.spawn(());
+/// let d = a.first_difference(&b).unwrap();
+/// assert_eq!(d.entity(), Some(e));
+/// assert_eq!(d.component(), None);
+/// assert_eq!(d.to_string(), "entity 0v1 is alive only on the left");
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Desync {
     pub(crate) entity: Option<Entity>,

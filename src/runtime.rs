@@ -76,7 +76,20 @@ impl RuntimeBuilder {
 }
 
 /// A [`Runtime`]'s saved state: a world [`Snapshot`], the frame counter and [`Time`]; see
-/// [`Runtime::snapshot`].
+/// [`Runtime::snapshot`] (an example) and [`Runtime::snapshot_into`] (a reused ring).
+///
+/// ```
+/// use runsync::prelude::*;
+/// use runsync::RuntimeSnapshot;
+/// let mut rt = Runtime::builder().workers(1).build(World::new());
+/// let mut ring: Vec<RuntimeSnapshot> = (0..3).map(|_| RuntimeSnapshot::new()).collect();
+/// for f in 0..6 {
+///     rt.snapshot_into(&mut ring[f % 3]).unwrap(); // the state before frame f
+///     rt.frame();
+/// }
+/// rt.restore(&ring[4 % 3]);
+/// assert_eq!((rt.frame_count(), ring[4 % 3].frame()), (4, 4));
+/// ```
 #[derive(Debug, Default)]
 pub struct RuntimeSnapshot {
     world: Snapshot,

@@ -73,7 +73,7 @@ impl fmt::Debug for Snapshot {
 
 impl Snapshot {
     /// An empty snapshot, to be filled by [`World::snapshot_into`] (which then reuses its
-    /// memory on every later call).
+    /// memory on every later call). See [`World::snapshot_into`] for an example.
     pub fn new() -> Self {
         Snapshot::default()
     }
@@ -90,6 +90,17 @@ impl Snapshot {
 }
 
 /// Why a world could not be snapshot.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # use runsync::SnapshotError;
+/// struct NotClone;
+/// impl Component for NotClone { type Output = (); }
+/// let mut world = World::new();
+/// world.register::<NotClone>(|_: &mut NotClone, _: &[()]| {});
+/// let err = world.snapshot().unwrap_err();
+/// assert!(matches!(err, SnapshotError::NotSnapshotting { type_name } if type_name.ends_with("NotClone")));
+/// ```
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SnapshotError {
@@ -256,6 +267,18 @@ impl World {
     /// allocator and tables' entity lists, plus allocating the copy; use
     /// [`snapshot_into`](Self::snapshot_into) to reuse one.
     ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.snapshotting::<Pos>();
+    /// world.spawn((Pos(1.0),));
+    /// let saved = world.snapshot().unwrap();
+    /// assert_eq!(saved.len(), 1);
+    /// ```
+    ///
     /// # Errors
     /// [`SnapshotError::NotSnapshotting`] naming the first registered type not opted in
     /// with [`snapshotting`](Self::snapshotting).
@@ -327,6 +350,23 @@ impl World {
     /// Cost: a `clone_from` of every saved vector into this world's: no allocation when
     /// the world has the snapshot's shape (same tables, capacity for the rows); values
     /// replaced are dropped.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.snapshotting::<Pos>();
+    /// let a = world.spawn((Pos(1.0),));
+    /// let saved = world.snapshot().unwrap();
+    /// world.despawn(a);
+    /// let b = world.spawn((Pos(2.0),)); // reuses a's slot, next generation
+    /// world.restore(&saved);
+    /// assert!(world.is_alive(a) && !world.is_alive(b));
+    /// world.despawn(a);
+    /// assert_eq!(world.spawn((Pos(3.0),)), b, "the same history, the same ids");
+    /// ```
     ///
     /// # Panics
     /// If this world's registered component types differ from the snapshot's.
