@@ -291,7 +291,7 @@ impl Desync {
     }
 
     /// The value on the left (`self`) and right (`other`) side, `Debug`-formatted, when
-    /// the difference is in a checksummed component's value.
+    /// the difference is in a checksummed component's or resource's value.
     pub fn values(&self) -> Option<(&str, &str)> {
         Some((self.left.as_deref()?, self.right.as_deref()?))
     }

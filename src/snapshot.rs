@@ -17,9 +17,10 @@
 //! - Resources: [`World::snapshotting_resource::<R>()`](World::snapshotting_resource)
 //!   (`R: Clone`). A snapshot holds every opted-in resource (or its absence); restore puts
 //!   each back (or removes it). Other resources (assets, configuration) are left as they
-//!   are. Resources are not part of the checksum: state that must be checked belongs in
-//!   components. [`Runtime::snapshot`](crate::Runtime::snapshot) adds the frame counter
-//!   and [`Time`](crate::Time).
+//!   are. [`World::checksumming_resource::<R>()`](World::checksumming_resource)
+//!   (`R: Checksum + Debug`) adds a resource to the checksum and the desync report.
+//!   [`Runtime::snapshot`](crate::Runtime::snapshot) adds the frame counter and
+//!   [`Time`](crate::Time).
 //!
 //! # Cost
 //!
@@ -139,6 +140,30 @@ pub(crate) struct ResourceHook {
     load: fn(&mut World, Option<&(dyn Any + Send + Sync)>),
 }
 
+/// How to checksum and show one opted-in resource type.
+pub(crate) struct ResourceSum {
+    type_id: TypeId,
+    name: &'static str,
+    /// Writes presence and value into the checksum.
+    sum: fn(&World, &mut Checksummer),
+    /// The value, `Debug`-formatted, if present.
+    show: fn(&World) -> Option<String>,
+}
+
+fn sum_resource<R: Checksum + Send + Sync + 'static>(world: &World, h: &mut Checksummer) {
+    match world.get_resource::<R>() {
+        None => h.write_u64(0),
+        Some(r) => {
+            h.write_u64(1);
+            r.checksum(h);
+        }
+    }
+}
+
+fn show_resource<R: fmt::Debug + Send + Sync + 'static>(world: &World) -> Option<String> {
+    world.get_resource::<R>().map(|r| format!("{r:?}"))
+}
+
 /// One resource in a snapshot: its copy, or its absence (`present == false`).
 struct SavedResource {
     type_id: TypeId,
@@ -254,6 +279,40 @@ impl World {
                 type_id,
                 save: save_resource::<R>,
                 load: load_resource::<R>,
+            });
+        }
+        self
+    }
+
+    /// Opts resource type `R` into [`checksum`](Self::checksum) (after the entities,
+    /// in opt-in order; an absent resource counts as absent) and
+    /// [`first_difference`](Self::first_difference). Returns `self` to chain; opting in
+    /// twice is a no-op.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Debug)]
+    /// struct Seed(u64);
+    /// impl runsync::Checksum for Seed {
+    ///     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
+    /// }
+    /// let mut world = World::new();
+    /// world.checksumming_resource::<Seed>();
+    /// world.insert_resource(Seed(1));
+    /// let before = world.checksum();
+    /// world.insert_resource(Seed(2));
+    /// assert_ne!(world.checksum(), before);
+    /// ```
+    pub fn checksumming_resource<R: Checksum + fmt::Debug + Send + Sync + 'static>(
+        &mut self,
+    ) -> &mut Self {
+        let type_id = TypeId::of::<R>();
+        if !self.resource_sums.iter().any(|h| h.type_id == type_id) {
+            self.resource_sums.push(ResourceSum {
+                type_id,
+                name: std::any::type_name::<R>(),
+                sum: sum_resource::<R>,
+                show: show_resource::<R>,
             });
         }
         self
@@ -386,8 +445,10 @@ impl World {
     /// A stable 64-bit digest of the world's state: the entity allocator (live entities,
     /// every slot's generation, the free list), then each non-empty table in creation
     /// order with its component type ids and entities, then, for each type opted in with
-    /// [`checksumming`](Self::checksumming), its values in row order. Types not opted in
-    /// count only through which entities have them; resources do not count.
+    /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
+    /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
+    /// order. Types not opted in count only through which entities have them; other
+    /// resources do not count.
     ///
     /// The hash is [`Checksummer`] (fixed, documented), so the digest is the same for the
     /// same state at any worker count, with or without `single-threaded`, and across runs
@@ -410,13 +471,17 @@ impl World {
     pub fn checksum(&self) -> u64 {
         let mut h = Checksummer::new();
         self.storage.checksum(&mut h);
+        for r in &self.resource_sums {
+            (r.sum)(self, &mut h);
+        }
         h.finish()
     }
 
     /// Where this world and `other`, which should be equal, first differ, or `None` if
     /// they hold the same state: an entity alive on one side only, a component present on
     /// one side only, or a checksummed component's differing values (both printed). Then
-    /// the entity allocator, then storage order. Entities are visited in this world's
+    /// the entity allocator, then storage order, then the resources opted in on this
+    /// side with [`checksumming_resource`](Self::checksumming_resource). Entities are visited in this world's
     /// order (tables in creation order, rows in order), so the first difference found is
     /// deterministic.
     ///
@@ -464,6 +529,27 @@ impl World {
                 ),
             });
         }
-        self.storage.first_difference(&other.storage)
+        if let Some(d) = self.storage.first_difference(&other.storage) {
+            return Some(d);
+        }
+        self.resource_sums.iter().find_map(|r| {
+            let sum = |w: &World| {
+                let mut h = Checksummer::new();
+                (r.sum)(w, &mut h);
+                h.finish()
+            };
+            if sum(self) == sum(other) {
+                return None;
+            }
+            let show = |w: &World| (r.show)(w).unwrap_or_else(|| "absent".into());
+            let (left, right) = (show(self), show(other));
+            Some(Desync {
+                entity: None,
+                component: None,
+                what: format!("resource `{}`: {left} vs {right}", r.name),
+                left: Some(left),
+                right: Some(right),
+            })
+        })
     }
 }

@@ -42,6 +42,8 @@ pub struct World {
     pub(crate) resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
     /// Resource types opted into snapshots, in opt-in order.
     pub(crate) resource_hooks: Vec<crate::snapshot::ResourceHook>,
+    /// Resource types opted into checksums, in opt-in order.
+    pub(crate) resource_sums: Vec<crate::snapshot::ResourceSum>,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -72,6 +74,7 @@ impl World {
             folds: Vec::new(),
             resources: TypeIdMap::default(),
             resource_hooks: Vec::new(),
+            resource_sums: Vec::new(),
             scratch_ids: Vec::new(),
         }
     }

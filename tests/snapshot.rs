@@ -251,3 +251,33 @@ fn checksum_is_stable_across_builds_and_runs() {
 }
 
 const GOLDEN: u64 = 0x3ffd_3bbf_b1ff_941f;
+
+#[derive(Clone, Debug, PartialEq)]
+struct Rng(u64);
+impl Checksum for Rng {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
+}
+
+#[test]
+fn opted_in_resources_count_in_the_checksum_and_the_report() {
+    let make = |seed| {
+        let mut w = world();
+        w.checksumming_resource::<Rng>()
+            .snapshotting_resource::<Rng>();
+        w.insert_resource(Rng(seed));
+        w
+    };
+    let (a, b) = (make(1), make(2));
+    assert_ne!(a.checksum(), b.checksum());
+    let d = a.first_difference(&b).unwrap();
+    assert_eq!(d.values(), Some(("Rng(1)", "Rng(2)")));
+    assert!(d.to_string().contains("resource"), "{d}");
+    let mut c = make(1);
+    assert_eq!(a.checksum(), c.checksum());
+    c.remove_resource::<Rng>();
+    assert_ne!(a.checksum(), c.checksum(), "absent differs from present");
+    c.restore(&a.snapshot().unwrap());
+    assert_eq!(a.first_difference(&c), None);
+}
