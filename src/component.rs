@@ -110,6 +110,7 @@ pub(crate) type TypeIdMap<V> = HashMap<TypeId, V, BuildHasherDefault<TypeIdHashe
 #[derive(Clone, Debug)]
 pub(crate) struct ComponentInfo {
     pub(crate) name: &'static str,
+    pub(crate) type_id: TypeId,
 }
 
 /// Maps component types to dense ids.
@@ -130,6 +131,7 @@ impl Registry {
                 v.insert(next);
                 self.infos.push(ComponentInfo {
                     name: type_name::<C>(),
+                    type_id: TypeId::of::<C>(),
                 });
                 Ok(next)
             }

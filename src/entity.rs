@@ -117,7 +117,77 @@ pub(crate) struct Entities {
     limit: Option<usize>,
 }
 
+impl Clone for Entities {
+    fn clone(&self) -> Self {
+        let mut e = Entities::default();
+        e.clone_from(self);
+        e
+    }
+
+    /// Copies the whole allocator state (generations, locations, free list, retired
+    /// count) reusing this one's vectors: no allocation when they are large enough.
+    fn clone_from(&mut self, src: &Self) {
+        self.slots.clone_from(&src.slots);
+        self.free.clone_from(&src.free);
+        self.alive = src.alive;
+        self.retired = src.retired;
+        #[cfg(test)]
+        {
+            self.limit = src.limit;
+        }
+    }
+}
+
 impl Entities {
+    /// Writes the allocator state into `h`: counts, every slot's generation and
+    /// liveness, and the free list (which decides the next ids).
+    pub(crate) fn checksum(&self, h: &mut crate::checksum::Checksummer) {
+        h.write_u64(self.alive as u64);
+        h.write_u64(self.retired as u64);
+        h.write_u64(self.slots.len() as u64);
+        for s in &self.slots {
+            let live = s.location != Location::NONE;
+            h.write_u64(u64::from(s.generation.get()) << 1 | u64::from(live));
+        }
+        h.write_u64(self.free.len() as u64);
+        for &f in &self.free {
+            h.write_u32(f);
+        }
+    }
+
+    /// The first difference between two allocator states, described, or `None`.
+    pub(crate) fn first_difference(&self, other: &Entities) -> Option<String> {
+        if self.slots.len() != other.slots.len() {
+            return Some(format!(
+                "entity slot count: {} vs {}",
+                self.slots.len(),
+                other.slots.len()
+            ));
+        }
+        for (i, (a, b)) in self.slots.iter().zip(&other.slots).enumerate() {
+            if a.generation != b.generation {
+                return Some(format!(
+                    "slot {i} generation: {} vs {}",
+                    a.generation, b.generation
+                ));
+            }
+        }
+        if self.free != other.free {
+            return Some(format!(
+                "entity free list (next ids): {:?} vs {:?}",
+                self.free.iter().rev().take(8).collect::<Vec<_>>(),
+                other.free.iter().rev().take(8).collect::<Vec<_>>()
+            ));
+        }
+        if self.retired != other.retired {
+            return Some(format!(
+                "retired slots: {} vs {}",
+                self.retired, other.retired
+            ));
+        }
+        None
+    }
+
     /// Allocates a handle. The caller must set its location before anyone looks it up.
     ///
     /// # Panics

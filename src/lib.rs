@@ -20,16 +20,20 @@
 //! tables; [`World::query`] reads them. [`Runtime`] runs [`System`]s: the Run phase gives
 //! each an [`Output`], the Sync phase folds outputs with the [`Merge`] registered per type
 //! (see [`merge`]), then applies structural commands. Which write path costs what:
-//! [`Output`](crate::Output#which-write-path-when).
+//! [`Output`](crate::Output#which-write-path-when). [`World::snapshot`],
+//! [`World::restore`], [`World::checksum`] and [`World::first_difference`] save, roll
+//! back, digest and compare worlds (rollback netcode, desync detection).
 //!
-//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`
-//! (leaves); `storage/` (tables, columns, entity moves); `output/` (what systems emit);
-//! `pool` (the workers); `fold/` (one typed fold per component type); `world`, `query`,
-//! `bundle`; `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
+//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`,
+//! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
+//! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
+//! component type); `world`, `query`, `bundle`, `snapshot` (save, restore, compare);
+//! `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
 
 pub mod merge;
 
 // Leaves.
+mod checksum;
 mod component;
 mod entity;
 mod stats;
@@ -45,6 +49,7 @@ mod fold;
 mod query;
 mod query_mut;
 mod resource;
+mod snapshot;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;
@@ -55,6 +60,7 @@ mod sync;
 mod system;
 
 pub use bundle::Bundle;
+pub use checksum::{Checksum, Checksummer, Desync};
 pub use component::{Component, ComponentId, DefaultMerge};
 pub use entity::Entity;
 pub use fixed_step::Advance;
@@ -66,7 +72,8 @@ pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
-pub use runtime::{Runtime, RuntimeBuilder, Time};
+pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
+pub use snapshot::{Snapshot, SnapshotError};
 pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 pub use system::{System, SystemId};
 pub use world::World;
@@ -75,7 +82,7 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Advance, Bundle, Component, DefaultMerge, Entity, FrameError, FrameStats, Output, Runtime,
-        System, SystemId, Time, With, Without, World,
+        Advance, Bundle, Checksum, Checksummer, Component, DefaultMerge, Entity, FrameError,
+        FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without, World,
     };
 }

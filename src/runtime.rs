@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
+use crate::snapshot::{Snapshot, SnapshotError};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 use crate::system::{System, SystemId, SystemSlot};
 use crate::world::World;
@@ -91,6 +92,45 @@ impl RuntimeBuilder {
             clock: FixedStep::new(self.dt, self.max_catch_up),
             sync_scratch: Default::default(),
         }
+    }
+}
+
+/// A [`Runtime`]'s saved state: a world [`Snapshot`], the frame counter and [`Time`]; see
+/// [`Runtime::snapshot`] (an example) and [`Runtime::snapshot_into`] (a reused ring).
+///
+/// ```
+/// use runsync::prelude::*;
+/// use runsync::RuntimeSnapshot;
+/// let mut rt = Runtime::builder().workers(1).build(World::new());
+/// let mut ring: Vec<RuntimeSnapshot> = (0..3).map(|_| RuntimeSnapshot::new()).collect();
+/// for f in 0..6 {
+///     rt.snapshot_into(&mut ring[f % 3]).unwrap(); // the state before frame f
+///     rt.frame();
+/// }
+/// rt.restore(&ring[4 % 3]);
+/// assert_eq!((rt.frame_count(), ring[4 % 3].frame()), (4, 4));
+/// ```
+#[derive(Debug, Default)]
+pub struct RuntimeSnapshot {
+    world: Snapshot,
+    frame: u64,
+    time: Option<Time>,
+}
+
+impl RuntimeSnapshot {
+    /// An empty snapshot, to be filled by [`Runtime::snapshot_into`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of frames completed when it was taken.
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The world part.
+    pub fn world(&self) -> &Snapshot {
+        &self.world
     }
 }
 
@@ -386,6 +426,73 @@ impl Runtime {
     /// The world, for direct edits between frames (setup, loading, tools).
     pub fn world_mut(&mut self) -> &mut World {
         &mut self.world
+    }
+
+    /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]
+    /// resource: [`restore`](Self::restore) makes the runtime continue exactly as it did
+    /// from this frame.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Hp(i32);
+    /// impl Component for Hp { type Output = i32; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    /// world.snapshotting::<Hp>();
+    /// let e = world.spawn((Hp(100),));
+    /// let mut rt = Runtime::builder().workers(1).build(world);
+    /// rt.add_system(move |_: &World, out: &mut Output| out.write::<Hp>(e, -1));
+    /// rt.frame();
+    /// let saved = rt.snapshot().unwrap();   // after frame 1
+    /// rt.frame();
+    /// rt.frame();
+    /// rt.restore(&saved);
+    /// assert_eq!(rt.frame_count(), 1);
+    /// assert_eq!(rt.world().resource::<Time>().frame, 1);
+    /// assert_eq!(rt.world().get::<Hp>(e), Some(&Hp(99)));
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::snapshot`]: a component type not opted in with
+    /// [`World::snapshotting`].
+    pub fn snapshot(&self) -> Result<RuntimeSnapshot, SnapshotError> {
+        let mut s = RuntimeSnapshot::default();
+        self.snapshot_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// [`snapshot`](Self::snapshot) into an existing one, reusing its memory (see
+    /// [`World::snapshot_into`]).
+    ///
+    /// # Errors
+    /// As [`World::snapshot`].
+    pub fn snapshot_into(&self, into: &mut RuntimeSnapshot) -> Result<(), SnapshotError> {
+        self.world.snapshot_into(&mut into.world)?;
+        into.frame = self.frame;
+        into.time = self.world.get_resource::<Time>().copied();
+        Ok(())
+    }
+
+    /// Brings back a [`snapshot`](Self::snapshot): the world ([`World::restore`]), the
+    /// frame counter and [`Time`]. Systems, their enabled flags and their own state are
+    /// not touched; output buffers are empty between frames. The next [`frame`](Self::frame)
+    /// is the one after the snapshot's.
+    ///
+    /// # Panics
+    /// As [`World::restore`].
+    #[track_caller]
+    pub fn restore(&mut self, snapshot: &RuntimeSnapshot) {
+        self.world.restore(&snapshot.world);
+        self.frame = snapshot.frame;
+        match (snapshot.time, self.world.get_resource_mut::<Time>()) {
+            (Some(t), Some(now)) => *now = t,
+            (Some(t), None) => self.world.insert_resource(t),
+            (None, _) => {
+                self.world.remove_resource::<Time>();
+            }
+        }
     }
 
     /// Stops the workers and returns the world.

@@ -46,6 +46,10 @@ pub struct World {
     pub(crate) resource_folds: Vec<Box<dyn AnyResourceFold>>,
     /// Resource type to index in `resource_folds`.
     resource_ids: TypeIdMap<u32>,
+    /// Resource types opted into snapshots, in opt-in order.
+    pub(crate) resource_hooks: Vec<crate::snapshot::ResourceHook>,
+    /// Resource types opted into checksums, in opt-in order.
+    pub(crate) resource_sums: Vec<crate::snapshot::ResourceSum>,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -87,6 +91,8 @@ impl World {
             resources: TypeIdMap::default(),
             resource_folds: Vec::new(),
             resource_ids: TypeIdMap::default(),
+            resource_hooks: Vec::new(),
+            resource_sums: Vec::new(),
             scratch_ids: Vec::new(),
         }
     }

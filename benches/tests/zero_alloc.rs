@@ -5,6 +5,10 @@
 //! takes for it alone (a single source in query order, a swapped-in column, ...) is the
 //! one counted.
 //!
+//! The same test also checks that snapshotting into a reused snapshot and restoring into
+//! a world of the same shape allocate nothing (`World::snapshot_into`, `World::restore`,
+//! `Runtime::restore`).
+//!
 //! This file holds exactly one test because it installs a counting `#[global_allocator]`
 //! for its whole process: any other test running beside it would be counted too.
 //!
@@ -269,6 +273,71 @@ fn steady_state_frame_does_not_allocate() {
             steady_state(scenario, build(workers), workers, frames);
         }
     }
+    snapshot_and_restore_reuse_memory();
+}
+
+/// Counts the allocations of `f`.
+fn count(f: impl FnOnce()) -> usize {
+    ALLOCATIONS.store(0, Ordering::Relaxed);
+    COUNTING.store(true, Ordering::SeqCst);
+    f();
+    COUNTING.store(false, Ordering::SeqCst);
+    ALLOCATIONS.load(Ordering::Relaxed)
+}
+
+/// Snapshot into a reused snapshot, and restore into a world of the snapshot's shape
+/// (same tables; column capacity for the rows), allocate nothing: both `clone_from`.
+fn snapshot_and_restore_reuse_memory() {
+    let mut world = one_path_world();
+    world.register::<Heading>(merge::last);
+    world
+        .snapshotting::<Pos>()
+        .snapshotting::<Vel>()
+        .snapshotting::<Push>()
+        .snapshotting::<Heading>();
+    let some: Vec<Entity> = world
+        .query::<(&Pos,)>()
+        .map(|(e, _)| e)
+        .step_by(7)
+        .collect();
+    for &e in &some[..100] {
+        world.insert(e, Heading(1.0));
+    }
+    let mut snap = Snapshot::new();
+    world.snapshot_into(&mut snap).unwrap();
+    let n = count(|| world.snapshot_into(&mut snap).unwrap());
+    assert_eq!(n, 0, "{n} allocations in a snapshot_into a reused snapshot");
+    // Change values, move and despawn entities: the same tables, fewer rows.
+    for &e in &some[100..] {
+        world.get_mut::<Pos>(e).unwrap().0 = -1.0;
+    }
+    for &e in &some[200..400] {
+        world.despawn(e);
+    }
+    let n = count(|| world.restore(&snap));
+    assert_eq!(n, 0, "{n} allocations in a same-shape restore");
+    assert_eq!(world.len(), ONE_PATH_ENTITIES);
+
+    // The runtime: frames in between, then restore; and again.
+    let mut rt = sum_of_several(2);
+    rt.world_mut()
+        .snapshotting::<Pos>()
+        .snapshotting::<Vel>()
+        .snapshotting::<Push>();
+    let mut saved = runsync::RuntimeSnapshot::new();
+    rt.snapshot_into(&mut saved).unwrap();
+    for _ in 0..5 {
+        rt.frame();
+    }
+    rt.restore(&saved);
+    for _ in 0..5 {
+        rt.frame();
+    }
+    let n = count(|| {
+        rt.snapshot_into(&mut saved).unwrap();
+        rt.restore(&saved);
+    });
+    assert_eq!(n, 0, "{n} allocations in a runtime snapshot_into + restore");
 }
 
 /// Warms `rt` up, then counts the allocations of `frames` frames: there must be none.

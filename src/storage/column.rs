@@ -1,8 +1,63 @@
 //! Per-type columns: one `Vec<C>` per table that holds `C`.
 
 use std::any::{Any, type_name};
+use std::fmt;
 
+use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
+
+/// Per-type operations that need more than [`Component`]'s bounds, recorded by an opt-in
+/// ([`World::snapshotting`](crate::World::snapshotting),
+/// [`World::checksumming`](crate::World::checksumming)) as plain `fn` pointers.
+pub(crate) struct Hooks<C> {
+    /// Clones `src` into `dst`, reusing `dst`'s vectors (`clone_from`).
+    clone: Option<CloneColumns<C>>,
+    /// Writes one value into a checksum.
+    checksum: Option<fn(&C, &mut Checksummer)>,
+    /// Formats one value (`Debug`).
+    debug: Option<fn(&C, &mut fmt::Formatter<'_>) -> fmt::Result>,
+}
+
+/// `fn(dst, src)`: see [`clone_columns`].
+type CloneColumns<C> = fn(&mut Vec<Vec<C>>, &[Vec<C>]);
+
+impl<C> Default for Hooks<C> {
+    fn default() -> Self {
+        Hooks {
+            clone: None,
+            checksum: None,
+            debug: None,
+        }
+    }
+}
+
+/// Clones columns `src` into `dst` reusing every vector `dst` already has: with the same
+/// shape, no allocation, and a `memcpy` per column for `Copy` types.
+fn clone_columns<C: Clone>(dst: &mut Vec<Vec<C>>, src: &[Vec<C>]) {
+    dst.truncate(src.len());
+    let kept = dst.len();
+    for (d, s) in dst.iter_mut().zip(src) {
+        d.clone_from(s);
+    }
+    dst.extend(src[kept..].iter().cloned());
+}
+
+fn checksum_value<C: Checksum>(v: &C, h: &mut Checksummer) {
+    v.checksum(h);
+}
+
+fn debug_value<C: fmt::Debug>(v: &C, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    fmt::Debug::fmt(v, f)
+}
+
+/// Formats a value through a `debug` hook.
+struct ShowWith<'a, C>(&'a C, fn(&C, &mut fmt::Formatter<'_>) -> fmt::Result);
+
+impl<C> fmt::Display for ShowWith<'_, C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (self.1)(self.0, f)
+    }
+}
 
 /// Everything the storage keeps for one component type `C`: its columns, plus the value in
 /// flight during a structural change. It knows nothing of merges or outputs.
@@ -14,6 +69,7 @@ pub(crate) struct TypedColumns<C: Component> {
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
     /// change is complete, so a panicking `Drop` never leaves a table half-moved.
     graveyard: Vec<C>,
+    hooks: Hooks<C>,
 }
 
 impl<C: Component> Default for TypedColumns<C> {
@@ -22,11 +78,29 @@ impl<C: Component> Default for TypedColumns<C> {
             columns: Vec::new(),
             staged: None,
             graveyard: Vec::new(),
+            hooks: Hooks::default(),
         }
     }
 }
 
 impl<C: Component> TypedColumns<C> {
+    /// Opts `C` into snapshots.
+    pub(crate) fn enable_clone(&mut self)
+    where
+        C: Clone,
+    {
+        self.hooks.clone = Some(clone_columns::<C>);
+    }
+
+    /// Opts `C` into checksums and desync reports.
+    pub(crate) fn enable_checksum(&mut self)
+    where
+        C: Checksum + fmt::Debug,
+    {
+        self.hooks.checksum = Some(checksum_value::<C>);
+        self.hooks.debug = Some(debug_value::<C>);
+    }
+
     /// Stages a value for the next `push_staged` / `replace_staged`.
     #[inline]
     pub(crate) fn stage(&mut self, value: C) {
@@ -71,6 +145,21 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn flush_graveyard(&mut self);
     /// Bytes reserved by the columns and the graveyard.
     fn capacity_bytes(&self) -> usize;
+    /// Copies the columns into `into` (a `Vec<Vec<C>>`, reused if it is one), or returns
+    /// `false` if the type was not opted into snapshots.
+    fn save(&self, into: &mut Option<Box<dyn Any + Send + Sync>>) -> bool;
+    /// Replaces the columns with a copy of `from` (made by [`save`](Self::save)), reusing
+    /// their vectors. The number of columns must already match.
+    fn load(&mut self, from: &(dyn Any + Send + Sync));
+    /// Drops columns `n..` (their tables are gone).
+    fn truncate_columns(&mut self, n: usize);
+    /// Writes every value of column `col` into `h`, in row order; `false` (nothing
+    /// written) if the type was not opted into checksums.
+    fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
+    /// The checksum of one value, if the type was opted into checksums.
+    fn checksum_value(&self, col: u32, row: u32) -> Option<u64>;
+    /// One value, formatted with `Debug`, if the type was opted into checksums.
+    fn debug_value(&self, col: u32, row: u32) -> Option<String>;
 }
 
 impl<C: Component> AnyColumns for TypedColumns<C> {
@@ -144,5 +233,62 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             .map(|c| c.capacity() * size)
             .sum::<usize>()
             + self.graveyard.capacity() * size
+    }
+
+    fn save(&self, into: &mut Option<Box<dyn Any + Send + Sync>>) -> bool {
+        let Some(clone) = self.hooks.clone else {
+            return false;
+        };
+        let reuse = into.as_mut().and_then(|b| b.downcast_mut::<Vec<Vec<C>>>());
+        match reuse {
+            Some(dst) => clone(dst, &self.columns),
+            None => {
+                let mut dst = Vec::new();
+                clone(&mut dst, &self.columns);
+                *into = Some(Box::new(dst));
+            }
+        }
+        true
+    }
+
+    fn load(&mut self, from: &(dyn Any + Send + Sync)) {
+        let src = from
+            .downcast_ref::<Vec<Vec<C>>>()
+            .expect("a snapshot of another type");
+        let clone = self
+            .hooks
+            .clone
+            .expect("a type saved in a snapshot is snapshot-able");
+        debug_assert_eq!(self.columns.len(), src.len(), "tables restored first");
+        debug_assert!(self.staged.is_none());
+        self.graveyard.clear();
+        clone(&mut self.columns, src);
+    }
+
+    fn truncate_columns(&mut self, n: usize) {
+        self.columns.truncate(n);
+    }
+
+    fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool {
+        let Some(sum) = self.hooks.checksum else {
+            return false;
+        };
+        for v in &self.columns[col as usize] {
+            sum(v, h);
+        }
+        true
+    }
+
+    fn checksum_value(&self, col: u32, row: u32) -> Option<u64> {
+        let sum = self.hooks.checksum?;
+        let mut h = Checksummer::new();
+        sum(&self.columns[col as usize][row as usize], &mut h);
+        Some(h.finish())
+    }
+
+    fn debug_value(&self, col: u32, row: u32) -> Option<String> {
+        let debug = self.hooks.debug?;
+        let v = &self.columns[col as usize][row as usize];
+        Some(ShowWith(v, debug).to_string())
     }
 }

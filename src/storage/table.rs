@@ -138,6 +138,26 @@ impl Tables {
         id
     }
 
+    /// Drops tables `n..` (the empty table 0 always stays), with their lookup entries and
+    /// every cached edge to them. The caller drops their columns.
+    pub(crate) fn truncate(&mut self, n: usize) {
+        let n = n.max(1);
+        if n >= self.tables.len() {
+            return;
+        }
+        for t in self.tables.drain(n..) {
+            self.by_components.remove(&t.components);
+        }
+        let keep = |&(_, to): &(ComponentId, TableId)| (to as usize) < n;
+        for t in &mut self.tables {
+            t.add_edges.retain(keep);
+            t.remove_edges.retain(keep);
+        }
+        // Table 0 holds exactly the empty set, so this cache entry is always right.
+        self.last.0.clear();
+        self.last.1 = 0;
+    }
+
     /// The table reached from `from` by adding (`add = true`) or removing type `id`.
     pub(crate) fn neighbour(
         &mut self,
@@ -203,5 +223,26 @@ mod tests {
             "adding a present type"
         );
         assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn truncate_forgets_tables_their_lookups_and_edges() {
+        let mut t = Tables::default();
+        let mut add = |_, _| 0;
+        let (a, b, c) = (ComponentId(0), ComponentId(1), ComponentId(2));
+        let ta = t.find_or_create(&[a], &mut add);
+        let tab = t.neighbour(ta, b, true, &mut add);
+        let tac = t.neighbour(ta, c, true, &mut add);
+        assert_eq!((ta, tab, tac), (1, 2, 3));
+        t.truncate(2);
+        assert_eq!(t.len(), 2);
+        // The edge from {a} to the dropped {a, b} is gone: the table is made again, with
+        // the id a fresh history would give it.
+        assert_eq!(t.neighbour(ta, c, true, &mut add), 2);
+        assert_eq!(t.get(2).components(), &[a, c]);
+        assert_eq!(t.find_or_create(&[a, b], &mut add), 3);
+        assert_eq!(t.find_or_create(&[], &mut add), 0, "the empty table stays");
+        t.truncate(0);
+        assert_eq!(t.len(), 1);
     }
 }

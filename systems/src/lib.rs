@@ -214,7 +214,17 @@ impl Component for Projectile {
     type Output = Projectile;
 }
 
-/// Registers every component of this crate with its documented merge.
+/// Registers every component of this crate with its documented merge, and opts each into
+/// snapshots ([`World::snapshotting`]) and checksums ([`World::checksumming`]), so a
+/// world of these components can be rolled back and compared.
+///
+/// ```
+/// use runsync::prelude::*;
+/// let mut world = World::new();
+/// runsync_systems::register(&mut world);
+/// world.spawn((runsync_systems::Team(1),));
+/// assert!(world.snapshot().is_ok());
+/// ```
 ///
 /// # Panics
 /// If one of them was already registered (with any merge).
@@ -227,6 +237,59 @@ pub fn register(world: &mut World) {
     world.register::<Collider>(merge::last);
     world.register::<Damage>(merge::last);
     world.register::<Projectile>(merge::last);
+    macro_rules! opt_in {
+        ($($t:ty),*) => {$( world.snapshotting::<$t>().checksumming::<$t>(); )*};
+    }
+    opt_in!(
+        Position, Velocity, Lifetime, Health, Team, Collider, Damage, Projectile
+    );
+}
+
+// Checksums: every field, floats by bits (see `runsync::Checksum`).
+impl Checksum for Position {
+    fn checksum(&self, h: &mut Checksummer) {
+        (self.0.x, self.0.y).checksum(h);
+    }
+}
+
+impl Checksum for Velocity {
+    fn checksum(&self, h: &mut Checksummer) {
+        (self.0.x, self.0.y).checksum(h);
+    }
+}
+
+impl Checksum for Lifetime {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
+}
+
+impl Checksum for Health {
+    fn checksum(&self, h: &mut Checksummer) {
+        (self.hp, self.max).checksum(h);
+    }
+}
+
+impl Checksum for Team {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
+}
+
+impl Checksum for Collider {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.radius.checksum(h);
+    }
+}
+
+impl Checksum for Damage {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
+}
+
+impl Checksum for Projectile {
+    fn checksum(&self, _: &mut Checksummer) {}
 }
 
 /// The fixed step of the running frame, from the runtime's [`Time`] resource.

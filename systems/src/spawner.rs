@@ -70,8 +70,12 @@ pub struct SpawnerConfig {
 /// the other teams' agents.
 ///
 /// All randomness comes from a PCG generator seeded with
-/// [`seed`](SpawnerConfig::seed) and kept in the system, consumed in query order — which
-/// depends only on the world — so the same seed gives the same game on any worker count.
+/// [`seed`](SpawnerConfig::seed) and the frame number at the start of every frame, then
+/// consumed in query order — which depends only on the world — so the same seed gives the
+/// same game on any worker count. Because the generator's state is a function of the
+/// world's frame, the spawner keeps no state of its own across frames: restoring a
+/// snapshot ([`Runtime::restore`](runsync::Runtime::restore)) and re-running frames
+/// replays exactly the same spawns (rollback).
 ///
 /// ```
 /// use glam::Vec2;
@@ -159,6 +163,9 @@ impl Spawner {
 
 impl System for Spawner {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
+        let frame = world.resource::<Time>().frame;
+        self.rng =
+            Pcg32::seed_from_u64(self.config.seed ^ frame.wrapping_mul(0x9E37_79B9_7F4A_7C15));
         let teams = usize::from(self.config.teams);
         self.counts.clear();
         self.counts.resize(teams, 0);
@@ -212,7 +219,6 @@ impl System for Spawner {
         }
 
         // Waves: top every team up.
-        let frame = world.resource::<Time>().frame;
         if frame % self.config.wave_every.max(1) == 0 {
             for team in 0..self.config.teams {
                 let missing = self

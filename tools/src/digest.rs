@@ -1,57 +1,30 @@
-//! A 64-bit digest of a whole world, for determinism checks.
+//! A 64-bit digest of a whole world, for determinism checks, and the report of where two
+//! worlds first differ.
 
-use std::hash::Hasher;
-
-use fnv::FnvHasher;
+use runsync::Checksummer;
 use runsync::prelude::*;
-use runsync_systems::{Collider, Damage, Health, Lifetime, Position, Projectile, Team, Velocity};
 
-/// FNV-1a over the entity count, the frame counter, and, for every component type of
-/// [`runsync_systems`] in a fixed order, every `(entity bits, value bits)` pair in query
-/// order (floats by `to_bits`, so `-0.0` and `0.0` or two NaNs differ).
+/// [`World::checksum`] (the allocator, every table in creation order, every entity and
+/// every component of [`runsync_systems`], floats by bits — its `register` opts them all
+/// in) mixed with the frame counter of the [`Time`] resource.
 ///
 /// Two worlds with the same digest almost surely hold the same entities with bitwise
-/// equal components *in the same storage order*. The hash is fixed-key and unseeded, so it
-/// is the same for every run on one platform.
+/// equal components *in the same storage order*. The hash is runsync's fixed
+/// [`Checksummer`], so it is the same for every run, build and platform.
 pub fn digest(world: &World) -> u64 {
-    let mut h = FnvHasher::default();
-    h.write_u64(world.len() as u64);
+    let mut h = Checksummer::new();
+    h.write_u64(world.checksum());
     h.write_u64(world.get_resource::<Time>().map_or(0, |t| t.frame));
-    for (e, (p,)) in world.query::<(&Position,)>() {
-        h.write_u64(e.to_bits());
-        h.write_u32(p.0.x.to_bits());
-        h.write_u32(p.0.y.to_bits());
-    }
-    for (e, (v,)) in world.query::<(&Velocity,)>() {
-        h.write_u64(e.to_bits());
-        h.write_u32(v.0.x.to_bits());
-        h.write_u32(v.0.y.to_bits());
-    }
-    for (e, (l,)) in world.query::<(&Lifetime,)>() {
-        h.write_u64(e.to_bits());
-        h.write_u32(l.0.to_bits());
-    }
-    for (e, (x,)) in world.query::<(&Health,)>() {
-        h.write_u64(e.to_bits());
-        h.write_i32(x.hp);
-        h.write_i32(x.max);
-    }
-    for (e, (t,)) in world.query::<(&Team,)>() {
-        h.write_u64(e.to_bits());
-        h.write_u8(t.0);
-    }
-    for (e, (c,)) in world.query::<(&Collider,)>() {
-        h.write_u64(e.to_bits());
-        h.write_u32(c.radius.to_bits());
-    }
-    for (e, (d,)) in world.query::<(&Damage,)>() {
-        h.write_u64(e.to_bits());
-        h.write_i32(d.0);
-    }
-    for (e, _) in world.query::<(&Projectile,)>() {
-        h.write_u64(e.to_bits());
-    }
     h.finish()
+}
+
+/// Says where `check` first differs from `reference` ([`World::first_difference`]): the
+/// entity, the component type and both values; or that they hold the same state.
+pub fn desync_report(reference: &World, check: &World) -> String {
+    match reference.first_difference(check) {
+        Some(d) => d.to_string(),
+        None => "no difference in entities or components (only resources differ)".into(),
+    }
 }
 
 /// Runs `rt` for one frame per entry of `expected`, comparing the world's [`digest`] after
@@ -76,7 +49,7 @@ pub fn first_mismatch(
 #[cfg(test)]
 mod tests {
     use glam::Vec2;
-    use runsync_systems::Displace;
+    use runsync_systems::{Displace, Position, Projectile, Team};
 
     use super::*;
 
@@ -119,6 +92,53 @@ mod tests {
             first_mismatch(&mut nudging(1, 0), &expected, || {}),
             Some(0)
         );
+    }
+
+    #[test]
+    fn desync_report_names_the_entity_and_component() {
+        let (mut a, mut b) = (nudging(1, u64::MAX), nudging(2, 3));
+        for _ in 0..4 {
+            a.frame();
+            b.frame();
+        }
+        let e = a.world().query::<(&Position,)>().next().unwrap().0;
+        let report = desync_report(a.world(), b.world());
+        assert!(report.contains(&format!("entity {e:?}")), "{report}");
+        assert!(report.contains("Position"), "{report}");
+        assert!(
+            report.contains("Position(Vec2(4.0, 0.0)) vs Position(Vec2(5.0, 0.0))"),
+            "{report}"
+        );
+        a.frame();
+        let mut c = nudging(1, u64::MAX);
+        for _ in 0..5 {
+            c.frame();
+        }
+        assert!(desync_report(a.world(), c.world()).contains("no difference"));
+    }
+
+    #[test]
+    fn the_arena_rolls_back_bit_exactly() {
+        use crate::scenario::{ArenaConfig, build};
+        let mut rt = build(ArenaConfig {
+            agents: 400,
+            seed: 5,
+            workers: 2,
+        });
+        let mut first = Vec::new();
+        let mut saved = None;
+        for f in 1..=30 {
+            rt.frame();
+            first.push(digest(rt.world()));
+            if f == 10 {
+                saved = Some(rt.snapshot().expect("arena types opted in"));
+            }
+        }
+        rt.restore(&saved.unwrap());
+        for want in &first[10..] {
+            rt.frame();
+            assert_eq!(digest(rt.world()), *want, "frame {}", rt.frame_count());
+        }
     }
 
     #[test]

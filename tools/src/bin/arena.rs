@@ -4,7 +4,9 @@
 //! respawn in waves — every system of `runsync-systems` plus a closure, all running at once
 //! in the Run phase and merged in Sync. At the end: frames per second, Run/Sync
 //! percentiles, per-system time and output counts, entities, merged/dropped outputs and
-//! peak memory. `cargo run --release -p runsync-tools --bin arena -- --help` for options.
+//! peak memory. With `--rollback N`, every frame also rolls back N frames and re-simulates
+//! them, as rollback netcode does on every late input, and reports what that costs.
+//! `cargo run --release -p runsync-tools --bin arena -- --help` for options.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -13,8 +15,9 @@ use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use runsync::RuntimeSnapshot;
 use runsync_systems::Health;
-use runsync_tools::digest::{digest, first_mismatch};
+use runsync_tools::digest::{desync_report, digest, first_mismatch};
 use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
 use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build};
 use runsync_tools::{chart, picture};
@@ -48,9 +51,107 @@ struct Args {
     #[arg(long, value_name = "FILE.svg")]
     picture: Option<PathBuf>,
     /// Run the same seed again on 1 worker and compare a digest of the whole world after
-    /// every frame; exit with status 1 at the first differing frame.
+    /// every frame; at the first differing frame, print where the worlds differ (entity,
+    /// component, both values) and exit with status 1.
     #[arg(long)]
     check_determinism: bool,
+    /// Every frame, after it ran: save a snapshot, restore the one from N frames back and
+    /// re-simulate those N frames (saving each again), as rollback netcode does; check the
+    /// world comes out bit-identical and report the cost per frame. 0 = off.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    rollback: u64,
+}
+
+/// Snapshots of the last frames and the cost of rolling back over them.
+struct Rollback {
+    n: u64,
+    /// Slot `f % (n + 1)` holds the state after frame `f`.
+    ring: Vec<RuntimeSnapshot>,
+    total: std::time::Duration,
+    /// Of `total`, the time in `snapshot_into` and `restore`.
+    copying: std::time::Duration,
+    worst: std::time::Duration,
+    rollbacks: u64,
+    /// The first frame whose re-simulation did not reproduce it, with the difference.
+    mismatch: Option<String>,
+}
+
+impl Rollback {
+    fn new(n: u64) -> Rollback {
+        Rollback {
+            n,
+            ring: (0..=n).map(|_| RuntimeSnapshot::new()).collect(),
+            total: std::time::Duration::ZERO,
+            copying: std::time::Duration::ZERO,
+            worst: std::time::Duration::ZERO,
+            rollbacks: 0,
+            mismatch: None,
+        }
+    }
+
+    fn slot(&mut self, frame: u64) -> &mut RuntimeSnapshot {
+        let len = self.ring.len() as u64;
+        &mut self.ring[(frame % len) as usize]
+    }
+
+    /// After a frame: save it; once `n` frames are saved, restore the oldest and re-run.
+    fn after_frame(&mut self, rt: &mut runsync::Runtime, config: ArenaConfig) {
+        let start = Instant::now();
+        let now = rt.frame_count();
+        rt.snapshot_into(self.slot(now))
+            .expect("the arena's types are all opted into snapshots");
+        self.copying += start.elapsed();
+        if now <= self.n {
+            self.total += start.elapsed();
+            return;
+        }
+        let want = digest(rt.world());
+        let back = now - self.n;
+        let len = self.ring.len();
+        let t = Instant::now();
+        rt.restore(&self.ring[(back % len as u64) as usize]);
+        self.copying += t.elapsed();
+        for _ in 0..self.n {
+            rt.frame();
+            let f = rt.frame_count();
+            // The slot of `now` keeps the first run's state, to compare with.
+            if f != now {
+                let t = Instant::now();
+                rt.snapshot_into(self.slot(f))
+                    .expect("the arena's types are all opted into snapshots");
+                self.copying += t.elapsed();
+            }
+        }
+        let spent = start.elapsed();
+        self.total += spent;
+        self.worst = self.worst.max(spent);
+        self.rollbacks += 1;
+        if self.mismatch.is_none() && digest(rt.world()) != want {
+            let mut first_run = build(config);
+            first_run.restore(self.slot(now));
+            self.mismatch = Some(format!(
+                "MISMATCH: re-simulating frames {}..={now} after a rollback did not reproduce \
+                 frame {now}: {}",
+                back + 1,
+                desync_report(first_run.world(), rt.world())
+            ));
+        }
+    }
+
+    fn report(&self, frames: u64) -> String {
+        let per = self.total.as_secs_f64() * 1e3 / frames.max(1) as f64;
+        let copy = self.copying.as_secs_f64() * 1e3 / frames.max(1) as f64;
+        match &self.mismatch {
+            Some(m) => m.clone(),
+            None => format!(
+                "{per:.3} ms/frame (of which save + restore {copy:.3} ms, the rest {n} \
+                 re-simulated frames; worst {:.3} ms; {} rollbacks, all bit-identical)",
+                self.worst.as_secs_f64() * 1e3,
+                self.rollbacks,
+                n = self.n
+            ),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -58,6 +159,7 @@ struct JsonReport<'a> {
     config: JsonConfig,
     summary: &'a Summary,
     determinism: Option<&'a str>,
+    rollback: Option<&'a str>,
     frames: &'a [FrameRecord],
 }
 
@@ -144,6 +246,7 @@ fn main() -> ExitCode {
     let bar = progress(args.frames, "arena", hidden);
     let mut records = Vec::with_capacity(args.frames as usize);
     let mut digests = Vec::new();
+    let mut rollback = (args.rollback > 0).then(|| Rollback::new(args.rollback));
     for _ in 0..args.frames {
         let start = Instant::now();
         rt.frame();
@@ -152,8 +255,13 @@ fn main() -> ExitCode {
         if args.check_determinism {
             digests.push(digest(rt.world()));
         }
+        if let Some(r) = &mut rollback {
+            r.after_frame(&mut rt, config);
+        }
         bar.inc(1);
     }
+    let rollback_report = rollback.as_ref().map(|r| r.report(args.frames));
+    let mut mismatch = rollback.as_ref().is_some_and(|r| r.mismatch.is_some());
     bar.finish_and_clear();
     let agents = rt.world().query::<(&Health,)>().count();
     let summary = Summary::new(&records, workers, agents, peak_memory_bytes());
@@ -174,7 +282,6 @@ fn main() -> ExitCode {
     drop(rt);
 
     let mut determinism: Option<String> = None;
-    let mut mismatch = false;
     if args.check_determinism {
         let mut check = build(ArenaConfig {
             workers: 1,
@@ -190,8 +297,15 @@ fn main() -> ExitCode {
             ),
             Some(i) => {
                 mismatch = true;
+                // Re-run the reference to the differing frame and say where it differs.
+                let mut reference = build(config);
+                for _ in 0..=i {
+                    reference.frame();
+                }
                 format!(
-                    "MISMATCH: the world first differs after frame {i} ({workers} workers vs 1)"
+                    "MISMATCH: the world first differs after frame {i} ({workers} workers vs \
+                     1): {}",
+                    desync_report(reference.world(), check.world())
                 )
             }
         });
@@ -223,6 +337,7 @@ fn main() -> ExitCode {
             },
             summary: &summary,
             determinism: determinism.as_deref(),
+            rollback: rollback_report.as_deref(),
             frames: &records,
         };
         println!(
@@ -241,10 +356,15 @@ fn main() -> ExitCode {
         if let Some(d) = &determinism {
             println!("determinism      {d}");
         }
+        if let Some(r) = &rollback_report {
+            println!("rollback {:<7} {r}", args.rollback);
+        }
     }
     if mismatch {
         if args.json {
-            eprintln!("arena: {}", determinism.as_deref().unwrap_or_default());
+            for m in [&determinism, &rollback_report].into_iter().flatten() {
+                eprintln!("arena: {m}");
+            }
         }
         return ExitCode::from(1);
     }

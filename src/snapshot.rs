@@ -1,0 +1,555 @@
+//! Snapshot, restore, checksum and desync reports of a [`World`]: what rollback netcode
+//! (save frame k, run on, restore k, re-simulate with corrected inputs) and lockstep
+//! desync detection need.
+//!
+//! # Which types take part
+//!
+//! [`World::register`] keeps its signature; taking part is an opt-in per type, recorded
+//! as a `fn` pointer beside the type's columns:
+//!
+//! - [`World::snapshotting::<C>()`](World::snapshotting) (`C: Clone`) lets snapshots copy
+//!   `C`. [`World::snapshot`] fails with [`SnapshotError::NotSnapshotting`], naming the
+//!   first registered type (by registration order) that was not opted in — whether or not
+//!   any entity has it, so the answer depends on setup, not on the game's state.
+//! - [`World::checksumming::<C>()`](World::checksumming) (`C: Checksum + Debug`) makes
+//!   `C`'s values count in [`World::checksum`] and lets [`World::first_difference`] print
+//!   them. Types not opted in contribute only which entities have them.
+//! - Resources: [`World::snapshotting_resource::<R>()`](World::snapshotting_resource)
+//!   (`R: Clone`). A snapshot holds every opted-in resource (or its absence); restore puts
+//!   each back (or removes it). Other resources (assets, configuration) are left as they
+//!   are. [`World::checksumming_resource::<R>()`](World::checksumming_resource)
+//!   (`R: Checksum + Debug`) adds a resource to the checksum and the desync report.
+//!   [`Runtime::snapshot`](crate::Runtime::snapshot) adds the frame counter and
+//!   [`Time`](crate::Time).
+//!
+//! # Cost
+//!
+//! A snapshot is one `clone` per column (a `memcpy` for `Copy` types) plus the entity
+//! allocator and tables' entity lists. [`World::snapshot_into`] and [`World::restore`]
+//! reuse the destination's vectors (`clone_from`): with the same shape, they allocate
+//! nothing. See the module docs of the storage side (`src/storage/snapshot.rs`) for how
+//! tables are restored so that later frames create tables with the same ids.
+
+use std::any::{Any, TypeId};
+use std::fmt;
+
+use crate::checksum::{Checksum, Checksummer, Desync};
+use crate::component::{Component, ComponentId};
+use crate::storage::StorageSnapshot;
+use crate::world::World;
+
+/// A copy of a world's entities, components and opted-in resources, made by
+/// [`World::snapshot`] and brought back by [`World::restore`].
+///
+/// ```
+/// use runsync::prelude::*;
+/// #[derive(Clone, Copy, Debug, PartialEq)]
+/// struct Hp(i32);
+/// impl Component for Hp { type Output = i32; }
+///
+/// let mut world = World::new();
+/// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+/// world.snapshotting::<Hp>();
+/// let e = world.spawn((Hp(10),));
+/// let saved = world.snapshot().unwrap();
+/// world.get_mut::<Hp>(e).unwrap().0 = 0;
+/// world.despawn(e);
+/// world.restore(&saved);
+/// assert_eq!(world.get::<Hp>(e), Some(&Hp(10)));
+/// ```
+#[derive(Default)]
+pub struct Snapshot {
+    storage: StorageSnapshot,
+    resources: Vec<SavedResource>,
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("entities", &self.len())
+            .field("resources", &self.resources.len())
+            .finish()
+    }
+}
+
+impl Snapshot {
+    /// An empty snapshot, to be filled by [`World::snapshot_into`] (which then reuses its
+    /// memory on every later call). See [`World::snapshot_into`] for an example.
+    pub fn new() -> Self {
+        Snapshot::default()
+    }
+
+    /// Number of live entities saved.
+    pub fn len(&self) -> usize {
+        self.storage.len()
+    }
+
+    /// Whether no entity is saved.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why a world could not be snapshot.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # use runsync::SnapshotError;
+/// struct NotClone;
+/// impl Component for NotClone { type Output = (); }
+/// let mut world = World::new();
+/// world.register::<NotClone>(|_: &mut NotClone, _: &[()]| {});
+/// let err = world.snapshot().unwrap_err();
+/// assert!(matches!(err, SnapshotError::NotSnapshotting { type_name } if type_name.ends_with("NotClone")));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SnapshotError {
+    /// A registered component type was not opted in with
+    /// [`World::snapshotting`]; `type_name` names it.
+    NotSnapshotting {
+        /// The type's name (`std::any::type_name`).
+        type_name: &'static str,
+    },
+}
+
+impl fmt::Display for SnapshotError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SnapshotError::NotSnapshotting { type_name } => {
+                let short = type_name.rsplit("::").next().unwrap_or(type_name);
+                write!(
+                    f,
+                    "runsync: component type `{type_name}` cannot be snapshot: it was not \
+                     opted in; derive or implement `Clone` for it and call \
+                     `world.snapshotting::<{short}>()` after registering it"
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for SnapshotError {}
+
+type AnyBox = Box<dyn Any + Send + Sync>;
+
+/// How to save and load one opted-in resource type.
+pub(crate) struct ResourceHook {
+    type_id: TypeId,
+    save: fn(&World, &mut Option<AnyBox>) -> bool,
+    load: fn(&mut World, Option<&(dyn Any + Send + Sync)>),
+}
+
+/// How to checksum and show one opted-in resource type.
+pub(crate) struct ResourceSum {
+    type_id: TypeId,
+    name: &'static str,
+    /// Writes presence and value into the checksum.
+    sum: fn(&World, &mut Checksummer),
+    /// The value, `Debug`-formatted, if present.
+    show: fn(&World) -> Option<String>,
+}
+
+fn sum_resource<R: Checksum + Send + Sync + 'static>(world: &World, h: &mut Checksummer) {
+    match world.get_resource::<R>() {
+        None => h.write_u64(0),
+        Some(r) => {
+            h.write_u64(1);
+            r.checksum(h);
+        }
+    }
+}
+
+fn show_resource<R: fmt::Debug + Send + Sync + 'static>(world: &World) -> Option<String> {
+    world.get_resource::<R>().map(|r| format!("{r:?}"))
+}
+
+/// One resource in a snapshot: its copy, or its absence (`present == false`).
+struct SavedResource {
+    type_id: TypeId,
+    present: bool,
+    value: Option<AnyBox>,
+    load: fn(&mut World, Option<&(dyn Any + Send + Sync)>),
+}
+
+fn save_resource<R: Clone + Send + Sync + 'static>(
+    world: &World,
+    into: &mut Option<AnyBox>,
+) -> bool {
+    let Some(src) = world.get_resource::<R>() else {
+        return false;
+    };
+    match into.as_mut().and_then(|b| b.downcast_mut::<R>()) {
+        Some(dst) => dst.clone_from(src),
+        None => *into = Some(Box::new(src.clone())),
+    }
+    true
+}
+
+fn load_resource<R: Clone + Send + Sync + 'static>(
+    world: &mut World,
+    from: Option<&(dyn Any + Send + Sync)>,
+) {
+    let Some(from) = from else {
+        world.remove_resource::<R>();
+        return;
+    };
+    let src = from
+        .downcast_ref::<R>()
+        .expect("a saved resource of another type");
+    match world.get_resource_mut::<R>() {
+        Some(dst) => dst.clone_from(src),
+        None => world.insert_resource(src.clone()),
+    }
+}
+
+impl World {
+    /// Opts component type `C` into snapshots: [`snapshot`](Self::snapshot) clones its
+    /// columns, [`restore`](Self::restore) clones them back (`clone_from`, reusing memory).
+    /// Every registered type must be opted in before a snapshot. Returns `self` to chain.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.snapshotting::<Pos>();
+    /// assert!(world.snapshot().is_ok());
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn snapshotting<C: Component + Clone>(&mut self) -> &mut Self {
+        let id = self.storage.registry.id::<C>();
+        self.storage.typed_mut::<C>(id).enable_clone();
+        self
+    }
+
+    /// Opts component type `C` into [`checksum`](Self::checksum) (its values count, in
+    /// the world's order) and [`first_difference`](Self::first_difference) (which prints
+    /// differing values with `Debug`). Returns `self` to chain.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # impl runsync::Checksum for Pos {
+    /// #     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
+    /// # }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.checksumming::<Pos>();
+    /// let e = world.spawn((Pos(1.0),));
+    /// let before = world.checksum();
+    /// world.get_mut::<Pos>(e).unwrap().0 = 2.0;
+    /// assert_ne!(world.checksum(), before);
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn checksumming<C: Component + Checksum + fmt::Debug>(&mut self) -> &mut Self {
+        let id = self.storage.registry.id::<C>();
+        self.storage.typed_mut::<C>(id).enable_checksum();
+        self
+    }
+
+    /// Opts resource type `R` into snapshots: a snapshot saves a clone of it (or notes
+    /// that there is none), and restore puts it back (or removes it). Resources not opted
+    /// in are left alone by restore. Returns `self` to chain; opting in twice is a no-op.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Clone, Debug, PartialEq)]
+    /// struct Score(u32);
+    /// let mut world = World::new();
+    /// world.snapshotting_resource::<Score>();
+    /// world.insert_resource(Score(1));
+    /// let saved = world.snapshot().unwrap();
+    /// world.insert_resource(Score(5));
+    /// world.restore(&saved);
+    /// assert_eq!(world.resource::<Score>(), &Score(1));
+    /// ```
+    pub fn snapshotting_resource<R: Clone + Send + Sync + 'static>(&mut self) -> &mut Self {
+        let type_id = TypeId::of::<R>();
+        if !self.resource_hooks.iter().any(|h| h.type_id == type_id) {
+            self.resource_hooks.push(ResourceHook {
+                type_id,
+                save: save_resource::<R>,
+                load: load_resource::<R>,
+            });
+        }
+        self
+    }
+
+    /// Opts resource type `R` into [`checksum`](Self::checksum) (after the entities,
+    /// in opt-in order; an absent resource counts as absent) and
+    /// [`first_difference`](Self::first_difference). Returns `self` to chain; opting in
+    /// twice is a no-op.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Debug)]
+    /// struct Seed(u64);
+    /// impl runsync::Checksum for Seed {
+    ///     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
+    /// }
+    /// let mut world = World::new();
+    /// world.checksumming_resource::<Seed>();
+    /// world.insert_resource(Seed(1));
+    /// let before = world.checksum();
+    /// world.insert_resource(Seed(2));
+    /// assert_ne!(world.checksum(), before);
+    /// ```
+    pub fn checksumming_resource<R: Checksum + fmt::Debug + Send + Sync + 'static>(
+        &mut self,
+    ) -> &mut Self {
+        let type_id = TypeId::of::<R>();
+        if !self.resource_sums.iter().any(|h| h.type_id == type_id) {
+            self.resource_sums.push(ResourceSum {
+                type_id,
+                name: std::any::type_name::<R>(),
+                sum: sum_resource::<R>,
+                show: show_resource::<R>,
+            });
+        }
+        self
+    }
+
+    /// A copy of every entity (ids, generations, free list, retired slots), every
+    /// component and every opted-in resource; [`restore`](Self::restore) brings it back,
+    /// after which the world runs exactly as it did from that point (see [`Snapshot`]).
+    ///
+    /// Cost: a `clone` of every column (a `memcpy` for `Copy` types), the entity
+    /// allocator and tables' entity lists, plus allocating the copy; use
+    /// [`snapshot_into`](Self::snapshot_into) to reuse one.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.snapshotting::<Pos>();
+    /// world.spawn((Pos(1.0),));
+    /// let saved = world.snapshot().unwrap();
+    /// assert_eq!(saved.len(), 1);
+    /// ```
+    ///
+    /// # Errors
+    /// [`SnapshotError::NotSnapshotting`] naming the first registered type not opted in
+    /// with [`snapshotting`](Self::snapshotting).
+    pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
+        let mut s = Snapshot::new();
+        self.snapshot_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// [`snapshot`](Self::snapshot) into an existing snapshot, reusing its memory: with a
+    /// snapshot of a world of the same shape, no allocation (a ring of these is what a
+    /// rollback loop keeps).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Hp(i32);
+    /// # impl Component for Hp { type Output = i32; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    /// world.snapshotting::<Hp>();
+    /// let mut ring = vec![Snapshot::new(), Snapshot::new()];
+    /// world.spawn((Hp(1),));
+    /// world.snapshot_into(&mut ring[0]).unwrap();
+    /// world.spawn((Hp(2),));
+    /// world.snapshot_into(&mut ring[1]).unwrap();
+    /// world.restore(&ring[0]);
+    /// assert_eq!(world.len(), 1);
+    /// ```
+    ///
+    /// # Errors
+    /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
+    /// later call succeeds.
+    pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
+        if let Err(id) = self.storage.save(&mut into.storage) {
+            into.resources.clear();
+            into.storage = StorageSnapshot::default();
+            return Err(SnapshotError::NotSnapshotting {
+                type_name: self.storage.type_name(id),
+            });
+        }
+        into.resources.truncate(self.resource_hooks.len());
+        for (i, hook) in self.resource_hooks.iter().enumerate() {
+            if i == into.resources.len() || into.resources[i].type_id != hook.type_id {
+                into.resources.truncate(i);
+                into.resources.push(SavedResource {
+                    type_id: hook.type_id,
+                    present: false,
+                    value: None,
+                    load: hook.load,
+                });
+            }
+            let saved = &mut into.resources[i];
+            saved.present = (hook.save)(self, &mut saved.value);
+        }
+        Ok(())
+    }
+
+    /// Makes this world what it was when `snapshot` was taken: the same entities (so old
+    /// handles are valid again and handles made since are stale or re-issued exactly as
+    /// before), components, tables (tables made since are dropped, so later frames create
+    /// them with the same ids as the original run) and opted-in resources.
+    ///
+    /// The snapshot may come from this world or from another with the same component
+    /// types registered in the same order. Call it between frames; systems' output
+    /// buffers are empty then and need nothing. Systems' own state (`self` of a
+    /// [`System`](crate::System)) is not part of the world: keep what must roll back in
+    /// components or resources.
+    ///
+    /// Cost: a `clone_from` of every saved vector into this world's: no allocation when
+    /// the world has the snapshot's shape (same tables, capacity for the rows); values
+    /// replaced are dropped.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.snapshotting::<Pos>();
+    /// let a = world.spawn((Pos(1.0),));
+    /// let saved = world.snapshot().unwrap();
+    /// world.despawn(a);
+    /// let b = world.spawn((Pos(2.0),)); // reuses a's slot, next generation
+    /// world.restore(&saved);
+    /// assert!(world.is_alive(a) && !world.is_alive(b));
+    /// world.despawn(a);
+    /// assert_eq!(world.spawn((Pos(3.0),)), b, "the same history, the same ids");
+    /// ```
+    ///
+    /// # Panics
+    /// If this world's registered component types differ from the snapshot's.
+    #[track_caller]
+    pub fn restore(&mut self, snapshot: &Snapshot) {
+        self.storage.load(&snapshot.storage);
+        for saved in &snapshot.resources {
+            let value = if saved.present {
+                saved.value.as_deref()
+            } else {
+                None
+            };
+            (saved.load)(self, value);
+        }
+    }
+
+    /// A stable 64-bit digest of the world's state: the entity allocator (live entities,
+    /// every slot's generation, the free list), then each non-empty table in creation
+    /// order with its component type ids and entities, then, for each type opted in with
+    /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
+    /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
+    /// order. Types not opted in count only through which entities have them; other
+    /// resources do not count.
+    ///
+    /// The hash is [`Checksummer`] (fixed, documented), so the digest is the same for the
+    /// same state at any worker count, with or without `single-threaded`, and across runs
+    /// and builds. Equal worlds have equal checksums; worlds that differ in one value of
+    /// a checksummed type almost surely do not — use
+    /// [`first_difference`](Self::first_difference) to find where.
+    ///
+    /// Cost: one pass over the slots and every checksummed value (a few ns per word).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// let mut a = World::new();
+    /// let mut b = World::new();
+    /// a.spawn(());
+    /// b.spawn(());
+    /// assert_eq!(a.checksum(), b.checksum());
+    /// b.spawn(());
+    /// assert_ne!(a.checksum(), b.checksum());
+    /// ```
+    pub fn checksum(&self) -> u64 {
+        let mut h = Checksummer::new();
+        self.storage.checksum(&mut h);
+        for r in &self.resource_sums {
+            (r.sum)(self, &mut h);
+        }
+        h.finish()
+    }
+
+    /// Where this world and `other`, which should be equal, first differ, or `None` if
+    /// they hold the same state: an entity alive on one side only, a component present on
+    /// one side only, or a checksummed component's differing values (both printed). Then
+    /// the entity allocator, then storage order, then the resources opted in on this
+    /// side with [`checksumming_resource`](Self::checksumming_resource). Entities are visited in this world's
+    /// order (tables in creation order, rows in order), so the first difference found is
+    /// deterministic.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Hp(i32);
+    /// # impl Component for Hp { type Output = i32; }
+    /// # impl runsync::Checksum for Hp {
+    /// #     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
+    /// # }
+    /// let make = || {
+    ///     let mut w = World::new();
+    ///     w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    ///     w.snapshotting::<Hp>().checksumming::<Hp>();
+    ///     w.spawn((Hp(1),));
+    ///     w
+    /// };
+    /// let (a, mut b) = (make(), make());
+    /// assert!(a.first_difference(&b).is_none());
+    /// let e = b.query::<(&Hp,)>().next().unwrap().0;
+    /// b.get_mut::<Hp>(e).unwrap().0 = 7;
+    /// let d = a.first_difference(&b).unwrap();
+    /// assert_eq!(d.entity(), Some(e));
+    /// assert_eq!(d.values(), Some(("Hp(1)", "Hp(7)")));
+    /// ```
+    ///
+    /// Cost: a lookup and a checksum per value of each side; for diagnostics.
+    pub fn first_difference(&self, other: &World) -> Option<Desync> {
+        let (a, b) = (&self.storage.registry, &other.storage.registry);
+        let types = |r: &crate::component::Registry| {
+            (0..r.len())
+                .map(|i| r.info(ComponentId(i as u32)).type_id)
+                .collect::<Vec<_>>()
+        };
+        if types(a) != types(b) {
+            return Some(Desync {
+                entity: None,
+                component: None,
+                left: None,
+                right: None,
+                what: format!(
+                    "the worlds register different component types ({} vs {})",
+                    a.len(),
+                    b.len()
+                ),
+            });
+        }
+        if let Some(d) = self.storage.first_difference(&other.storage) {
+            return Some(d);
+        }
+        self.resource_sums.iter().find_map(|r| {
+            let sum = |w: &World| {
+                let mut h = Checksummer::new();
+                (r.sum)(w, &mut h);
+                h.finish()
+            };
+            if sum(self) == sum(other) {
+                return None;
+            }
+            let show = |w: &World| (r.show)(w).unwrap_or_else(|| "absent".into());
+            let (left, right) = (show(self), show(other));
+            Some(Desync {
+                entity: None,
+                component: None,
+                what: format!("resource `{}`: {left} vs {right}", r.name),
+                left: Some(left),
+                right: Some(right),
+            })
+        })
+    }
+}

@@ -1,0 +1,262 @@
+//! Copies of the whole storage (snapshot and restore), its checksum, and the first
+//! difference between two storages.
+//!
+//! A [`StorageSnapshot`] mirrors the storage: the entity allocator, each table's type set
+//! and entity list (in creation order), and each type's columns. Restoring first makes the
+//! table list equal to the snapshot's — tables created after the snapshot are dropped
+//! (with their match-cache entries and columns), missing ones are created in the
+//! snapshot's order — so table ids, the match cache and query order are exactly those of
+//! the moment the snapshot was taken, and later frames create tables with the same ids as
+//! the original run. Then every vector is overwritten with `clone_from`, which keeps its
+//! capacity: restoring into a storage of the same shape allocates nothing.
+
+use std::any::{Any, TypeId};
+
+use super::Storage;
+use crate::checksum::{Checksummer, Desync};
+use crate::component::ComponentId;
+use crate::entity::{Entities, Entity};
+
+/// A copy of a [`Storage`]; see the module docs.
+#[derive(Default)]
+pub(crate) struct StorageSnapshot {
+    /// The registered types, by id, so a restore can check it has the same ones.
+    types: Vec<(TypeId, &'static str)>,
+    entities: Entities,
+    /// Per table, in creation order: its sorted types and its entities.
+    tables: Vec<(Vec<ComponentId>, Vec<Entity>)>,
+    /// Per type, by id: a `Vec<Vec<C>>`.
+    columns: Vec<Option<Box<dyn Any + Send + Sync>>>,
+}
+
+impl StorageSnapshot {
+    /// Number of live entities in the snapshot.
+    pub(crate) fn len(&self) -> usize {
+        self.entities.len()
+    }
+}
+
+impl Storage {
+    /// Copies everything into `into`, reusing its vectors. Returns `Err` with the first
+    /// type (by id) not opted into snapshots; `into` is then partly overwritten.
+    pub(crate) fn save(&self, into: &mut StorageSnapshot) -> Result<(), ComponentId> {
+        into.columns.resize_with(self.columns.len(), || None);
+        for (i, (c, slot)) in self.columns.iter().zip(&mut into.columns).enumerate() {
+            if !c.save(slot) {
+                return Err(ComponentId(i as u32));
+            }
+        }
+        into.types.clear();
+        into.types.extend((0..self.registry.len()).map(|i| {
+            let info = self.registry.info(ComponentId(i as u32));
+            (info.type_id, info.name)
+        }));
+        into.entities.clone_from(&self.entities);
+        let n = self.tables.len();
+        into.tables.truncate(n);
+        let kept = into.tables.len();
+        for (t, (types, entities)) in into.tables.iter_mut().enumerate() {
+            let table = self.tables.get(t as u32);
+            types.clear();
+            types.extend_from_slice(table.components());
+            entities.clone_from(&table.entities);
+        }
+        for t in kept..n {
+            let table = self.tables.get(t as u32);
+            into.tables
+                .push((table.components().to_vec(), table.entities.clone()));
+        }
+        Ok(())
+    }
+
+    /// Makes this storage equal to `from` (see the module docs).
+    ///
+    /// # Panics
+    /// If this storage's registered types are not `from`'s, in the same order.
+    #[track_caller]
+    pub(crate) fn load(&mut self, from: &StorageSnapshot) {
+        let same_types = from.types.len() == self.registry.len()
+            && from
+                .types
+                .iter()
+                .enumerate()
+                .all(|(i, &(t, _))| self.registry.info(ComponentId(i as u32)).type_id == t);
+        if !same_types {
+            let names = |v: Vec<&str>| v.join(", ");
+            panic!(
+                "runsync: restore into a world with other component types: the snapshot has \
+                 [{}], the world [{}]; register the same types in the same order before \
+                 restoring",
+                names(from.types.iter().map(|t| t.1).collect()),
+                names(
+                    (0..self.registry.len())
+                        .map(|i| self.registry.info(ComponentId(i as u32)).name)
+                        .collect()
+                )
+            );
+        }
+        self.restore_tables(from);
+        for (t, (_, entities)) in from.tables.iter().enumerate() {
+            self.tables.get_mut(t as u32).entities.clone_from(entities);
+        }
+        self.entities.clone_from(&from.entities);
+        for (c, saved) in self.columns.iter_mut().zip(&from.columns) {
+            c.flush_graveyard();
+            c.load(&**saved.as_ref().expect("a snapshot saves every type"));
+        }
+    }
+
+    /// Makes the table list (and the match cache, and each type's column count) equal to
+    /// the snapshot's: keeps the common prefix, drops the rest, creates what is missing.
+    fn restore_tables(&mut self, from: &StorageSnapshot) {
+        let common = (0..self.tables.len().min(from.tables.len()))
+            .take_while(|&t| self.tables.get(t as u32).components() == from.tables[t].0)
+            .count();
+        if common < self.tables.len() {
+            self.tables.truncate(common);
+            for (with, columns) in self.tables_with.iter_mut().zip(&mut self.columns) {
+                let keep = with.partition_point(|&t| (t as usize) < common);
+                with.truncate(keep);
+                columns.truncate_columns(keep);
+            }
+        }
+        for (t, (types, _)) in from.tables.iter().enumerate().skip(common) {
+            let id = self.table_for(types);
+            assert_eq!(id as usize, t, "tables are recreated in order");
+        }
+    }
+
+    /// Writes the whole storage into `h` in the world's deterministic order: the entity
+    /// allocator, then each non-empty table in creation order — its types, its entities,
+    /// then for each checksummed type (by id) its values in row order. Types not opted in
+    /// contribute only which entities have them.
+    pub(crate) fn checksum(&self, h: &mut Checksummer) {
+        self.entities.checksum(h);
+        for t in 0..self.tables.len() {
+            let table = self.tables.get(t as u32);
+            if table.len() == 0 {
+                continue;
+            }
+            h.write_u64(table.components().len() as u64);
+            for c in table.components() {
+                h.write_u32(c.0);
+            }
+            h.write_u64(table.len() as u64);
+            for e in &table.entities {
+                h.write_u64(e.to_bits());
+            }
+            for &c in table.components() {
+                let col = table.column(c).expect("table lacks its own column");
+                self.columns[c.index()].checksum_column(col, h);
+            }
+        }
+    }
+
+    /// The first difference between two storages with the same registered types, or
+    /// `None` if they hold the same state. Live entities are compared in `self`'s order
+    /// (tables in creation order, rows in order): presence, component types, then values
+    /// of checksummed types; then entities only `other` has, the allocator, and last the
+    /// storage order.
+    pub(crate) fn first_difference(&self, other: &Storage) -> Option<Desync> {
+        let diff = |entity, component, left, right, what: String| Desync {
+            entity,
+            component,
+            left,
+            right,
+            what,
+        };
+        for t in 0..self.tables.len() {
+            let table = self.tables.get(t as u32);
+            for (row, &e) in table.entities.iter().enumerate() {
+                let Some(loc) = other.entities.location(e) else {
+                    return Some(diff(
+                        Some(e),
+                        None,
+                        None,
+                        None,
+                        format!("entity {e:?} is alive only on the left"),
+                    ));
+                };
+                let theirs = other.tables.get(loc.table);
+                if let Some(&c) = table
+                    .components()
+                    .iter()
+                    .chain(theirs.components())
+                    .find(|&&c| table.has(c) != theirs.has(c))
+                {
+                    let side = if table.has(c) { "left" } else { "right" };
+                    return Some(diff(
+                        Some(e),
+                        Some(self.type_name(c)),
+                        None,
+                        None,
+                        format!(
+                            "entity {e:?} has `{}` only on the {side}",
+                            self.type_name(c)
+                        ),
+                    ));
+                }
+                for &c in table.components() {
+                    let (a, b) = (&self.columns[c.index()], &other.columns[c.index()]);
+                    let (ca, cb) = (
+                        table.column(c).expect("own column"),
+                        theirs.column(c).expect("checked above"),
+                    );
+                    let row = row as u32;
+                    if a.checksum_value(ca, row) != b.checksum_value(cb, loc.row) {
+                        let (l, r) = (a.debug_value(ca, row), b.debug_value(cb, loc.row));
+                        return Some(diff(
+                            Some(e),
+                            Some(self.type_name(c)),
+                            l.clone(),
+                            r.clone(),
+                            format!(
+                                "entity {e:?}, component `{}`: {} vs {}",
+                                self.type_name(c),
+                                l.unwrap_or_default(),
+                                r.unwrap_or_default()
+                            ),
+                        ));
+                    }
+                }
+            }
+        }
+        for t in 0..other.tables.len() {
+            for &e in &other.tables.get(t as u32).entities {
+                if self.entities.location(e).is_none() {
+                    return Some(diff(
+                        Some(e),
+                        None,
+                        None,
+                        None,
+                        format!("entity {e:?} is alive only on the right"),
+                    ));
+                }
+            }
+        }
+        if let Some(what) = self.entities.first_difference(&other.entities) {
+            return Some(diff(None, None, None, None, what));
+        }
+        for t in 0..self.tables.len().max(other.tables.len()) {
+            let (a, b) = (
+                (t < self.tables.len()).then(|| self.tables.get(t as u32)),
+                (t < other.tables.len()).then(|| other.tables.get(t as u32)),
+            );
+            let (ea, eb) = (
+                a.map_or(&[][..], |x| &x.entities[..]),
+                b.map_or(&[][..], |x| &x.entities[..]),
+            );
+            let (ta, tb) = (a.map(|x| x.components()), b.map(|x| x.components()));
+            if ea != eb || (ta != tb && !ea.is_empty()) {
+                return Some(diff(
+                    None,
+                    None,
+                    None,
+                    None,
+                    format!("same entities and values, but table {t} differs in storage order"),
+                ));
+            }
+        }
+        None
+    }
+}
