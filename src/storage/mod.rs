@@ -12,11 +12,13 @@
 //! outputs, merges or Sync.
 
 mod column;
+mod mask;
 mod table;
 
 use std::any::type_name;
 
 pub(crate) use column::{AnyColumns, TypedColumns};
+pub(crate) use mask::QueryMask;
 pub(crate) use table::{TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
