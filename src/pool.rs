@@ -520,6 +520,29 @@ mod tests {
         assert_eq!(pool.threads(), expect);
     }
 
+    /// `fill`'s uninitialised parts, checked here (and so under both of Miri's aliasing
+    /// models) without the fold paths around it.
+    #[test]
+    fn fill_writes_every_slot_once_or_reports_the_lowest_panic() {
+        let (len, part) = if cfg!(miri) { (40, 4) } else { (10_000, 64) };
+        let pool = Pool::new(3);
+        let mut out = vec![String::from("old")];
+        pool.fill(&mut out, len, part, |i| i.to_string())
+            .ok()
+            .unwrap();
+        assert_eq!(out.len(), len);
+        assert!(out.iter().enumerate().all(|(i, s)| *s == i.to_string()));
+        let err = pool
+            .fill(&mut out, len, part, |i| {
+                assert!(i != len / 2, "part at {i} failed");
+                i.to_string()
+            })
+            .err()
+            .unwrap();
+        assert!(err.message().contains("failed"));
+        assert!(out.is_empty(), "left empty after a panic");
+    }
+
     /// Linux (and so Tracy, perf, htop) keeps 15 bytes of a thread name: each worker's
     /// index must survive that cut.
     #[test]
