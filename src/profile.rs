@@ -25,8 +25,9 @@
 //!   stutter can be read from the timeline; **plots** of entities, writes, commands, merged
 //!   and dropped outputs; a **frame mark** per frame.
 //! - **Thread names**: workers are `runsync-w{i}` (Linux keeps 15 bytes of a thread name;
-//!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker), and the thread
-//!   that calls `frame()` is named `runsync-frame` in Tracy (which also sets the OS name).
+//!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker). A thread that
+//!   calls `frame()` is named `runsync-frame` in Tracy (which also sets the OS name) unless
+//!   it already has a name; Tracy shows the main thread as `Main thread` whatever its name.
 //!
 //! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`] and
 //! [`Suspended`] are field-less unit structs, the macros expand to them, and every hook is
@@ -192,9 +193,11 @@ mod imp {
         Client::start()
     }
 
-    /// Names the calling thread `runsync-frame` in Tracy, once per thread.
+    /// Names the calling thread `runsync-frame` in Tracy, once per thread — if it has no
+    /// name: a thread the user named keeps its name, and Tracy always shows the process's
+    /// main thread as `Main thread` (renaming it would only change the process's name).
     pub(crate) fn name_frame_thread() {
-        if !NAMED.replace(true) {
+        if !NAMED.replace(true) && std::thread::current().name().is_none() {
             client().set_thread_name("runsync-frame");
         }
     }
