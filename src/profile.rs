@@ -204,8 +204,8 @@ mod imp {
 
     /// A message on the Tracy timeline (a failed frame).
     #[cold]
-    pub(crate) fn message(text: &str) {
-        client().message(text, 0);
+    pub(crate) fn message(text: std::fmt::Arguments<'_>) {
+        client().message(&text.to_string(), 0);
     }
 
     pub(crate) fn frame_end(stats: &FrameStats) {
@@ -313,8 +313,9 @@ mod imp {
     #[inline(always)]
     pub(crate) fn name_frame_thread() {}
 
+    /// Nothing (and nothing is formatted): profiling is off.
     #[inline(always)]
-    pub(crate) fn message(_text: &str) {}
+    pub(crate) fn message(_text: std::fmt::Arguments<'_>) {}
 
     #[inline(always)]
     pub(crate) fn frame_end(_stats: &FrameStats) {}

@@ -274,7 +274,7 @@ impl Runtime {
     /// plots and mark, so the failure sits in its frame on the timeline.
     #[cold]
     fn frame_failed(&self, error: FrameError) -> FrameError {
-        crate::profile::message(&format!(
+        crate::profile::message(format_args!(
             "runsync: frame {} failed: {error}",
             self.stats.frame
         ));
