@@ -176,7 +176,7 @@ impl Pool {
             .map(|i| {
                 let shared = Arc::clone(&shared);
                 thread::Builder::new()
-                    .name(format!("runsync-worker-{i}"))
+                    .name(worker_name(i))
                     .spawn(move || worker_main(&shared))
                     .expect("runsync: failed to spawn a worker thread")
             })
@@ -298,6 +298,13 @@ impl Pool {
     }
 }
 
+/// Worker `i`'s thread name, `runsync-w{i}`: Linux keeps 15 bytes of a thread name (the
+/// name profilers such as Tracy show), which this fits for any realistic pool, index
+/// included (`runsync-worker-{i}` lost the index).
+fn worker_name(i: usize) -> String {
+    format!("runsync-w{i}")
+}
+
 /// Room in the ticket queue: each batch queues at most `threads - 1` tickets, and batches
 /// nest (a system's parallel iteration inside Run), so allow plenty of nesting.
 fn queue_capacity(threads: usize) -> usize {
@@ -342,17 +349,32 @@ struct WaitGuard<'a> {
 impl Drop for WaitGuard<'_> {
     fn drop(&mut self) {
         let backoff = Backoff::new();
+        let own = (&raw const *self.batch).cast::<Batch<'static>>();
         while self.batch.refs.load(Ordering::Acquire) != 0 {
-            let before = Pool::helped();
-            let start = Instant::now();
-            if self.shared.help_once() {
+            let Some(ticket) = self.shared.injector.pop() else {
+                backoff.snooze();
+                continue;
+            };
+            if ticket.0 == own {
+                // One of our own tickets: all our jobs are claimed by now (the owner ran
+                // `work` to the end before waiting), so this only releases it.
+                // SAFETY: popped from the queue, where it was counted in `refs` when
+                // pushed; released by exactly this one `execute`.
+                unsafe { ticket.execute() };
+            } else {
+                // Another batch's job. Its time is not ours: count it as helping, and end
+                // this thread's profiling zone around it so that Tracy shows it beside,
+                // not inside, the job we are waiting in.
+                let _suspended = crate::profile::suspend();
+                let before = Pool::helped();
+                let start = Instant::now();
+                // SAFETY: as above.
+                unsafe { ticket.execute() };
                 // Count the whole job once: it may itself have helped (raising `HELPED`),
                 // which its elapsed time already includes.
                 HELPED.with(|h| h.set(before + start.elapsed()));
-                backoff.reset();
-            } else {
-                backoff.snooze();
             }
+            backoff.reset();
         }
     }
 }
@@ -496,6 +518,70 @@ mod tests {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         };
         assert_eq!(pool.threads(), expect);
+    }
+
+    /// `fill`'s uninitialised parts, checked here (and so under both of Miri's aliasing
+    /// models) without the fold paths around it.
+    #[test]
+    fn fill_writes_every_slot_once_or_reports_the_lowest_panic() {
+        let (len, part) = if cfg!(miri) { (40, 4) } else { (10_000, 64) };
+        let pool = Pool::new(3);
+        let mut out = vec![String::from("old")];
+        pool.fill(&mut out, len, part, |i| i.to_string())
+            .ok()
+            .unwrap();
+        assert_eq!(out.len(), len);
+        assert!(out.iter().enumerate().all(|(i, s)| *s == i.to_string()));
+        if pool.threads() == 1 {
+            return; // `single-threaded`: a plain `extend`, whose panic is the caller's
+        }
+        // Values other parts computed before a panic are leaked (documented), so the panic
+        // case uses a type without heap memory, which Miri would report as a leak.
+        let mut out = vec![7_u64];
+        let err = pool
+            .fill(&mut out, len, part, |i| {
+                assert!(i != len / 2, "part at {i} failed");
+                i as u64
+            })
+            .err()
+            .unwrap();
+        assert!(err.message().contains("failed"));
+        assert!(out.is_empty(), "left empty after a panic");
+    }
+
+    /// Linux (and so Tracy, perf, htop) keeps 15 bytes of a thread name: each worker's
+    /// index must survive that cut.
+    #[test]
+    fn worker_names_keep_their_index_in_15_bytes() {
+        for i in [0, 9, 10, 999, 99_999] {
+            let name = worker_name(i);
+            assert!(name.len() <= 15, "{name}");
+            assert!(name.ends_with(&i.to_string()));
+        }
+        // Miri does not model thread names being read back through the OS; the names as
+        // the threads see them are checked natively.
+        if cfg!(any(miri, feature = "single-threaded")) {
+            return;
+        }
+        let pool = Pool::new(3);
+        let seen = Mutex::new(std::collections::BTreeSet::new());
+        let go = AtomicUsize::new(0);
+        // Jobs wait for each other, so every thread of the pool runs one.
+        pool.for_each_index(3, &|_| {
+            go.fetch_add(1, Ordering::SeqCst);
+            while go.load(Ordering::SeqCst) < 3 {
+                std::hint::spin_loop();
+            }
+            let name = std::thread::current().name().map(str::to_owned);
+            seen.lock().insert(name.unwrap_or_default());
+        })
+        .ok()
+        .unwrap();
+        let seen = seen.into_inner();
+        assert!(
+            seen.contains("runsync-w0") && seen.contains("runsync-w1"),
+            "{seen:?}"
+        );
     }
 }
 

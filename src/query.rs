@@ -8,13 +8,14 @@
 //! Matching is cached per component type: the world keeps, for each type, the list of tables
 //! that hold it, extended only when a table is created (in Sync or between frames). A query
 //! walks the shortest such list among its required types and checks the rest of its
-//! signature with one bit test per table, so it never scans unrelated tables and never
-//! takes a lock.
+//! filter against each table's signature mask with a few word operations (see
+//! `storage::mask`), so it never scans unrelated tables and never takes a lock.
 
 use std::marker::PhantomData;
 
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::storage::QueryMask;
 use crate::world::World;
 
 /// Something that can be fetched per entity by [`World::query`]: `&C`, `Option<&C>`,
@@ -32,6 +33,12 @@ pub trait QueryData {
     fn init(world: &World) -> Self::State<'_>;
     #[doc(hidden)]
     fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId));
+    /// Calls `f(id, true)` for each type this fetch requires, `f(id, false)` for each it
+    /// excludes (the query's mask is built from these).
+    #[doc(hidden)]
+    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool));
+    /// The same test as `mask`, one type at a time (for types beyond the mask's inline
+    /// block).
     #[doc(hidden)]
     fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool;
     #[doc(hidden)]
@@ -55,6 +62,9 @@ impl<C: Component> QueryData for &C {
     }
     fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
         f(state.0)
+    }
+    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
+        f(state.0, true)
     }
     #[inline]
     fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
@@ -87,6 +97,7 @@ impl<C: Component> QueryData for Option<&C> {
         <&C>::init(world)
     }
     fn for_each_required(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId)) {}
+    fn for_each_filter(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId, bool)) {}
     #[inline]
     fn matches(_: &Self::State<'_>, _: &World, _: u32) -> bool {
         true
@@ -135,6 +146,9 @@ impl<C: Component> QueryData for With<C> {
     fn for_each_required(state: &ComponentId, f: &mut dyn FnMut(ComponentId)) {
         f(*state)
     }
+    fn for_each_filter(state: &ComponentId, f: &mut dyn FnMut(ComponentId, bool)) {
+        f(*state, true)
+    }
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
         world.storage.tables.get(table).has(*state)
@@ -156,6 +170,9 @@ impl<C: Component> QueryData for Without<C> {
         world.registry().id::<C>()
     }
     fn for_each_required(_: &ComponentId, _: &mut dyn FnMut(ComponentId)) {}
+    fn for_each_filter(state: &ComponentId, f: &mut dyn FnMut(ComponentId, bool)) {
+        f(*state, false)
+    }
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
         !world.storage.tables.get(table).has(*state)
@@ -181,6 +198,9 @@ macro_rules! tuple_query {
             }
             fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
                 $($name::for_each_required(&state.$idx, f);)*
+            }
+            fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
+                $($name::for_each_filter(&state.$idx, f);)*
             }
             #[inline]
             fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
@@ -283,19 +303,47 @@ fn cursor<'w, Q: QueryData>(world: &'w World, state: &Q::State<'w>) -> TableCurs
     }
 }
 
+/// `Q`'s filter as a mask.
+fn query_mask<Q: QueryData>(state: &Q::State<'_>) -> QueryMask {
+    let mut mask = QueryMask::default();
+    Q::for_each_filter(state, &mut |id, required| {
+        if required {
+            mask.require(id)
+        } else {
+            mask.exclude(id)
+        }
+    });
+    mask
+}
+
+/// Whether table `t` matches: its signature against the query's mask, then, only for a
+/// query naming a type beyond the mask's inline block, type by type.
+#[inline]
+fn table_matches<Q: QueryData>(
+    world: &World,
+    state: &Q::State<'_>,
+    mask: &QueryMask,
+    t: u32,
+) -> bool {
+    world.storage.tables.get(t).signature().passes(mask)
+        && (!mask.wide || Q::matches(state, world, t))
+}
+
 /// The ids of the non-empty tables matching `Q`, in creation order.
 pub(crate) fn matching_tables<'a, 'w: 'a, Q: QueryData>(
     world: &'w World,
     state: &'a Q::State<'w>,
 ) -> impl Iterator<Item = u32> + 'a {
+    let mask = query_mask::<Q>(state);
     cursor::<Q>(world, state)
-        .filter(move |&t| world.table_len(t) > 0 && Q::matches(state, world, t))
+        .filter(move |&t| world.table_len(t) > 0 && table_matches::<Q>(world, state, &mask, t))
 }
 
 /// Iterator over `(Entity, Q::Item)` returned by [`World::query`].
 pub struct QueryIter<'w, Q: QueryData> {
     world: &'w World,
     state: Q::State<'w>,
+    mask: QueryMask,
     tables: TableCursor<'w>,
     entities: &'w [Entity],
     columns: Q::Columns<'w>,
@@ -308,6 +356,7 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
         QueryIter {
             world,
             tables: cursor::<Q>(world, &state),
+            mask: query_mask::<Q>(&state),
             state,
             entities: &[],
             columns: Q::no_columns(),
@@ -328,10 +377,11 @@ fn next_table<'w, Q: QueryData>(
     mut tables: TableCursor<'w>,
     world: &'w World,
     state: Q::State<'w>,
+    mask: QueryMask,
 ) -> (TableCursor<'w>, Found<'w, Q>) {
     for t in tables.by_ref() {
         let entities = world.table_entities(t);
-        if !entities.is_empty() && Q::matches(&state, world, t) {
+        if !entities.is_empty() && table_matches::<Q>(world, &state, &mask, t) {
             return (tables, Some((entities, Q::columns(&state, world, t))));
         }
     }
@@ -349,7 +399,8 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
                 self.row += 1;
                 return Some((e, item));
             }
-            let (tables, found) = next_table::<Q>(self.tables.clone(), self.world, self.state);
+            let (tables, found) =
+                next_table::<Q>(self.tables.clone(), self.world, self.state, self.mask);
             self.tables = tables;
             let (entities, columns) = found?;
             self.entities = entities;
@@ -381,7 +432,8 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             for (row, &e) in ents.iter().enumerate().skip(self.row) {
                 acc = f(acc, (e, Q::get(&self.columns, row)));
             }
-            let (tables, found) = next_table::<Q>(self.tables.clone(), self.world, self.state);
+            let (tables, found) =
+                next_table::<Q>(self.tables.clone(), self.world, self.state, self.mask);
             self.tables = tables;
             match found {
                 Some((entities, columns)) => {
@@ -392,5 +444,182 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
                 None => return acc,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::prelude::*;
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Many<const N: usize>(u32);
+    impl<const N: usize> Component for Many<N> {
+        type Output = Many<N>;
+    }
+
+    /// Types with ids beyond a mask's inline block (128) spill in table signatures and make
+    /// a query "wide": matching must still be exact on both sides of the boundary.
+    #[test]
+    fn queries_over_more_types_than_the_inline_mask() {
+        let mut w = World::new();
+        w.register::<Many<0>>(merge::last);
+        w.register::<Many<1>>(merge::last);
+        w.register::<Many<2>>(merge::last);
+        w.register::<Many<3>>(merge::last);
+        w.register::<Many<4>>(merge::last);
+        w.register::<Many<5>>(merge::last);
+        w.register::<Many<6>>(merge::last);
+        w.register::<Many<7>>(merge::last);
+        w.register::<Many<8>>(merge::last);
+        w.register::<Many<9>>(merge::last);
+        w.register::<Many<10>>(merge::last);
+        w.register::<Many<11>>(merge::last);
+        w.register::<Many<12>>(merge::last);
+        w.register::<Many<13>>(merge::last);
+        w.register::<Many<14>>(merge::last);
+        w.register::<Many<15>>(merge::last);
+        w.register::<Many<16>>(merge::last);
+        w.register::<Many<17>>(merge::last);
+        w.register::<Many<18>>(merge::last);
+        w.register::<Many<19>>(merge::last);
+        w.register::<Many<20>>(merge::last);
+        w.register::<Many<21>>(merge::last);
+        w.register::<Many<22>>(merge::last);
+        w.register::<Many<23>>(merge::last);
+        w.register::<Many<24>>(merge::last);
+        w.register::<Many<25>>(merge::last);
+        w.register::<Many<26>>(merge::last);
+        w.register::<Many<27>>(merge::last);
+        w.register::<Many<28>>(merge::last);
+        w.register::<Many<29>>(merge::last);
+        w.register::<Many<30>>(merge::last);
+        w.register::<Many<31>>(merge::last);
+        w.register::<Many<32>>(merge::last);
+        w.register::<Many<33>>(merge::last);
+        w.register::<Many<34>>(merge::last);
+        w.register::<Many<35>>(merge::last);
+        w.register::<Many<36>>(merge::last);
+        w.register::<Many<37>>(merge::last);
+        w.register::<Many<38>>(merge::last);
+        w.register::<Many<39>>(merge::last);
+        w.register::<Many<40>>(merge::last);
+        w.register::<Many<41>>(merge::last);
+        w.register::<Many<42>>(merge::last);
+        w.register::<Many<43>>(merge::last);
+        w.register::<Many<44>>(merge::last);
+        w.register::<Many<45>>(merge::last);
+        w.register::<Many<46>>(merge::last);
+        w.register::<Many<47>>(merge::last);
+        w.register::<Many<48>>(merge::last);
+        w.register::<Many<49>>(merge::last);
+        w.register::<Many<50>>(merge::last);
+        w.register::<Many<51>>(merge::last);
+        w.register::<Many<52>>(merge::last);
+        w.register::<Many<53>>(merge::last);
+        w.register::<Many<54>>(merge::last);
+        w.register::<Many<55>>(merge::last);
+        w.register::<Many<56>>(merge::last);
+        w.register::<Many<57>>(merge::last);
+        w.register::<Many<58>>(merge::last);
+        w.register::<Many<59>>(merge::last);
+        w.register::<Many<60>>(merge::last);
+        w.register::<Many<61>>(merge::last);
+        w.register::<Many<62>>(merge::last);
+        w.register::<Many<63>>(merge::last);
+        w.register::<Many<64>>(merge::last);
+        w.register::<Many<65>>(merge::last);
+        w.register::<Many<66>>(merge::last);
+        w.register::<Many<67>>(merge::last);
+        w.register::<Many<68>>(merge::last);
+        w.register::<Many<69>>(merge::last);
+        w.register::<Many<70>>(merge::last);
+        w.register::<Many<71>>(merge::last);
+        w.register::<Many<72>>(merge::last);
+        w.register::<Many<73>>(merge::last);
+        w.register::<Many<74>>(merge::last);
+        w.register::<Many<75>>(merge::last);
+        w.register::<Many<76>>(merge::last);
+        w.register::<Many<77>>(merge::last);
+        w.register::<Many<78>>(merge::last);
+        w.register::<Many<79>>(merge::last);
+        w.register::<Many<80>>(merge::last);
+        w.register::<Many<81>>(merge::last);
+        w.register::<Many<82>>(merge::last);
+        w.register::<Many<83>>(merge::last);
+        w.register::<Many<84>>(merge::last);
+        w.register::<Many<85>>(merge::last);
+        w.register::<Many<86>>(merge::last);
+        w.register::<Many<87>>(merge::last);
+        w.register::<Many<88>>(merge::last);
+        w.register::<Many<89>>(merge::last);
+        w.register::<Many<90>>(merge::last);
+        w.register::<Many<91>>(merge::last);
+        w.register::<Many<92>>(merge::last);
+        w.register::<Many<93>>(merge::last);
+        w.register::<Many<94>>(merge::last);
+        w.register::<Many<95>>(merge::last);
+        w.register::<Many<96>>(merge::last);
+        w.register::<Many<97>>(merge::last);
+        w.register::<Many<98>>(merge::last);
+        w.register::<Many<99>>(merge::last);
+        w.register::<Many<100>>(merge::last);
+        w.register::<Many<101>>(merge::last);
+        w.register::<Many<102>>(merge::last);
+        w.register::<Many<103>>(merge::last);
+        w.register::<Many<104>>(merge::last);
+        w.register::<Many<105>>(merge::last);
+        w.register::<Many<106>>(merge::last);
+        w.register::<Many<107>>(merge::last);
+        w.register::<Many<108>>(merge::last);
+        w.register::<Many<109>>(merge::last);
+        w.register::<Many<110>>(merge::last);
+        w.register::<Many<111>>(merge::last);
+        w.register::<Many<112>>(merge::last);
+        w.register::<Many<113>>(merge::last);
+        w.register::<Many<114>>(merge::last);
+        w.register::<Many<115>>(merge::last);
+        w.register::<Many<116>>(merge::last);
+        w.register::<Many<117>>(merge::last);
+        w.register::<Many<118>>(merge::last);
+        w.register::<Many<119>>(merge::last);
+        w.register::<Many<120>>(merge::last);
+        w.register::<Many<121>>(merge::last);
+        w.register::<Many<122>>(merge::last);
+        w.register::<Many<123>>(merge::last);
+        w.register::<Many<124>>(merge::last);
+        w.register::<Many<125>>(merge::last);
+        w.register::<Many<126>>(merge::last);
+        w.register::<Many<127>>(merge::last);
+        w.register::<Many<128>>(merge::last);
+        w.register::<Many<129>>(merge::last);
+        let a = w.spawn((Many::<0>(1), Many::<128>(2)));
+        let b = w.spawn((Many::<0>(3), Many::<129>(4)));
+        let c = w.spawn((Many::<127>(5), Many::<129>(6)));
+        let q: Vec<Entity> = w
+            .query::<(&Many<0>, &Many<128>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(q, [a]);
+        let q: Vec<Entity> = w
+            .query::<(&Many<129>, Without<Many<0>>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(q, [c]);
+        let q: Vec<Entity> = w
+            .query::<(&Many<0>, Without<Many<128>>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(q, [b]);
+        let q: Vec<Entity> = w
+            .query::<(&Many<129>, With<Many<127>>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(q, [c]);
+        let q: Vec<Entity> = w
+            .query::<(Option<&Many<128>>, With<Many<0>>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(q, [a, b]);
+        assert_eq!(w.get::<Many<129>>(b), Some(&Many(4)));
     }
 }

@@ -19,7 +19,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         if !slot.enabled {
             return;
         }
-        let _zone = crate::profile::system_zone(&slot.name);
+        let _zone = crate::profile::enter!(&mut slot.zone, slot.name);
         let helped_before = Pool::helped();
         let start = Instant::now();
         let mut out = Output::new(world, pool, &mut slot.out);

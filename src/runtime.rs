@@ -203,6 +203,7 @@ impl Runtime {
             ran: false,
             time: Duration::ZERO,
             out: SystemOutputs::default(),
+            zone: Default::default(),
         });
         id
     }
@@ -273,10 +274,11 @@ impl Runtime {
             None => self.world.insert_resource(time),
         }
         self.stats.frame = self.frame;
+        crate::profile::name_frame_thread();
 
         let run_start = Instant::now();
         let run = {
-            let _zone = crate::profile::run_zone();
+            let _zone = crate::profile::zone!("Run");
             crate::run::run(&self.world, &mut self.systems, &self.pool)
         };
         self.stats.run = run_start.elapsed();
@@ -295,18 +297,17 @@ impl Runtime {
             self.stats.spawned = 0;
             self.stats.despawned = 0;
             self.stats.entities = self.world.len();
-            crate::profile::frame_end(&self.stats);
-            let id = SystemId(p.index as u32);
-            return Err(FrameError::SystemPanicked {
-                system: id,
+            let error = FrameError::SystemPanicked {
+                system: SystemId(p.index as u32),
                 name: self.systems[p.index].name.clone(),
                 message: p.message(),
-            });
+            };
+            return Err(self.frame_failed(error));
         }
 
         let sync_start = Instant::now();
         let report = {
-            let _zone = crate::profile::sync_zone();
+            let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
                 &mut self.world,
                 &mut self.systems,
@@ -324,13 +325,13 @@ impl Runtime {
         if let Some(t) = self.world.get_resource_mut::<Time>() {
             t.frame = self.frame;
         }
-        crate::profile::frame_end(&self.stats);
         if let Some((component, message)) = report.merge_panic {
-            return Err(FrameError::MergePanicked { component, message });
+            return Err(self.frame_failed(FrameError::MergePanicked { component, message }));
         }
         if let Some(message) = report.drop_panic {
-            return Err(FrameError::DropPanicked { message });
+            return Err(self.frame_failed(FrameError::DropPanicked { message }));
         }
+        crate::profile::frame_end(&self.stats);
         Ok(())
     }
 
@@ -389,6 +390,18 @@ impl Runtime {
             alpha: self.clock.alpha(),
             dropped,
         })
+    }
+
+    /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
+    /// plots and mark, so the failure sits in its frame on the timeline.
+    #[cold]
+    fn frame_failed(&self, error: FrameError) -> FrameError {
+        crate::profile::message(format_args!(
+            "runsync: frame {} failed: {error}",
+            self.stats.frame
+        ));
+        crate::profile::frame_end(&self.stats);
+        error
     }
 
     /// Figures of the last frame.

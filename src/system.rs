@@ -109,4 +109,6 @@ pub(crate) struct SystemSlot {
     pub(crate) ran: bool,
     pub(crate) time: Duration,
     pub(crate) out: SystemOutputs,
+    /// The system's profiling zone location, made once (nothing without `tracy`).
+    pub(crate) zone: crate::profile::ZoneSite,
 }

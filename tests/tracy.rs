@@ -45,3 +45,20 @@ fn frames_run_with_tracy_zones() {
     assert_eq!(rt.world().len(), 1005);
     assert_eq!(rt.stats().merged, 1004);
 }
+
+/// An unnamed thread that runs frames is named for its role (`runsync-frame`); Tracy sets
+/// the OS name too, which is what this reads back.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unnamed_frame_thread_is_named_for_its_role() {
+    let comm = std::thread::spawn(|| {
+        let mut world = World::new();
+        world.register::<Pos>(|p: &mut Pos, d: &[f32]| p.0 += d.iter().sum::<f32>());
+        let mut rt = Runtime::builder().workers(2).build(world);
+        rt.frame();
+        std::fs::read_to_string("/proc/thread-self/comm").unwrap()
+    })
+    .join()
+    .unwrap();
+    assert_eq!(comm.trim_end(), "runsync-frame");
+}

@@ -24,9 +24,11 @@ for s in "${steps[@]}"; do
     case "$s" in
     miri)
         ensure_miri
-        step "Miri, Stacked Borrows, strict provenance"
+        # Only the tests that never build a World: bitvec (the masks) fails Stacked Borrows
+        # (ferrilab/bitvec#193); everything else runs under Tree Borrows (`miri-tb`).
+        step "Miri, Stacked Borrows, strict provenance (tests that do not reach bitvec)"
         MIRIFLAGS="-Zmiri-strict-provenance" \
-            cargo +nightly miri test -p runsync --lib --tests --no-fail-fast
+            cargo +nightly miri test -p runsync --lib --no-fail-fast -- pool:: output::
         ;;
     miri-tb)
         ensure_miri

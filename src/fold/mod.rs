@@ -39,6 +39,8 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     /// This frame's sources, `(system index, buffer)`, in system order.
     inbox: Vec<(u32, Box<OutBuf<C>>)>,
     scratch: Scratch<C::Output>,
+    /// The merge's profiling zone location, made once (nothing without `tracy`).
+    zone: crate::profile::ZoneSite,
 }
 
 impl<C: Component, M: Merge<C>> Fold<C, M> {
@@ -48,6 +50,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             columns: Vec::new(),
             inbox: Vec::new(),
             scratch: Scratch::default(),
+            zone: Default::default(),
         }
     }
 }
@@ -93,7 +96,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn fold(&mut self, pool: &Pool) -> FoldCounts {
-        let _zone = crate::profile::merge_zone(type_name::<C>());
+        let _zone = crate::profile::enter!(&mut self.zone, type_name::<C>());
         paths::fold(
             &self.merge,
             &mut self.columns,

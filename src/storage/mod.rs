@@ -12,12 +12,14 @@
 //! outputs, merges or Sync.
 
 mod column;
+mod mask;
 mod snapshot;
 mod table;
 
 use std::any::type_name;
 
 pub(crate) use column::{AnyColumns, TypedColumns};
+pub(crate) use mask::QueryMask;
 pub(crate) use snapshot::StorageSnapshot;
 pub(crate) use table::{TableId, Tables};
 

@@ -2,8 +2,7 @@
 
 use std::collections::HashMap;
 
-use fixedbitset::FixedBitSet;
-
+use super::mask::Mask;
 use crate::component::ComponentId;
 use crate::entity::Entity;
 
@@ -17,8 +16,8 @@ const NO_COLUMN: u32 = u32::MAX;
 pub(crate) struct Table {
     /// The component types, sorted by id.
     components: Box<[ComponentId]>,
-    /// `signature[id]` is set for each type in `components`.
-    signature: FixedBitSet,
+    /// The same set as a mask, for one-step membership and query tests.
+    signature: Mask,
     /// Column index in each type's storage, by component id (`NO_COLUMN` if absent).
     columns: Vec<u32>,
     /// The entity in each row.
@@ -36,7 +35,13 @@ impl Table {
 
     #[inline]
     pub(crate) fn has(&self, id: ComponentId) -> bool {
-        self.signature.contains(id.index())
+        self.signature.contains(id)
+    }
+
+    /// The component types as a mask.
+    #[inline]
+    pub(crate) fn signature(&self) -> &Mask {
+        &self.signature
     }
 
     /// The column index of `id` in its storage, if this table holds it.
@@ -120,12 +125,14 @@ impl Tables {
     ) -> TableId {
         let id = self.tables.len() as TableId;
         let width = sorted.last().map_or(0, |c| c.index() + 1);
-        let mut signature = FixedBitSet::with_capacity(width);
+        let mut signature = Mask::default();
         let mut columns = vec![NO_COLUMN; width];
         for &c in sorted {
-            signature.insert(c.index());
+            signature.insert(c);
             columns[c.index()] = add_column(c, id);
         }
+        debug_assert_eq!(signature.len(), sorted.len());
+        debug_assert!(signature.iter().eq(sorted.iter().copied()));
         self.tables.push(Table {
             components: sorted.into(),
             signature,
@@ -213,6 +220,7 @@ mod tests {
         assert!(t.get(ab).has(a) && t.get(ab).has(b) && !t.get(ab).has(ComponentId(1)));
         assert_eq!(t.get(ab).column(b), Some(1));
         assert_eq!(t.get(ab).column(ComponentId(9)), None);
+        assert_eq!(t.get(ab).signature().iter().collect::<Vec<_>>(), [a, b]);
         let only_a = t.neighbour(ab, b, false, &mut add);
         assert_eq!(t.get(only_a).components(), &[a]);
         assert_eq!(t.neighbour(only_a, b, true, &mut add), ab);

@@ -57,23 +57,23 @@ pub(crate) fn sync(
 ) -> SyncReport {
     let mut report = SyncReport::default();
     {
-        let _zone = crate::profile::step_zone("gather");
+        let _zone = crate::profile::zone!("gather");
         gather(world, systems);
     }
     {
-        let _zone = crate::profile::step_zone("fold_all");
+        let _zone = crate::profile::zone!("fold_all");
         fold_all(world, pool, &mut report);
     }
     {
-        let _zone = crate::profile::step_zone("fold_resources");
+        let _zone = crate::profile::zone!("fold_resources");
         fold_resources(world, systems, &mut report);
     }
     {
-        let _zone = crate::profile::step_zone("return_buffers");
+        let _zone = crate::profile::zone!("return_buffers");
         return_buffers(world, systems);
     }
     {
-        let _zone = crate::profile::step_zone("commands");
+        let _zone = crate::profile::zone!("commands");
         commands::apply(
             world,
             systems,
