@@ -171,11 +171,17 @@ where
     }
 }
 
-/// Swaps `outputs` in as the column (one output per row, each becoming the value).
-#[inline]
-fn swap_in<C>(column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-    std::mem::swap(column, outputs);
-    true
+/// The [`Merge`] items of a merge for which one output becomes the value: with one output
+/// per row, Sync swaps `outputs` in as the whole column.
+macro_rules! replaces_columns {
+    () => {
+        const REPLACES_COLUMNS: bool = true;
+        #[inline]
+        fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
+            std::mem::swap(column, outputs);
+            true
+        }
+    };
 }
 
 /// The [`last`] merge: the last output replaces the value. Needs `Output = C`.
@@ -324,11 +330,7 @@ where
             value.clone_from(best);
         }
     }
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
+    replaces_columns!();
 }
 
 impl<C, K, F> Merge<C> for MinByKey<F>
@@ -343,11 +345,7 @@ where
             value.clone_from(best);
         }
     }
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
+    replaces_columns!();
 }
 
 impl<C> Merge<C> for Avg
@@ -384,12 +382,13 @@ impl<C: Component<Output = bool> + From<bool>> Merge<C> for AllTrue {
     }
 }
 
-/// The output with the best key (the earliest among equals).
-fn pick_by_key<O, K: PartialOrd>(
-    outputs: &[O],
-    key: impl Fn(&O) -> K,
+/// The output with the best key (the earliest among equals); `min`/`max` use the output
+/// itself as the key.
+fn pick_by_key<'a, O, K: PartialOrd>(
+    outputs: &'a [O],
+    key: impl Fn(&'a O) -> K,
     better: impl Fn(&K, &K) -> bool,
-) -> Option<&O> {
+) -> Option<&'a O> {
     let (head, rest) = outputs.split_first()?;
     let mut best = (head, key(head));
     for o in rest {
@@ -409,11 +408,7 @@ impl<C: Component<Output = C> + Clone> Merge<C> for Last {
         }
     }
     const ONE_AT_A_TIME: bool = true;
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
+    replaces_columns!();
 }
 
 impl<C: Component<Output = C> + Clone> Merge<C> for First {
@@ -423,11 +418,7 @@ impl<C: Component<Output = C> + Clone> Merge<C> for First {
             value.clone_from(v);
         }
     }
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
+    replaces_columns!();
 }
 
 impl<C> Merge<C> for Sum
@@ -447,37 +438,21 @@ where
 impl<C: Component<Output = C> + PartialOrd + Clone> Merge<C> for Min {
     #[inline]
     fn merge(&self, value: &mut C, outputs: &[C]) {
-        if let Some(best) = pick(outputs, |a, b| a < b) {
+        if let Some(best) = pick_by_key(outputs, |o| o, |a, b| a < b) {
             value.clone_from(best);
         }
     }
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
+    replaces_columns!();
 }
 
 impl<C: Component<Output = C> + PartialOrd + Clone> Merge<C> for Max {
     #[inline]
     fn merge(&self, value: &mut C, outputs: &[C]) {
-        if let Some(best) = pick(outputs, |a, b| a > b) {
+        if let Some(best) = pick_by_key(outputs, |o| o, |a, b| a > b) {
             value.clone_from(best);
         }
     }
-    const REPLACES_COLUMNS: bool = true;
-    #[inline]
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-        swap_in(column, outputs)
-    }
-}
-
-fn pick<C>(outputs: &[C], better: impl Fn(&C, &C) -> bool) -> Option<&C> {
-    let (head, rest) = outputs.split_first()?;
-    Some(
-        rest.iter()
-            .fold(head, |best, v| if better(v, best) { v } else { best }),
-    )
+    replaces_columns!();
 }
 
 #[cfg(test)]

@@ -99,85 +99,53 @@ fn typed<C: Component>(columns: Option<ColumnsMut<'_>>) -> &mut Vec<Vec<C>> {
         .columns
 }
 
-impl<C: Component> FetchMut for &mut C {
-    type Item<'w> = &'w mut C;
-    type Columns<'w> = Cursor<std::slice::IterMut<'w, Vec<C>>>;
-    type Rows<'w> = std::slice::IterMut<'w, C>;
-    const ACCESS: Access = Access::Required;
-    fn id(world: &World) -> ComponentId {
-        world.registry().id::<C>()
-    }
-    fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
-        Cursor::new(typed::<C>(columns).iter_mut())
-    }
-    fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
-        columns.take(column.expect("required")).iter_mut()
-    }
-    #[inline]
-    fn next<'w>(rows: &mut Self::Rows<'w>) -> &'w mut C {
-        rows.next().expect("one row per entity")
-    }
+/// `&mut C` / `&C` (`$iter`: `iter_mut` / `iter`), required or optional.
+macro_rules! column_fetch {
+    ($item:ty => $yields:ty, $iter_ty:ident, $iter:ident) => {
+        impl<C: Component> FetchMut for $item {
+            type Item<'w> = $yields;
+            type Columns<'w> = Cursor<std::slice::$iter_ty<'w, Vec<C>>>;
+            type Rows<'w> = std::slice::$iter_ty<'w, C>;
+            const ACCESS: Access = Access::Required;
+            fn id(world: &World) -> ComponentId {
+                world.registry().id::<C>()
+            }
+            fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
+                Cursor::new(typed::<C>(columns).$iter())
+            }
+            fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
+                columns.take(column.expect("required")).$iter()
+            }
+            #[inline]
+            fn next<'w>(rows: &mut Self::Rows<'w>) -> Self::Item<'w> {
+                rows.next().expect("one row per entity")
+            }
+        }
+
+        impl<C: Component> FetchMut for Option<$item> {
+            type Item<'w> = Option<$yields>;
+            type Columns<'w> = Cursor<std::slice::$iter_ty<'w, Vec<C>>>;
+            type Rows<'w> = Option<std::slice::$iter_ty<'w, C>>;
+            const ACCESS: Access = Access::Optional;
+            fn id(world: &World) -> ComponentId {
+                world.registry().id::<C>()
+            }
+            fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
+                Cursor::new(typed::<C>(columns).$iter())
+            }
+            fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
+                column.map(|k| columns.take(k).$iter())
+            }
+            #[inline]
+            fn next<'w>(rows: &mut Self::Rows<'w>) -> Self::Item<'w> {
+                rows.as_mut().map(|r| r.next().expect("one row per entity"))
+            }
+        }
+    };
 }
 
-impl<C: Component> FetchMut for &C {
-    type Item<'w> = &'w C;
-    type Columns<'w> = Cursor<std::slice::Iter<'w, Vec<C>>>;
-    type Rows<'w> = std::slice::Iter<'w, C>;
-    const ACCESS: Access = Access::Required;
-    fn id(world: &World) -> ComponentId {
-        world.registry().id::<C>()
-    }
-    fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
-        Cursor::new(typed::<C>(columns).iter())
-    }
-    fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
-        columns.take(column.expect("required")).iter()
-    }
-    #[inline]
-    fn next<'w>(rows: &mut Self::Rows<'w>) -> &'w C {
-        rows.next().expect("one row per entity")
-    }
-}
-
-impl<C: Component> FetchMut for Option<&mut C> {
-    type Item<'w> = Option<&'w mut C>;
-    type Columns<'w> = Cursor<std::slice::IterMut<'w, Vec<C>>>;
-    type Rows<'w> = Option<std::slice::IterMut<'w, C>>;
-    const ACCESS: Access = Access::Optional;
-    fn id(world: &World) -> ComponentId {
-        world.registry().id::<C>()
-    }
-    fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
-        Cursor::new(typed::<C>(columns).iter_mut())
-    }
-    fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
-        column.map(|k| columns.take(k).iter_mut())
-    }
-    #[inline]
-    fn next<'w>(rows: &mut Self::Rows<'w>) -> Option<&'w mut C> {
-        rows.as_mut().map(|r| r.next().expect("one row per entity"))
-    }
-}
-
-impl<C: Component> FetchMut for Option<&C> {
-    type Item<'w> = Option<&'w C>;
-    type Columns<'w> = Cursor<std::slice::Iter<'w, Vec<C>>>;
-    type Rows<'w> = Option<std::slice::Iter<'w, C>>;
-    const ACCESS: Access = Access::Optional;
-    fn id(world: &World) -> ComponentId {
-        world.registry().id::<C>()
-    }
-    fn columns(columns: Option<ColumnsMut<'_>>) -> Self::Columns<'_> {
-        Cursor::new(typed::<C>(columns).iter())
-    }
-    fn rows<'w>(columns: &mut Self::Columns<'w>, column: Option<u32>) -> Self::Rows<'w> {
-        column.map(|k| columns.take(k).iter())
-    }
-    #[inline]
-    fn next<'w>(rows: &mut Self::Rows<'w>) -> Option<&'w C> {
-        rows.as_mut().map(|r| r.next().expect("one row per entity"))
-    }
-}
+column_fetch!(&mut C => &'w mut C, IterMut, iter_mut);
+column_fetch!(&C => &'w C, Iter, iter);
 
 macro_rules! filter_fetch {
     ($name:ident, $access:expr) => {
