@@ -91,13 +91,15 @@ fn game() -> Runtime {
         let inputs = w.resource::<Inputs>().0;
         for (e, (p, player)) in w.query::<(&Pos, &Player)>() {
             match inputs[usize::from(player.0)] {
-                2 => out.spawn((
-                    Pos(p.0),
-                    Shot {
-                        speed: if player.0 == 0 { 3 } else { -3 },
-                        frames_left: 10,
-                    },
-                )),
+                2 => {
+                    out.spawn((
+                        Pos(p.0),
+                        Shot {
+                            speed: if player.0 == 0 { 3 } else { -3 },
+                            frames_left: 10,
+                        },
+                    ));
+                }
                 step => out.write::<Pos>(e, i32::from(step)),
             }
         }

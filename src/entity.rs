@@ -5,6 +5,20 @@
 //! would overflow is *retired*: it is never handed out again, so a stale handle can never
 //! alias a new entity. Freed slots are reused last-in-first-out, which keeps allocation
 //! deterministic: the same sequence of spawns and despawns always yields the same ids.
+//!
+//! # Ids for spawns made during Run
+//!
+//! [`Output::spawn`](crate::Output::spawn) returns the new entity's id at once, while
+//! systems run in parallel and the world is read-only. The ids come from *reservations*,
+//! one per system, made before Run on the frame thread, in system order (see
+//! [`Entities::reserve_for_frame`]): system `s` takes the ids of its block in order. A
+//! system that spawns more than its block holds takes *overflow* ids: its `k`-th overflow
+//! spawn has lane position `g = s + k * lanes` (`lanes` is the number of systems) and
+//! takes the `g`-th id from the top of the free list, or past its end a fresh index
+//! (Sync then takes the used ids out of the free list, creates the fresh slots and frees
+//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system, its spawn count and the
+//! world's history — never on threads. A block is sized from what its system spawned the
+//! frame before (twice that, at least [`MIN_RESERVE`]), so overflow is for bursts.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -105,13 +119,41 @@ struct Slot {
 /// The largest number of entity slots: index `u32::MAX` is never handed out.
 pub(crate) const MAX_SLOTS: usize = u32::MAX as usize;
 
-/// The entity allocator: slot metadata plus a LIFO free list.
+#[cold]
+#[track_caller]
+fn out_of_slots(max: usize) -> ! {
+    panic!(
+        "runsync: out of entity slots: all {max} indices are in use, reserved or retired \
+         (entity indices are u32 and never wrap)"
+    )
+}
+
+/// The smallest block of ids reserved per system for spawns made during Run.
+pub(crate) const MIN_RESERVE: usize = 16;
+
+/// One system's reserved ids (see the module docs).
+#[derive(Clone, Default, Debug, PartialEq, Eq)]
+struct Reservation {
+    /// Free slot indices, taken from the front.
+    ids: Vec<u32>,
+    /// What the system spawned in the last frame that ran: sizes the next block.
+    spawned_last: u32,
+}
+
+/// The entity allocator: slot metadata plus a LIFO free list, and the ids reserved for
+/// spawns during Run.
 #[derive(Default)]
 pub(crate) struct Entities {
     slots: Vec<Slot>,
     free: Vec<u32>,
     alive: usize,
     retired: usize,
+    /// Per system (registration order), its reserved ids.
+    reserved: Vec<Reservation>,
+    /// The first overflow index of this frame, and the stride between one system's
+    /// overflow ids (the number of systems).
+    lane_base: u32,
+    lanes: u32,
     /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
     #[cfg(test)]
     limit: Option<usize>,
@@ -131,6 +173,9 @@ impl Clone for Entities {
         self.free.clone_from(&src.free);
         self.alive = src.alive;
         self.retired = src.retired;
+        self.reserved.clone_from(&src.reserved);
+        self.lane_base = src.lane_base;
+        self.lanes = src.lanes;
         #[cfg(test)]
         {
             self.limit = src.limit;
@@ -152,6 +197,15 @@ impl Entities {
         h.write_u64(self.free.len() as u64);
         for &f in &self.free {
             h.write_u32(f);
+        }
+        // Reservations decide the ids of the next frame's spawns.
+        h.write_u64(self.reserved.len() as u64);
+        for r in &self.reserved {
+            h.write_u64(r.ids.len() as u64);
+            for &i in &r.ids {
+                h.write_u32(i);
+            }
+            h.write_u32(r.spawned_last);
         }
     }
 
@@ -185,6 +239,17 @@ impl Entities {
                 self.retired, other.retired
             ));
         }
+        if self.reserved != other.reserved {
+            let n = self.reserved.len().max(other.reserved.len());
+            let s = (0..n)
+                .find(|&s| self.reserved.get(s) != other.reserved.get(s))
+                .expect("the reservations differ somewhere");
+            return Some(format!(
+                "ids reserved for system {s}'s spawns (next ids): {:?} vs {:?}",
+                self.reserved.get(s).map(|r| &r.ids[..r.ids.len().min(8)]),
+                other.reserved.get(s).map(|r| &r.ids[..r.ids.len().min(8)]),
+            ));
+        }
         None
     }
 
@@ -193,34 +258,180 @@ impl Entities {
     /// # Panics
     /// When all `u32::MAX` slot indices are in use or retired.
     pub(crate) fn alloc(&mut self) -> Entity {
+        let index = self.alloc_index();
         self.alive += 1;
-        if let Some(index) = self.free.pop() {
-            let slot = &self.slots[index as usize];
-            return Entity {
-                index,
-                generation: slot.generation,
-            };
+        self.handle(index)
+    }
+
+    /// The handle of the current (or next) occupant of slot `index`.
+    #[inline]
+    fn handle(&self, index: u32) -> Entity {
+        Entity {
+            index,
+            generation: self.slots[index as usize].generation,
         }
+    }
+
+    /// The largest number of slots.
+    fn max_slots(&self) -> usize {
         #[cfg(test)]
-        let max = self.limit.unwrap_or(MAX_SLOTS);
+        return self.limit.unwrap_or(MAX_SLOTS);
         #[cfg(not(test))]
-        let max = MAX_SLOTS;
-        if self.slots.len() >= max {
-            self.alive -= 1;
-            panic!(
-                "runsync: out of entity slots: all {max} indices are in use or retired \
-                 (entity indices are u32 and never wrap)"
-            );
+        MAX_SLOTS
+    }
+
+    /// A free slot index (from the free list, else a fresh slot), not yet alive.
+    ///
+    /// # Panics
+    /// When all `u32::MAX` slot indices are in use, reserved or retired.
+    fn alloc_index(&mut self) -> u32 {
+        if let Some(index) = self.free.pop() {
+            return index;
         }
-        let index = self.slots.len() as u32;
+        let max = self.max_slots();
+        if self.slots.len() >= max {
+            out_of_slots(max);
+        }
         self.slots.push(Slot {
             generation: NonZeroU32::MIN,
             location: Location::NONE,
         });
+        self.slots.len() as u32 - 1
+    }
+
+    /// Sizes every system's block of reserved ids for the coming frame (`systems` of them,
+    /// in registration order) and sets this frame's overflow lanes. Deterministic: it
+    /// depends only on the allocator state. A block holds twice what its system spawned
+    /// in the last frame, at least [`MIN_RESERVE`]; ids beyond that go back to the free
+    /// list, as do the blocks of systems that no longer exist.
+    ///
+    /// # Panics
+    /// When the slot indices run out.
+    pub(crate) fn reserve_for_frame(&mut self, systems: usize) {
+        let mut reserved = std::mem::take(&mut self.reserved);
+        for r in reserved.iter_mut().skip(systems) {
+            self.free.extend(r.ids.drain(..).rev());
+        }
+        reserved.resize_with(systems, Reservation::default);
+        for r in &mut reserved {
+            let target = (2 * r.spawned_last as usize).max(MIN_RESERVE);
+            while r.ids.len() > target {
+                let id = r.ids.pop().expect("longer than target");
+                self.free.push(id);
+            }
+            while r.ids.len() < target {
+                let id = self.alloc_index();
+                r.ids.push(id);
+            }
+        }
+        self.reserved = reserved;
+        self.lane_base = self.slots.len() as u32;
+        self.lanes = systems as u32;
+    }
+
+    /// The id of system `system`'s `k`-th spawn this frame (from 0): from its block, or
+    /// an overflow id (see the module docs). Not alive until Sync spawns it.
+    ///
+    /// # Panics
+    /// If the overflow index would pass the last slot index, or if `system` has no
+    /// reservation (the runtime reserves for every system before Run).
+    #[inline]
+    pub(crate) fn reserved_id(&self, system: usize, k: usize) -> Entity {
+        let r = &self.reserved[system];
+        if let Some(&index) = r.ids.get(k) {
+            return self.handle(index);
+        }
+        self.overflow_id(system, k - r.ids.len())
+    }
+
+    /// The id of system `system`'s `k`-th overflow spawn: its *lane position*
+    /// `g = system + k * lanes` picks the `g`-th id from the top of the free list, or,
+    /// past its end, the fresh index `lane_base + g - free.len()`.
+    #[cold]
+    fn overflow_id(&self, system: usize, k: usize) -> Entity {
+        let g = system as u64 + k as u64 * u64::from(self.lanes);
+        let free = self.free.len() as u64;
+        if g < free {
+            return self.handle(self.free[(free - 1 - g) as usize]);
+        }
+        let index = u64::from(self.lane_base) + g - free;
+        let max = self.max_slots();
+        if index >= max as u64 {
+            out_of_slots(max);
+        }
         Entity {
-            index,
+            index: index as u32,
             generation: NonZeroU32::MIN,
         }
+    }
+
+    /// Before Sync's commands: takes this frame's overflow ids (given what each system
+    /// spawned, `spawned[s]`) out of the free list, creates the slots of fresh ones, and
+    /// frees the fresh indices between them.
+    pub(crate) fn create_overflow(&mut self, spawned: impl Fn(usize) -> usize) {
+        let lanes = self.lanes as usize;
+        let counts: Vec<usize> = (0..lanes)
+            .map(|s| spawned(s).saturating_sub(self.reserved[s].ids.len()))
+            .collect();
+        let Some(last) = (0..lanes)
+            .filter(|&s| counts[s] > 0)
+            .map(|s| s + (counts[s] - 1) * lanes)
+            .max()
+        else {
+            return;
+        };
+        let used = |g: usize| g / lanes < counts[g % lanes];
+        let free = self.free.len();
+        // Lane positions below `free` are free-list entries, counted from the top.
+        let mut p = 0;
+        self.free.retain(|_| {
+            p += 1;
+            !used(free - p)
+        });
+        if last >= free {
+            debug_assert_eq!(
+                self.slots.len(),
+                self.lane_base as usize,
+                "nothing allocated since"
+            );
+            let fresh = last - free + 1;
+            self.slots.resize(
+                self.slots.len() + fresh,
+                Slot {
+                    generation: NonZeroU32::MIN,
+                    location: Location::NONE,
+                },
+            );
+            // Unused fresh indices go to the free list highest first, so the lowest is
+            // reused first.
+            for g in (free..=last).rev() {
+                if !used(g) {
+                    self.free.push(self.lane_base + (g - free) as u32);
+                }
+            }
+        }
+    }
+
+    /// After Sync's commands: system `system` spawned `spawned` entities this frame (all
+    /// now alive); its block drops the ids it used.
+    pub(crate) fn commit_reserved(&mut self, system: usize, spawned: usize) {
+        let Some(r) = self.reserved.get_mut(system) else {
+            return;
+        };
+        let used = spawned.min(r.ids.len());
+        r.ids.drain(..used);
+        r.spawned_last = spawned as u32;
+    }
+
+    /// Makes the reserved (or overflow) id `e` alive; the caller sets its location.
+    pub(crate) fn claim(&mut self, e: Entity) {
+        let slot = &self.slots[e.index as usize];
+        debug_assert!(
+            slot.generation == e.generation && slot.location == Location::NONE,
+            "claimed {e:?}, which is not a reserved id"
+        );
+        let _ = slot;
+        self.alive += 1;
     }
 
     /// Frees a live entity's slot and returns where it was. Returns `None` (and changes

@@ -14,7 +14,7 @@ use crate::world::World;
 /// A system's time is its own: work its thread did for *other* systems while waiting for
 /// its own parallel parts (see [`Pool::helped`]) is subtracted.
 pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Result<(), Panicked> {
-    pool.for_each_mut(systems, &|_, slot| {
+    pool.for_each_mut(systems, &|s, slot| {
         slot.ran = slot.enabled;
         if !slot.enabled {
             return;
@@ -22,7 +22,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         let _zone = crate::profile::enter!(&mut slot.zone, slot.name);
         let helped_before = Pool::helped();
         let start = Instant::now();
-        let mut out = Output::new(world, pool, &mut slot.out);
+        let mut out = Output::new(world, pool, &mut slot.out, Some(s));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
         }));

@@ -276,6 +276,11 @@ impl Runtime {
         self.stats.frame = self.frame;
         crate::profile::name_frame_thread();
 
+        // Ids for spawns made in Run, per system, in system order (deterministic).
+        self.world
+            .storage
+            .entities
+            .reserve_for_frame(self.systems.len());
         let run_start = Instant::now();
         let run = {
             let _zone = crate::profile::zone!("Run");

@@ -95,7 +95,9 @@ fn a_bundle_naming_a_type_twice_is_an_error() {
     assert_eq!(w.len(), 1, "the world is still usable");
 
     let mut rt = Runtime::builder().workers(1).build(w);
-    rt.add_system(|_: &World, out: &mut Output| out.spawn((Pos(1.0), Pos(2.0))));
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.spawn((Pos(1.0), Pos(2.0)));
+    });
     let err = rt.try_frame().unwrap_err().to_string();
     assert!(err.contains("names component type"), "{err}");
     assert_eq!(rt.world().len(), 1);

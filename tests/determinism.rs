@@ -4,6 +4,11 @@
 //! (separate binaries) are held to the very same bits. Regenerate the file, after a change
 //! that is *meant* to alter the scenario's results, with `RUNSYNC_BLESS=1 cargo test --test
 //! determinism`.
+//!
+//! The scenario uses every kind of output: the write paths, merges of every shape,
+//! structural commands, same-frame spawn ids (a child names the parent spawned just
+//! before it; bursts that overflow a system's reserved ids; deferred spawns from
+//! `par_for_each`) and a resource merge.
 
 use runsync::prelude::*;
 
@@ -44,6 +49,20 @@ impl Component for Marked {
     type Output = ();
 }
 
+/// The parent of a child spawned in the same frame (its id comes from `Output::spawn`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Parent(Entity);
+impl Component for Parent {
+    type Output = Parent;
+}
+
+/// A resource every system may add to (a float sum: order-dependent bits).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Census(f32);
+impl Component for Census {
+    type Output = f32;
+}
+
 /// A deterministic hash of a few integers to a float in [-1, 1).
 fn noise(a: u32, b: u64) -> f32 {
     let mut x = (u64::from(a) << 32) ^ b ^ 0x9E37_79B9_7F4A_7C15;
@@ -72,6 +91,11 @@ fn build(workers: usize) -> Runtime {
     w.register::<Energy>(merge::max);
     w.register::<Age>(merge::last);
     w.register::<Marked>(|_: &mut Marked, _: &[()]| {});
+    w.register::<Parent>(merge::last);
+    w.insert_resource(Census(0.0));
+    w.register_resource::<Census>(|c: &mut Census, xs: &[f32]| {
+        c.0 = c.0 * 0.5 + xs.iter().sum::<f32>();
+    });
     for i in 0..INITIAL {
         let p = P(noise(i, 1) * 100.0, noise(i, 2) * 100.0);
         let v = V(noise(i, 3), noise(i, 4));
@@ -92,6 +116,11 @@ fn build(workers: usize) -> Runtime {
         out.par_for_each::<(&P, Option<&V>)>(|e, (p, v), out| {
             if v.is_some() {
                 out.write::<V>(e, (-p.0 * 0.001, -p.1 * 0.001));
+            }
+            out.write_resource::<Census>(p.0 * 1e-3);
+            if e.index() % 97 == 0 && p.0 > 0.0 {
+                // Ids chosen in Sync, in chunk order.
+                out.spawn_deferred((P(p.1, p.0), Age(3)));
             }
         });
     });
@@ -140,14 +169,36 @@ fn build(workers: usize) -> Runtime {
                 out.remove::<Marked>(e);
             }
         }
-        let births = (noise(alive, frame) * 20.0 + 25.0) as u32;
+        out.write_resource::<Census>(alive as f32);
+        let mut births = (noise(alive, frame) * 20.0 + 25.0) as u32;
+        if frame % 40 == 17 {
+            // A burst: more than the ids reserved for this system (overflow ids).
+            births += 300;
+        }
+        let mut parent = None;
         for i in 0..births {
             let n = noise(i, frame);
             if i % 2 == 0 {
-                out.spawn((P(n * 50.0, -n * 50.0), V(n, n), Age(0)));
+                parent = Some(out.spawn((P(n * 50.0, -n * 50.0), V(n, n), Age(0))));
             } else {
-                out.spawn((P(n, n), V(0.0, 0.0), Age(0), Energy(n.abs())));
+                let child = out.spawn((P(n, n), V(0.0, 0.0), Age(0), Energy(n.abs())));
+                if let Some(p) = parent {
+                    // A same-frame id, inside a component and as a command's target.
+                    out.insert(child, Parent(p));
+                    if i % 3 == 0 {
+                        out.insert(p, Marked);
+                    }
+                }
             }
+        }
+    });
+    rt.add_system_named("sparks", |world: &World, out: &mut Output| {
+        // A second spawner: its reserved ids interleave with "lifecycle"'s.
+        let frame = world.resource::<Time>().frame;
+        for i in 0..(frame % 5) as u32 {
+            let n = noise(i, frame + 99);
+            let e = out.spawn((P(n, -n), Age(1)));
+            out.write::<Age>(e, Age(7)); // not alive until Sync: dropped and counted
         }
     });
     rt
@@ -156,14 +207,17 @@ fn build(workers: usize) -> Runtime {
 /// The whole world as bits: every entity and every component, in query order.
 fn snapshot(w: &World) -> Vec<u64> {
     let mut s = Vec::new();
-    for (e, (p, v, en, a, m)) in w.query::<(
+    s.push(u64::from(w.resource::<Census>().0.to_bits()));
+    for (e, (p, v, en, a, m, parent)) in w.query::<(
         Option<&P>,
         Option<&V>,
         Option<&Energy>,
         Option<&Age>,
         Option<&Marked>,
+        Option<&Parent>,
     )>() {
         s.push(e.to_bits());
+        s.push(parent.map_or(u64::MAX, |p| p.0.to_bits()));
         s.push(p.map_or(u64::MAX, |p| {
             (u64::from(p.0.to_bits()) << 32) | u64::from(p.1.to_bits())
         }));
@@ -193,12 +247,26 @@ fn run(workers: usize) -> Vec<Vec<u64>> {
     let mut rt = build(workers);
     let mut frames = vec![snapshot(rt.world())];
     let (mut churn, mut dropped) = (0, 0);
+    let mut children = 0;
     for _ in 0..FRAMES {
         rt.frame();
         churn += rt.stats().spawned + rt.stats().despawned;
         dropped += rt.stats().dropped;
-        frames.push(snapshot(rt.world()));
+        let w = rt.world();
+        for (e, (parent, a)) in w.query::<(&Parent, &Age)>() {
+            if a.0 == 0 {
+                // Spawned this frame, naming a parent spawned this frame too.
+                children += 1;
+                assert!(w.is_alive(parent.0) && parent.0 != e, "{e:?} -> {parent:?}");
+                assert_eq!(w.get::<Age>(parent.0), Some(&Age(0)));
+            }
+        }
+        frames.push(snapshot(w));
     }
+    assert!(
+        children > FRAMES,
+        "children name same-frame parents ({children})"
+    );
     assert!(
         churn as usize > FRAMES * 8,
         "the scenario must churn entities (got {churn})"

@@ -36,7 +36,11 @@ fn spec() -> impl Strategy<Value = Spec> {
         1 => any::<u16>().prop_map(Spec::Despawn),
         2 => (kind(), any::<u16>(), any::<u64>()).prop_map(|(k, p, x)| Spec::Insert(k, p, x)),
         2 => (kind(), any::<u16>()).prop_map(|(k, p)| Spec::Remove(k, p)),
-        1 => (any::<Option<u64>>(), any::<Option<i16>>()).prop_map(|(a, b)| Spec::Spawn(a, b)),
+        1 => (any::<Option<u64>>(), any::<Option<i16>>(), prop::bool::weighted(0.3))
+            .prop_map(|(a, b, deferred)| Spec::Spawn(a, b, deferred)),
+        1 => (kind(), any::<u64>()).prop_map(|(k, x)| Spec::InsertSpawned(k, x)),
+        1 => (kind(), any::<u64>()).prop_map(|(k, x)| Spec::WriteSpawned(k, x)),
+        1 => any::<u64>().prop_map(Spec::WriteRes),
     ]
 }
 
@@ -87,6 +91,17 @@ fn batch() -> impl Strategy<Value = (bool, Batch)> {
     prop_oneof![
         1 => (any::<bool>(), prop::collection::vec(spec(), 0..8))
             .prop_map(|(writer, specs)| (false, Batch::Ops { writer, specs })),
+        // A burst of spawns, past the ids reserved for the system (overflow ids), with
+        // inserts into and writes to the last one.
+        1 => prop::collection::vec(
+            prop_oneof![
+                4 => (any::<Option<u64>>(), any::<Option<i16>>(), prop::bool::weighted(0.2))
+                    .prop_map(|(a, b, deferred)| Spec::Spawn(a, b, deferred)),
+                1 => (kind(), any::<u64>()).prop_map(|(k, x)| Spec::InsertSpawned(k, x)),
+            ],
+            8..48,
+        )
+        .prop_map(|specs| (false, Batch::Ops { writer: false, specs })),
         2 => lp().prop_map(|(themed, l)| (themed, Batch::Loop(l))),
     ]
 }

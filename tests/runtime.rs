@@ -168,29 +168,49 @@ fn writes_merge_before_structural_commands() {
 
 #[test]
 fn spawns_get_deterministic_ids_and_appear_next_frame() {
-    let mut rt = runtime(world());
-    let counted = Arc::new(Mutex::new(Vec::new()));
-    let c = counted.clone();
-    rt.add_system(move |world: &World, out: &mut Output| {
-        c.lock().unwrap().push(world.query::<(&Pos,)>().count());
-        out.spawn((Pos(1.0),));
-        out.spawn((Pos(2.0), Hp(1)));
-    });
-    rt.add_system(|_: &World, out: &mut Output| out.spawn((Tag,)));
-    rt.frame();
-    rt.frame();
-    assert_eq!(*counted.lock().unwrap(), vec![0, 2]);
-    let ids: Vec<(u32, u32)> = rt
-        .world()
-        .query::<(Option<&Pos>,)>()
-        .map(|(e, _)| (e.index(), e.generation()))
-        .collect();
-    // Spawned in system then emission order: Pos, (Pos, Hp), Tag per frame.
-    let mut sorted = ids.clone();
-    sorted.sort();
-    assert_eq!(sorted, (0..6).map(|i| (i, 1)).collect::<Vec<_>>());
-    assert_eq!(rt.stats().spawned, 3);
-    assert_eq!(rt.stats().entities, 6);
+    let run = |workers: usize| {
+        let mut rt = Runtime::builder().workers(workers).build(world());
+        let counted = Arc::new(Mutex::new(Vec::new()));
+        let returned = Arc::new(Mutex::new(Vec::new()));
+        let (c, r) = (counted.clone(), returned.clone());
+        rt.add_system(move |world: &World, out: &mut Output| {
+            c.lock().unwrap().push(world.query::<(&Pos,)>().count());
+            let a = out.spawn((Pos(1.0),));
+            let b = out.spawn((Pos(2.0), Hp(1)));
+            r.lock().unwrap().extend([a, b]);
+        });
+        let r = returned.clone();
+        rt.add_system(move |_: &World, out: &mut Output| {
+            let t = out.spawn((Tag,));
+            r.lock().unwrap().push(t);
+        });
+        rt.frame();
+        rt.frame();
+        assert_eq!(*counted.lock().unwrap(), vec![0, 2]);
+        assert_eq!(rt.stats().spawned, 3);
+        assert_eq!(rt.stats().entities, 6);
+        // The ids `spawn` returned are exactly the entities that appeared, with what each
+        // spawn put there.
+        let returned = returned.lock().unwrap().clone();
+        let mut alive: Vec<Entity> = rt
+            .world()
+            .query::<(Option<&Pos>, Option<&Tag>)>()
+            .map(|(e, _)| e)
+            .collect();
+        alive.sort();
+        let mut sorted = returned.clone();
+        sorted.sort();
+        assert_eq!(alive, sorted);
+        for frame in returned.chunks(3) {
+            assert_eq!(rt.world().get::<Pos>(frame[0]), Some(&Pos(1.0)));
+            assert_eq!(rt.world().get::<Hp>(frame[1]), Some(&Hp(1)));
+            assert!(rt.world().has::<Tag>(frame[2]));
+        }
+        returned
+    };
+    let one = run(1);
+    assert_eq!(run(2), one);
+    assert_eq!(run(8), one);
 }
 
 #[test]
@@ -308,7 +328,7 @@ fn par_for_each_equals_a_sequential_loop() {
                 out.write::<Hp>(e, -h.0 % 7);
             }
             if p.0 as u32 % 1000 == 0 {
-                out.spawn((Tag,));
+                out.spawn_deferred((Tag,));
             }
         });
     });

@@ -25,7 +25,7 @@ fn frames_run_with_tracy_zones() {
         }
     });
     rt.add_system_named("Spawn", |_: &World, out: &mut Output| {
-        out.spawn((Pos(0.0),))
+        out.spawn((Pos(0.0),));
     });
     let mut calls = 0;
     rt.add_system_named("Boom", move |_: &World, _: &mut Output| {

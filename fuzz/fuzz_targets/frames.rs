@@ -42,17 +42,20 @@ impl Bytes<'_> {
 }
 
 fn spec(b: &mut Bytes<'_>) -> Spec {
-    let op = b.u8() % 8;
+    let op = b.u8() % 11;
     match op {
         0..=3 => Spec::Write(b.kind(), b.u16(), b.u64()),
         4 => Spec::Insert(b.kind(), b.u16(), b.u64()),
         5 => Spec::Remove(b.kind(), b.u16()),
         6 => Spec::Despawn(b.u16()),
+        7 => Spec::InsertSpawned(b.kind(), b.u64()),
+        8 => Spec::WriteSpawned(b.kind(), b.u64()),
+        9 => Spec::WriteRes(b.u64()),
         _ => {
             let flags = b.u8();
             let a = (flags & 1 != 0).then(|| b.u64());
             let bv = (flags & 2 != 0).then(|| b.u16() as i16);
-            Spec::Spawn(a, bv)
+            Spec::Spawn(a, bv, flags & 4 != 0)
         }
     }
 }

@@ -385,8 +385,9 @@ pub(crate) enum Command {
     Remove(Entity, ComponentId),
     /// The value waits in the system's buffer for that type.
     Insert(Entity, ComponentId),
-    /// The next `n` ids of `spawn_types`, values waiting in the buffers.
-    Spawn(u32),
+    /// The next `n` ids of `spawn_types`, values waiting in the buffers; the id reserved
+    /// in Run (`Output::spawn`), or `None` for one chosen in Sync (`spawn_deferred`).
+    Spawn(u32, Option<Entity>),
 }
 
 /// Everything one system (or one chunk of a parallel iteration) emitted.
@@ -404,6 +405,8 @@ pub(crate) struct SystemOutputs {
     pub(crate) world: u64,
     pub(crate) commands: Vec<Command>,
     pub(crate) spawn_types: Vec<ComponentId>,
+    /// Spawns this frame that took a reserved id (`Output::spawn`).
+    pub(crate) spawned: u32,
     /// Outputs for written resources, by resource index (see `World::register_resource`).
     pub(crate) resources: Vec<Option<Box<dyn AnyResBuf>>>,
     /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
@@ -429,6 +432,7 @@ impl Default for SystemOutputs {
             world: 0,
             commands: Vec::new(),
             spawn_types: Vec::new(),
+            spawned: 0,
             resources: Vec::new(),
             chunks: Vec::new(),
             chunk_ranges: Vec::new(),
@@ -504,6 +508,7 @@ impl SystemOutputs {
         }
         self.commands.clear();
         self.spawn_types.clear();
+        self.spawned = 0;
         for r in self.resources.iter_mut().flatten() {
             r.clear();
         }

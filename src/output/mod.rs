@@ -61,13 +61,22 @@ pub struct Output<'w> {
     world: &'w World,
     pool: &'w Pool,
     bufs: &'w mut SystemOutputs,
+    /// The system's registration index, whose reserved ids `spawn` hands out; `None`
+    /// inside [`par_for_each`](Self::par_for_each), where spawns cannot be numbered in
+    /// order.
+    system: Option<usize>,
     slots: [Slot<'w>; CACHED_TYPES],
     /// The slot the next new type replaces (round robin).
     evict: usize,
 }
 
 impl<'w> Output<'w> {
-    pub(crate) fn new(world: &'w World, pool: &'w Pool, bufs: &'w mut SystemOutputs) -> Self {
+    pub(crate) fn new(
+        world: &'w World,
+        pool: &'w Pool,
+        bufs: &'w mut SystemOutputs,
+        system: Option<usize>,
+    ) -> Self {
         // The types this system wrote last frame (their ids stay valid: ids are never
         // reassigned within a world); cursors start afresh.
         bufs.bind(world.uid);
@@ -82,6 +91,7 @@ impl<'w> Output<'w> {
             world,
             pool,
             bufs,
+            system,
             slots,
             evict: 0,
         }
@@ -234,13 +244,100 @@ impl<'w> Output<'w> {
         S::writers(self)
     }
 
-    /// Spawns an entity with `bundle` (a tuple of components) in Sync. Its id is assigned
-    /// in Sync, deterministically; it first appears in the next frame's Run.
+    /// Spawns an entity with `bundle` (a tuple of components) in Sync, and returns its id
+    /// now, so that this frame's commands and component values can name it.
+    ///
+    /// The entity becomes alive in Sync, at this command's place (system registration
+    /// order, then emission order), and first appears in the next frame's Run. Until
+    /// then the id is not alive: writes to it this frame are dropped (put the starting
+    /// values in `bundle`), while commands that come after the spawn — an
+    /// [`insert`](Self::insert) from this system, a child's component naming its parent —
+    /// apply to it. Ids are deterministic: the same at any worker count and
+    /// single-threaded (each system takes ids from a block reserved for it before Run;
+    /// see the `entity` module docs in the source for the scheme).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Parent(Entity);
+    /// impl Component for Parent { type Output = Parent; }
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Name(&'static str);
+    /// impl Component for Name { type Output = Name; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Parent>(merge::last);
+    /// world.register::<Name>(merge::last);
+    /// let mut rt = Runtime::builder().build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     if w.is_empty() {
+    ///         let ship = out.spawn((Name("ship"),));
+    ///         let turret = out.spawn((Name("turret"), Parent(ship)));
+    ///         out.insert(ship, Parent(turret)); // a command naming a same-frame spawn
+    ///     }
+    /// });
+    /// rt.frame();
+    /// let w = rt.world();
+    /// let (turret, (parent,)) = w.query::<(&Parent,)>()
+    ///     .find(|&(e, _)| w.get::<Name>(e) == Some(&Name("turret")))
+    ///     .unwrap();
+    /// assert_eq!(w.get::<Name>(parent.0), Some(&Name("ship")));
+    /// assert_eq!(w.get::<Parent>(parent.0), Some(&Parent(turret)));
+    /// ```
+    ///
+    /// # Panics
+    /// If a component type is unregistered or named twice in the bundle, or if called
+    /// inside [`par_for_each`](Self::par_for_each): its parallel chunks cannot number
+    /// their spawns in a deterministic order, so use
+    /// [`spawn_deferred`](Self::spawn_deferred) there.
+    #[track_caller]
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
+        let Some(system) = self.system else {
+            spawn_in_parallel();
+        };
+        let e = self
+            .world
+            .storage
+            .entities
+            .reserved_id(system, self.bufs.spawned as usize);
+        self.put_spawn(bundle, Some(e));
+        self.bufs.spawned += 1;
+        e
+    }
+
+    /// Spawns an entity with `bundle` in Sync, like [`spawn`](Self::spawn), without
+    /// telling its id: the id is the next free one when Sync reaches this command. It is
+    /// the spawn to use inside [`par_for_each`](Self::par_for_each).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Pos(f32); impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy)] struct Shot; impl Component for Shot { type Output = Shot; }
+    /// # let mut world = World::new();
+    /// # world.register::<Pos>(merge::last); world.register::<Shot>(merge::last);
+    /// # for i in 0..100 { world.spawn((Pos(i as f32),)); }
+    /// # let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|_: &World, out: &mut Output| {
+    ///     out.par_for_each::<(&Pos,)>(|_e, (p,), out| {
+    ///         if p.0 as u32 % 10 == 0 {
+    ///             out.spawn_deferred((Pos(p.0), Shot));
+    ///         }
+    ///     });
+    /// });
+    /// rt.frame();
+    /// assert_eq!(rt.world().query::<(&Shot,)>().len(), 10);
+    /// ```
     ///
     /// # Panics
     /// If a component type is unregistered or named twice in the bundle.
     #[track_caller]
-    pub fn spawn<B: Bundle>(&mut self, bundle: B) {
+    pub fn spawn_deferred<B: Bundle>(&mut self, bundle: B) {
+        self.put_spawn(bundle, None);
+    }
+
+    /// Stages `bundle`'s values and emits the spawn command (as `e`, or a Sync-time id).
+    #[track_caller]
+    fn put_spawn<B: Bundle>(&mut self, bundle: B, e: Option<Entity>) {
         let start = self.bufs.spawn_types.len();
         bundle.put(&mut BundleSink(Sink::Output {
             world: self.world,
@@ -248,7 +345,7 @@ impl<'w> Output<'w> {
             start,
         }));
         let n = self.bufs.spawn_types.len() - start;
-        self.bufs.commands.push(Command::Spawn(n as u32));
+        self.bufs.commands.push(Command::Spawn(n as u32, e));
     }
 
     /// Despawns `e` in Sync. Despawning a dead entity (or one despawned twice) is a no-op,
@@ -284,6 +381,15 @@ impl<'w> Output<'w> {
     pub fn world(&self) -> &'w World {
         self.world
     }
+}
+
+#[cold]
+#[track_caller]
+fn spawn_in_parallel() -> ! {
+    panic!(
+        "runsync: `spawn` inside `par_for_each` cannot return a deterministic id (the chunks \
+         run in parallel); use `out.spawn_deferred(..)` there, or spawn from a plain loop"
+    )
 }
 
 /// Sets of component types [`Output::writers`] hands writers for: tuples of 2 to 4

@@ -111,10 +111,20 @@ impl<'w> Output<'w> {
         let state = Q::init(world);
         if self.pool.threads() == 1 {
             // Nobody to share with: a plain loop gives the same outputs without chunks.
+            // `spawn` is refused as in chunks, so that a system behaves the same at any
+            // worker count (the guard restores it, also if `f` panics).
+            struct Restore<'a, 'w>(&'a mut Output<'w>, Option<usize>);
+            impl Drop for Restore<'_, '_> {
+                fn drop(&mut self) {
+                    self.0.system = self.1;
+                }
+            }
+            let system = self.system.take();
+            let out = Restore(self, system);
             for t in matching_tables::<Q>(world, &state) {
                 let cols = Q::columns(&state, world, t);
                 for (row, &e) in world.table_entities(t).iter().enumerate() {
-                    f(e, Q::get(&cols, row), self);
+                    f(e, Q::get(&cols, row), &mut *out.0);
                 }
             }
             return;
@@ -149,7 +159,7 @@ impl<'w> Output<'w> {
             let c = ranges[i];
             let cols = Q::columns(&state, world, c.table);
             let entities = world.table_entities(c.table);
-            let mut out = Output::new(world, pool, sub);
+            let mut out = Output::new(world, pool, sub, None);
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
                 f(e, Q::get(&cols, start + row), &mut out);

@@ -119,9 +119,22 @@ impl Storage {
 
     /// Spawns an entity from values staged in the columns of `ids` (bundle order).
     pub(crate) fn spawn_staged(&mut self, ids: &mut [ComponentId]) -> Entity {
+        let e = self.entities.alloc();
+        self.place_staged(e, ids);
+        e
+    }
+
+    /// [`spawn_staged`](Self::spawn_staged) as the reserved id `e` (a spawn made in Run:
+    /// see `Entities::reserved_id`).
+    pub(crate) fn spawn_staged_as(&mut self, e: Entity, ids: &mut [ComponentId]) {
+        self.entities.claim(e);
+        self.place_staged(e, ids);
+    }
+
+    /// Puts the just-allocated `e` in the table of `ids`, with its staged values.
+    fn place_staged(&mut self, e: Entity, ids: &mut [ComponentId]) {
         ids.sort_unstable();
         let t = self.table_for(ids);
-        let e = self.entities.alloc();
         let table = self.tables.get_mut(t);
         for &c in table.components() {
             let col = table.column(c).expect("table lacks its own column");
@@ -131,7 +144,6 @@ impl Storage {
         table.entities.push(e);
         self.entities
             .set_location(e.index(), Location { table: t, row });
-        e
     }
 
     /// The table for exactly the types `sorted` (sorted, distinct), created if needed.

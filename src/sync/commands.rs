@@ -1,6 +1,10 @@
 //! Sync's last step: structural commands, in system registration order, then emission
 //! order.
 //!
+//! A spawn made with `Output::spawn` takes the id reserved for it in Run (see the
+//! `entity` module docs): overflow ids get their slots first, and afterwards each
+//! system's block drops the ids it used.
+//!
 //! The result is always that of applying the commands one by one. Consecutive inserts
 //! (or removes) of one type that move entities between the same two tables — a system
 //! tagging every entity of a query, say — are *batched*: each entity's bookkeeping (its
@@ -79,6 +83,10 @@ pub(super) fn apply(
     report: &mut SyncReport,
 ) {
     let storage = &mut world.storage;
+    // Overflow ids handed out in Run get their slots before any command allocates.
+    storage
+        .entities
+        .create_overflow(|s| systems.get(s).map_or(0, |slot| slot.out.spawned as usize));
     for slot in systems.iter_mut() {
         if !slot.ran || slot.out.commands.is_empty() {
             continue;
@@ -114,7 +122,7 @@ pub(super) fn apply(
                         None => report.dropped += 1,
                     }
                 }
-                Command::Spawn(n) => {
+                Command::Spawn(n, reserved) => {
                     batch.flush(storage, out);
                     scratch_ids.clear();
                     let types = &out.spawn_types[next_spawn..next_spawn + n as usize];
@@ -126,7 +134,12 @@ pub(super) fn apply(
                         buf.as_dyn().stage_insert(storage.columns_of(id));
                         scratch_ids.push(id);
                     }
-                    storage.spawn_staged(scratch_ids);
+                    match reserved {
+                        Some(e) => storage.spawn_staged_as(e, scratch_ids),
+                        None => {
+                            storage.spawn_staged(scratch_ids);
+                        }
+                    }
                     report.spawned += 1;
                 }
             }
@@ -135,6 +148,13 @@ pub(super) fn apply(
         out.commands = commands;
         out.commands.clear();
         out.spawn_types.clear();
+    }
+
+    // Every reserved id handed out is alive now: the blocks drop them.
+    for (s, slot) in systems.iter_mut().enumerate() {
+        let spawned = if slot.ran { slot.out.spawned } else { 0 };
+        storage.entities.commit_reserved(s, spawned as usize);
+        slot.out.spawned = 0;
     }
 
     if let Err(payload) = catch_unwind(AssertUnwindSafe(|| storage.flush_graveyards())) {

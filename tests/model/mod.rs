@@ -23,6 +23,12 @@
 //! ([`WORKERS`]), and the three runs must also agree with each other frame by frame,
 //! iteration order included.
 //!
+//! Spawns go through `Output::spawn`, whose returned ids the model predicts (each system
+//! takes ids from a block reserved before Run, then *overflow* ids: see `Model::reserve`),
+//! and `Output::spawn_deferred`, whose ids are chosen in Sync. Ops may insert into or
+//! write to the entity their system spawned last in the same frame, and write the
+//! resource [`R`], merged by an order-sensitive fold.
+//!
 //! One component type per merge: custom order-sensitive folds ([`A`], [`B`]),
 //! `merge::last` ([`C`], [`Padded`]), `merge::first` ([`F`]), `merge::min` ([`Lo`]),
 //! `merge::max` ([`Hi`]), `merge::sum` ([`S`]), and no-op merges of zero-sized outputs
@@ -129,8 +135,19 @@ impl Component for D {
     type Output = ();
 }
 
-/// Registers every component type with its merge.
+/// A resource written by systems, folded order-sensitively (like [`A`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct R(pub u64);
+impl Component for R {
+    type Output = u64;
+}
+
+/// Registers every component type with its merge, and the resource [`R`].
 pub fn register_all(world: &mut World) {
+    world.insert_resource(R(1));
+    world.register_resource::<R>(|r: &mut R, xs: &[u64]| {
+        xs.iter().for_each(|&x| fold_a(&mut r.0, x))
+    });
     world.register::<A>(|a: &mut A, xs: &[u64]| xs.iter().for_each(|&x| fold_a(&mut a.0, x)));
     world.register::<B>(|b: &mut B, xs: &[f32]| xs.iter().for_each(|&x| b.0 += x));
     world.register::<C>(merge::last);
@@ -441,7 +458,14 @@ pub enum Spec {
     Insert(Kind, u16, u64),
     Remove(Kind, u16),
     Despawn(u16),
-    Spawn(Option<u64>, Option<i16>),
+    /// `Output::spawn` (returning the id) or, with `true`, `Output::spawn_deferred`.
+    Spawn(Option<u64>, Option<i16>, bool),
+    /// An insert into the entity this system spawned last this frame (if any).
+    InsertSpawned(Kind, u64),
+    /// A write to the entity this system spawned last this frame: dropped (not alive yet).
+    WriteSpawned(Kind, u64),
+    /// `Output::write_resource::<R>`.
+    WriteRes(u64),
 }
 
 /// The write API a loop goes through.
@@ -538,7 +562,9 @@ pub enum Emit {
     Insert(Kind, Entity, u64),
     Remove(Kind, Entity),
     Despawn(Entity),
-    Spawn(Option<u64>, Option<i16>),
+    /// A spawn; the id the model predicts `Output::spawn` returns, `None` if deferred.
+    Spawn(Option<u64>, Option<i16>, Option<Entity>),
+    WriteRes(u64),
 }
 
 fn splitmix(mut z: u64) -> u64 {
@@ -603,18 +629,48 @@ fn visit(sink: &mut impl Sink, l: &RLoop, pass: u8, e: Entity, key: u64) {
 // ---------------------------------------------------------------------------------------
 // The runtime side: systems run their batches through the real API.
 
-/// Emits one op through `Output::write` / the command methods.
-pub fn emit(out: &mut Output<'_>, op: Op, token: &Arc<()>) {
+/// Emits one op through `Output::write` / the command methods. `spawned` lists the ids
+/// `Output::spawn` returned so far this frame.
+pub fn emit(out: &mut Output<'_>, op: Op, token: &Arc<()>, spawned: &mut Vec<Entity>) {
     let Op(s, e) = op;
-    if let Spec::Spawn(a, b) = s {
-        // Bundles of different shapes, as a user would write them.
-        match (a, b) {
-            (Some(a), Some(b)) => out.spawn((A(a), B(f32::from(b)))),
-            (Some(a), None) => out.spawn((A(a),)),
-            (None, Some(b)) => out.spawn((B(f32::from(b)),)),
-            (None, None) => out.spawn(()),
+    match s {
+        Spec::Spawn(a, b, false) => {
+            // Bundles of different shapes, as a user would write them.
+            let id = match (a, b) {
+                (Some(a), Some(b)) => out.spawn((A(a), B(f32::from(b)))),
+                (Some(a), None) => out.spawn((A(a),)),
+                (None, Some(b)) => out.spawn((B(f32::from(b)),)),
+                (None, None) => out.spawn(()),
+            };
+            spawned.push(id);
+            return;
         }
-        return;
+        Spec::Spawn(a, b, true) => {
+            match (a, b) {
+                (Some(a), Some(b)) => out.spawn_deferred((A(a), B(f32::from(b)))),
+                (Some(a), None) => out.spawn_deferred((A(a),)),
+                (None, Some(b)) => out.spawn_deferred((B(f32::from(b)),)),
+                (None, None) => out.spawn_deferred(()),
+            }
+            return;
+        }
+        Spec::InsertSpawned(k, x) => {
+            if let Some(&e) = spawned.last() {
+                with_kind!(k, T => out.insert(e, T::make(x, token)));
+            }
+            return;
+        }
+        Spec::WriteSpawned(k, x) => {
+            if let Some(&e) = spawned.last() {
+                write_dyn(out, k, e, x);
+            }
+            return;
+        }
+        Spec::WriteRes(x) => {
+            out.write_resource::<R>(x);
+            return;
+        }
+        _ => {}
     }
     let Some(e) = e else { return };
     match s {
@@ -622,11 +678,17 @@ pub fn emit(out: &mut Output<'_>, op: Op, token: &Arc<()>) {
         Spec::Insert(k, _, x) => with_kind!(k, T => out.insert(e, T::make(x, token))),
         Spec::Remove(k, _) => with_kind!(k, T => out.remove::<T>(e)),
         Spec::Despawn(_) => out.despawn(e),
-        Spec::Spawn(..) => unreachable!(),
+        _ => unreachable!("handled above"),
     }
 }
 
-fn run_ops(out: &mut Output<'_>, ops: &[Op], writer: bool, token: &Arc<()>) {
+fn run_ops(
+    out: &mut Output<'_>,
+    ops: &[Op],
+    writer: bool,
+    token: &Arc<()>,
+    spawned: &mut Vec<Entity>,
+) {
     let mut i = 0;
     while i < ops.len() {
         match ops[i] {
@@ -646,7 +708,7 @@ fn run_ops(out: &mut Output<'_>, ops: &[Op], writer: bool, token: &Arc<()>) {
                 i += run;
             }
             op => {
-                emit(out, op, token);
+                emit(out, op, token, spawned);
                 i += 1;
             }
         }
@@ -712,14 +774,21 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
     }
 }
 
-/// Runs one system's batches, in order.
-pub fn run_batches(world: &World, out: &mut Output<'_>, batches: &[RBatch], token: &Arc<()>) {
+/// Runs one system's batches, in order; returns the ids `Output::spawn` returned.
+pub fn run_batches(
+    world: &World,
+    out: &mut Output<'_>,
+    batches: &[RBatch],
+    token: &Arc<()>,
+) -> Vec<Entity> {
+    let mut spawned = Vec::new();
     for b in batches {
         match b {
-            RBatch::Ops { writer, ops } => run_ops(out, ops, *writer, token),
+            RBatch::Ops { writer, ops } => run_ops(out, ops, *writer, token, &mut spawned),
             RBatch::Loop(l) => with_shape!(l.l.shape, Q => run_loop::<Q>(world, out, l)),
         }
     }
+    spawned
 }
 
 // ---------------------------------------------------------------------------------------
@@ -850,29 +919,121 @@ pub struct Counts {
     pub systems: Vec<(usize, usize)>,
 }
 
-/// The sequential model: an allocator with a LIFO free list and a map of live entities.
+/// The sequential model: an allocator with a LIFO free list, the ids reserved for each
+/// system's spawns, a map of live entities and the resource.
 #[derive(Default)]
 pub struct Model {
     generations: Vec<u32>,
     free: Vec<u32>,
+    /// Per system: the ids its `Output::spawn` calls take first, and what it spawned
+    /// (through `spawn`) in the last frame.
+    reserved: Vec<(Vec<u32>, usize)>,
+    /// This frame's first fresh overflow index and number of lanes (systems).
+    lane_base: usize,
+    lanes: usize,
     live: BTreeMap<Entity, MEnt>,
     /// Every handle ever handed out, so that stale ones get picked too.
     known: Vec<Entity>,
+    /// The resource `R`.
+    res: u64,
 }
 
+/// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
+const MIN_RESERVE: usize = 16;
+
 impl Model {
-    fn spawn(&mut self, m: MEnt) -> Entity {
-        let index = self.free.pop().unwrap_or_else(|| {
+    fn handle(&self, index: u32) -> Entity {
+        Entity::from_bits((u64::from(self.generations[index as usize]) << 32) | u64::from(index))
+            .unwrap()
+    }
+
+    fn alloc_index(&mut self) -> u32 {
+        self.free.pop().unwrap_or_else(|| {
             self.generations.push(1);
             self.generations.len() as u32 - 1
-        });
-        let e = Entity::from_bits(
-            (u64::from(self.generations[index as usize]) << 32) | u64::from(index),
-        )
-        .unwrap();
+        })
+    }
+
+    fn spawn(&mut self, m: MEnt) -> Entity {
+        let index = self.alloc_index();
+        let e = self.handle(index);
         self.live.insert(e, m);
         self.known.push(e);
         e
+    }
+
+    /// Before Run: each system's block holds twice what it spawned last frame, at least
+    /// `MIN_RESERVE`: extra ids go back to the free list (last first), missing ones are
+    /// taken from it (or fresh), system by system.
+    fn reserve(&mut self, systems: usize) {
+        self.reserved.resize_with(systems, Default::default);
+        for s in 0..systems {
+            let target = (2 * self.reserved[s].1).max(MIN_RESERVE);
+            while self.reserved[s].0.len() > target {
+                let id = self.reserved[s].0.pop().unwrap();
+                self.free.push(id);
+            }
+            while self.reserved[s].0.len() < target {
+                let id = self.alloc_index();
+                self.reserved[s].0.push(id);
+            }
+        }
+        self.lane_base = self.generations.len();
+        self.lanes = systems;
+    }
+
+    /// The id of system `s`'s `k`-th `spawn` this frame: its block's `k`-th id, else the
+    /// overflow id at lane position `g = s + (k - block) * lanes`: the `g`-th free id from
+    /// the top of the free list, or past it the fresh index `lane_base + g - free`.
+    fn reserved_id(&self, s: usize, k: usize) -> Entity {
+        let block = &self.reserved[s].0;
+        if k < block.len() {
+            return self.handle(block[k]);
+        }
+        let g = s + (k - block.len()) * self.lanes;
+        if g < self.free.len() {
+            return self.handle(self.free[self.free.len() - 1 - g]);
+        }
+        let index = (self.lane_base + g - self.free.len()) as u64;
+        Entity::from_bits((1 << 32) | index).unwrap()
+    }
+
+    /// Before the commands: the overflow ids of every system (`spawned[s]` spawns) leave
+    /// the free list; fresh ones get slots, and the fresh indices no lane took are freed.
+    fn take_overflow(&mut self, spawned: &[usize]) {
+        let over: Vec<usize> = (0..self.lanes)
+            .map(|s| spawned[s].saturating_sub(self.reserved[s].0.len()))
+            .collect();
+        let used = |g: usize| g / self.lanes < over[g % self.lanes];
+        let Some(last) = (0..self.lanes * over.iter().max().copied().unwrap_or(0))
+            .filter(|&g| used(g))
+            .max()
+        else {
+            return;
+        };
+        let free = self.free.len();
+        let kept: Vec<u32> = (0..free)
+            .filter(|&p| !used(free - 1 - p))
+            .map(|p| self.free[p])
+            .collect();
+        self.free = kept;
+        if last >= free {
+            self.generations.resize(self.lane_base + last - free + 1, 1);
+            for g in (free..=last).rev() {
+                if !used(g) {
+                    self.free.push((self.lane_base + g - free) as u32);
+                }
+            }
+        }
+    }
+
+    /// After the commands: each block drops the ids its system's spawns took.
+    fn commit(&mut self, spawned: &[usize]) {
+        for (s, &n) in spawned.iter().enumerate() {
+            let (block, last) = &mut self.reserved[s];
+            block.drain(..n.min(block.len()));
+            *last = n;
+        }
     }
 
     fn despawn(&mut self, e: Entity) -> bool {
@@ -898,7 +1059,10 @@ impl Model {
                         let pick = match s {
                             Spec::Write(_, p, _) | Spec::Insert(_, p, _) => p,
                             Spec::Remove(_, p) | Spec::Despawn(p) => p,
-                            Spec::Spawn(..) => 0,
+                            Spec::Spawn(..)
+                            | Spec::InsertSpawned(..)
+                            | Spec::WriteSpawned(..)
+                            | Spec::WriteRes(_) => 0,
                         };
                         Op(s, self.pick(pick))
                     })
@@ -954,12 +1118,38 @@ impl Model {
     }
 
     /// The outputs of one batch, as a sequential loop would emit them.
-    fn expand(&self, world: &World, b: &RBatch, emits: &mut Vec<Emit>) -> Result<(), String> {
+    fn expand(
+        &self,
+        world: &World,
+        system: usize,
+        b: &RBatch,
+        emits: &mut Vec<Emit>,
+    ) -> Result<(), String> {
         match b {
             RBatch::Ops { ops, .. } => {
                 for &Op(s, e) in ops {
+                    let ids: Vec<Entity> = emits
+                        .iter()
+                        .filter_map(|e| match e {
+                            Emit::Spawn(_, _, id) => *id,
+                            _ => None,
+                        })
+                        .collect();
+                    let last = ids.last().copied();
                     let emit = match (s, e) {
-                        (Spec::Spawn(a, b), _) => Emit::Spawn(a, b),
+                        (Spec::Spawn(a, b, true), _) => Emit::Spawn(a, b, None),
+                        (Spec::Spawn(a, b, false), _) => {
+                            Emit::Spawn(a, b, Some(self.reserved_id(system, ids.len())))
+                        }
+                        (Spec::InsertSpawned(k, x), _) => match last {
+                            Some(e) => Emit::Insert(k, e, x),
+                            None => continue,
+                        },
+                        (Spec::WriteSpawned(k, x), _) => match last {
+                            Some(e) => Emit::Write(k, e, x),
+                            None => continue,
+                        },
+                        (Spec::WriteRes(x), _) => Emit::WriteRes(x),
                         (_, None) => continue,
                         (Spec::Write(k, _, x), Some(e)) => Emit::Write(k, e, x),
                         (Spec::Insert(k, _, x), Some(e)) => Emit::Insert(k, e, x),
@@ -1001,7 +1191,10 @@ impl Model {
             systems: emits
                 .iter()
                 .map(|es| {
-                    let writes = es.iter().filter(|e| matches!(e, Emit::Write(..))).count();
+                    let writes = es
+                        .iter()
+                        .filter(|e| matches!(e, Emit::Write(..) | Emit::WriteRes(_)))
+                        .count();
                     (writes, es.len() - writes)
                 })
                 .collect(),
@@ -1024,16 +1217,43 @@ impl Model {
                 _ => n.dropped += xs.len() as u64,
             }
         }
-        // Structural commands, one at a time.
+        // The resource: one fold of every output, in system then emission order.
+        for &emit in emits.iter().flatten() {
+            if let Emit::WriteRes(x) = emit {
+                fold_a(&mut self.res, x);
+                n.merged += 1;
+            }
+        }
+        // Structural commands, one at a time, after the overflow ids left the free list.
+        let spawned: Vec<usize> = emits
+            .iter()
+            .map(|es| {
+                es.iter()
+                    .filter(|e| matches!(e, Emit::Spawn(_, _, Some(_))))
+                    .count()
+            })
+            .collect();
+        self.take_overflow(&spawned);
         for &emit in emits.iter().flatten() {
             let ok = match emit {
-                Emit::Write(..) => continue,
-                Emit::Spawn(a, b) => {
-                    self.spawn(MEnt {
+                Emit::Write(..) | Emit::WriteRes(_) => continue,
+                Emit::Spawn(a, b, id) => {
+                    let m = MEnt {
                         a,
                         b: b.map(|b| Bits(f32::from(b))),
                         ..MEnt::default()
-                    });
+                    };
+                    match id {
+                        Some(e) => {
+                            assert_eq!(self.handle(e.index()), e, "a reserved id is stale");
+                            assert!(!self.live.contains_key(&e), "a reserved id is alive");
+                            self.live.insert(e, m);
+                            self.known.push(e);
+                        }
+                        None => {
+                            self.spawn(m);
+                        }
+                    }
                     n.spawned += 1;
                     true
                 }
@@ -1049,6 +1269,7 @@ impl Model {
                 n.dropped += 1;
             }
         }
+        self.commit(&spawned);
         n
     }
 }
@@ -1207,32 +1428,56 @@ pub fn run_on(
         }
         check(&world, &snapshot(&world), &model)?;
 
+        model.res = world.resource::<R>().0;
         let plan: Arc<Mutex<Vec<Vec<RBatch>>>> = Arc::new(Mutex::new(vec![Vec::new(); systems]));
+        let returned: Arc<Mutex<Vec<Vec<Entity>>>> =
+            Arc::new(Mutex::new(vec![Vec::new(); systems]));
         let mut rt = Runtime::builder().workers(workers).build(world);
         for s in 0..systems {
             let plan = plan.clone();
+            let returned = returned.clone();
             let token = token.clone();
             rt.add_system(move |world: &World, out: &mut Output| {
                 let batches = plan.lock().unwrap()[s].clone();
-                run_batches(world, out, &batches, &token);
+                let ids = run_batches(world, out, &batches, &token);
+                returned.lock().unwrap()[s] = ids;
             });
         }
         for (i, frame) in frames.iter().enumerate() {
             let at = |e: String| format!("frame {i}: {e}");
             let mut resolved: Vec<Vec<RBatch>> = vec![Vec::new(); systems];
             let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); systems];
+            model.reserve(systems);
             for (s, batches) in frame.iter().enumerate().take(systems) {
                 for b in batches {
                     let r = model.resolve(b);
-                    model.expand(rt.world(), &r, &mut emits[s]).map_err(at)?;
+                    model.expand(rt.world(), s, &r, &mut emits[s]).map_err(at)?;
                     resolved[s].push(r);
                 }
             }
             *plan.lock().unwrap() = resolved;
             rt.frame();
+            // `Output::spawn` returned exactly the ids the model predicts.
+            for (s, es) in emits.iter().enumerate() {
+                let want: Vec<Entity> = es
+                    .iter()
+                    .filter_map(|e| match e {
+                        Emit::Spawn(_, _, id) => *id,
+                        _ => None,
+                    })
+                    .collect();
+                let got = std::mem::take(&mut returned.lock().unwrap()[s]);
+                ensure(got == want, || {
+                    at(format!("system {s} spawned {got:?}, model {want:?}"))
+                })?;
+            }
             let want = model.frame(&emits);
             let snap = snapshot(rt.world());
             check(rt.world(), &snap, &model).map_err(at)?;
+            let res = rt.world().resource::<R>().0;
+            ensure(res == model.res, || {
+                at(format!("resource R is {res}, model {}", model.res))
+            })?;
             let st = rt.stats();
             let got = Counts {
                 merged: st.merged,
