@@ -132,12 +132,27 @@ fn out_of_slots(max: usize) -> ! {
 pub(crate) const MIN_RESERVE: usize = 16;
 
 /// One system's reserved ids (see the module docs).
-#[derive(Clone, Default, Debug, PartialEq, Eq)]
+#[derive(Default, Debug, PartialEq, Eq)]
 struct Reservation {
     /// Free slot indices, taken from the front.
     ids: Vec<u32>,
     /// What the system spawned in the last frame that ran: sizes the next block.
     spawned_last: u32,
+}
+
+impl Clone for Reservation {
+    fn clone(&self) -> Self {
+        Reservation {
+            ids: self.ids.clone(),
+            spawned_last: self.spawned_last,
+        }
+    }
+
+    /// Reuses `ids`' capacity: restoring a snapshot every frame allocates nothing.
+    fn clone_from(&mut self, src: &Self) {
+        self.ids.clone_from(&src.ids);
+        self.spawned_last = src.spawned_last;
+    }
 }
 
 /// The entity allocator: slot metadata plus a LIFO free list, and the ids reserved for
@@ -370,16 +385,17 @@ impl Entities {
     /// frees the fresh indices between them.
     pub(crate) fn create_overflow(&mut self, spawned: impl Fn(usize) -> usize) {
         let lanes = self.lanes as usize;
-        let counts: Vec<usize> = (0..lanes)
-            .map(|s| spawned(s).saturating_sub(self.reserved[s].ids.len()))
-            .collect();
+        let reserved = &self.reserved;
+        let overflow = |s: usize| spawned(s).saturating_sub(reserved[s].ids.len());
         let Some(last) = (0..lanes)
-            .filter(|&s| counts[s] > 0)
-            .map(|s| s + (counts[s] - 1) * lanes)
+            .filter(|&s| overflow(s) > 0)
+            .map(|s| s + (overflow(s) - 1) * lanes)
             .max()
         else {
             return;
         };
+        // Rare (a burst): one small allocation.
+        let counts: Vec<usize> = (0..lanes).map(overflow).collect();
         let used = |g: usize| g / lanes < counts[g % lanes];
         let free = self.free.len();
         // Lane positions below `free` are free-list entries, counted from the top.

@@ -325,6 +325,9 @@ fn snapshot_and_restore_reuse_memory() {
         .snapshotting::<Vel>()
         .snapshotting::<Push>();
     let mut saved = runsync::RuntimeSnapshot::new();
+    // One frame first: the ids reserved for each system's spawns (world state) appear
+    // at the first frame, so a snapshot taken before it has another shape.
+    rt.frame();
     rt.snapshot_into(&mut saved).unwrap();
     for _ in 0..5 {
         rt.frame();
