@@ -54,6 +54,7 @@ mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;
 mod profile;
+mod provenance;
 mod run;
 mod runtime;
 mod sync;
@@ -66,6 +67,7 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
+pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
