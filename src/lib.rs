@@ -22,13 +22,16 @@
 //! (see [`merge`]), then applies structural commands. Which write path costs what:
 //! [`Output`](crate::Output#which-write-path-when). [`World::snapshot`],
 //! [`World::restore`], [`World::checksum`] and [`World::first_difference`] save, roll
-//! back, digest and compare worlds (rollback netcode, desync detection).
+//! back, digest and compare worlds (rollback netcode, desync detection);
+//! [`Runtime::watch`] and [`Runtime::provenance`] say which systems wrote an entity's
+//! values in the last frame, and what the merge made of them.
 //!
 //! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`,
 //! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
 //! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
 //! component type); `world`, `query`, `bundle`, `snapshot` (save, restore, compare);
-//! `system`, `run` (phase 1), `sync/` (phase 2), `runtime`, `profile`.
+//! `system`, `run` (phase 1), `sync/` (phase 2), `provenance` (what Sync records for
+//! watched entities), `runtime`, `profile`.
 
 pub mod merge;
 
@@ -54,6 +57,7 @@ mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;
 mod profile;
+mod provenance;
 mod run;
 mod runtime;
 mod sync;
@@ -66,6 +70,7 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
+pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with

@@ -5,9 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::entity::Entity;
 use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
+use crate::provenance::{Provenance, Watches};
 use crate::snapshot::{Snapshot, SnapshotError};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 use crate::system::{System, SystemId, SystemSlot};
@@ -91,6 +93,7 @@ impl RuntimeBuilder {
             frame,
             clock: FixedStep::new(self.dt, self.max_catch_up),
             sync_scratch: Default::default(),
+            watches: Watches::default(),
         }
     }
 }
@@ -148,6 +151,8 @@ pub struct Runtime {
     /// Real time not yet simulated, for [`advance`](Runtime::advance).
     clock: FixedStep,
     sync_scratch: crate::sync::SyncScratch,
+    /// Entities whose write provenance Sync records.
+    watches: Watches,
 }
 
 impl fmt::Debug for Runtime {
@@ -311,6 +316,7 @@ impl Runtime {
         }
 
         let sync_start = Instant::now();
+        self.watches.frame = self.frame;
         let report = {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
@@ -318,6 +324,7 @@ impl Runtime {
                 &mut self.systems,
                 &self.pool,
                 &mut self.sync_scratch,
+                &mut self.watches,
             )
         };
         self.stats.sync = sync_start.elapsed();
@@ -407,6 +414,33 @@ impl Runtime {
         ));
         crate::profile::frame_end(&self.stats);
         error
+    }
+
+    /// Starts recording write provenance for `e` from the next frame on: which systems
+    /// wrote which outputs to which of its components, in merge order, with the values
+    /// before and after the merge (for types opted in with
+    /// [`World::debugging`]), and the structural commands that targeted it. Read it with
+    /// [`provenance`](Self::provenance); see [`Provenance`] for an example.
+    ///
+    /// Watching is meant for a few entities at a time (debugging, tools): each Sync then
+    /// scans, per watched entity, the outputs of the types it has, and every system's
+    /// structural commands. With nothing watched, recording costs one `is_empty` check.
+    /// Watching never changes the world. Watching an entity twice is a no-op; a dead
+    /// entity may be watched (its records stay empty).
+    pub fn watch(&mut self, e: Entity) {
+        self.watches.watch(e);
+    }
+
+    /// Stops recording provenance for `e` and drops its record. Returns whether it was
+    /// watched.
+    pub fn unwatch(&mut self, e: Entity) -> bool {
+        self.watches.unwatch(e)
+    }
+
+    /// The write provenance of `e` in the last frame that ran Sync (see [`watch`](Self::watch)),
+    /// or `None` if `e` is not watched. A watched entity nothing targeted has an empty record.
+    pub fn provenance(&self, e: Entity) -> Option<&Provenance> {
+        self.watches.get(e)
     }
 
     /// Figures of the last frame.

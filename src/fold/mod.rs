@@ -14,12 +14,14 @@
 
 mod paths;
 
-use std::any::type_name;
+use std::any::{Any, type_name};
+use std::fmt;
 
 use crate::component::Component;
 use crate::merge::Merge;
 use crate::output::{ErasedBuf, OutBuf};
 use crate::pool::Pool;
+use crate::provenance::Shows;
 use crate::storage::{AnyColumns, TypedColumns};
 
 pub(crate) use paths::Scratch;
@@ -41,6 +43,8 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     scratch: Scratch<C::Output>,
     /// The merge's profiling zone location, made once (nothing without `tracy`).
     zone: crate::profile::ZoneSite,
+    /// `Debug` formatters for provenance, set by [`World::debugging`](crate::World::debugging).
+    shows: Option<Shows<C>>,
 }
 
 impl<C: Component, M: Merge<C>> Fold<C, M> {
@@ -51,6 +55,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             inbox: Vec::new(),
             scratch: Scratch::default(),
             zone: Default::default(),
+            shows: None,
         }
     }
 }
@@ -71,6 +76,17 @@ pub(crate) trait AnyFold: Send + Sync {
     fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf));
     /// Bytes of scratch kept across frames.
     fn capacity_bytes(&self) -> usize;
+    /// Sets the `Debug` formatters used by provenance: `shows` is this type's
+    /// [`Shows<C>`].
+    fn set_shows(&mut self, shows: &dyn Any);
+    /// Provenance: this frame's writes to row `row` of column `col`, in merge order
+    /// (system order, then emission order), pushed to `out` as `(system index, value)`
+    /// (the value as `Debug` text if opted in). Called between gather and fold, when the
+    /// inbox is as Run left it (the keyed path sorts it later).
+    fn writes_to(&self, col: u32, row: u32, out: &mut Vec<(u32, Option<String>)>);
+    /// Provenance: the stored value at `(col, row)` of `columns` (this type's, in the
+    /// storage), as `Debug` text if opted in.
+    fn show_value(&self, columns: &dyn AnyColumns, col: u32, row: u32) -> Option<String>;
 }
 
 impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
@@ -116,5 +132,46 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     fn capacity_bytes(&self) -> usize {
         self.inbox.capacity() * std::mem::size_of::<(u32, Box<OutBuf<C>>)>()
             + self.scratch.capacity_bytes()
+    }
+
+    fn set_shows(&mut self, shows: &dyn Any) {
+        let shows = shows
+            .downcast_ref::<Shows<C>>()
+            .expect("formatters of another type");
+        self.shows = Some(*shows);
+    }
+
+    fn writes_to(&self, col: u32, row: u32, out: &mut Vec<(u32, Option<String>)>) {
+        let show = self.shows.map(|s| s.output);
+        for (system, src) in &self.inbox {
+            for k in 0..src.segments.len() {
+                for (r, values) in src.seg_runs(k) {
+                    if r.col != col || row < r.row || row - r.row >= values.len() as u32 {
+                        continue;
+                    }
+                    let v = &values[(row - r.row) as usize];
+                    out.push((*system, show.map(|f| Show(v, f).to_string())));
+                }
+            }
+        }
+    }
+
+    fn show_value(&self, columns: &dyn AnyColumns, col: u32, row: u32) -> Option<String> {
+        let show = self.shows?.value;
+        let typed = columns
+            .as_any()
+            .downcast_ref::<TypedColumns<C>>()
+            .expect("columns of another type");
+        let v = typed.columns.get(col as usize)?.get(row as usize)?;
+        Some(Show(v, show).to_string())
+    }
+}
+
+/// Formats a value through a `fn` pointer to its `Debug` implementation.
+struct Show<'a, T>(&'a T, fn(&T, &mut fmt::Formatter<'_>) -> fmt::Result);
+
+impl<T> fmt::Display for Show<'_, T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        (self.1)(self.0, f)
     }
 }

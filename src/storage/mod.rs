@@ -65,6 +65,11 @@ impl Storage {
     }
 
     #[inline]
+    pub(crate) fn columns(&self, id: ComponentId) -> &dyn AnyColumns {
+        &*self.columns[id.index()]
+    }
+
+    #[inline]
     pub(crate) fn columns_of(&mut self, id: ComponentId) -> &mut dyn AnyColumns {
         &mut *self.columns[id.index()]
     }

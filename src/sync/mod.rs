@@ -4,6 +4,9 @@
 //!
 //! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
 //!    type, in system order (a pointer move and one downcast per (system, type)).
+//!    Then, only if an entity is watched, [`Watches::record_writes`] notes its writes and
+//!    values in merge order (write [provenance](crate::Provenance)); after the fold,
+//!    [`Watches::record_after`] notes the merged values.
 //! 2. [`fold_all`] — one job per component type on the pool: the type's fold merges its
 //!    sources into its columns (large types split further by row range). Types are
 //!    independent, so they fold in parallel with plain `&mut` splitting.
@@ -25,6 +28,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::component::ComponentId;
 use crate::pool::Pool;
+use crate::provenance::Watches;
 use crate::system::SystemSlot;
 use crate::world::World;
 
@@ -54,15 +58,22 @@ pub(crate) fn sync(
     systems: &mut [SystemSlot],
     pool: &Pool,
     scratch: &mut SyncScratch,
+    watches: &mut Watches,
 ) -> SyncReport {
     let mut report = SyncReport::default();
     {
         let _zone = crate::profile::zone!("gather");
         gather(world, systems);
     }
+    if !watches.is_empty() {
+        watches.record_writes(world, systems);
+    }
     {
         let _zone = crate::profile::zone!("fold_all");
         fold_all(world, pool, &mut report);
+    }
+    if !watches.is_empty() {
+        watches.record_after(world);
     }
     {
         let _zone = crate::profile::zone!("fold_resources");
