@@ -588,6 +588,90 @@ mod tests {
         assert_eq!((c.index(), c.generation()), (0, 2));
     }
 
+    /// Spawns `n` reserved ids of `system` (as Sync does) and returns them.
+    fn spawn_reserved(ents: &mut Entities, system: usize, n: usize) -> Vec<Entity> {
+        (0..n).map(|k| ents.reserved_id(system, k)).collect()
+    }
+
+    fn settle(ents: &mut Entities, spawned: &[Vec<Entity>]) {
+        ents.create_overflow(|s| spawned[s].len());
+        for (s, ids) in spawned.iter().enumerate() {
+            for (i, &e) in ids.iter().enumerate() {
+                ents.claim(e);
+                ents.set_location(
+                    e.index(),
+                    Location {
+                        table: 0,
+                        row: i as u32,
+                    },
+                );
+            }
+            ents.commit_reserved(s, ids.len());
+        }
+    }
+
+    #[test]
+    fn reserved_blocks_overflow_lanes_and_reuse() {
+        let mut ents = Entities::default();
+        ents.reserve_for_frame(2);
+        assert_eq!(ents.slots(), 2 * MIN_RESERVE, "two blocks of fresh ids");
+        // System 0 stays in its block; system 1 overflows by 3: lane positions 1, 3, 5
+        // past an empty free list are fresh indices 33, 35, 37.
+        let a = spawn_reserved(&mut ents, 0, 2);
+        let b = spawn_reserved(&mut ents, 1, MIN_RESERVE + 3);
+        assert_eq!(a.iter().map(|e| e.index()).collect::<Vec<_>>(), [0, 1]);
+        let over: Vec<u32> = b[MIN_RESERVE..].iter().map(|e| e.index()).collect();
+        assert_eq!(over, [33, 35, 37]);
+        settle(&mut ents, &[a.clone(), b.clone()]);
+        assert_eq!(ents.len(), 2 + MIN_RESERVE + 3);
+        for e in a.iter().chain(&b) {
+            assert!(ents.location(*e).is_some(), "{e:?} is alive");
+        }
+        // The fresh indices no lane took (32, 34, 36) are free, lowest first.
+        assert_eq!(ents.alloc_index(), 32);
+        ents.free.push(32);
+        // Next frame: system 1's block holds twice what it spawned.
+        ents.reserve_for_frame(2);
+        assert_eq!(ents.reserved[0].ids.len(), MIN_RESERVE);
+        assert_eq!(ents.reserved[1].ids.len(), 2 * (MIN_RESERVE + 3));
+        // A world spawn never takes a reserved id.
+        let reserved: Vec<u32> = ents.reserved.iter().flat_map(|r| r.ids.clone()).collect();
+        let w = ents.alloc();
+        assert!(!reserved.contains(&w.index()));
+        // Fewer systems: the dropped system's block goes back to the free list.
+        let free = ents.free.len();
+        ents.reserve_for_frame(1);
+        assert_eq!(ents.free.len(), free + 2 * (MIN_RESERVE + 3));
+    }
+
+    #[test]
+    fn overflow_takes_free_ids_from_the_top_by_lane() {
+        let mut ents = Entities::default();
+        let live: Vec<Entity> = (0..10).map(|_| alive(&mut ents)).collect();
+        for &e in &live {
+            ents.free(e);
+        }
+        // Free list (top last): 0..9 freed in order, so 9 is on top. Reserving 2 blocks
+        // of 16 takes all 10 and 22 fresh ones.
+        ents.reserve_for_frame(2);
+        assert!(ents.free.is_empty());
+        // Now free 5 more so that overflow draws from the free list.
+        let more: Vec<Entity> = (0..5).map(|_| alive(&mut ents)).collect();
+        for &e in &more {
+            ents.free(e);
+        }
+        ents.lane_base = ents.slots.len() as u32;
+        let top: Vec<u32> = ents.free.iter().rev().copied().collect();
+        let b = spawn_reserved(&mut ents, 1, MIN_RESERVE + 2);
+        // System 1 (of 2 lanes): lane positions 1 and 3 from the top.
+        assert_eq!(b[MIN_RESERVE].index(), top[1]);
+        assert_eq!(b[MIN_RESERVE + 1].index(), top[3]);
+        settle(&mut ents, &[Vec::new(), b.clone()]);
+        let left: Vec<u32> = ents.free.iter().rev().copied().collect();
+        assert_eq!(left, [top[0], top[2], top[4]], "order kept, used ids gone");
+        assert!(ents.location(b[MIN_RESERVE + 1]).is_some());
+    }
+
     #[test]
     fn bits_roundtrip() {
         let mut ents = Entities::default();
