@@ -148,7 +148,9 @@ impl Spawner {
         );
         let angle = self.rng.random_range(0.0..std::f32::consts::TAU);
         let vel = Vec2::from_angle(angle) * c.agent.speed;
-        out.spawn((
+        // No one needs the id this frame: a deferred spawn reserves none (a wave of
+        // thousands would otherwise take overflow ids; see `Output::spawn`).
+        out.spawn_deferred((
             Position(pos),
             Velocity(vel),
             Collider {
@@ -206,7 +208,7 @@ impl System for Spawner {
                 }
                 let target = (total - self.sums[t]) / enemies as f32;
                 let dir = (target - pos.0).normalize_or(Vec2::X);
-                out.spawn((
+                out.spawn_deferred((
                     Position(pos.0 + dir * start_gap),
                     Velocity(dir * p.speed),
                     Collider { radius: p.radius },
