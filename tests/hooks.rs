@@ -28,6 +28,17 @@ impl Component for Plain {
     type Output = Plain;
 }
 
+macro_rules! checksum_field {
+    ($($t:ident),*) => {$(
+        impl runsync::Checksum for $t {
+            fn checksum(&self, h: &mut runsync::Checksummer) {
+                self.0.checksum(h);
+            }
+        }
+    )*};
+}
+checksum_field!(A, B, Plain);
+
 type Log = Arc<Mutex<Vec<String>>>;
 
 fn world() -> World {
@@ -60,10 +71,17 @@ fn take(log: &Log) -> Vec<String> {
 /// expected log easy to read; returns the log of the first frame.
 fn command_order_scenario(workers: usize) -> (Vec<String>, u64) {
     let mut w = world();
+    w.checksumming::<A>()
+        .checksumming::<B>()
+        .checksumming::<Plain>();
     let e0 = w.spawn((A(0), Plain(0)));
     let e1 = w.spawn((A(1), B(1)));
     let e2 = w.spawn((Plain(2),));
     let log = log_hooks(&mut w);
+    // Hook commands take part too: each B added spawns a Plain.
+    w.on_add::<B>(|_: &World, _: Entity, b: &B, cmds: &mut Commands| {
+        cmds.spawn((Plain(1000 + b.0),));
+    });
     let mut rt = Runtime::builder().workers(workers).build(w);
     rt.add_system(move |_: &World, out: &mut Output| {
         out.insert(e2, A(20)); // +A20@2
@@ -103,7 +121,11 @@ fn same_order_and_world_at_any_worker_count() {
     for workers in [2, 8] {
         assert_eq!(command_order_scenario(workers), one, "{workers} workers");
     }
+    // The same digest in every build (`single-threaded` included): checksums are stable.
+    assert_eq!(one.1, GOLDEN, "checksum {:#x}", one.1);
 }
+
+const GOLDEN: u64 = 0x4032_a63e_3bdc_2cdc;
 
 #[test]
 fn hooks_see_the_world_at_their_command() {
