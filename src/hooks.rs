@@ -149,6 +149,10 @@ struct Sinks {
     pending: SystemOutputs,
     /// One hook call's commands, moved to `pending` if the call returns.
     scratch: SystemOutputs,
+    /// Commands discarded (a panicking hook's, or those past `MAX_HOOK_ROUNDS`): their
+    /// values are dropped by `flush_trash` once the world is consistent, since a `Drop`
+    /// may panic too.
+    trash: SystemOutputs,
     panic: Option<HookPanic>,
 }
 
@@ -177,7 +181,7 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
             match catch_unwind(AssertUnwindSafe(|| hook(world, e, value, &mut cmds))) {
                 Ok(()) => sink.pending.absorb(&mut sink.scratch),
                 Err(p) => {
-                    sink.scratch.clear();
+                    sink.trash.absorb(&mut sink.scratch);
                     if sink.panic.is_none() {
                         sink.panic = Some((type_name::<C>(), kind.name(), payload_message(&*p)));
                     }
@@ -284,13 +288,28 @@ impl Hooks {
 
     /// Returns an applied command list for reuse.
     pub(crate) fn give_back(&mut self, mut applied: SystemOutputs) {
+        debug_assert!(applied.commands.is_empty(), "applied lists are emptied");
         applied.clear();
         self.spare = applied;
     }
 
-    /// Drops the commands not applied (after something unwound).
-    pub(crate) fn drop_pending(&mut self) {
-        self.sinks.pending.clear();
+    /// Gives back a command list that will not be applied; its values wait in the trash.
+    pub(crate) fn discard(&mut self, mut list: SystemOutputs) {
+        self.sinks.trash.absorb(&mut list);
+        list.clear();
+        self.spare = list;
+    }
+
+    /// Drops the values of discarded commands (run once the world is consistent: a
+    /// `Drop` may panic).
+    pub(crate) fn flush_trash(&mut self) {
+        self.sinks.trash.clear();
+    }
+
+    /// Discards the commands not applied yet (after something unwound).
+    pub(crate) fn discard_pending(&mut self) {
+        let pending = std::mem::take(&mut self.sinks.pending);
+        self.discard(pending);
     }
 
     /// The first hook panic since the last call.

@@ -411,11 +411,12 @@ impl World {
         }));
         let panicked = hooks.take_panic();
         if result.is_err() {
-            hooks.drop_pending();
+            hooks.discard_pending();
         }
         self.hooks = hooks;
         let r = result.unwrap_or_else(|p| resume_unwind(p));
         self.storage.flush_graveyards();
+        self.hooks.flush_trash();
         if let Some((component, hook, message)) = panicked {
             let error = FrameError::HookPanicked {
                 component,

@@ -431,3 +431,49 @@ fn restore_keeps_hooks_and_fires_none() {
     w.insert(e, B(3));
     assert_eq!(take(&log), ["+B3@0"], "the hooks survive a restore");
 }
+
+/// Panics when dropped while armed.
+struct Bomb(bool);
+impl Component for Bomb {
+    type Output = ();
+}
+impl Drop for Bomb {
+    fn drop(&mut self) {
+        if self.0 && !std::thread::panicking() {
+            panic!("bomb dropped");
+        }
+    }
+}
+
+#[test]
+fn panicking_drop_of_discarded_hook_commands_leaves_the_world_consistent() {
+    let mut w = world();
+    w.register::<Bomb>(|_: &mut Bomb, _: &[()]| {});
+    let e = w.spawn((Plain(0),));
+    w.on_add::<A>(|_: &World, e: Entity, _: &A, cmds: &mut Commands| {
+        cmds.insert(e, Bomb(true)); // discarded with the panic: its drop panics too
+        panic!("hook fails");
+    });
+    w.on_add::<A>(|_: &World, e: Entity, _: &A, cmds: &mut Commands| {
+        cmds.insert(e, B(1)); // applied
+    });
+    let mut rt = Runtime::builder().workers(2).build(w);
+    let once = Arc::new(Mutex::new(true));
+    rt.add_system(move |_: &World, out: &mut Output| {
+        if std::mem::take(&mut *once.lock().unwrap()) {
+            out.insert(e, A(1));
+        }
+        out.insert(e, Plain(7));
+    });
+    // The first failure (the hook) is the one reported; the Drop panic was caught too.
+    assert!(matches!(
+        rt.try_frame(),
+        Err(FrameError::HookPanicked { .. })
+    ));
+    let world = rt.world();
+    assert_eq!(world.get::<A>(e), Some(&A(1)));
+    assert_eq!(world.get::<B>(e), Some(&B(1)));
+    assert!(!world.has::<Bomb>(e));
+    rt.try_frame().unwrap();
+    assert_eq!(rt.world().get::<Plain>(e), Some(&Plain(7)));
+}

@@ -91,7 +91,10 @@ pub(super) fn apply(
     report.hook_panic = hooks.take_panic();
     world.hooks = hooks;
 
-    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| world.storage.flush_graveyards())) {
+    if let Err(payload) = catch_unwind(AssertUnwindSafe(|| {
+        world.storage.flush_graveyards();
+        world.hooks.flush_trash();
+    })) {
         report.drop_panic = Some(payload_message(&*payload));
     }
 }
@@ -116,7 +119,7 @@ pub(crate) fn settle(
     while let Some(mut list) = hooks.take_pending() {
         if rounds == MAX_HOOK_ROUNDS {
             report.hook_cascade = Some(list.commands.len());
-            hooks.give_back(list);
+            hooks.discard(list);
             return;
         }
         rounds += 1;
