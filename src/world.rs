@@ -145,7 +145,8 @@ impl World {
     /// Spawns an entity with the components of `bundle` (a tuple; `()` for none).
     ///
     /// # Panics
-    /// If a type in the bundle is unregistered or appears twice.
+    /// If a type in the bundle is unregistered or appears twice, or if an
+    /// [`on_add`](Self::on_add) hook it fires panics (once every change is applied).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let mut ids = std::mem::take(&mut self.scratch_ids);
@@ -184,7 +185,8 @@ impl World {
     ///
     /// # Panics
     /// If a type in the bundle is unregistered or appears twice (before anything is
-    /// spawned).
+    /// spawned), or if an [`on_add`](Self::on_add) hook it fires panics (once every
+    /// change is applied).
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
         let ids = B::spawn_batch(self, bundles.into_iter());

@@ -8,6 +8,10 @@
 //! the component data of the whole batch moves in one pass per column when the batch
 //! ends (before any other command touches a column). Swap-removes then happen in the
 //! same order on every column, so rows end up exactly where one-by-one moves put them.
+//!
+//! [Hooks](crate::World::on_add) see the world at their command, so a command that fires
+//! one first flushes the batch; hooked types' inserts and removes thus move one by one.
+//! The commands hooks emit are applied after every system's, round by round ([`settle`]).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
