@@ -29,9 +29,9 @@
 //! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`,
 //! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
 //! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
-//! component type); `world`, `query`, `bundle`, `snapshot` (save, restore, compare);
-//! `system`, `run` (phase 1), `sync/` (phase 2), `provenance` (what Sync records for
-//! watched entities), `runtime`, `profile`.
+//! component type); `hooks` (on_add / on_remove); `world`, `query`, `bundle`,
+//! `snapshot` (save, restore, compare); `system`, `run` (phase 1), `sync/` (phase 2),
+//! `provenance` (what Sync records for watched entities), `runtime`, `profile`.
 
 pub mod merge;
 
@@ -49,6 +49,7 @@ mod primitive;
 // Per-type folds, then the public world over storage + folds + resources.
 mod bundle;
 mod fold;
+mod hooks;
 mod query;
 mod query_mut;
 mod resource;
@@ -68,6 +69,7 @@ pub use checksum::{Checksum, Checksummer, Desync};
 pub use component::{Component, ComponentId, DefaultMerge};
 pub use entity::Entity;
 pub use fixed_step::Advance;
+pub use hooks::{Commands, MAX_HOOK_ROUNDS};
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
@@ -87,7 +89,8 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Advance, Bundle, Checksum, Checksummer, Component, DefaultMerge, Entity, FrameError,
-        FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without, World,
+        Advance, Bundle, Checksum, Checksummer, Commands, Component, DefaultMerge, Entity,
+        FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without,
+        World,
     };
 }

@@ -253,9 +253,9 @@ impl Runtime {
     /// Runs one frame: Run, then Sync.
     ///
     /// # Panics
-    /// If the frame fails (a system, a merge or a `Drop` panicked), with the message of the
-    /// [`FrameError`] — the world stays usable. Use [`try_frame`](Self::try_frame) to
-    /// handle failures without unwinding.
+    /// If the frame fails (a system, a merge, a hook or a `Drop` panicked), with the
+    /// message of the [`FrameError`] — the world stays usable. Use
+    /// [`try_frame`](Self::try_frame) to handle failures without unwinding.
     #[track_caller]
     pub fn frame(&mut self) {
         if let Err(e) = self.try_frame() {
@@ -339,6 +339,17 @@ impl Runtime {
         }
         if let Some((component, message)) = report.merge_panic {
             return Err(self.frame_failed(FrameError::MergePanicked { component, message }));
+        }
+        if let Some((component, hook, message)) = report.hook_panic {
+            let error = FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+            };
+            return Err(self.frame_failed(error));
+        }
+        if let Some(dropped) = report.hook_cascade {
+            return Err(self.frame_failed(FrameError::HookCascade { dropped }));
         }
         if let Some(message) = report.drop_panic {
             return Err(self.frame_failed(FrameError::DropPanicked { message }));

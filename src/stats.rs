@@ -94,6 +94,24 @@ pub enum FrameError {
         /// The panic message.
         message: String,
     },
+    /// A [hook](crate::World::on_add) panicked during Sync. Its commands were discarded;
+    /// every other hook ran and every other command was applied, so the world is
+    /// consistent. The frame counts as done.
+    HookPanicked {
+        /// The component type whose hook panicked (the first in hook order, if several).
+        component: &'static str,
+        /// `"on_add"` or `"on_remove"`.
+        hook: &'static str,
+        /// The panic message.
+        message: String,
+    },
+    /// Hooks kept emitting commands that fired hooks again: after
+    /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the remaining commands were
+    /// dropped. Everything before was applied; the frame counts as done.
+    HookCascade {
+        /// The hook commands dropped.
+        dropped: usize,
+    },
 }
 
 impl fmt::Display for FrameError {
@@ -116,6 +134,22 @@ impl fmt::Display for FrameError {
             FrameError::DropPanicked { message } => {
                 write!(f, "a component's Drop panicked during Sync: {message}")
             }
+            FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+            } => write!(
+                f,
+                "an {hook} hook of component `{component}` panicked: {message}; its \
+                 commands were discarded, every other hook and command was applied"
+            ),
+            FrameError::HookCascade { dropped } => write!(
+                f,
+                "hooks were still emitting commands after {} rounds; the last {dropped} \
+                 were dropped. A hook's commands fire hooks again: make sure the chain ends \
+                 (e.g. an on_add hook of `A` must not spawn or insert an `A` every time)",
+                crate::hooks::MAX_HOOK_ROUNDS
+            ),
         }
     }
 }

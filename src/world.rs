@@ -2,15 +2,18 @@
 
 use std::any::{Any, TypeId, type_name};
 use std::fmt;
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::bundle::{Bundle, BundleSink, Sink};
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
+use crate::hooks::{Commands, Hooks, Kind};
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryFiltered, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceFold};
+use crate::stats::FrameError;
 use crate::storage::{Storage, TableId, registered_twice};
 
 /// Entities, their components and global resources.
@@ -50,6 +53,8 @@ pub struct World {
     pub(crate) resource_hooks: Vec<crate::snapshot::ResourceHook>,
     /// Resource types opted into checksums, in opt-in order.
     pub(crate) resource_sums: Vec<crate::snapshot::ResourceSum>,
+    /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
+    pub(crate) hooks: Hooks,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -93,6 +98,7 @@ impl World {
             resource_ids: TypeIdMap::default(),
             resource_hooks: Vec::new(),
             resource_sums: Vec::new(),
+            hooks: Hooks::default(),
             scratch_ids: Vec::new(),
         }
     }
@@ -139,7 +145,8 @@ impl World {
     /// Spawns an entity with the components of `bundle` (a tuple; `()` for none).
     ///
     /// # Panics
-    /// If a type in the bundle is unregistered or appears twice.
+    /// If a type in the bundle is unregistered or appears twice, or if an
+    /// [`on_add`](Self::on_add) hook it fires panics (once every change is applied).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let mut ids = std::mem::take(&mut self.scratch_ids);
@@ -150,11 +157,16 @@ impl World {
         }));
         let e = self.storage.spawn_staged(&mut ids);
         self.scratch_ids = ids;
+        if self.hooks.any(Kind::Add) {
+            self.with_hooks(|w, hooks| hooks.fire_all(Kind::Add, w, e));
+        }
         e
     }
 
     /// Spawns one entity per bundle, all of one kind, and returns their ids in order —
     /// the same ids and the same world as calling [`spawn`](Self::spawn) for each.
+    /// `on_add` [hooks](Self::on_add) fire once the whole batch is spawned, entity by
+    /// entity in order.
     ///
     /// Cost: the table is found once; the components are gathered into one `Vec` per
     /// type (sized from the iterator's `size_hint`) and appended to the columns whole,
@@ -173,14 +185,34 @@ impl World {
     ///
     /// # Panics
     /// If a type in the bundle is unregistered or appears twice (before anything is
-    /// spawned).
+    /// spawned), or if an [`on_add`](Self::on_add) hook it fires panics (once every
+    /// change is applied).
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
-        B::spawn_batch(self, bundles.into_iter())
+        let ids = B::spawn_batch(self, bundles.into_iter());
+        if self.hooks.any(Kind::Add) {
+            self.with_hooks(|w, hooks| {
+                for &e in &ids {
+                    hooks.fire_all(Kind::Add, w, e);
+                }
+            });
+        }
+        ids
     }
 
     /// Despawns `e`, dropping its components. Returns `false` if it was already dead.
+    ///
+    /// # Panics
+    /// If one of the [hooks](Self::on_remove) it fires panics (once every change is
+    /// applied).
+    #[track_caller]
     pub fn despawn(&mut self, e: Entity) -> bool {
+        if self.hooks.any(Kind::Remove) && self.is_alive(e) {
+            return self.with_hooks(|w, hooks| {
+                hooks.fire_all(Kind::Remove, w, e);
+                w.storage.despawn(e).is_some()
+            });
+        }
         let Some(loc) = self.storage.despawn(e) else {
             return false;
         };
@@ -192,10 +224,24 @@ impl World {
     /// Returns `false`, dropping `component`, if `e` is dead.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or if a [hook](Self::on_add) it fires panics (once every
+    /// change is applied).
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) -> bool {
         let id = self.storage.registry.id::<C>();
+        if self.hooks.has(id, Kind::Add) || self.hooks.has(id, Kind::Remove) {
+            return self.with_hooks(|w, hooks| {
+                if w.storage.slot_of(e, id).is_some() {
+                    hooks.fire(Kind::Remove, id, w, e);
+                }
+                w.storage.stage(id, component);
+                let ok = w.storage.insert_staged(e, id);
+                if ok {
+                    hooks.fire(Kind::Add, id, w, e);
+                }
+                ok
+            });
+        }
         self.storage.stage(id, component);
         let ok = self.storage.insert_staged(e, id);
         self.storage.columns_of(id).flush_graveyard();
@@ -205,14 +251,186 @@ impl World {
     /// Removes `C` from `e` and returns it, or `None` if `e` is dead or has no `C`.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or if a [hook](Self::on_remove) it fires panics (once
+    /// every change is applied).
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) -> Option<C> {
         let id = self.storage.registry.id::<C>();
+        if self.hooks.has(id, Kind::Remove) {
+            return self.with_hooks(|w, hooks| {
+                w.storage.slot_of(e, id)?;
+                hooks.fire(Kind::Remove, id, w, e);
+                w.storage.remove(e, id);
+                w.storage.typed_mut::<C>(id).take_removed()
+            });
+        }
         if !self.storage.remove(e, id) {
             return None;
         }
         self.storage.typed_mut::<C>(id).take_removed()
+    }
+
+    /// Runs `hook` each time an entity gains a `C`: spawned with one, `C` inserted where
+    /// there was none, or `C` replaced — by a system's commands in Sync or by this world's
+    /// methods between frames. The hook gets the world right after the change, the
+    /// entity, its new `C`, and [`Commands`] for the structural changes it wants.
+    /// [`on_remove`](Self::on_remove) is its counterpart.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)] struct Enemy(u32);
+    /// impl Component for Enemy { type Output = Enemy; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Enemy>(merge::last);
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let l = log.clone();
+    /// world.on_add::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
+    ///     l.lock().unwrap().push(format!("+{}", en.0));
+    /// });
+    /// let l = log.clone();
+    /// world.on_remove::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
+    ///     l.lock().unwrap().push(format!("-{}", en.0));
+    /// });
+    /// world.spawn((Enemy(1),)); // between frames: fires at once
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     for (e, (en,)) in w.query::<(&Enemy,)>() {
+    ///         out.insert(e, Enemy(en.0 + 1)); // a replace: on_remove, then on_add
+    ///         out.despawn(e);
+    ///     }
+    /// });
+    /// rt.frame(); // in Sync, in command order
+    /// assert_eq!(*log.lock().unwrap(), ["+1", "-1", "+2", "-2"]);
+    /// ```
+    ///
+    /// # When hooks run, and what they see
+    ///
+    /// Hooks fire for every structural change, whatever its origin: the commands systems
+    /// emit (applied in Sync's last step) and the world's own [`spawn`](World::spawn),
+    /// [`spawn_batch`](World::spawn_batch), [`insert`](World::insert),
+    /// [`remove`](World::remove) and [`despawn`](World::despawn) between frames.
+    ///
+    /// - `on_add::<C>` fires when an entity gains `C` (spawned with it, or `C` inserted
+    ///   where there was none), right *after* the change: the hook gets the new value.
+    /// - `on_remove::<C>` fires when an entity loses `C` (`C` removed, or the entity
+    ///   despawned), right *before* the change: the entity still has all its components
+    ///   and the hook gets the value about to go.
+    /// - Inserting `C` onto an entity that already has one (a replace) fires `on_remove`
+    ///   with the old value, then `on_add` with the new one.
+    /// - One change with several hooked types (a spawn or a despawn) fires them in
+    ///   component id order (registration order of the types); several hooks of one type
+    ///   run in the order they were registered. Across changes: command order (systems in
+    ///   registration order, then emission order). So hooks run in the same order at any
+    ///   worker count.
+    ///
+    /// Hooks get `&World`: the world as it is at that command — every merge of the frame
+    /// folded, the earlier commands applied, the later ones not yet. They run on the frame
+    /// thread, one at a time.
+    ///
+    /// # What hooks may do
+    ///
+    /// A hook cannot change the world directly: it emits structural changes into its
+    /// [`Commands`] (spawn, despawn, insert, remove, with [`Output`](crate::Output)'s
+    /// semantics). They are applied in the same Sync (or the same between-frames call),
+    /// once the commands that fired the hook are all applied, in the order the hooks
+    /// emitted them; they fire hooks in turn, whose commands form the next round. After
+    /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the rest is dropped and the frame
+    /// fails with [`FrameError::HookCascade`](crate::FrameError::HookCascade). So when a
+    /// frame ends, nothing is pending: a snapshot between frames holds the whole state.
+    ///
+    /// Hooks do not write component values (merge outputs): Sync's fold is over when they
+    /// run, and a write kept for the next frame would be resolved against rows that the
+    /// next frame's commands move. A hook that needs to set a value inserts it (a replace).
+    ///
+    /// # Panics in hooks
+    ///
+    /// Each hook call is caught. The panicking hook's commands are discarded, the other
+    /// hooks and commands go on, so the world is consistent and the same at any worker
+    /// count. In a frame, the first panic (in hook order) fails it with
+    /// [`FrameError::HookPanicked`](crate::FrameError::HookPanicked); the frame counts as
+    /// done and the next one may run. Between frames, the world method that fired the hook
+    /// panics with that error's message once everything is applied.
+    ///
+    /// # Cost
+    ///
+    /// Types without hooks pay one flag check per structural command. A hooked type's
+    /// inserts and removes are applied one by one instead of in batches; each hook call is
+    /// a dynamic call, a `catch_unwind`, and a short walk over the types its commands used.
+    ///
+    /// # Snapshots
+    ///
+    /// Hooks are behaviour, not state: [`World::restore`] keeps the hooks registered on the
+    /// world it restores, and snapshots do not hold them. Restoring fires no hook, and
+    /// neither does dropping the world.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn on_add<C: Component>(
+        &mut self,
+        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
+    ) {
+        let id = self.storage.registry.id::<C>();
+        self.hooks.add::<C>(id, Kind::Add, hook);
+    }
+
+    /// Runs `hook` each time an entity loses a `C`: `C` removed, the entity despawned, or
+    /// `C` replaced by an insert (then `on_add` hooks follow) — by a system's commands in
+    /// Sync or by this world's methods between frames. The hook gets the world right
+    /// *before* the change (the entity still has all its components), the entity, the `C`
+    /// about to go, and [`Commands`]. See [`on_add`](Self::on_add) for an example and for
+    /// when hooks run, what they see and what a panicking one does.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn on_remove<C: Component>(
+        &mut self,
+        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
+    ) {
+        let id = self.storage.registry.id::<C>();
+        self.hooks.add::<C>(id, Kind::Remove, hook);
+    }
+
+    /// Makes a change between frames with the hooks out of the world (they fire through
+    /// `&World`), then applies the commands they emitted and drops the removed values.
+    ///
+    /// # Panics
+    /// Once all that is done, if a hook panicked or hooks did not settle.
+    #[track_caller]
+    fn with_hooks<R>(&mut self, change: impl FnOnce(&mut World, &mut Hooks) -> R) -> R {
+        let mut hooks = std::mem::take(&mut self.hooks);
+        let mut report = crate::sync::SyncReport::default();
+        // Nothing here should unwind (hook calls are caught); if something does, the
+        // hooks still go back into the world.
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let r = change(self, &mut hooks);
+            let mut scratch = crate::sync::CommandScratch::default();
+            crate::sync::settle(self, &mut hooks, &mut scratch, &mut report);
+            r
+        }));
+        let panicked = hooks.take_panic();
+        if result.is_err() {
+            hooks.discard_pending();
+        }
+        self.hooks = hooks;
+        let r = result.unwrap_or_else(|p| resume_unwind(p));
+        self.storage.flush_graveyards();
+        self.hooks.flush_trash();
+        if let Some((component, hook, message)) = panicked {
+            let error = FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+            };
+            panic!("runsync: {error}");
+        }
+        if let Some(dropped) = report.hook_cascade {
+            panic!("runsync: {}", FrameError::HookCascade { dropped });
+        }
+        r
     }
 
     /// `e`'s `C`, or `None` if `e` is dead or has no `C`.

@@ -17,13 +17,15 @@
 mod common;
 
 use std::ops::AddAssign;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use common::out8::*;
 use common::*;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Component, Output, Runtime, World, merge};
+use runsync::{Commands, Component, Entity, Output, Runtime, World, merge};
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -382,10 +384,82 @@ fn snapshot_100k(c: &mut Criterion) {
     g.finish();
 }
 
+/// A hook that counts its calls.
+fn counting<T: Component>(
+    n: &Arc<AtomicU64>,
+) -> impl FnMut(&World, Entity, &T, &mut Commands) + Send + 'static {
+    let n = n.clone();
+    move |_, _, _, _| {
+        n.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// `hooks_add_remove_10k`: 10,000 entities gain `B` in one frame and lose it in the next
+/// (structural commands, Sync's batched path), timing Sync. `none`: no hooks; `other_type`:
+/// hooks on a type the commands never touch (the flag check every command pays);
+/// `hooked`: an `on_add` and an `on_remove` hook on `B` (one by one, a hook call each).
+fn hooks_add_remove(c: &mut Criterion) {
+    const N: usize = 10_000;
+    let mut g = c.benchmark_group("hooks_add_remove_10k");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(2 * N as u64));
+    for case in ["none", "other_type", "hooked"] {
+        g.bench_function(case, |b| {
+            let mut w = runsync_world();
+            for _ in 0..N {
+                w.spawn((A(0.0),));
+            }
+            let counter = Arc::new(AtomicU64::new(0));
+            match case {
+                "other_type" => {
+                    w.on_add::<C>(counting(&counter));
+                    w.on_remove::<C>(counting(&counter));
+                }
+                "hooked" => {
+                    w.on_add::<B>(counting(&counter));
+                    w.on_remove::<B>(counting(&counter));
+                }
+                _ => {}
+            }
+            let mut rt = Runtime::builder().workers(1).build(w);
+            let mut insert = true;
+            rt.add_system(move |w: &World, out: &mut Output| {
+                if insert {
+                    for (e, _) in w.query::<(&A,)>() {
+                        out.insert(e, B(0.0));
+                    }
+                } else {
+                    for (e, _) in w.query::<(&A,)>() {
+                        out.remove::<B>(e);
+                    }
+                }
+                insert = !insert;
+            });
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    rt.frame();
+                    total += rt.stats().sync;
+                    rt.frame();
+                    total += rt.stats().sync;
+                }
+                total
+            });
+            let fired = counter.load(Ordering::Relaxed);
+            assert_eq!(
+                fired > 0,
+                case == "hooked",
+                "hooks fire only where registered"
+            );
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = own;
     config = quick();
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
-        empty_systems, many_systems, scaling, snapshot_100k
+        empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove
 }
 criterion_main!(own);

@@ -14,8 +14,10 @@
 //!    outputs, in system order, with one merge call.
 //! 3. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
 //! 4. [`commands::apply`] — structural commands, in system registration order then
-//!    emission order: despawn, remove, insert (replacing), spawn, one by one. Values
-//!    removed or replaced go to per-type graveyards, dropped once every move is complete.
+//!    emission order: despawn, remove, insert (replacing), spawn, one by one, firing the
+//!    [hooks](crate::World::on_add) of hooked types as they go; then the commands hooks
+//!    emitted, round by round. Values removed or replaced go to per-type graveyards,
+//!    dropped once every move is complete.
 //!
 //! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
 //! step 2, so no step looks a target up again. Nothing depends on thread timing.
@@ -23,6 +25,8 @@
 mod commands;
 #[cfg(test)]
 mod tests;
+
+pub(crate) use commands::{Scratch as CommandScratch, settle};
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -35,8 +39,7 @@ use crate::world::World;
 /// What Sync keeps across frames (capacity only).
 #[derive(Default)]
 pub(crate) struct SyncScratch {
-    ids: Vec<ComponentId>,
-    batch: commands::Batch,
+    commands: commands::Scratch,
 }
 
 /// What one Sync did.
@@ -50,6 +53,10 @@ pub(crate) struct SyncReport {
     pub(crate) merge_panic: Option<(&'static str, String)>,
     /// A component's `Drop` panicked while removed values were released.
     pub(crate) drop_panic: Option<String>,
+    /// The first hook that panicked: component type, hook kind, message.
+    pub(crate) hook_panic: Option<crate::hooks::HookPanic>,
+    /// Hook commands dropped after `MAX_HOOK_ROUNDS` rounds (hooks that keep firing).
+    pub(crate) hook_cascade: Option<usize>,
 }
 
 /// Runs the whole Sync phase for the systems that ran this frame.
@@ -85,13 +92,7 @@ pub(crate) fn sync(
     }
     {
         let _zone = crate::profile::zone!("commands");
-        commands::apply(
-            world,
-            systems,
-            &mut scratch.ids,
-            &mut scratch.batch,
-            &mut report,
-        );
+        commands::apply(world, systems, &mut scratch.commands, &mut report);
     }
     report
 }

@@ -1,0 +1,319 @@
+//! Hooks: user code run when an entity gains a component ([`World::on_add`]) or loses one
+//! ([`World::on_remove`]), and the [`Commands`] they emit. What users rely on (when hooks
+//! run, what they see, panics, cost) is documented on [`World::on_add`].
+//!
+//! How: the [`Hooks`] of a world live in the world, by component id, with one flag byte
+//! per type so that unhooked types cost one check per command. While commands apply
+//! (Sync's last step, or a `World` method between frames) the hooks are taken out of the
+//! world, so each hook call gets `&World` beside `&mut` hook state. A hook call emits
+//! into a scratch command list, moved to the end of the pending list if the call returns
+//! and discarded if it panics; `sync::settle` then applies the pending list round by
+//! round.
+
+use std::any::{Any, type_name};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Mutex;
+
+use crate::bundle::{Bundle, BundleSink, Sink};
+use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
+use crate::output::{Command, SystemOutputs};
+use crate::pool::payload_message;
+use crate::world::World;
+
+/// The most rounds of hook commands applied after one set of commands: a hook whose
+/// commands fire it again without end (an `on_add::<A>` that spawns an entity with `A`)
+/// stops here.
+pub const MAX_HOOK_ROUNDS: u32 = 16;
+
+/// Structural changes emitted by a hook, applied once the commands that fired it are all
+/// applied; see [`World::on_add`] for when exactly.
+///
+/// ```
+/// use runsync::prelude::*;
+/// #[derive(Clone, Copy, Debug, PartialEq)] struct Hp(i32);
+/// impl Component for Hp { type Output = Hp; }
+/// #[derive(Clone, Copy, Debug, PartialEq)] struct Corpse;
+/// impl Component for Corpse { type Output = Corpse; }
+///
+/// let mut world = World::new();
+/// world.register::<Hp>(merge::last);
+/// world.register::<Corpse>(merge::last);
+/// // Whatever despawns a living thing leaves a corpse.
+/// world.on_remove::<Hp>(|_: &World, _: Entity, _: &Hp, cmds: &mut Commands| {
+///     cmds.spawn((Corpse,));
+/// });
+/// let e = world.spawn((Hp(3),));
+/// world.despawn(e);
+/// assert_eq!(world.query::<(&Corpse,)>().count(), 1);
+/// ```
+pub struct Commands<'a> {
+    world: &'a World,
+    out: &'a mut SystemOutputs,
+}
+
+impl Commands<'_> {
+    /// Spawns an entity with `bundle` once the commands that fired this hook are applied.
+    /// Its id is assigned then, deterministically.
+    ///
+    /// # Panics
+    /// If a component type is unregistered or named twice in the bundle (the hook's
+    /// commands are then discarded, as for any panicking hook).
+    #[track_caller]
+    pub fn spawn<B: Bundle>(&mut self, bundle: B) {
+        let start = self.out.spawn_types.len();
+        bundle.put(&mut BundleSink(Sink::Output {
+            world: self.world,
+            bufs: self.out,
+            start,
+        }));
+        let n = self.out.spawn_types.len() - start;
+        self.out.commands.push(Command::Spawn(n as u32, None));
+    }
+
+    /// Despawns `e` (a no-op, counted as dropped, if it is dead by then).
+    pub fn despawn(&mut self, e: Entity) {
+        self.out.commands.push(Command::Despawn(e));
+    }
+
+    /// Inserts (or replaces) component `C` of `e`.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
+        let id = self.world.registry().id::<C>();
+        self.out.typed::<C>(id).inserts.push_back(component);
+        self.out.commands.push(Command::Insert(e, id));
+    }
+
+    /// Removes component `C` from `e` (a no-op if it has none by then).
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn remove<C: Component>(&mut self, e: Entity) {
+        let id = self.world.registry().id::<C>();
+        self.out.commands.push(Command::Remove(e, id));
+    }
+}
+
+/// Which change a hook is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Add,
+    Remove,
+}
+
+impl Kind {
+    const fn bit(self) -> u8 {
+        match self {
+            Kind::Add => 1,
+            Kind::Remove => 2,
+        }
+    }
+
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Kind::Add => "on_add",
+            Kind::Remove => "on_remove",
+        }
+    }
+}
+
+/// One hook. The `Mutex` makes an `FnMut + Send` closure `Sync` (so `World` stays
+/// `Sync`) without ever being locked: hooks are only called through `&mut`.
+type HookFn<C> = Mutex<Box<dyn FnMut(&World, Entity, &C, &mut Commands<'_>) + Send>>;
+
+/// The hooks of one component type, in registration order.
+struct TypedHooks<C> {
+    add: Vec<HookFn<C>>,
+    remove: Vec<HookFn<C>>,
+}
+
+/// A hook that panicked: the component type, which hook, the message.
+pub(crate) type HookPanic = (&'static str, &'static str, String);
+
+/// The type-erased face of [`TypedHooks`].
+trait AnyHooks: Send + Sync {
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+    /// Runs the `kind` hooks for `e`, which has its `id` value in `world`; each hook's
+    /// commands go to `sink.scratch`, then (unless it panicked) to `sink.pending`.
+    fn run(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks);
+}
+
+/// Where hook calls put their commands and their first panic.
+#[derive(Default)]
+struct Sinks {
+    /// Commands of the hooks run so far, not yet applied, in emission order.
+    pending: SystemOutputs,
+    /// One hook call's commands, moved to `pending` if the call returns.
+    scratch: SystemOutputs,
+    /// Commands discarded (a panicking hook's, or those past `MAX_HOOK_ROUNDS`): their
+    /// values are dropped by `flush_trash` once the world is consistent, since a `Drop`
+    /// may panic too.
+    trash: SystemOutputs,
+    panic: Option<HookPanic>,
+}
+
+impl<C: Component> AnyHooks for TypedHooks<C> {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+
+    fn run(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks) {
+        let hooks = match kind {
+            Kind::Add => &mut self.add,
+            Kind::Remove => &mut self.remove,
+        };
+        let (col, row) = world
+            .storage
+            .slot_of(e, id)
+            .expect("a hook fires for an entity that has the component");
+        let value = &world.storage.typed::<C>(id).columns[col as usize][row as usize];
+        for hook in hooks {
+            let hook = hook.get_mut().unwrap_or_else(|p| p.into_inner());
+            sink.scratch.bind(world.uid);
+            let mut cmds = Commands {
+                world,
+                out: &mut sink.scratch,
+            };
+            match catch_unwind(AssertUnwindSafe(|| hook(world, e, value, &mut cmds))) {
+                Ok(()) => sink.pending.absorb(&mut sink.scratch),
+                Err(p) => {
+                    sink.trash.absorb(&mut sink.scratch);
+                    if sink.panic.is_none() {
+                        sink.panic = Some((type_name::<C>(), kind.name(), payload_message(&*p)));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Every hook of a world, by component id, with the commands they emitted and not yet
+/// applied. Taken out of the world while hooks run, so that they can see `&World`.
+#[derive(Default)]
+pub(crate) struct Hooks {
+    by_type: Vec<Option<Box<dyn AnyHooks>>>,
+    /// Per component id: `Kind::bit`s of the kinds with at least one hook.
+    flags: Vec<u8>,
+    /// Any type has `on_add` / `on_remove` hooks.
+    any: u8,
+    sinks: Sinks,
+    /// An emptied command list kept for its capacity.
+    spare: SystemOutputs,
+}
+
+impl Hooks {
+    /// Adds `hook` to the `kind` hooks of `C` (id `id`).
+    pub(crate) fn add<C: Component>(
+        &mut self,
+        id: ComponentId,
+        kind: Kind,
+        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
+    ) {
+        let i = id.index();
+        if self.by_type.len() <= i {
+            self.by_type.resize_with(i + 1, || None);
+            self.flags.resize(i + 1, 0);
+        }
+        let typed = self.by_type[i]
+            .get_or_insert_with(|| {
+                Box::new(TypedHooks::<C> {
+                    add: Vec::new(),
+                    remove: Vec::new(),
+                })
+            })
+            .as_any_mut()
+            .downcast_mut::<TypedHooks<C>>()
+            .expect("hooks of another type under this id");
+        let hook: HookFn<C> = Mutex::new(Box::new(hook));
+        match kind {
+            Kind::Add => typed.add.push(hook),
+            Kind::Remove => typed.remove.push(hook),
+        }
+        self.flags[i] |= kind.bit();
+        self.any |= kind.bit();
+    }
+
+    /// Whether type `id` has `kind` hooks.
+    #[inline]
+    pub(crate) fn has(&self, id: ComponentId, kind: Kind) -> bool {
+        self.flags
+            .get(id.index())
+            .is_some_and(|f| f & kind.bit() != 0)
+    }
+
+    /// Whether any type has `kind` hooks.
+    #[inline]
+    pub(crate) fn any(&self, kind: Kind) -> bool {
+        self.any & kind.bit() != 0
+    }
+
+    /// Runs the `kind` hooks of type `id` (if any) for `e`, which has an `id` value.
+    pub(crate) fn fire(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity) {
+        if !self.has(id, kind) {
+            return;
+        }
+        let hooks = self.by_type[id.index()]
+            .as_mut()
+            .expect("flagged types have hooks");
+        hooks.run(kind, id, world, e, &mut self.sinks);
+    }
+
+    /// Runs the `kind` hooks of each of `e`'s types, in component id order (all of a
+    /// spawned entity's, or of one about to be despawned). Nothing if `e` is dead.
+    pub(crate) fn fire_all(&mut self, kind: Kind, world: &World, e: Entity) {
+        if !self.any(kind) {
+            return;
+        }
+        let Some(loc) = world.storage.entities.location(e) else {
+            return;
+        };
+        for &c in world.storage.tables.get(loc.table).components() {
+            self.fire(kind, c, world, e);
+        }
+    }
+
+    /// The commands hooks emitted since the last call, to apply (an empty list if none).
+    /// Give the list back, applied, with [`give_back`](Self::give_back).
+    pub(crate) fn take_pending(&mut self) -> Option<SystemOutputs> {
+        if self.sinks.pending.commands.is_empty() {
+            return None;
+        }
+        let spare = std::mem::take(&mut self.spare);
+        Some(std::mem::replace(&mut self.sinks.pending, spare))
+    }
+
+    /// Returns an applied command list for reuse.
+    pub(crate) fn give_back(&mut self, mut applied: SystemOutputs) {
+        debug_assert!(applied.commands.is_empty(), "applied lists are emptied");
+        applied.clear();
+        self.spare = applied;
+    }
+
+    /// Gives back a command list that will not be applied; its values wait in the trash.
+    pub(crate) fn discard(&mut self, mut list: SystemOutputs) {
+        self.sinks.trash.absorb(&mut list);
+        list.clear();
+        self.spare = list;
+    }
+
+    /// Drops the values of discarded commands (run once the world is consistent: a
+    /// `Drop` may panic).
+    pub(crate) fn flush_trash(&mut self) {
+        self.sinks.trash.clear();
+    }
+
+    /// Discards the commands not applied yet (after something unwound).
+    pub(crate) fn discard_pending(&mut self) {
+        let pending = std::mem::take(&mut self.sinks.pending);
+        self.discard(pending);
+    }
+
+    /// The first hook panic since the last call.
+    pub(crate) fn take_panic(&mut self) -> Option<HookPanic> {
+        self.sinks.panic.take()
+    }
+}
