@@ -14,7 +14,7 @@ use std::any::{Any, type_name};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
-use crate::bundle::{Bundle, BundleSink, Sink};
+use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::output::{Command, SystemOutputs};
@@ -61,14 +61,7 @@ impl Commands<'_> {
     /// commands are then discarded, as for any panicking hook).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) {
-        let start = self.out.spawn_types.len();
-        bundle.put(&mut BundleSink(Sink::Output {
-            world: self.world,
-            bufs: self.out,
-            start,
-        }));
-        let n = self.out.spawn_types.len() - start;
-        self.out.commands.push(Command::Spawn(n as u32, None));
+        crate::output::push_spawn(self.world, self.out, bundle, None);
     }
 
     /// Despawns `e` (a no-op, counted as dropped, if it is dead by then).

@@ -342,17 +342,9 @@ impl<'w> Output<'w> {
         self.put_spawn(bundle, None);
     }
 
-    /// Stages `bundle`'s values and emits the spawn command (as `e`, or a Sync-time id).
     #[track_caller]
     fn put_spawn<B: Bundle>(&mut self, bundle: B, e: Option<Entity>) {
-        let start = self.bufs.spawn_types.len();
-        bundle.put(&mut BundleSink(Sink::Output {
-            world: self.world,
-            bufs: self.bufs,
-            start,
-        }));
-        let n = self.bufs.spawn_types.len() - start;
-        self.bufs.commands.push(Command::Spawn(n as u32, e));
+        push_spawn(self.world, self.bufs, bundle, e);
     }
 
     /// Despawns `e` in Sync. Despawning a dead entity (or one despawned twice) is a no-op,
@@ -388,6 +380,21 @@ impl<'w> Output<'w> {
     pub fn world(&self) -> &'w World {
         self.world
     }
+}
+
+/// Stages `bundle`'s values in `bufs` and emits the spawn command (as `e`, or with an id
+/// chosen in Sync): `Output`'s spawns and hooks' `Commands::spawn`.
+#[track_caller]
+pub(crate) fn push_spawn<B: Bundle>(
+    world: &World,
+    bufs: &mut SystemOutputs,
+    bundle: B,
+    e: Option<Entity>,
+) {
+    let start = bufs.spawn_types.len();
+    bundle.put(&mut BundleSink(Sink::Output { world, bufs, start }));
+    let n = bufs.spawn_types.len() - start;
+    bufs.commands.push(Command::Spawn(n as u32, e));
 }
 
 #[cold]

@@ -567,6 +567,18 @@ pub enum Emit {
     WriteRes(u64),
 }
 
+/// The ids `Output::spawn` returns for a system's `emits`, in order (deferred spawns
+/// have none).
+fn spawn_ids(emits: &[Emit]) -> Vec<Entity> {
+    emits
+        .iter()
+        .filter_map(|e| match e {
+            Emit::Spawn(_, _, id) => *id,
+            _ => None,
+        })
+        .collect()
+}
+
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -1128,13 +1140,7 @@ impl Model {
         match b {
             RBatch::Ops { ops, .. } => {
                 for &Op(s, e) in ops {
-                    let ids: Vec<Entity> = emits
-                        .iter()
-                        .filter_map(|e| match e {
-                            Emit::Spawn(_, _, id) => *id,
-                            _ => None,
-                        })
-                        .collect();
+                    let ids = spawn_ids(emits);
                     let last = ids.last().copied();
                     let emit = match (s, e) {
                         (Spec::Spawn(a, b, true), _) => Emit::Spawn(a, b, None),
@@ -1225,14 +1231,7 @@ impl Model {
             }
         }
         // Structural commands, one at a time, after the overflow ids left the free list.
-        let spawned: Vec<usize> = emits
-            .iter()
-            .map(|es| {
-                es.iter()
-                    .filter(|e| matches!(e, Emit::Spawn(_, _, Some(_))))
-                    .count()
-            })
-            .collect();
+        let spawned: Vec<usize> = emits.iter().map(|es| spawn_ids(es).len()).collect();
         self.take_overflow(&spawned);
         for &emit in emits.iter().flatten() {
             let ok = match emit {
@@ -1459,13 +1458,7 @@ pub fn run_on(
             rt.frame();
             // `Output::spawn` returned exactly the ids the model predicts.
             for (s, es) in emits.iter().enumerate() {
-                let want: Vec<Entity> = es
-                    .iter()
-                    .filter_map(|e| match e {
-                        Emit::Spawn(_, _, id) => *id,
-                        _ => None,
-                    })
-                    .collect();
+                let want = spawn_ids(es);
                 let got = std::mem::take(&mut returned.lock().unwrap()[s]);
                 ensure(got == want, || {
                     at(format!("system {s} spawned {got:?}, model {want:?}"))
