@@ -66,7 +66,7 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
-pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
+pub use query::{Added, Changed, QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
@@ -82,7 +82,8 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Advance, Bundle, Checksum, Checksummer, Component, DefaultMerge, Entity, FrameError,
-        FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without, World,
+        Added, Advance, Bundle, Changed, Checksum, Checksummer, Component, DefaultMerge, Entity,
+        FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without,
+        World,
     };
 }

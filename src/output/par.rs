@@ -22,7 +22,11 @@ impl<'w> Output<'w> {
     /// target check; a large table is computed in parallel parts on the worker pool (so `f`
     /// must be `Sync`). In Sync each vector is a whole column: with a merge that lets one
     /// output become the value (`last`, and `first`/`min`/`max` when this is the only
-    /// output) it is swapped in, no copy.
+    /// output) it is swapped in, no copy. A `Q` with a row filter ([`Changed`], [`Added`])
+    /// takes the plain write loop above instead.
+    ///
+    /// [`Changed`]: crate::Changed
+    /// [`Added`]: crate::Added
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -51,6 +55,15 @@ impl<'w> Output<'w> {
         f: impl Fn(Entity, Q::Item<'w>) -> C::Output + Sync,
     ) {
         let world = self.world;
+        if Q::FILTERS_ROWS {
+            // `Changed` / `Added` keep some rows only: no whole column of values to fill,
+            // so the plain write loop (same outputs, same order).
+            for (e, (item, ())) in world.query::<(Q, With<C>)>() {
+                let v = f(e, item);
+                self.write::<C>(e, v);
+            }
+            return;
+        }
         let pool = self.pool;
         let state = <(Q, With<C>)>::init(world);
         let id = state.1;
@@ -114,7 +127,9 @@ impl<'w> Output<'w> {
             for t in matching_tables::<Q>(world, &state) {
                 let cols = Q::columns(&state, world, t);
                 for (row, &e) in world.table_entities(t).iter().enumerate() {
-                    f(e, Q::get(&cols, row), self);
+                    if !Q::FILTERS_ROWS || Q::keep(&cols, row) {
+                        f(e, Q::get(&cols, row), self);
+                    }
                 }
             }
             return;
@@ -152,7 +167,9 @@ impl<'w> Output<'w> {
             let mut out = Output::new(world, pool, sub);
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
-                f(e, Q::get(&cols, start + row), &mut out);
+                if !Q::FILTERS_ROWS || Q::keep(&cols, start + row) {
+                    f(e, Q::get(&cols, start + row), &mut out);
+                }
             }
         };
         let result = pool.for_each_mut(&mut subs[..n], &run_chunk);
