@@ -2,10 +2,14 @@
 //! or gave the entity the component (*added*). What `Changed<C>` and `Added<C>` read.
 //!
 //! A column's marks are two bit sets over plain `u64` words, bit `i` of word `i / 64` for
-//! row `i` (bitvec's `Lsb0` order). Ranges are set through bitvec's [`BitSlice`] view of the
-//! words (word fills, not bit by bit); single rows and the query test read the raw words,
-//! as `storage::mask` does. Under Miri, bitvec's `BitSlice` over a `[u64]` is clean with
-//! Tree Borrows and strict provenance (`BitVec` is avoided; see `storage::mask`).
+//! row `i` (bitvec's `Lsb0` order). Everything here works on the raw words, as the query
+//! path of `storage::mask` does: ranges are set a word at a time (a `memset` inside the
+//! range), single rows and the query test read one word. Growing the words with zeros and
+//! then setting the range with bitvec's `BitSlice::fill` was measured first (callgrind:
+//! some 250k instructions per million marked rows, +18% on the Sync of a million summed
+//! outputs); the raw fill is one `memset` (half that, as callgrind counts `rep stos`). A
+//! test checks that bitvec's `BitSlice` view of the words agrees bit for bit (Miri-clean
+//! under Tree Borrows with strict provenance, like the `BitArray` use in `storage::mask`).
 //!
 //! The word vectors grow lazily and only as far as the highest marked row: bits past
 //! the end are zero, so an unmarked column costs no words, clearing is `Vec::clear` (O(1),
@@ -14,9 +18,6 @@
 //! position, so every bit at or past the column's length is always zero.
 
 use std::ops::Range;
-
-use bitvec::order::Lsb0;
-use bitvec::slice::BitSlice;
 
 /// One bit set over rows, grown on demand (bits past the end are zero).
 #[derive(Default, Debug, PartialEq, Eq)]
@@ -46,16 +47,35 @@ impl Bits {
         test(&self.0, row)
     }
 
-    /// Sets `rows`: one word fill per 64 rows.
+    /// Sets `rows`: whole words at once (a `memset` for the inside of the range), so a
+    /// run of a million rows costs some 16k word stores.
     pub(crate) fn set_range(&mut self, rows: Range<usize>) {
         if rows.is_empty() {
             return;
         }
-        let words = rows.end.div_ceil(64);
-        if self.0.len() < words {
-            self.0.resize(words, 0);
+        let (wa, wb) = (rows.start / 64, (rows.end - 1) / 64);
+        let head = !0u64 << (rows.start % 64);
+        let tail = !0u64 >> (63 - (rows.end - 1) % 64);
+        let old = self.0.len();
+        if old > wb {
+            or_range(&mut self.0, wa, wb, head, tail);
+            return;
         }
-        BitSlice::<u64, Lsb0>::from_slice_mut(&mut self.0)[rows].fill(true);
+        // Growing: words before the range stay zero, new words in it start all ones and
+        // get their edges trimmed; words that already existed are or-ed.
+        let start = wa.max(old);
+        // `extend(repeat_n)` (trusted length) compiles to a fill loop LLVM vectorises;
+        // `resize` stores one word per iteration.
+        self.0
+            .extend(std::iter::repeat_n(0, start - old.min(start)));
+        self.0.extend(std::iter::repeat_n(!0, wb + 1 - start));
+        if start == wa {
+            self.0[wa] &= head;
+        }
+        self.0[wb] &= tail;
+        if wa < old {
+            or_range(&mut self.0, wa, old - 1, head, !0);
+        }
     }
 
     /// Sets or clears `row`.
@@ -93,6 +113,18 @@ impl Bits {
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+}
+
+/// Sets words `wa..=wb` of `words` (all present): `head` masks the first, `tail` the last.
+#[inline]
+fn or_range(words: &mut [u64], wa: usize, wb: usize, head: u64, tail: u64) {
+    if wa == wb {
+        words[wa] |= head & tail;
+    } else {
+        words[wa] |= head;
+        words[wa + 1..wb].fill(!0);
+        words[wb] |= tail;
     }
 }
 
@@ -240,6 +272,37 @@ impl TypeMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bitvec::order::Lsb0;
+    use bitvec::slice::BitSlice;
+
+    /// Every range edge case of `set_range` (inside existing words, growing, both, gaps)
+    /// against a plain `Vec<bool>`, read back through bitvec's view.
+    #[test]
+    fn set_range_agrees_with_a_bool_model() {
+        let edges = [0, 1, 5, 63, 64, 65, 127, 128, 130, 191, 192, 250];
+        let n = if cfg!(miri) { 4 } else { edges.len() };
+        for &a1 in &edges[..n] {
+            for &b1 in &edges {
+                for &(a2, b2) in &[(0, 0), (3, 70), (64, 128), (100, 260), (200, 201)] {
+                    let mut bits = Bits::default();
+                    let mut model = vec![false; 300];
+                    for (a, b) in [(a1, b1), (a2, b2)] {
+                        if a < b {
+                            bits.set_range(a..b);
+                            model[a..b].iter_mut().for_each(|x| *x = true);
+                        }
+                    }
+                    let view = BitSlice::<u64, Lsb0>::from_slice(bits.words());
+                    for (row, &want) in model.iter().enumerate() {
+                        assert_eq!(bits.get(row), want, "{a1}..{b1}, {a2}..{b2}: {row}");
+                        assert_eq!(view.get(row).is_some_and(|x| *x), want);
+                    }
+                    let last = model.iter().rposition(|&x| x).map_or(0, |r| r / 64 + 1);
+                    assert_eq!(bits.words().len(), last, "grown just far enough");
+                }
+            }
+        }
+    }
 
     #[test]
     fn ranges_rows_and_the_bitvec_view_agree() {
