@@ -21,7 +21,7 @@ use std::marker::PhantomData;
 
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::storage::{QueryMask, test_mark};
+use crate::storage::QueryMask;
 use crate::world::World;
 
 /// Something that can be fetched per entity by [`World::query`]: `&C`, `Option<&C>`,
@@ -56,14 +56,15 @@ pub trait QueryData {
     #[doc(hidden)]
     fn no_columns<'w>() -> Self::Columns<'w>;
     /// Whether this fetch keeps only some rows of a matching table ([`Changed`],
-    /// [`Added`]); when `false`, [`keep`](Self::keep) is never called.
+    /// [`Added`]); when `false`, [`kept_word`](Self::kept_word) is never called.
     #[doc(hidden)]
     const FILTERS_ROWS: bool = false;
-    /// Whether row `row` of the table of `columns` passes the row filters.
+    /// Which of rows `64 * w .. 64 * w + 64` of the table of `columns` pass the row
+    /// filters, one bit per row (`Lsb0`); bits past the table's end are meaningless.
     #[doc(hidden)]
     #[inline]
-    fn keep(_columns: &Self::Columns<'_>, _row: usize) -> bool {
-        true
+    fn kept_word(_columns: &Self::Columns<'_>, _w: usize) -> u64 {
+        !0
     }
     /// Whether no row of the table of `columns` can pass (the table is skipped).
     #[doc(hidden)]
@@ -228,8 +229,9 @@ impl<C: Component> QueryData for Without<C> {
 /// [`Added<C>`] is the narrower filter; every added `C` is also changed.
 ///
 /// Cost: one bit per row per column, set by Sync one word (64 rows) at a time per run of
-/// writes; a query tests one bit per row of the tables it visits and skips tables with
-/// no mark at all. Marks are part of snapshots (a restored world's next frame sees the
+/// writes. A query skips tables with no mark at all; internal iteration (`sum`,
+/// `for_each`, `fold`) jumps from marked row to marked row a word at a time, a `for` loop
+/// finds the next marked row on each step, and `len()` is a popcount per 64 rows. Marks are part of snapshots (a restored world's next frame sees the
 /// marks of the moment it was saved) but not of [`World::checksum`], which covers
 /// component state only.
 ///
@@ -321,8 +323,8 @@ macro_rules! mark_filter {
             }
             const FILTERS_ROWS: bool = true;
             #[inline]
-            fn keep(words: &&[u64], row: usize) -> bool {
-                test_mark(words, row)
+            fn kept_word(words: &&[u64], w: usize) -> u64 {
+                words.get(w).copied().unwrap_or(0)
             }
             #[inline]
             fn none_kept(words: &&[u64]) -> bool {
@@ -372,8 +374,8 @@ macro_rules! tuple_query {
             }
             const FILTERS_ROWS: bool = $($name::FILTERS_ROWS ||)* false;
             #[inline]
-            fn keep(columns: &Self::Columns<'_>, row: usize) -> bool {
-                $($name::keep(&columns.$idx, row) &&)* true
+            fn kept_word(columns: &Self::Columns<'_>, w: usize) -> u64 {
+                $($name::kept_word(&columns.$idx, w) &)* !0
             }
             #[inline]
             fn none_kept(columns: &Self::Columns<'_>) -> bool {
@@ -396,9 +398,53 @@ tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
+/// Whether row `row` passes `Q`'s row filters.
+#[inline]
+pub(crate) fn keeps<Q: QueryData>(columns: &Q::Columns<'_>, row: usize) -> bool {
+    Q::kept_word(columns, row / 64) & (1 << (row % 64)) != 0
+}
+
+/// The first row of `from..len` that passes `Q`'s row filters, or `len`: a word (64 rows)
+/// at a time.
+#[inline]
+fn next_kept<Q: QueryData>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    let mut w = from / 64;
+    let mut bits = Q::kept_word(columns, w) & (!0u64 << (from % 64));
+    loop {
+        if bits != 0 {
+            return (w * 64 + bits.trailing_zeros() as usize).min(len);
+        }
+        w += 1;
+        if w * 64 >= len {
+            return len;
+        }
+        bits = Q::kept_word(columns, w);
+    }
+}
+
+/// How many of rows `from..len` pass `Q`'s row filters: a popcount per word.
+fn count_kept<Q: QueryData>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    if from >= len {
+        return 0;
+    }
+    let (wa, wb) = (from / 64, (len - 1) / 64);
+    (wa..=wb)
+        .map(|w| {
+            let mut bits = Q::kept_word(columns, w);
+            if w == wa {
+                bits &= !0u64 << (from % 64);
+            }
+            if w == wb {
+                bits &= !0u64 >> (63 - (len - 1) % 64);
+            }
+            bits.count_ones() as usize
+        })
+        .sum()
+}
+
 /// `len()` counts the matching entities without visiting them: cost O(matching tables);
-/// with a row filter ([`Changed`], [`Added`]) it tests the rows of those tables (one bit
-/// each).
+/// with a row filter ([`Changed`], [`Added`]) it also counts the marked rows of those
+/// tables (a popcount per 64 rows).
 impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
 
 /// Iterator returned by [`World::query_filtered`]: the entities matching `Q` and filter
@@ -425,6 +471,16 @@ impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.inner.size_hint()
+    }
+
+    /// The inner query's table-by-table loop (`sum`, `for_each`, `fold`, ...).
+    #[inline]
+    fn fold<B, G>(self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, Self::Item) -> B,
+    {
+        self.inner
+            .fold(init, move |acc, (e, (q, _))| g(acc, (e, q)))
     }
 }
 
@@ -559,13 +615,13 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if Q::FILTERS_ROWS && self.row < self.entities.len() {
+                self.row = next_kept::<Q>(&self.columns, self.row, self.entities.len());
+            }
             if let Some(&e) = self.entities.get(self.row) {
-                let row = self.row;
+                let item = Q::get(&self.columns, self.row);
                 self.row += 1;
-                if Q::FILTERS_ROWS && !Q::keep(&self.columns, row) {
-                    continue;
-                }
-                return Some((e, Q::get(&self.columns, row)));
+                return Some((e, item));
             }
             let (tables, found) =
                 next_table::<Q>(self.tables.clone(), self.world, self.state, self.mask);
@@ -581,17 +637,14 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     /// ahead (a walk over the remaining candidate tables, no rows visited).
     fn size_hint(&self) -> (usize, Option<usize>) {
         if Q::FILTERS_ROWS {
-            let kept = |cols: &Q::Columns<'w>, rows: std::ops::Range<usize>| {
-                rows.filter(|&r| Q::keep(cols, r)).count()
-            };
-            let here = kept(&self.columns, self.row..self.entities.len());
+            let here = count_kept::<Q>(&self.columns, self.row, self.entities.len());
             let ahead: usize = self
                 .tables
                 .clone()
                 .filter(|&t| Q::matches(&self.state, self.world, t))
                 .map(|t| {
                     let cols = Q::columns(&self.state, self.world, t);
-                    kept(&cols, 0..self.world.table_len(t))
+                    count_kept::<Q>(&cols, 0, self.world.table_len(t))
                 })
                 .sum();
             return (here + ahead, Some(here + ahead));
@@ -613,11 +666,26 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
         let mut acc = init;
         loop {
             let ents = self.entities;
-            for (row, &e) in ents.iter().enumerate().skip(self.row) {
-                if Q::FILTERS_ROWS && !Q::keep(&self.columns, row) {
-                    continue;
+            if Q::FILTERS_ROWS {
+                // Set bits only, a word (64 rows) at a time.
+                let mut row = self.row;
+                while row < ents.len() {
+                    let w = row / 64;
+                    let mut bits = Q::kept_word(&self.columns, w) & (!0u64 << (row % 64));
+                    while bits != 0 {
+                        let r = w * 64 + bits.trailing_zeros() as usize;
+                        if r >= ents.len() {
+                            break;
+                        }
+                        acc = f(acc, (ents[r], Q::get(&self.columns, r)));
+                        bits &= bits - 1;
+                    }
+                    row = (w + 1) * 64;
                 }
-                acc = f(acc, (e, Q::get(&self.columns, row)));
+            } else {
+                for (row, &e) in ents.iter().enumerate().skip(self.row) {
+                    acc = f(acc, (e, Q::get(&self.columns, row)));
+                }
             }
             let (tables, found) =
                 next_table::<Q>(self.tables.clone(), self.world, self.state, self.mask);

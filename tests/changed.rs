@@ -270,3 +270,76 @@ fn snapshots_keep_marks_so_a_rerun_sees_the_same() {
         assert_eq!(&got, want, "re-run frame {f}");
     }
 }
+
+/// `next()`, `fold()` (internal iteration, a word of marks at a time), a mix of both, and
+/// `len()` agree with `is_changed` / `is_added`, across word boundaries and with two row
+/// filters at once.
+#[test]
+fn next_fold_and_len_agree_across_words_and_filters() {
+    let (w, es) = world(700);
+    let mut rt = Runtime::builder().workers(2).build(w);
+    let es2 = es.clone();
+    rt.add_system(move |world: &World, out: &mut Output| {
+        if world.resource::<Time>().frame == 1 {
+            for (i, &e) in es2.iter().enumerate() {
+                if i % 3 == 0 || (130..260).contains(&i) {
+                    out.write::<Pos>(e, Pos(0));
+                }
+                if i % 5 == 0 {
+                    out.insert(e, Tag);
+                }
+            }
+        }
+    });
+    rt.frame();
+    rt.frame();
+    let w = rt.world();
+    let all: Vec<Entity> = w.query::<(&Pos,)>().map(|(e, _)| e).collect();
+    let want_c: Vec<Entity> = all
+        .iter()
+        .copied()
+        .filter(|&e| w.is_changed::<Pos>(e))
+        .collect();
+    let want_ca: Vec<Entity> = want_c
+        .iter()
+        .copied()
+        .filter(|&e| w.is_added::<Tag>(e))
+        .collect();
+    assert!(want_c.len() > 300 && !want_ca.is_empty());
+    // Iteration order may differ from `all` (tagged entities moved table): compare sets.
+    let check = |got: Vec<Entity>, want: &[Entity], what: &str| {
+        assert_eq!(set(got.clone()), set(want.to_vec()), "{what}");
+        assert_eq!(got.len(), want.len(), "{what}: each once");
+    };
+    let mut by_next = Vec::new();
+    // A `for` loop calls `next()`, row by row.
+    for (e, _) in w.query::<(Changed<Pos>,)>() {
+        by_next.push(e);
+    }
+    check(by_next.clone(), &want_c, "next");
+    let by_fold = w
+        .query::<(Changed<Pos>,)>()
+        .fold(Vec::new(), |mut v, (e, _)| {
+            v.push(e);
+            v
+        });
+    assert_eq!(by_fold, by_next, "fold visits what next visits, in order");
+    for k in [0, 1, 63, 64, 65, 200] {
+        let mut it = w.query::<(Changed<Pos>,)>();
+        let mut mixed: Vec<Entity> = it.by_ref().take(k).map(|(e, _)| e).collect();
+        assert_eq!(it.len(), want_c.len() - mixed.len(), "len after {k}");
+        mixed.extend(it.fold(Vec::new(), |mut v, (e, _)| {
+            v.push(e);
+            v
+        }));
+        assert_eq!(mixed, by_next, "{k} by next, then fold");
+    }
+    let q = w.query_filtered::<(&Pos,), (Changed<Pos>, Added<Tag>)>();
+    assert_eq!(q.len(), want_ca.len());
+    check(q.map(|(e, _)| e).collect(), &want_ca, "two filters");
+    let sum: i32 = w
+        .query_filtered::<(&Pos,), (Changed<Pos>, Added<Tag>)>()
+        .map(|(_, (p,))| p.0)
+        .sum();
+    assert_eq!(sum, 0, "written entities hold Pos(0)");
+}

@@ -4,7 +4,7 @@
 use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
-use crate::query::{QueryData, With, matching_tables};
+use crate::query::{QueryData, With, keeps, matching_tables};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
@@ -127,7 +127,7 @@ impl<'w> Output<'w> {
             for t in matching_tables::<Q>(world, &state) {
                 let cols = Q::columns(&state, world, t);
                 for (row, &e) in world.table_entities(t).iter().enumerate() {
-                    if !Q::FILTERS_ROWS || Q::keep(&cols, row) {
+                    if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
                         f(e, Q::get(&cols, row), self);
                     }
                 }
@@ -167,7 +167,7 @@ impl<'w> Output<'w> {
             let mut out = Output::new(world, pool, sub);
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
-                if !Q::FILTERS_ROWS || Q::keep(&cols, start + row) {
+                if !Q::FILTERS_ROWS || keeps::<Q>(&cols, start + row) {
                     f(e, Q::get(&cols, start + row), &mut out);
                 }
             }

@@ -20,7 +20,7 @@ mod table;
 use std::any::type_name;
 
 pub(crate) use column::{AnyColumns, TypedColumns};
-pub(crate) use marks::{TypeMarks, test as test_mark};
+pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
 pub(crate) use snapshot::StorageSnapshot;
 pub(crate) use table::{TableId, Tables};
