@@ -73,7 +73,7 @@ pub use hooks::{Commands, MAX_HOOK_ROUNDS};
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
-pub use query::{QueryData, QueryFiltered, QueryIter, With, Without};
+pub use query::{Added, Changed, QueryData, QueryFiltered, QueryIter, With, Without};
 pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
@@ -89,8 +89,8 @@ pub use world::World;
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Advance, Bundle, Checksum, Checksummer, Commands, Component, DefaultMerge, Entity,
-        FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With, Without,
-        World,
+        Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
+        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
+        Without, World,
     };
 }

@@ -2,8 +2,14 @@
 //!
 //! A query is a tuple of *fetches*: `&C` (entities that have `C`; yields `&C`),
 //! `Option<&C>` (any entity; yields `Option<&C>`), and the filters [`With<C>`] and
-//! [`Without<C>`] (yield `()`). Iteration visits matching tables in creation order and rows
-//! in table order, so the order depends only on the world's contents and history.
+//! [`Without<C>`] (yield `()`), and the row filters [`Changed<C>`] and [`Added<C>`] (yield
+//! `()`). Iteration visits matching tables in creation order and rows in table order, so the
+//! order depends only on the world's contents and history.
+//!
+//! Table filters (`&C`, `With`, `Without`) decide per table; row filters (`Changed`,
+//! `Added`) also test one bit per row of the tables that pass, and skip a table none of
+//! whose rows is marked without visiting its rows. A query without row filters compiles
+//! to the same loop as before they existed ([`QueryData::FILTERS_ROWS`] is a constant).
 //!
 //! Matching is cached per component type: the world keeps, for each type, the list of tables
 //! that hold it, extended only when a table is created (in Sync or between frames). A query
@@ -19,7 +25,8 @@ use crate::storage::QueryMask;
 use crate::world::World;
 
 /// Something that can be fetched per entity by [`World::query`]: `&C`, `Option<&C>`,
-/// [`With<C>`], [`Without<C>`], or a tuple of up to 12 of these.
+/// [`With<C>`], [`Without<C>`], [`Changed<C>`], [`Added<C>`], or a tuple of up to 12 of
+/// these.
 ///
 /// Naming a type twice (`(&A, &A)`) is fine: both are shared reads.
 pub trait QueryData {
@@ -48,6 +55,23 @@ pub trait QueryData {
     /// Columns of no table (before the first table of an iteration).
     #[doc(hidden)]
     fn no_columns<'w>() -> Self::Columns<'w>;
+    /// Whether this fetch keeps only some rows of a matching table ([`Changed`],
+    /// [`Added`]); when `false`, [`kept_word`](Self::kept_word) is never called.
+    #[doc(hidden)]
+    const FILTERS_ROWS: bool = false;
+    /// Which of rows `64 * w .. 64 * w + 64` of the table of `columns` pass the row
+    /// filters, one bit per row (`Lsb0`); bits past the table's end are meaningless.
+    #[doc(hidden)]
+    #[inline]
+    fn kept_word(_columns: &Self::Columns<'_>, _w: usize) -> u64 {
+        !0
+    }
+    /// Whether no row of the table of `columns` can pass (the table is skipped).
+    #[doc(hidden)]
+    #[inline]
+    fn none_kept(_columns: &Self::Columns<'_>) -> bool {
+        false
+    }
 }
 
 impl<C: Component> QueryData for &C {
@@ -185,6 +209,134 @@ impl<C: Component> QueryData for Without<C> {
     fn no_columns<'w>() -> Self::Columns<'w> {}
 }
 
+/// Query filter: only entities whose `C` was *written by the last Sync* (yields `()`).
+///
+/// "Written" means any of:
+/// - a merge ran on it: some system wrote `C` for the entity and the merge was called —
+///   **whatever the result**: a merge that leaves the value equal (`merge::max` with a
+///   smaller output, `merge::last` with the same value) still counts. Comparing would cost
+///   a read and a `PartialEq` per row, and `C` need not be `PartialEq`;
+/// - a command inserted `C` (a replacement, or the entity gaining `C`), or spawned the
+///   entity with `C`.
+///
+/// The window is one Sync: Sync forgets the previous marks as it starts, so systems in
+/// frame N+1 see exactly what frame N's Sync did (a frame whose Sync writes nothing clears
+/// them). Between frames, [`World::spawn`], [`World::spawn_batch`] and [`World::insert`]
+/// mark like the commands they mirror, and stay marked until the next Sync starts;
+/// [`World::get_mut`] and [`World::query_mut`] do **not** mark. Marks belong to the entity's
+/// component: an entity moved to another table (by inserting or removing another type)
+/// keeps the marks of the types it keeps; a removed or despawned `C` loses them.
+/// [`Added<C>`] is the narrower filter; every added `C` is also changed.
+///
+/// Cost: one bit per row per column, set by Sync one word (64 rows) at a time per run of
+/// writes. A query skips tables with no mark at all; internal iteration (`sum`,
+/// `for_each`, `fold`) jumps from marked row to marked row a word at a time, a `for` loop
+/// finds the next marked row on each step, and `len()` is a popcount per 64 rows. Marks are part of snapshots (a restored world's next frame sees the
+/// marks of the moment it was saved) but not of [`World::checksum`], which covers
+/// component state only.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+/// # impl Component for Pos { type Output = Pos; }
+/// let mut world = World::new();
+/// world.register::<Pos>(merge::last);
+/// let a = world.spawn((Pos(0.0),));
+/// let b = world.spawn((Pos(0.0),));
+/// let mut rt = Runtime::builder().build(world);
+/// rt.add_system(move |_: &World, out: &mut Output| out.write::<Pos>(a, Pos(0.0)));
+/// rt.frame();
+/// // `a` was written (with the same value: still changed); `b` was not.
+/// let changed: Vec<Entity> = rt
+///     .world()
+///     .query_filtered::<(&Pos,), Changed<Pos>>()
+///     .map(|(e, _)| e)
+///     .collect();
+/// assert_eq!(changed, [a]);
+/// assert!(rt.world().is_changed::<Pos>(a) && !rt.world().is_changed::<Pos>(b));
+/// ```
+pub struct Changed<C>(PhantomData<C>);
+
+/// Query filter: only entities that *gained* `C` in the last Sync (yields `()`): spawned
+/// with it, or given it by an insert when they had none. Replacing an existing `C` is
+/// [`Changed<C>`], not `Added<C>`. Same window, marks and costs as [`Changed<C>`].
+///
+/// ```
+/// # use runsync::prelude::*;
+/// # #[derive(Clone, Copy, Debug, PartialEq)] struct Hp(i32);
+/// # impl Component for Hp { type Output = i32; }
+/// let mut world = World::new();
+/// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+/// let old = world.spawn((Hp(1),));
+/// let mut rt = Runtime::builder().build(world);
+/// rt.frame(); // forgets the marks of the spawn above
+/// let mut once = true;
+/// rt.add_system(move |_: &World, out: &mut Output| {
+///     if std::mem::take(&mut once) {
+///         out.spawn((Hp(5),));
+///         out.insert(old, Hp(2)); // a replacement: changed, not added
+///     }
+/// });
+/// rt.frame();
+/// let added: Vec<i32> = rt.world().query::<(&Hp, Added<Hp>)>().map(|(_, (h, ()))| h.0).collect();
+/// assert_eq!(added, [5]);
+/// assert!(rt.world().is_changed::<Hp>(old) && !rt.world().is_added::<Hp>(old));
+/// ```
+pub struct Added<C>(PhantomData<C>);
+
+/// `Changed` / `Added`: a row filter over one of a column's mark sets.
+macro_rules! mark_filter {
+    ($name:ident, $bits:ident) => {
+        impl<C: Component> QueryData for $name<C> {
+            type Item<'w> = ();
+            type State<'w> = ComponentId;
+            /// The column's mark words (empty: no row marked).
+            type Columns<'w> = &'w [u64];
+
+            fn init(world: &World) -> ComponentId {
+                world.registry().id::<C>()
+            }
+            fn for_each_required(state: &ComponentId, f: &mut dyn FnMut(ComponentId)) {
+                f(*state)
+            }
+            fn for_each_filter(state: &ComponentId, f: &mut dyn FnMut(ComponentId, bool)) {
+                f(*state, true)
+            }
+            #[inline]
+            fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
+                world.storage.tables.get(table).has(*state)
+            }
+            #[inline]
+            fn columns<'w>(state: &ComponentId, world: &'w World, table: u32) -> &'w [u64] {
+                match world.storage.tables.get(table).column(*state) {
+                    Some(c) => world.storage.typed::<C>(*state).marks.columns[c as usize]
+                        .$bits
+                        .words(),
+                    None => &[],
+                }
+            }
+            #[inline]
+            fn get<'w>(_: &Self::Columns<'w>, _: usize) -> Self::Item<'w> {}
+            #[inline]
+            fn no_columns<'w>() -> &'w [u64] {
+                &[]
+            }
+            const FILTERS_ROWS: bool = true;
+            #[inline]
+            fn kept_word(words: &&[u64], w: usize) -> u64 {
+                words.get(w).copied().unwrap_or(0)
+            }
+            #[inline]
+            fn none_kept(words: &&[u64]) -> bool {
+                words.is_empty()
+            }
+        }
+    };
+}
+
+mark_filter!(Changed, changed);
+mark_filter!(Added, added);
+
 macro_rules! tuple_query {
     ($($name:ident $idx:tt),*) => {
         impl<$($name: QueryData),*> QueryData for ($($name,)*) {
@@ -220,6 +372,15 @@ macro_rules! tuple_query {
             fn no_columns<'w>() -> Self::Columns<'w> {
                 ($($name::no_columns(),)*)
             }
+            const FILTERS_ROWS: bool = $($name::FILTERS_ROWS ||)* false;
+            #[inline]
+            fn kept_word(columns: &Self::Columns<'_>, w: usize) -> u64 {
+                $($name::kept_word(&columns.$idx, w) &)* !0
+            }
+            #[inline]
+            fn none_kept(columns: &Self::Columns<'_>) -> bool {
+                $($name::none_kept(&columns.$idx) ||)* false
+            }
         }
     };
 }
@@ -237,7 +398,53 @@ tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10);
 tuple_query!(A 0, B 1, C 2, D 3, E 4, F 5, G 6, H 7, I 8, J 9, K 10, L 11);
 
-/// `len()` counts the matching entities without visiting them: cost O(matching tables).
+/// Whether row `row` passes `Q`'s row filters.
+#[inline]
+pub(crate) fn keeps<Q: QueryData>(columns: &Q::Columns<'_>, row: usize) -> bool {
+    Q::kept_word(columns, row / 64) & (1 << (row % 64)) != 0
+}
+
+/// The first row of `from..len` that passes `Q`'s row filters, or `len`: a word (64 rows)
+/// at a time.
+#[inline]
+fn next_kept<Q: QueryData>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    let mut w = from / 64;
+    let mut bits = Q::kept_word(columns, w) & (!0u64 << (from % 64));
+    loop {
+        if bits != 0 {
+            return (w * 64 + bits.trailing_zeros() as usize).min(len);
+        }
+        w += 1;
+        if w * 64 >= len {
+            return len;
+        }
+        bits = Q::kept_word(columns, w);
+    }
+}
+
+/// How many of rows `from..len` pass `Q`'s row filters: a popcount per word.
+fn count_kept<Q: QueryData>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    if from >= len {
+        return 0;
+    }
+    let (wa, wb) = (from / 64, (len - 1) / 64);
+    (wa..=wb)
+        .map(|w| {
+            let mut bits = Q::kept_word(columns, w);
+            if w == wa {
+                bits &= !0u64 << (from % 64);
+            }
+            if w == wb {
+                bits &= !0u64 >> (63 - (len - 1) % 64);
+            }
+            bits.count_ones() as usize
+        })
+        .sum()
+}
+
+/// `len()` counts the matching entities without visiting them: cost O(matching tables);
+/// with a row filter ([`Changed`], [`Added`]) it also counts the marked rows of those
+/// tables (a popcount per 64 rows).
 impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
 
 /// Iterator returned by [`World::query_filtered`]: the entities matching `Q` and filter
@@ -264,6 +471,16 @@ impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.inner.size_hint()
+    }
+
+    /// The inner query's table-by-table loop (`sum`, `for_each`, `fold`, ...).
+    #[inline]
+    fn fold<B, G>(self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, Self::Item) -> B,
+    {
+        self.inner
+            .fold(init, move |acc, (e, (q, _))| g(acc, (e, q)))
     }
 }
 
@@ -382,7 +599,11 @@ fn next_table<'w, Q: QueryData>(
     for t in tables.by_ref() {
         let entities = world.table_entities(t);
         if !entities.is_empty() && table_matches::<Q>(world, &state, &mask, t) {
-            return (tables, Some((entities, Q::columns(&state, world, t))));
+            let columns = Q::columns(&state, world, t);
+            if Q::FILTERS_ROWS && Q::none_kept(&columns) {
+                continue;
+            }
+            return (tables, Some((entities, columns)));
         }
     }
     (tables, None)
@@ -394,6 +615,9 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
+            if Q::FILTERS_ROWS && self.row < self.entities.len() {
+                self.row = next_kept::<Q>(&self.columns, self.row, self.entities.len());
+            }
             if let Some(&e) = self.entities.get(self.row) {
                 let item = Q::get(&self.columns, self.row);
                 self.row += 1;
@@ -412,6 +636,19 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     /// Exact: the rows left in the current table plus those of the matching tables still
     /// ahead (a walk over the remaining candidate tables, no rows visited).
     fn size_hint(&self) -> (usize, Option<usize>) {
+        if Q::FILTERS_ROWS {
+            let here = count_kept::<Q>(&self.columns, self.row, self.entities.len());
+            let ahead: usize = self
+                .tables
+                .clone()
+                .filter(|&t| Q::matches(&self.state, self.world, t))
+                .map(|t| {
+                    let cols = Q::columns(&self.state, self.world, t);
+                    count_kept::<Q>(&cols, 0, self.world.table_len(t))
+                })
+                .sum();
+            return (here + ahead, Some(here + ahead));
+        }
         let here = self.entities.len().saturating_sub(self.row);
         let ahead: usize = self
             .tables
@@ -429,8 +666,26 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
         let mut acc = init;
         loop {
             let ents = self.entities;
-            for (row, &e) in ents.iter().enumerate().skip(self.row) {
-                acc = f(acc, (e, Q::get(&self.columns, row)));
+            if Q::FILTERS_ROWS {
+                // Set bits only, a word (64 rows) at a time.
+                let mut row = self.row;
+                while row < ents.len() {
+                    let w = row / 64;
+                    let mut bits = Q::kept_word(&self.columns, w) & (!0u64 << (row % 64));
+                    while bits != 0 {
+                        let r = w * 64 + bits.trailing_zeros() as usize;
+                        if r >= ents.len() {
+                            break;
+                        }
+                        acc = f(acc, (ents[r], Q::get(&self.columns, r)));
+                        bits &= bits - 1;
+                    }
+                    row = (w + 1) * 64;
+                }
+            } else {
+                for (row, &e) in ents.iter().enumerate().skip(self.row) {
+                    acc = f(acc, (e, Q::get(&self.columns, row)));
+                }
             }
             let (tables, found) =
                 next_table::<Q>(self.tables.clone(), self.world, self.state, self.mask);

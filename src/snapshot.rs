@@ -319,7 +319,8 @@ impl World {
     }
 
     /// A copy of every entity (ids, generations, free list, retired slots), every
-    /// component and every opted-in resource; [`restore`](Self::restore) brings it back,
+    /// component, its change marks ([`Changed`](crate::Changed), [`Added`](crate::Added))
+    /// and every opted-in resource; [`restore`](Self::restore) brings it back,
     /// after which the world runs exactly as it did from that point (see [`Snapshot`]).
     ///
     /// Cost: a `clone` of every column (a `memcpy` for `Copy` types), the entity
@@ -448,7 +449,11 @@ impl World {
     /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
     /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
     /// order. Types not opted in count only through which entities have them; other
-    /// resources do not count.
+    /// resources do not count. Change marks ([`Changed`](crate::Changed)) do not count
+    /// either: the checksum is of component state, so a world loaded by spawning (all
+    /// marked added) and the same world after a frame (marks cleared) agree. A difference
+    /// in marks alone (one run wrote a value equal to the old one, the other did not)
+    /// shows only once it changes a value.
     ///
     /// The hash is [`Checksummer`] (fixed, documented), so the digest is the same for the
     /// same state at any worker count, with or without `single-threaded`, and across runs

@@ -469,6 +469,47 @@ impl World {
             .is_some_and(|l| self.storage.tables.get(l.table).has(id))
     }
 
+    /// Whether `e`'s `C` was written by the last Sync (merged into, inserted, or spawned
+    /// with), or inserted or spawned between frames since; `false` if `e` is dead or has no
+    /// `C`. Exact semantics on [`Changed`](crate::Changed). Cost: one lookup and one bit.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Hp(i32);
+    /// # impl Component for Hp { type Output = i32; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    /// let e = world.spawn((Hp(3),));
+    /// assert!(world.is_changed::<Hp>(e) && world.is_added::<Hp>(e));
+    /// let mut rt = Runtime::builder().build(world);
+    /// rt.frame(); // a Sync that writes nothing forgets the marks
+    /// assert!(!rt.world().is_changed::<Hp>(e));
+    /// rt.world_mut().get_mut::<Hp>(e).unwrap().0 = 4; // edits in place do not mark
+    /// assert!(!rt.world().is_changed::<Hp>(e));
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn is_changed<C: Component>(&self, e: Entity) -> bool {
+        let id = self.storage.registry.id::<C>();
+        self.storage
+            .marks_of(e, id)
+            .is_some_and(|(changed, _)| changed)
+    }
+
+    /// Whether `e` gained `C` in the last Sync (or between frames since): spawned with it,
+    /// or given it when it had none. `false` if `e` is dead or has no `C`. Exact semantics
+    /// on [`Added`](crate::Added); see [`is_changed`](Self::is_changed).
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn is_added<C: Component>(&self, e: Entity) -> bool {
+        let id = self.storage.registry.id::<C>();
+        self.storage.marks_of(e, id).is_some_and(|(_, added)| added)
+    }
+
     /// Whether `e` is alive (spawned and not despawned).
     #[inline]
     pub fn is_alive(&self, e: Entity) -> bool {

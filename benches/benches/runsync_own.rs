@@ -1,6 +1,7 @@
 //! runsync's own workloads: the movement frame through every write path against hecs in
 //! place and the memory-bandwidth floor, Sync throughput, per-system overhead, and scaling
-//! from 1 to 2 workers.
+//! from 1 to 2 workers, and change detection (`changed_query_1M`: a `Changed` query against
+//! the plain one over the same table).
 //!
 //! A function's name says which runsync API path it measures: `runsync` is the plain path
 //! a user writes first (`for (e, ..) in world.query() { out.write::<C>(e, ..) }`);
@@ -25,7 +26,7 @@ use common::out8::*;
 use common::*;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Commands, Component, Entity, Output, Runtime, World, merge};
+use runsync::{Changed, Commands, Component, Entity, Output, Runtime, World, merge};
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -456,10 +457,49 @@ fn hooks_add_remove(c: &mut Criterion) {
     g.finish();
 }
 
+/// Iterating a million entities of which 1% or all were written by the last Sync: the
+/// plain query, and the same query with `Changed<Position>` (one bit tested per row).
+fn changed_query(c: &mut Criterion) {
+    const N: usize = 1_000_000;
+    let mut g = c.benchmark_group("changed_query_1M");
+    g.sample_size(20).measurement_time(Duration::from_secs(3));
+    g.throughput(Throughput::Elements(N as u64));
+    for every in [100usize, 1] {
+        let mut rt = Runtime::builder().workers(1).build(movement_world(N));
+        rt.add_system(move |w: &World, out: &mut Output| {
+            for (e, (p,)) in w.query::<(&Position,)>().step_by(every) {
+                out.write::<Position>(e, *p);
+            }
+        });
+        rt.frame();
+        let w = rt.world();
+        assert_eq!(
+            w.query_filtered::<(&Position,), Changed<Position>>().len(),
+            N.div_ceil(every)
+        );
+        let pct = 100 / every;
+        g.bench_function(format!("changed_{pct}pct"), |b| {
+            b.iter(|| {
+                w.query_filtered::<(&Position,), Changed<Position>>()
+                    .fold(0.0f32, |a, (_, (p,))| a + p.0.x)
+            })
+        });
+        if every == 1 {
+            g.bench_function("plain", |b| {
+                b.iter(|| {
+                    w.query::<(&Position,)>()
+                        .fold(0.0f32, |a, (_, (p,))| a + p.0.x)
+                })
+            });
+        }
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = own;
     config = quick();
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
-        empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove
+        empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove, changed_query
 }
 criterion_main!(own);

@@ -22,7 +22,7 @@ use crate::merge::Merge;
 use crate::output::{ErasedBuf, OutBuf};
 use crate::pool::Pool;
 use crate::provenance::Shows;
-use crate::storage::{AnyColumns, TypedColumns};
+use crate::storage::{AnyColumns, TypeMarks, TypedColumns};
 
 pub(crate) use paths::Scratch;
 
@@ -38,6 +38,8 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     merge: M,
     /// The type's columns, borrowed from the storage during Sync's fold step.
     columns: Vec<Vec<C>>,
+    /// The columns' change marks, borrowed with them: the fold marks every row it merges.
+    marks: TypeMarks,
     /// This frame's sources, `(system index, buffer)`, in system order.
     inbox: Vec<(u32, Box<OutBuf<C>>)>,
     scratch: Scratch<C::Output>,
@@ -52,6 +54,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
         Fold {
             merge,
             columns: Vec::new(),
+            marks: TypeMarks::default(),
             inbox: Vec::new(),
             scratch: Scratch::default(),
             zone: Default::default(),
@@ -66,8 +69,8 @@ pub(crate) trait AnyFold: Send + Sync {
     fn accept(&mut self, system: u32, buffer: ErasedBuf);
     /// Whether any buffer arrived this frame.
     fn has_sources(&self) -> bool;
-    /// Swaps the type's columns between `storage` and this fold: Sync lends them for the
-    /// fold step, then takes them back.
+    /// Swaps the type's columns (and their change marks) between `storage` and this fold:
+    /// Sync lends them for the fold step, then takes them back.
     fn swap_columns(&mut self, storage: &mut dyn AnyColumns);
     /// Folds the inbox into the lent columns. Large types fold in parallel parts on
     /// `pool`.
@@ -109,6 +112,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             .downcast_mut::<TypedColumns<C>>()
             .expect("columns of another type");
         std::mem::swap(&mut typed.columns, &mut self.columns);
+        std::mem::swap(&mut typed.marks, &mut self.marks);
     }
 
     fn fold(&mut self, pool: &Pool) -> FoldCounts {
@@ -116,6 +120,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
         paths::fold(
             &self.merge,
             &mut self.columns,
+            &mut self.marks,
             &mut self.inbox,
             &mut self.scratch,
             pool,

@@ -17,12 +17,17 @@
 //!    then one scan over the sources, column-wise, gathers each entity's outputs in system
 //!    then emission order and calls the merge once.
 //!
+//! Every path first marks the rows it is about to merge into as *changed* (see
+//! `storage::marks`): one range fill per run, from the runs alone, so the cost is
+//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill.
+//!
 //! No path depends on thread timing.
 
 use crate::component::Component;
 use crate::merge::Merge;
 use crate::output::{OutBuf, Run, Segment};
 use crate::pool::Pool;
+use crate::storage::TypeMarks;
 
 use super::FoldCounts;
 
@@ -83,6 +88,7 @@ fn split_key(k: u64) -> (usize, usize) {
 pub(super) fn fold<C: Component, M: Merge<C>>(
     merge: &M,
     columns: &mut [Vec<C>],
+    marks: &mut TypeMarks,
     inbox: &mut [(u32, Box<OutBuf<C>>)],
     scratch: &mut Scratch<C::Output>,
     pool: &Pool,
@@ -95,6 +101,7 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
     if counts.merged == 0 {
         return counts;
     }
+    mark_changed(marks, inbox);
     if M::ONE_AT_A_TIME || (inbox.len() == 1 && inbox[0].1.is_ordered()) {
         let total = counts.merged as usize;
         if !par_in_order(merge, columns, inbox, scratch, pool, total) {
@@ -104,6 +111,24 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
         keyed(merge, columns, inbox, scratch);
     }
     counts
+}
+
+/// Marks every row a source's runs will merge into as changed: one range per run.
+fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
+    for (_, src) in inbox {
+        let mut from = 0usize;
+        for seg in &src.segments {
+            let seg_runs = &src.runs[from..seg.runs_end as usize];
+            from = seg.runs_end as usize;
+            for (i, r) in seg_runs.iter().enumerate() {
+                let end = seg_runs
+                    .get(i + 1)
+                    .map_or(seg.values.len(), |n| n.start as usize);
+                let row = r.row as usize;
+                marks.mark_changed(r.col as usize, row..row + (end - r.start as usize));
+            }
+        }
+    }
 }
 
 /// Applies `values` (split by `runs`) to `columns`, one merge call per output.
@@ -503,6 +528,12 @@ mod tests {
         ]
     }
 
+    fn marks_for<C>(cols: &[Vec<C>]) -> TypeMarks {
+        let mut marks = TypeMarks::default();
+        cols.iter().for_each(|_| marks.add_column());
+        marks
+    }
+
     fn check<M: Merge<V>>(m: M, reference: impl Fn(&mut V, &[i64]) + Copy, pick: &[usize]) {
         for threads in [1, 2] {
             let pool = Pool::new(threads);
@@ -517,9 +548,29 @@ mod tests {
                 .map(|(s, w)| (s as u32, source::<V>(w)))
                 .collect();
             let total: usize = chosen.iter().map(Vec::len).sum();
-            let counts = fold(&m, &mut cols, &mut inbox, &mut Scratch::default(), &pool);
+            let mut marks = marks_for(&cols);
+            let counts = fold(
+                &m,
+                &mut cols,
+                &mut marks,
+                &mut inbox,
+                &mut Scratch::default(),
+                &pool,
+            );
             assert_eq!(counts.merged as usize, total);
             assert!(cols == expect, "sources {pick:?}, {threads} threads");
+            // Exactly the rows some source wrote are marked changed, none added.
+            let written: std::collections::BTreeSet<(u32, u32)> =
+                chosen.iter().flatten().map(|&(c, r, _)| (c, r)).collect();
+            for (c, col) in cols.iter().enumerate() {
+                let m = &marks.columns[c];
+                for r in 0..col.len() {
+                    let w = written.contains(&(c as u32, r as u32));
+                    assert_eq!(m.changed.get(r), w, "col {c} row {r}, sources {pick:?}");
+                    assert!(!m.added.get(r));
+                }
+                assert!(m.changed.words().len() <= col.len().div_ceil(64));
+            }
         }
     }
 
@@ -599,9 +650,11 @@ mod tests {
         // Whole column, then a partial overwrite from a later system, then a whole column
         // from the first system of the next... all in system order.
         let mut inbox = vec![(0, source::<L>(&whole)), (1, source::<L>(&partial))];
+        let mut marks = marks_for(&cols);
         fold(
             &merge::last,
             &mut cols,
+            &mut marks,
             &mut inbox,
             &mut Scratch::default(),
             &pool,
@@ -616,6 +669,11 @@ mod tests {
             })
             .collect();
         assert_eq!(cols[0], expect);
+        assert_eq!(
+            marks.columns[0].changed.count(),
+            n as usize,
+            "the swap marks all"
+        );
         // The swapped-out column went back to the source as its values (cleared later).
         assert_eq!(inbox[0].1.segments[0].values.len(), n as usize);
     }

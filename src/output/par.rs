@@ -4,7 +4,7 @@
 use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
-use crate::query::{QueryData, With, matching_tables};
+use crate::query::{QueryData, With, keeps, matching_tables};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
@@ -22,7 +22,11 @@ impl<'w> Output<'w> {
     /// target check; a large table is computed in parallel parts on the worker pool (so `f`
     /// must be `Sync`). In Sync each vector is a whole column: with a merge that lets one
     /// output become the value (`last`, and `first`/`min`/`max` when this is the only
-    /// output) it is swapped in, no copy.
+    /// output) it is swapped in, no copy. A `Q` with a row filter ([`Changed`], [`Added`])
+    /// takes the plain write loop above instead.
+    ///
+    /// [`Changed`]: crate::Changed
+    /// [`Added`]: crate::Added
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -51,6 +55,15 @@ impl<'w> Output<'w> {
         f: impl Fn(Entity, Q::Item<'w>) -> C::Output + Sync,
     ) {
         let world = self.world;
+        if Q::FILTERS_ROWS {
+            // `Changed` / `Added` keep some rows only: no whole column of values to fill,
+            // so the plain write loop (same outputs, same order).
+            for (e, (item, ())) in world.query::<(Q, With<C>)>() {
+                let v = f(e, item);
+                self.write::<C>(e, v);
+            }
+            return;
+        }
         let pool = self.pool;
         let state = <(Q, With<C>)>::init(world);
         let id = state.1;
@@ -124,7 +137,9 @@ impl<'w> Output<'w> {
             for t in matching_tables::<Q>(world, &state) {
                 let cols = Q::columns(&state, world, t);
                 for (row, &e) in world.table_entities(t).iter().enumerate() {
-                    f(e, Q::get(&cols, row), &mut *out.0);
+                    if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
+                        f(e, Q::get(&cols, row), &mut *out.0);
+                    }
                 }
             }
             return;
@@ -162,7 +177,9 @@ impl<'w> Output<'w> {
             let mut out = Output::new(world, pool, sub, None);
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
-                f(e, Q::get(&cols, start + row), &mut out);
+                if !Q::FILTERS_ROWS || keeps::<Q>(&cols, start + row) {
+                    f(e, Q::get(&cols, start + row), &mut out);
+                }
             }
         };
         let result = pool.for_each_mut(&mut subs[..n], &run_chunk);

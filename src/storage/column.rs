@@ -3,6 +3,7 @@
 use std::any::{Any, type_name};
 use std::fmt;
 
+use super::marks::TypeMarks;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 
@@ -20,6 +21,9 @@ pub(crate) struct Hooks<C> {
 
 /// `fn(dst, src)`: see [`clone_columns`].
 type CloneColumns<C> = fn(&mut Vec<Vec<C>>, &[Vec<C>]);
+
+/// What a snapshot keeps of one type: its columns and their change marks.
+type Saved<C> = (Vec<Vec<C>>, TypeMarks);
 
 impl<C> Default for Hooks<C> {
     fn default() -> Self {
@@ -64,6 +68,8 @@ impl<C> fmt::Display for ShowWith<'_, C> {
 pub(crate) struct TypedColumns<C: Component> {
     /// Column `k` belongs to the `k`-th table (in creation order) that holds `C`.
     pub(crate) columns: Vec<Vec<C>>,
+    /// Change marks, one entry per column, row-aligned with it (see `storage::marks`).
+    pub(crate) marks: TypeMarks,
     /// A value on its way into a column (insert or spawn), set by `stage`.
     staged: Option<C>,
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
@@ -76,6 +82,7 @@ impl<C: Component> Default for TypedColumns<C> {
     fn default() -> Self {
         TypedColumns {
             columns: Vec::new(),
+            marks: TypeMarks::default(),
             staged: None,
             graveyard: Vec::new(),
             hooks: Hooks::default(),
@@ -143,6 +150,16 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn discard_staged(&mut self);
     /// Drops everything in the graveyard.
     fn flush_graveyard(&mut self);
+    /// Number of rows in column `col`.
+    fn column_len(&self, col: u32) -> usize;
+    /// Marks `rows` of column `col` as added (and changed).
+    fn mark_added(&mut self, col: u32, rows: std::ops::Range<usize>);
+    /// Marks `row` of column `col` as changed.
+    fn mark_changed(&mut self, col: u32, row: usize);
+    /// Unmarks every row (start of Sync).
+    fn clear_marks(&mut self);
+    /// `(changed, added)` of row `row` of column `col`.
+    fn marks_of(&self, col: u32, row: u32) -> (bool, bool);
     /// Bytes reserved by the columns and the graveyard.
     fn capacity_bytes(&self) -> usize;
     /// Copies the columns into `into` (a `Vec<Vec<C>>`, reused if it is one), or returns
@@ -173,11 +190,15 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn add_column(&mut self) -> u32 {
         self.columns.push(Vec::new());
+        self.marks.add_column();
         self.columns.len() as u32 - 1
     }
 
     fn remove_row(&mut self, col: u32, row: u32) {
-        let v = self.columns[col as usize].swap_remove(row as usize);
+        let column = &mut self.columns[col as usize];
+        self.marks
+            .swap_remove(col as usize, row as usize, column.len());
+        let v = column.swap_remove(row as usize);
         self.graveyard.push(v);
     }
 
@@ -194,6 +215,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         };
         b.reserve(rows.len());
         for &row in rows {
+            self.marks
+                .move_row(src, row as usize, a.len(), dst, b.len());
             b.push(a.swap_remove(row as usize));
         }
     }
@@ -202,6 +225,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         let column = &mut self.columns[col as usize];
         self.graveyard.reserve(rows.len());
         for &row in rows {
+            self.marks
+                .swap_remove(col as usize, row as usize, column.len());
             self.graveyard.push(column.swap_remove(row as usize));
         }
     }
@@ -215,6 +240,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         let v = self.take_staged();
         let old = std::mem::replace(&mut self.columns[col as usize][row as usize], v);
         self.graveyard.push(old);
+        self.mark_changed(col, row as usize);
     }
 
     fn discard_staged(&mut self) {
@@ -224,6 +250,27 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn flush_graveyard(&mut self) {
         self.graveyard.clear();
+    }
+
+    fn column_len(&self, col: u32) -> usize {
+        self.columns[col as usize].len()
+    }
+
+    fn mark_added(&mut self, col: u32, rows: std::ops::Range<usize>) {
+        self.marks.mark_added(col as usize, rows);
+    }
+
+    fn mark_changed(&mut self, col: u32, row: usize) {
+        self.marks.mark_changed(col as usize, row..row + 1);
+    }
+
+    fn clear_marks(&mut self) {
+        self.marks.clear();
+    }
+
+    fn marks_of(&self, col: u32, row: u32) -> (bool, bool) {
+        let m = &self.marks.columns[col as usize];
+        (m.changed.get(row as usize), m.added.get(row as usize))
     }
 
     fn capacity_bytes(&self) -> usize {
@@ -239,21 +286,24 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         let Some(clone) = self.hooks.clone else {
             return false;
         };
-        let reuse = into.as_mut().and_then(|b| b.downcast_mut::<Vec<Vec<C>>>());
+        let reuse = into.as_mut().and_then(|b| b.downcast_mut::<Saved<C>>());
         match reuse {
-            Some(dst) => clone(dst, &self.columns),
+            Some((dst, marks)) => {
+                clone(dst, &self.columns);
+                marks.clone_from(&self.marks);
+            }
             None => {
                 let mut dst = Vec::new();
                 clone(&mut dst, &self.columns);
-                *into = Some(Box::new(dst));
+                *into = Some(Box::new((dst, self.marks.clone())));
             }
         }
         true
     }
 
     fn load(&mut self, from: &(dyn Any + Send + Sync)) {
-        let src = from
-            .downcast_ref::<Vec<Vec<C>>>()
+        let (src, marks) = from
+            .downcast_ref::<Saved<C>>()
             .expect("a snapshot of another type");
         let clone = self
             .hooks
@@ -263,10 +313,12 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         debug_assert!(self.staged.is_none());
         self.graveyard.clear();
         clone(&mut self.columns, src);
+        self.marks.clone_from(marks);
     }
 
     fn truncate_columns(&mut self, n: usize) {
         self.columns.truncate(n);
+        self.marks.truncate(n);
     }
 
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool {

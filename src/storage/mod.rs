@@ -12,6 +12,7 @@
 //! outputs, merges or Sync.
 
 mod column;
+mod marks;
 mod mask;
 mod snapshot;
 mod table;
@@ -19,6 +20,7 @@ mod table;
 use std::any::type_name;
 
 pub(crate) use column::{AnyColumns, TypedColumns};
+pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
 pub(crate) use snapshot::StorageSnapshot;
 pub(crate) use table::{TableId, Tables};
@@ -141,11 +143,13 @@ impl Storage {
         ids.sort_unstable();
         let t = self.table_for(ids);
         let table = self.tables.get_mut(t);
+        let row = table.entities.len() as u32;
         for &c in table.components() {
             let col = table.column(c).expect("table lacks its own column");
-            self.columns[c.index()].push_staged(col);
+            let columns = &mut self.columns[c.index()];
+            columns.push_staged(col);
+            columns.mark_added(col, row as usize..row as usize + 1);
         }
-        let row = table.entities.len() as u32;
         table.entities.push(e);
         self.entities
             .set_location(e.index(), Location { table: t, row });
@@ -188,13 +192,17 @@ impl Storage {
             .get(table)
             .column(id)
             .expect("the bundle's table has C");
-        let column = &mut self.typed_mut::<C>(id).columns[col as usize];
+        let typed = self.typed_mut::<C>(id);
+        let column = &mut typed.columns[col as usize];
+        let from = column.len();
         if column.is_empty() {
             // An empty column takes the buffer as it is: no copy.
             std::mem::swap(column, values);
         } else {
             column.append(values);
         }
+        let to = column.len();
+        typed.marks.mark_added(col as usize, from..to);
     }
 
     /// Allocates `n` entities for rows already appended to every column of `table`, and
@@ -262,8 +270,9 @@ impl Storage {
     /// The column half of moving entities from table `from` to table `to`, which left
     /// `from` at `rows` (in order; see [`relocate`](Self::relocate)): shared types move,
     /// types only in `from` go to the graveyard, and `fill(columns, col)` must push one
-    /// value per row onto column `col` of each type only in `to`. One pass per column,
-    /// with exactly the result of moving the entities one by one.
+    /// value per row onto column `col` of each type only in `to`; those rows are marked
+    /// added. Marks of shared types move with their rows. One pass per column, with
+    /// exactly the result of moving the entities one by one.
     pub(crate) fn move_columns(
         &mut self,
         from: TableId,
@@ -282,7 +291,11 @@ impl Storage {
         for &c in dst.components() {
             if !src.has(c) {
                 let dc = dst.column(c).expect("table lacks its own column");
-                fill(c, &mut *self.columns[c.index()], dc);
+                let columns = &mut *self.columns[c.index()];
+                let before = columns.column_len(dc);
+                fill(c, columns, dc);
+                let after = columns.column_len(dc);
+                columns.mark_added(dc, before..after);
             }
         }
     }
@@ -340,6 +353,20 @@ impl Storage {
         if let Some(&moved) = table.entities.get(loc.row as usize) {
             self.entities.set_location(moved.index(), loc);
         }
+    }
+
+    /// Unmarks every row of every type (Sync's first step): O(1) per type that has no
+    /// mark, O(columns) per type that has some.
+    pub(crate) fn clear_marks(&mut self) {
+        for s in &mut self.columns {
+            s.clear_marks();
+        }
+    }
+
+    /// `(changed, added)` of `e`'s `id`; `None` if `e` is dead or has no such component.
+    pub(crate) fn marks_of(&self, e: Entity, id: ComponentId) -> Option<(bool, bool)> {
+        let (col, row) = self.slot_of(e, id)?;
+        Some(self.columns[id.index()].marks_of(col, row))
     }
 
     /// Drops every value removed by structural changes.

@@ -1,6 +1,7 @@
 //! The Sync phase: fold every output into the world, then apply structural commands.
 //!
-//! Sync runs four named steps, in order:
+//! Sync runs four named steps, in order, after [`clear_marks`] forgets the change marks
+//! of the previous Sync (what `Changed<C>` / `Added<C>` report is what *this* Sync does):
 //!
 //! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
 //!    type, in system order (a pointer move and one downcast per (system, type)).
@@ -68,6 +69,7 @@ pub(crate) fn sync(
     watches: &mut Watches,
 ) -> SyncReport {
     let mut report = SyncReport::default();
+    clear_marks(world);
     {
         let _zone = crate::profile::zone!("gather");
         gather(world, systems);
@@ -95,6 +97,12 @@ pub(crate) fn sync(
         commands::apply(world, systems, &mut scratch.commands, &mut report);
     }
     report
+}
+
+/// Step 0: unmarks every row marked changed or added by the previous Sync (or between
+/// frames). Cost: O(types), plus O(columns) for each type that had a mark.
+fn clear_marks(world: &mut World) {
+    world.storage.clear_marks();
 }
 
 /// Step 1: moves each system's non-empty buffers to the fold of their type.

@@ -29,6 +29,16 @@
 //! write to the entity their system spawned last in the same frame, and write the
 //! resource [`R`], merged by an order-sensitive fold.
 //!
+//! Change marks are state too: each model entity carries which of its components the last
+//! Sync wrote (`changed`) or gave it (`added`), with the semantics of `Changed<C>` /
+//! `Added<C>` applied one output at a time (a merge call marks changed whatever its result;
+//! an insert marks changed, and added if the entity lacked the type; a spawn marks its
+//! types added; a remove or despawn drops the marks; every Sync starts unmarked; setup
+//! spawns and inserts mark added). The world must report exactly those marks, through
+//! `is_changed` / `is_added` and through `Changed` / `Added` queries, and two of the loop
+//! shapes iterate a `Changed` / `Added` query, so the filters are also exercised inside
+//! Run by every write API.
+//!
 //! One component type per merge: custom order-sensitive folds ([`A`], [`B`]),
 //! `merge::last` ([`C`], [`Padded`]), `merge::first` ([`F`]), `merge::min` ([`Lo`]),
 //! `merge::max` ([`Hi`]), `merge::sum` ([`S`]), and no-op merges of zero-sized outputs
@@ -176,6 +186,11 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// This kind's bit in [`MEnt::changed`] / [`MEnt::added`].
+    pub fn bit(self) -> u16 {
+        1 << self as u16
+    }
+
     pub const ALL: [Kind; 10] = [
         Kind::A,
         Kind::B,
@@ -360,10 +375,21 @@ pub enum Shape {
     AMaybeB,
     /// `(Option<&F>, Without<Z>)`: no required component.
     NoZ,
+    /// `(&A, Changed<A>)`: the entities whose `A` the last Sync wrote.
+    ChangedA,
+    /// `(Added<B>, Option<&C>)`: the entities that gained `B` in the last Sync.
+    AddedB,
 }
 
 impl Shape {
-    pub const ALL: [Shape; 4] = [Shape::HasC, Shape::HasA, Shape::AMaybeB, Shape::NoZ];
+    pub const ALL: [Shape; 6] = [
+        Shape::HasC,
+        Shape::HasA,
+        Shape::AMaybeB,
+        Shape::NoZ,
+        Shape::ChangedA,
+        Shape::AddedB,
+    ];
 }
 
 /// A query and the `u64` key a loop derives from each item: from the world's item in the
@@ -424,6 +450,29 @@ impl QueryShape for QNoZ {
     }
 }
 
+pub struct QChangedA;
+impl QueryShape for QChangedA {
+    type Q = (&'static A, Changed<A>);
+    fn key((a, ()): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        a.0 ^ 0xc4a9
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        m.a.filter(|_| m.changed & Kind::A.bit() != 0)
+            .map(|a| a ^ 0xc4a9)
+    }
+}
+
+pub struct QAddedB;
+impl QueryShape for QAddedB {
+    type Q = (Added<B>, Option<&'static C>);
+    fn key(((), c): <Self::Q as QueryData>::Item<'_>) -> u64 {
+        c.map_or(0xadd, |c| c.0 as u64)
+    }
+    fn model_key(m: &MEnt) -> Option<u64> {
+        (m.b.is_some() && m.added & Kind::B.bit() != 0).then(|| m.c.map_or(0xadd, |c| c as u64))
+    }
+}
+
 /// Runs `$body` with `$Q` the [`QueryShape`] of shape `$s`.
 macro_rules! with_shape {
     ($s:expr, $Q:ident => $body:expr) => {
@@ -442,6 +491,14 @@ macro_rules! with_shape {
             }
             Shape::NoZ => {
                 type $Q = QNoZ;
+                $body
+            }
+            Shape::ChangedA => {
+                type $Q = QChangedA;
+                $body
+            }
+            Shape::AddedB => {
+                type $Q = QAddedB;
                 $body
             }
         }
@@ -834,6 +891,10 @@ pub struct MEnt {
     pub s: Option<Bits>,
     pub z: bool,
     pub d: bool,
+    /// The kinds (by [`Kind::bit`]) the last Sync wrote: `Changed<C>`.
+    pub changed: u16,
+    /// The kinds the entity gained in the last Sync: `Added<C>` (a subset of `changed`).
+    pub added: u16,
 }
 
 /// The smallest (`less`) or largest value, the earliest among equals; a value that does
@@ -864,8 +925,26 @@ impl MEnt {
         }
     }
 
-    /// Inserts (or replaces) the value made from `x`.
+    /// The kinds it has, as bits.
+    pub fn kinds(&self) -> u16 {
+        Kind::ALL
+            .iter()
+            .filter(|&&k| self.has(k))
+            .fold(0, |b, k| b | k.bit())
+    }
+
+    /// Marks every component it has as added (a spawn).
+    pub fn mark_all_added(&mut self) {
+        self.added = self.kinds();
+        self.changed = self.added;
+    }
+
+    /// Inserts (or replaces) the value made from `x`: changed, and added if it was absent.
     pub fn set(&mut self, k: Kind, x: u64) {
+        if !self.has(k) {
+            self.added |= k.bit();
+        }
+        self.changed |= k.bit();
         match k {
             Kind::A => self.a = Some(x),
             Kind::B => self.b = Some(Bits(bval(x))),
@@ -880,9 +959,11 @@ impl MEnt {
         }
     }
 
-    /// Removes the component; whether there was one.
+    /// Removes the component (and its marks); whether there was one.
     pub fn clear(&mut self, k: Kind) -> bool {
         let had = self.has(k);
+        self.changed &= !k.bit();
+        self.added &= !k.bit();
         match k {
             Kind::A => self.a = None,
             Kind::B => self.b = None,
@@ -901,6 +982,7 @@ impl MEnt {
     /// One merge call: all of a frame's outputs for this component, in order (never
     /// empty); the component is present.
     fn merge(&mut self, k: Kind, xs: &[u64]) {
+        self.changed |= k.bit();
         let last = *xs.last().unwrap();
         match k {
             Kind::A => xs.iter().for_each(|&x| fold_a(self.a.as_mut().unwrap(), x)),
@@ -1206,6 +1288,11 @@ impl Model {
                 .collect(),
             ..Counts::default()
         };
+        // Sync starts by forgetting the previous marks.
+        for m in self.live.values_mut() {
+            m.changed = 0;
+            m.added = 0;
+        }
         // Merges: one call per (type, entity) with its outputs in system, then emission
         // order.
         let mut groups: BTreeMap<(Kind, Entity), Vec<u64>> = BTreeMap::new();
@@ -1237,11 +1324,12 @@ impl Model {
             let ok = match emit {
                 Emit::Write(..) | Emit::WriteRes(_) => continue,
                 Emit::Spawn(a, b, id) => {
-                    let m = MEnt {
+                    let mut m = MEnt {
                         a,
                         b: b.map(|b| Bits(f32::from(b))),
                         ..MEnt::default()
                     };
+                    m.mark_all_added();
                     match id {
                         Some(e) => {
                             assert_eq!(self.handle(e.index()), e, "a reserved id is stale");
@@ -1286,7 +1374,7 @@ pub fn snapshot(world: &World) -> Vec<(Entity, MEnt)> {
             (Option<&Z>, Option<&D>),
         )>()
         .map(|(e, ((a, b, c, p), (f, lo, hi, s), (z, d)))| {
-            let m = MEnt {
+            let mut m = MEnt {
                 a: a.map(|a| a.0),
                 b: b.map(|b| Bits(b.0)),
                 c: c.map(|c| c.0),
@@ -1297,7 +1385,19 @@ pub fn snapshot(world: &World) -> Vec<(Entity, MEnt)> {
                 s: s.map(|s| Bits(s.0)),
                 z: z.is_some(),
                 d: d.is_some(),
+                changed: 0,
+                added: 0,
             };
+            for k in Kind::ALL {
+                with_kind!(k, T => {
+                    if world.is_changed::<T>(e) {
+                        m.changed |= k.bit();
+                    }
+                    if world.is_added::<T>(e) {
+                        m.added |= k.bit();
+                    }
+                });
+            }
             (e, m)
         })
         .collect()
@@ -1320,6 +1420,33 @@ pub fn check(world: &World, snap: &[(Entity, MEnt)], model: &Model) -> Result<()
     for &e in &model.known {
         ensure(world.is_alive(e) == model.live.contains_key(&e), || {
             format!("liveness of {e:?} differs")
+        })?;
+    }
+    // The filters agree with `is_changed` / `is_added` (checked against the model below),
+    // and their `len()` is exact.
+    for k in Kind::ALL {
+        let marked = |bits: fn(&MEnt) -> u16| -> Vec<Entity> {
+            snap.iter()
+                .filter(|(_, m)| bits(m) & k.bit() != 0)
+                .map(|(e, _)| *e)
+                .collect()
+        };
+        let (changed, added): (Vec<Entity>, Vec<Entity>) = with_kind!(k, T => {
+            let q = world.query::<(Changed<T>,)>();
+            let n = q.len();
+            let c: Vec<Entity> = q.map(|(e, _)| e).collect();
+            ensure(n == c.len(), || format!("Changed<{k:?}> len {n}, visits {}", c.len()))?;
+            let a: Vec<Entity> = world
+                .query_filtered::<(&T,), Added<T>>()
+                .map(|(e, _)| e)
+                .collect();
+            (c, a)
+        });
+        ensure(changed == marked(|m| m.changed), || {
+            format!("Changed<{k:?}> visits {changed:?}, is_changed says otherwise")
+        })?;
+        ensure(added == marked(|m| m.added), || {
+            format!("Added<{k:?}> visits {added:?}, is_added says otherwise")
         })?;
     }
     for (e, got) in snap {
@@ -1352,10 +1479,11 @@ impl Initial {
     pub const P: u8 = 64;
     pub const NO_C: u8 = 128;
 
+    /// The entity, marked added: setup spawns and inserts mark until the first Sync.
     fn ent(self) -> MEnt {
         let has = |flag: u8| self.flags & flag != 0;
         let x = self.seed;
-        MEnt {
+        let mut m = MEnt {
             a: self.a,
             b: self.b.map(|b| Bits(f32::from(b))),
             c: (!has(Self::NO_C)).then_some(0),
@@ -1366,7 +1494,10 @@ impl Initial {
             s: has(Self::S).then(|| Bits(sval(x >> 16))),
             z: has(Self::Z),
             d: has(Self::D),
-        }
+            ..MEnt::default()
+        };
+        m.mark_all_added();
+        m
     }
 }
 
