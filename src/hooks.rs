@@ -199,6 +199,15 @@ pub(crate) struct Hooks {
 }
 
 impl Hooks {
+    /// Bytes reserved by the hooks' command lists (counted in `MemoryStats::output_bytes`).
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        let s = &self.sinks;
+        [&s.pending, &s.scratch, &s.trash, &self.spare]
+            .iter()
+            .map(|o| o.capacity_bytes())
+            .sum()
+    }
+
     /// Adds `hook` to the `kind` hooks of `C` (id `id`).
     pub(crate) fn add<C: Component>(
         &mut self,

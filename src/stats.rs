@@ -39,11 +39,12 @@ pub struct FrameStats {
     pub merged: u64,
     /// Writes to dead entities or to entities lacking the component, plus structural
     /// commands that had nothing to act on (despawn of a dead entity, insert into a dead
-    /// entity, remove of an absent component).
+    /// entity, remove of an absent component). Commands emitted by
+    /// [hooks](crate::World::on_add) count too.
     pub dropped: u64,
-    /// Entities spawned in Sync.
+    /// Entities spawned in Sync (by systems' commands and by hooks' commands).
     pub spawned: u64,
-    /// Entities despawned in Sync.
+    /// Entities despawned in Sync (by systems' commands and by hooks' commands).
     pub despawned: u64,
     /// Live entities after the frame.
     pub entities: usize,

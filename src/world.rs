@@ -720,7 +720,8 @@ impl World {
                 .resource_folds
                 .iter()
                 .map(|f| f.capacity_bytes())
-                .sum::<usize>();
+                .sum::<usize>()
+            + self.hooks.capacity_bytes();
         (tables, slots, columns, folds)
     }
 

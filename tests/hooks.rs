@@ -477,3 +477,32 @@ fn panicking_drop_of_discarded_hook_commands_leaves_the_world_consistent() {
     rt.try_frame().unwrap();
     assert_eq!(rt.world().get::<Plain>(e), Some(&Plain(7)));
 }
+
+#[test]
+fn memory_counts_the_hooks_command_buffers() {
+    let output_bytes = |hooked: bool| {
+        let mut w = world();
+        if hooked {
+            w.on_add::<B>(|_: &World, _: Entity, b: &B, cmds: &mut Commands| {
+                for i in 0..50 {
+                    cmds.spawn((Plain(b.0 + i),));
+                }
+            });
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            if w.is_empty() {
+                out.spawn((B(1),));
+            }
+        });
+        rt.frame();
+        assert_eq!(rt.world().len(), if hooked { 51 } else { 1 });
+        rt.memory().output_bytes
+    };
+    let (plain, hooked) = (output_bytes(false), output_bytes(true));
+    // 50 spawn commands and their staged values stay reserved in the hooks' lists.
+    assert!(
+        hooked >= plain + 50 * std::mem::size_of::<Plain>(),
+        "{hooked} vs {plain}"
+    );
+}
