@@ -50,6 +50,14 @@ impl Bits {
     /// Sets `rows`: whole words at once (a `memset` for the inside of the range), so a
     /// run of a million rows costs some 16k word stores.
     pub(crate) fn set_range(&mut self, rows: Range<usize>) {
+        // One row in a word that exists: a spawn's or a lone write's mark. A bit store,
+        // without the edge masks (Sync makes one such call per spawned component).
+        if rows.end == rows.start + 1 {
+            if let Some(w) = self.0.get_mut(rows.start / 64) {
+                *w |= 1 << (rows.start % 64);
+                return;
+            }
+        }
         if rows.is_empty() {
             return;
         }
