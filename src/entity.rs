@@ -441,12 +441,11 @@ impl Entities {
 
     /// Makes the reserved (or overflow) id `e` alive; the caller sets its location.
     pub(crate) fn claim(&mut self, e: Entity) {
-        let slot = &self.slots[e.index as usize];
         debug_assert!(
-            slot.generation == e.generation && slot.location == Location::NONE,
+            self.slots[e.index as usize].generation == e.generation
+                && self.slots[e.index as usize].location == Location::NONE,
             "claimed {e:?}, which is not a reserved id"
         );
-        let _ = slot;
         self.alive += 1;
     }
 

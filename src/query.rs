@@ -293,18 +293,19 @@ macro_rules! mark_filter {
             /// The column's mark words (empty: no row marked).
             type Columns<'w> = &'w [u64];
 
+            // Tables: those `With<C>` matches; rows: the marked ones.
             fn init(world: &World) -> ComponentId {
-                world.registry().id::<C>()
+                With::<C>::init(world)
             }
             fn for_each_required(state: &ComponentId, f: &mut dyn FnMut(ComponentId)) {
-                f(*state)
+                With::<C>::for_each_required(state, f)
             }
             fn for_each_filter(state: &ComponentId, f: &mut dyn FnMut(ComponentId, bool)) {
-                f(*state, true)
+                With::<C>::for_each_filter(state, f)
             }
             #[inline]
             fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
-                world.storage.tables.get(table).has(*state)
+                With::<C>::matches(state, world, table)
             }
             #[inline]
             fn columns<'w>(state: &ComponentId, world: &'w World, table: u32) -> &'w [u64] {

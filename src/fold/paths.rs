@@ -116,16 +116,10 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
 /// Marks every row a source's runs will merge into as changed: one range per run.
 fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
     for (_, src) in inbox {
-        let mut from = 0usize;
-        for seg in &src.segments {
-            let seg_runs = &src.runs[from..seg.runs_end as usize];
-            from = seg.runs_end as usize;
-            for (i, r) in seg_runs.iter().enumerate() {
-                let end = seg_runs
-                    .get(i + 1)
-                    .map_or(seg.values.len(), |n| n.start as usize);
+        for k in 0..src.segments.len() {
+            for (r, values) in src.seg_runs(k) {
                 let row = r.row as usize;
-                marks.mark_changed(r.col as usize, row..row + (end - r.start as usize));
+                marks.mark_changed(r.col as usize, row..row + values.len());
             }
         }
     }
@@ -313,16 +307,10 @@ fn keyed<C: Component, M: Merge<C>>(
     bounds.clear();
     for (_, src) in inbox.iter_mut() {
         let start = keys.len();
-        let mut from = 0usize;
-        for seg in &src.segments {
-            let seg_runs = &src.runs[from..seg.runs_end as usize];
-            from = seg.runs_end as usize;
-            for (i, r) in seg_runs.iter().enumerate() {
-                let end = seg_runs
-                    .get(i + 1)
-                    .map_or(seg.values.len(), |n| n.start as usize);
+        for k in 0..src.segments.len() {
+            for (r, values) in src.seg_runs(k) {
                 let base = key(r.col, r.row);
-                keys.extend((0..(end - r.start as usize) as u64).map(|d| base + d));
+                keys.extend((0..values.len() as u64).map(|d| base + d));
             }
         }
         let end = keys.len();
