@@ -199,73 +199,28 @@ impl Clone for Entities {
 }
 
 impl Entities {
-    /// Writes the allocator state into `h`: counts, every slot's generation and
-    /// liveness, and the free list (which decides the next ids).
-    pub(crate) fn checksum(&self, h: &mut crate::checksum::Checksummer) {
-        h.write_u64(self.alive as u64);
-        h.write_u64(self.retired as u64);
-        h.write_u64(self.slots.len() as u64);
-        for s in &self.slots {
-            let live = s.location != Location::NONE;
-            h.write_u64(u64::from(s.generation.get()) << 1 | u64::from(live));
-        }
-        h.write_u64(self.free.len() as u64);
-        for &f in &self.free {
-            h.write_u32(f);
-        }
-        // Reservations decide the ids of the next frame's spawns.
-        h.write_u64(self.reserved.len() as u64);
-        for r in &self.reserved {
-            h.write_u64(r.ids.len() as u64);
-            for &i in &r.ids {
-                h.write_u32(i);
-            }
-            h.write_u32(r.spawned_last);
-        }
+    /// Every slot's generation and whether it holds a live entity, by index (for
+    /// checksums and desync reports).
+    pub(crate) fn slot_states(&self) -> impl ExactSizeIterator<Item = (NonZeroU32, bool)> + '_ {
+        self.slots
+            .iter()
+            .map(|s| (s.generation, s.location != Location::NONE))
     }
 
-    /// The first difference between two allocator states, described, or `None`.
-    pub(crate) fn first_difference(&self, other: &Entities) -> Option<String> {
-        if self.slots.len() != other.slots.len() {
-            return Some(format!(
-                "entity slot count: {} vs {}",
-                self.slots.len(),
-                other.slots.len()
-            ));
-        }
-        for (i, (a, b)) in self.slots.iter().zip(&other.slots).enumerate() {
-            if a.generation != b.generation {
-                return Some(format!(
-                    "slot {i} generation: {} vs {}",
-                    a.generation, b.generation
-                ));
-            }
-        }
-        if self.free != other.free {
-            return Some(format!(
-                "entity free list (next ids): {:?} vs {:?}",
-                self.free.iter().rev().take(8).collect::<Vec<_>>(),
-                other.free.iter().rev().take(8).collect::<Vec<_>>()
-            ));
-        }
-        if self.retired != other.retired {
-            return Some(format!(
-                "retired slots: {} vs {}",
-                self.retired, other.retired
-            ));
-        }
-        if self.reserved != other.reserved {
-            let n = self.reserved.len().max(other.reserved.len());
-            let s = (0..n)
-                .find(|&s| self.reserved.get(s) != other.reserved.get(s))
-                .expect("the reservations differ somewhere");
-            return Some(format!(
-                "ids reserved for system {s}'s spawns (next ids): {:?} vs {:?}",
-                self.reserved.get(s).map(|r| &r.ids[..r.ids.len().min(8)]),
-                other.reserved.get(s).map(|r| &r.ids[..r.ids.len().min(8)]),
-            ));
-        }
-        None
+    /// The free list: the next ids are taken from its end.
+    pub(crate) fn free_list(&self) -> &[u32] {
+        &self.free
+    }
+
+    /// Slots whose generations are exhausted (never reused).
+    pub(crate) fn retired(&self) -> usize {
+        self.retired
+    }
+
+    /// Per system (registration order): the ids reserved for its next spawns, and what
+    /// it spawned in the last frame that ran (which sizes its next block).
+    pub(crate) fn reservations(&self) -> impl ExactSizeIterator<Item = (&[u32], u32)> + '_ {
+        self.reserved.iter().map(|r| (&r.ids[..], r.spawned_last))
     }
 
     /// Allocates a handle. The caller must set its location before anyone looks it up.

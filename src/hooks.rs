@@ -21,11 +21,6 @@ use crate::output::{Command, SystemOutputs};
 use crate::pool::payload_message;
 use crate::world::World;
 
-/// The most rounds of hook commands applied after one set of commands: a hook whose
-/// commands fire it again without end (an `on_add::<A>` that spawns an entity with `A`)
-/// stops here.
-pub const MAX_HOOK_ROUNDS: u32 = 16;
-
 /// Structural changes emitted by a hook, applied once the commands that fired it are all
 /// applied; see [`World::on_add`] for when exactly.
 ///

@@ -66,11 +66,11 @@ mod system;
 
 pub use bundle::Bundle;
 pub use checksum::{Checksum, Checksummer, Desync};
-pub use component::{Component, ComponentId, DefaultMerge};
+pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
-pub use hooks::{Commands, MAX_HOOK_ROUNDS};
-pub use merge::Merge;
+pub use hooks::Commands;
+pub use merge::{DefaultMerge, Merge};
 pub use output::{Output, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{Added, Changed, QueryData, QueryFiltered, QueryIter, With, Without};
@@ -81,7 +81,7 @@ pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use snapshot::{Snapshot, SnapshotError};
-pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
+pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, SystemStats};
 pub use system::{System, SystemId};
 pub use world::World;
 

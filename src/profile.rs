@@ -3,8 +3,8 @@
 //! What a Tracy user sees, and where it comes from:
 //!
 //! - **Run** and **Sync** zones around the two phases ([`zone!`] in `runtime.rs`), and one
-//!   zone per step of Sync — `gather`, `fold_all`, `return_buffers`, `commands` — in
-//!   `sync/`. Their source locations are static and point at those call sites, exactly as
+//!   zone per step of Sync — `gather`, `fold_all`, `fold_resources`, `return_buffers`,
+//!   `commands` — in `sync/`. Their source locations are static and point at those call sites, exactly as
 //!   `tracy_client::span!` written there would.
 //! - One zone per **system** run (in `run.rs`, on the thread that runs it) and per
 //!   component type's **merge** (in `fold/`), named by the system / type. Their source
@@ -23,7 +23,8 @@
 //!   around sequential code, or accept that helping splits them.
 //! - A Tracy **message** when a frame fails (a system, merge or `Drop` panicked), so a
 //!   stutter can be read from the timeline; **plots** of entities, writes, commands, merged
-//!   and dropped outputs; a **frame mark** per frame.
+//!   and dropped outputs and a **frame mark** per frame (set by the runtime through
+//!   [`plot!`] and [`frame_mark`]: this module knows no ECS type).
 //! - **Thread names**: workers are `runsync-w{i}` (Linux keeps 15 bytes of a thread name;
 //!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker). A thread that
 //!   calls `frame()` is named `runsync-frame` in Tracy (which also sets the OS name) unless
@@ -41,9 +42,7 @@ mod imp {
     use std::ffi::CString;
     use std::sync::{LazyLock, Mutex};
 
-    use tracy_client::{Client, Span, SpanLocation, plot_name};
-
-    use crate::stats::FrameStats;
+    use tracy_client::{Client, Span, SpanLocation};
 
     /// An open Tracy zone with a static location; it closes when dropped.
     pub(crate) struct Zone(#[allow(dead_code)] Span);
@@ -208,17 +207,25 @@ mod imp {
         client().message(&text.to_string(), 0);
     }
 
-    pub(crate) fn frame_end(stats: &FrameStats) {
-        let c = client();
-        let writes: usize = stats.systems.iter().map(|s| s.writes).sum();
-        let commands: usize = stats.systems.iter().map(|s| s.commands).sum();
-        c.plot(plot_name!("runsync entities"), stats.entities as f64);
-        c.plot(plot_name!("runsync writes"), writes as f64);
-        c.plot(plot_name!("runsync commands"), commands as f64);
-        c.plot(plot_name!("runsync merged"), stats.merged as f64);
-        c.plot(plot_name!("runsync dropped"), stats.dropped as f64);
-        c.frame_mark();
+    /// Sets the Tracy plot named `name` to `value` for this frame.
+    #[inline]
+    pub(crate) fn plot_value(name: tracy_client::PlotName, value: f64) {
+        client().plot(name, value);
     }
+
+    /// Ends the frame on the Tracy timeline.
+    #[inline]
+    pub(crate) fn frame_mark() {
+        client().frame_mark();
+    }
+
+    /// Sets a Tracy plot, named by a string literal, to a value (`f64`).
+    macro_rules! plot {
+        ($name:literal, $value:expr) => {
+            $crate::profile::plot_value(::tracy_client::plot_name!($name), $value)
+        };
+    }
+    pub(crate) use plot;
 
     #[cfg(test)]
     mod tests {
@@ -273,8 +280,6 @@ mod imp {
 
 #[cfg(not(feature = "tracy"))]
 mod imp {
-    use crate::stats::FrameStats;
-
     /// Nothing: profiling is off.
     pub(crate) struct Zone;
 
@@ -317,12 +322,21 @@ mod imp {
     #[inline(always)]
     pub(crate) fn message(_text: std::fmt::Arguments<'_>) {}
 
+    /// Nothing: profiling is off (`$value` is wrapped in a closure never called, so it
+    /// is type-checked but not evaluated).
+    macro_rules! plot {
+        ($name:literal, $value:expr) => {{
+            let _ = || $value;
+        }};
+    }
+    pub(crate) use plot;
+
     #[inline(always)]
-    pub(crate) fn frame_end(_stats: &FrameStats) {}
+    pub(crate) fn frame_mark() {}
 }
 
-#[cfg(feature = "tracy")]
-pub(crate) use imp::intern;
 pub(crate) use imp::{
-    JobZone, Zone, ZoneSite, enter, frame_end, message, name_frame_thread, suspend, zone,
+    JobZone, Zone, ZoneSite, enter, frame_mark, message, name_frame_thread, plot, suspend, zone,
 };
+#[cfg(feature = "tracy")]
+pub(crate) use imp::{intern, plot_value};

@@ -15,7 +15,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::component::{Component, ComponentId};
+use crate::component::ComponentId;
 use crate::entity::Entity;
 use crate::output::Command;
 use crate::system::{SystemId, SystemSlot};
@@ -228,58 +228,6 @@ pub enum CommandKind {
     Despawn,
 }
 
-/// `Debug` formatters of a component type and of its output type, as `fn` pointers (set
-/// by [`World::debugging`], kept by the type's fold).
-pub(crate) struct Shows<C: Component> {
-    pub(crate) value: fn(&C, &mut fmt::Formatter<'_>) -> fmt::Result,
-    pub(crate) output: fn(&C::Output, &mut fmt::Formatter<'_>) -> fmt::Result,
-}
-
-impl<C: Component> Clone for Shows<C> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<C: Component> Copy for Shows<C> {}
-
-fn debug_fmt<T: fmt::Debug>(v: &T, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    fmt::Debug::fmt(v, f)
-}
-
-impl World {
-    /// Opts component type `C` into `Debug` text in write provenance
-    /// ([`Runtime::provenance`](crate::Runtime::provenance)): the stored values before and
-    /// after the merge (`C: Debug`) and each output (`C::Output: Debug`, often another type,
-    /// such as a delta). Without it, provenance still lists systems and write indices, with
-    /// values `None`. Returns `self` to chain. Costs nothing unless an entity is watched.
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// # #[derive(Clone, Copy, Debug)] struct Hp(i32);
-    /// # impl Component for Hp { type Output = i32; }
-    /// let mut world = World::new();
-    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
-    /// world.debugging::<Hp>();
-    /// ```
-    ///
-    /// # Panics
-    /// If `C` is not registered.
-    #[track_caller]
-    pub fn debugging<C: Component + fmt::Debug>(&mut self) -> &mut Self
-    where
-        C::Output: fmt::Debug,
-    {
-        let id = self.storage.registry.id::<C>();
-        let shows = Shows::<C> {
-            value: debug_fmt::<C>,
-            output: debug_fmt::<C::Output>,
-        };
-        self.folds[id.index()].set_shows(&shows);
-        self
-    }
-}
-
 /// The runtime's watched entities, each with its last record, in watch order. Meant for a
 /// few entities: lookups are linear.
 #[derive(Default)]
@@ -359,7 +307,7 @@ impl Watches {
                     id,
                     name: storage.type_name(id),
                     writes,
-                    before: fold.show_value(storage.columns(id), col, loc.row),
+                    before: storage.columns(id).debug_value(col, loc.row),
                     after: None,
                 });
             }
@@ -369,13 +317,13 @@ impl Watches {
     /// Sync, right after the fold step (no table has changed since
     /// [`record_writes`](Self::record_writes)): the merged values.
     pub(crate) fn record_after(&mut self, world: &World) {
-        let World { storage, folds, .. } = world;
+        let storage = &world.storage;
         for p in &mut self.records {
             for c in &mut p.components {
                 let (col, row) = storage
                     .slot_of(p.entity, c.id)
                     .expect("no table changes between gather and commands");
-                c.after = folds[c.id.index()].show_value(storage.columns(c.id), col, row);
+                c.after = storage.columns(c.id).debug_value(col, row);
             }
         }
     }

@@ -354,7 +354,7 @@ impl Runtime {
         if let Some(message) = report.drop_panic {
             return Err(self.frame_failed(FrameError::DropPanicked { message }));
         }
-        crate::profile::frame_end(&self.stats);
+        profile_frame_end(&self.stats);
         Ok(())
     }
 
@@ -423,7 +423,7 @@ impl Runtime {
             "runsync: frame {} failed: {error}",
             self.stats.frame
         ));
-        crate::profile::frame_end(&self.stats);
+        profile_frame_end(&self.stats);
         error
     }
 
@@ -562,4 +562,21 @@ impl Runtime {
     pub fn into_world(self) -> World {
         self.world
     }
+}
+
+/// The end of a frame on the Tracy timeline (nothing without `tracy`): the frame's plots,
+/// then its frame mark.
+fn profile_frame_end(stats: &FrameStats) {
+    crate::profile::plot!("runsync entities", stats.entities as f64);
+    crate::profile::plot!(
+        "runsync writes",
+        stats.systems.iter().map(|s| s.writes).sum::<usize>() as f64
+    );
+    crate::profile::plot!(
+        "runsync commands",
+        stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
+    );
+    crate::profile::plot!("runsync merged", stats.merged as f64);
+    crate::profile::plot!("runsync dropped", stats.dropped as f64);
+    crate::profile::frame_mark();
 }

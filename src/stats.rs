@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::system::SystemId;
+use crate::system::id::SystemId;
 
 /// Per-system figures of the last frame.
 #[derive(Clone, Debug)]
@@ -65,6 +65,11 @@ pub struct MemoryStats {
     /// commands, parallel-iteration chunk buffers, and Sync's per-type scratch.
     pub output_bytes: usize,
 }
+
+/// The most rounds of hook commands applied after one set of commands: a hook whose
+/// commands fire it again without end (an `on_add::<A>` that spawns an entity with `A`)
+/// stops here, and the frame fails with [`FrameError::HookCascade`].
+pub const MAX_HOOK_ROUNDS: u32 = 16;
 
 /// Why a frame failed. See [`Runtime::try_frame`](crate::Runtime::try_frame).
 #[derive(Debug, Clone)]
@@ -149,7 +154,7 @@ impl fmt::Display for FrameError {
                 "hooks were still emitting commands after {} rounds; the last {dropped} \
                  were dropped. A hook's commands fire hooks again: make sure the chain ends \
                  (e.g. an on_add hook of `A` must not spawn or insert an `A` every time)",
-                crate::hooks::MAX_HOOK_ROUNDS
+                MAX_HOOK_ROUNDS
             ),
         }
     }

@@ -14,7 +14,7 @@ use crate::query::{QueryData, QueryFiltered, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceFold};
 use crate::stats::FrameError;
-use crate::storage::{Storage, TableId, registered_twice};
+use crate::storage::{Storage, TableId, debug_fn, registered_twice};
 
 /// Entities, their components and global resources.
 ///
@@ -723,6 +723,34 @@ impl World {
                 .sum::<usize>()
             + self.hooks.capacity_bytes();
         (tables, slots, columns, folds)
+    }
+
+    /// Opts component type `C` into `Debug` text in write provenance
+    /// ([`Runtime::provenance`](crate::Runtime::provenance)): the stored values before and
+    /// after the merge (`C: Debug`) and each output (`C::Output: Debug`, often another type,
+    /// such as a delta). Without it, provenance still lists systems and write indices, with
+    /// values `None`. Returns `self` to chain. Costs nothing unless an entity is watched.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug)] struct Hp(i32);
+    /// # impl Component for Hp { type Output = i32; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    /// world.debugging::<Hp>();
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn debugging<C: Component + fmt::Debug>(&mut self) -> &mut Self
+    where
+        C::Output: fmt::Debug,
+    {
+        let id = self.storage.registry.id::<C>();
+        self.storage.typed_mut::<C>(id).enable_debug();
+        self.folds[id.index()].set_show_output(&debug_fn::<C::Output>());
+        self
     }
 
     // ----- crate-internal access -----

@@ -15,14 +15,12 @@
 mod paths;
 
 use std::any::{Any, type_name};
-use std::fmt;
 
 use crate::component::Component;
 use crate::merge::Merge;
 use crate::output::{ErasedBuf, OutBuf};
 use crate::pool::Pool;
-use crate::provenance::Shows;
-use crate::storage::{AnyColumns, TypeMarks, TypedColumns};
+use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks, TypedColumns};
 
 pub(crate) use paths::Scratch;
 
@@ -45,8 +43,9 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     scratch: Scratch<C::Output>,
     /// The merge's profiling zone location, made once (nothing without `tracy`).
     zone: crate::profile::ZoneSite,
-    /// `Debug` formatters for provenance, set by [`World::debugging`](crate::World::debugging).
-    shows: Option<Shows<C>>,
+    /// The `Debug` formatter of `C::Output`, for write provenance; set by
+    /// [`World::debugging`](crate::World::debugging).
+    show_output: Option<DebugFn<C::Output>>,
 }
 
 impl<C: Component, M: Merge<C>> Fold<C, M> {
@@ -58,7 +57,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             inbox: Vec::new(),
             scratch: Scratch::default(),
             zone: Default::default(),
-            shows: None,
+            show_output: None,
         }
     }
 }
@@ -79,17 +78,14 @@ pub(crate) trait AnyFold: Send + Sync {
     fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf));
     /// Bytes of scratch kept across frames.
     fn capacity_bytes(&self) -> usize;
-    /// Sets the `Debug` formatters used by provenance: `shows` is this type's
-    /// [`Shows<C>`].
-    fn set_shows(&mut self, shows: &dyn Any);
+    /// Sets the `Debug` formatter of the outputs, for provenance: `show` is a
+    /// `DebugFn<C::Output>`.
+    fn set_show_output(&mut self, show: &dyn Any);
     /// Provenance: this frame's writes to row `row` of column `col`, in merge order
     /// (system order, then emission order), pushed to `out` as `(system index, value)`
     /// (the value as `Debug` text if opted in). Called between gather and fold, when the
     /// inbox is as Run left it (the keyed path sorts it later).
     fn writes_to(&self, col: u32, row: u32, out: &mut Vec<(u32, Option<String>)>);
-    /// Provenance: the stored value at `(col, row)` of `columns` (this type's, in the
-    /// storage), as `Debug` text if opted in.
-    fn show_value(&self, columns: &dyn AnyColumns, col: u32, row: u32) -> Option<String>;
 }
 
 impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
@@ -139,15 +135,15 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             + self.scratch.capacity_bytes()
     }
 
-    fn set_shows(&mut self, shows: &dyn Any) {
-        let shows = shows
-            .downcast_ref::<Shows<C>>()
-            .expect("formatters of another type");
-        self.shows = Some(*shows);
+    fn set_show_output(&mut self, show: &dyn Any) {
+        let show = show
+            .downcast_ref::<DebugFn<C::Output>>()
+            .expect("formatter of another type");
+        self.show_output = Some(*show);
     }
 
     fn writes_to(&self, col: u32, row: u32, out: &mut Vec<(u32, Option<String>)>) {
-        let show = self.shows.map(|s| s.output);
+        let show = self.show_output;
         for (system, src) in &self.inbox {
             for k in 0..src.segments.len() {
                 for (r, values) in src.seg_runs(k) {
@@ -159,24 +155,5 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
                 }
             }
         }
-    }
-
-    fn show_value(&self, columns: &dyn AnyColumns, col: u32, row: u32) -> Option<String> {
-        let show = self.shows?.value;
-        let typed = columns
-            .as_any()
-            .downcast_ref::<TypedColumns<C>>()
-            .expect("columns of another type");
-        let v = typed.columns.get(col as usize)?.get(row as usize)?;
-        Some(Show(v, show).to_string())
-    }
-}
-
-/// Formats a value through a `fn` pointer to its `Debug` implementation.
-struct Show<'a, T>(&'a T, fn(&T, &mut fmt::Formatter<'_>) -> fmt::Result);
-
-impl<T> fmt::Display for Show<'_, T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        (self.1)(self.0, f)
     }
 }

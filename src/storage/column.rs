@@ -16,7 +16,7 @@ pub(crate) struct Hooks<C> {
     /// Writes one value into a checksum.
     checksum: Option<fn(&C, &mut Checksummer)>,
     /// Formats one value (`Debug`).
-    debug: Option<fn(&C, &mut fmt::Formatter<'_>) -> fmt::Result>,
+    debug: Option<DebugFn<C>>,
 }
 
 /// `fn(dst, src)`: see [`clone_columns`].
@@ -50,14 +50,18 @@ fn checksum_value<C: Checksum>(v: &C, h: &mut Checksummer) {
     v.checksum(h);
 }
 
-fn debug_value<C: fmt::Debug>(v: &C, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    fmt::Debug::fmt(v, f)
+/// A `Debug` formatter of `T`, as a plain `fn` pointer (kept by an opt-in).
+pub(crate) type DebugFn<T> = fn(&T, &mut fmt::Formatter<'_>) -> fmt::Result;
+
+/// The `Debug` formatter of `T`, as a [`DebugFn`].
+pub(crate) fn debug_fn<T: fmt::Debug>() -> DebugFn<T> {
+    |v, f| fmt::Debug::fmt(v, f)
 }
 
-/// Formats a value through a `debug` hook.
-struct ShowWith<'a, C>(&'a C, fn(&C, &mut fmt::Formatter<'_>) -> fmt::Result);
+/// Displays a value through a [`DebugFn`].
+pub(crate) struct Show<'a, T>(pub(crate) &'a T, pub(crate) DebugFn<T>);
 
-impl<C> fmt::Display for ShowWith<'_, C> {
+impl<T> fmt::Display for Show<'_, T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         (self.1)(self.0, f)
     }
@@ -105,7 +109,15 @@ impl<C: Component> TypedColumns<C> {
         C: Checksum + fmt::Debug,
     {
         self.hooks.checksum = Some(checksum_value::<C>);
-        self.hooks.debug = Some(debug_value::<C>);
+        self.enable_debug();
+    }
+
+    /// Opts `C` into `Debug` text (desync reports and write provenance).
+    pub(crate) fn enable_debug(&mut self)
+    where
+        C: fmt::Debug,
+    {
+        self.hooks.debug = Some(debug_fn::<C>());
     }
 
     /// Stages a value for the next `push_staged` / `replace_staged`.
@@ -341,6 +353,6 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn debug_value(&self, col: u32, row: u32) -> Option<String> {
         let debug = self.hooks.debug?;
         let v = &self.columns[col as usize][row as usize];
-        Some(ShowWith(v, debug).to_string())
+        Some(Show(v, debug).to_string())
     }
 }

@@ -19,7 +19,7 @@ mod table;
 
 use std::any::type_name;
 
-pub(crate) use column::{AnyColumns, TypedColumns};
+pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
 pub(crate) use snapshot::StorageSnapshot;

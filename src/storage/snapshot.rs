@@ -131,7 +131,7 @@ impl Storage {
     /// then for each checksummed type (by id) its values in row order. Types not opted in
     /// contribute only which entities have them.
     pub(crate) fn checksum(&self, h: &mut Checksummer) {
-        self.entities.checksum(h);
+        checksum_entities(&self.entities, h);
         for t in 0..self.tables.len() {
             let table = self.tables.get(t as u32);
             if table.len() == 0 {
@@ -234,7 +234,7 @@ impl Storage {
                 }
             }
         }
-        if let Some(what) = self.entities.first_difference(&other.entities) {
+        if let Some(what) = entities_difference(&self.entities, &other.entities) {
             return Some(diff(None, None, None, None, what));
         }
         for t in 0..self.tables.len().max(other.tables.len()) {
@@ -259,4 +259,70 @@ impl Storage {
         }
         None
     }
+}
+
+/// Writes the allocator state into `h`: counts, every slot's generation and liveness, the
+/// free list (which decides the next ids), and the ids reserved for the next spawns.
+fn checksum_entities(entities: &Entities, h: &mut Checksummer) {
+    h.write_u64(entities.len() as u64);
+    h.write_u64(entities.retired() as u64);
+    h.write_u64(entities.slots() as u64);
+    for (generation, live) in entities.slot_states() {
+        h.write_u64(u64::from(generation.get()) << 1 | u64::from(live));
+    }
+    h.write_u64(entities.free_list().len() as u64);
+    for &f in entities.free_list() {
+        h.write_u32(f);
+    }
+    h.write_u64(entities.reservations().len() as u64);
+    for (ids, spawned_last) in entities.reservations() {
+        h.write_u64(ids.len() as u64);
+        for &i in ids {
+            h.write_u32(i);
+        }
+        h.write_u32(spawned_last);
+    }
+}
+
+/// The first difference between two allocator states, described, or `None`.
+fn entities_difference(a: &Entities, b: &Entities) -> Option<String> {
+    if a.slots() != b.slots() {
+        return Some(format!("entity slot count: {} vs {}", a.slots(), b.slots()));
+    }
+    for (i, ((ga, _), (gb, _))) in a.slot_states().zip(b.slot_states()).enumerate() {
+        if ga != gb {
+            return Some(format!("slot {i} generation: {ga} vs {gb}"));
+        }
+    }
+    if a.free_list() != b.free_list() {
+        let next = |e: &Entities| {
+            e.free_list()
+                .iter()
+                .rev()
+                .take(8)
+                .copied()
+                .collect::<Vec<_>>()
+        };
+        return Some(format!(
+            "entity free list (next ids): {:?} vs {:?}",
+            next(a),
+            next(b)
+        ));
+    }
+    if a.retired() != b.retired() {
+        return Some(format!("retired slots: {} vs {}", a.retired(), b.retired()));
+    }
+    let (ra, rb): (Vec<_>, Vec<_>) = (a.reservations().collect(), b.reservations().collect());
+    if ra != rb {
+        let s = (0..ra.len().max(rb.len()))
+            .find(|&s| ra.get(s) != rb.get(s))
+            .expect("the reservations differ somewhere");
+        let head = |r: &[(&[u32], u32)]| r.get(s).map(|(ids, _)| ids[..ids.len().min(8)].to_vec());
+        return Some(format!(
+            "ids reserved for system {s}'s spawns (next ids): {:?} vs {:?}",
+            head(&ra),
+            head(&rb),
+        ));
+    }
+    None
 }

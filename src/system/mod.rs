@@ -1,5 +1,9 @@
 //! Systems: the [`System`] trait, their ids, and the per-system slot the runtime keeps.
 
+pub(crate) mod id;
+
+pub use id::SystemId;
+
 use std::borrow::Cow;
 use std::panic::Location;
 use std::sync::Arc;
@@ -85,17 +89,6 @@ where
         let file = caller.file();
         let file = file.rsplit(['/', '\\']).next().unwrap_or(file);
         Cow::Owned(format!("{file}:{}", caller.line()))
-    }
-}
-
-/// Identifies a system within its [`Runtime`](crate::Runtime) (registration order, from 0).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SystemId(pub(crate) u32);
-
-impl SystemId {
-    /// The registration index.
-    pub fn index(self) -> usize {
-        self.0 as usize
     }
 }
 
