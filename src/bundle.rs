@@ -4,9 +4,7 @@ use std::any::type_name;
 
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::output::SystemOutputs;
 use crate::storage::Storage;
-use crate::world::World;
 
 /// A set of components spawned together: a tuple `(A, B, ...)` of up to 12 component
 /// types (including `()` for an entity with no components). Each type may appear once.
@@ -22,16 +20,19 @@ use crate::world::World;
 /// ```
 pub trait Bundle: Send + 'static + sealed::Sealed {
     #[doc(hidden)]
-    fn put(self, sink: &mut BundleSink<'_>);
+    fn put<S: BundleSink>(self, sink: &mut S);
 
-    /// Spawns every bundle of `bundles` (see [`World::spawn_batch`]).
+    /// Appends every bundle of `bundles` to `storage` (see [`World::spawn_batch`]),
+    /// returning the new entities in order.
+    ///
+    /// [`World::spawn_batch`]: crate::World::spawn_batch
     #[doc(hidden)]
-    fn spawn_batch(world: &mut World, bundles: impl Iterator<Item = Self>) -> Vec<Entity>
+    fn spawn_batch<S: BatchSink>(
+        storage: &mut S,
+        bundles: impl Iterator<Item = Self>,
+    ) -> Vec<Entity>
     where
-        Self: Sized,
-    {
-        bundles.map(|b| world.spawn(b)).collect()
-    }
+        Self: Sized;
 }
 
 /// Only the tuples of this module are bundles: a bundle's components are staged through
@@ -40,56 +41,54 @@ mod sealed {
     pub trait Sealed {}
 }
 
-/// Where a bundle's components go (internal; used by [`Bundle`]'s implementations; not
-/// nameable outside the crate).
-pub struct BundleSink<'a>(pub(crate) Sink<'a>);
-
-pub(crate) enum Sink<'a> {
-    /// Stage values in the world's storage (`World::spawn`); `ids` collects the types.
-    World {
-        storage: &'a mut Storage,
-        ids: &'a mut Vec<ComponentId>,
-    },
-    /// Buffer values in a system's outputs (`Output::spawn`), types from `start` on.
-    Output {
-        world: &'a World,
-        bufs: &'a mut SystemOutputs,
-        start: usize,
-    },
+/// Where a bundle puts its components, one by one (crate-internal; named by [`Bundle`]'s
+/// hidden method, not nameable outside the crate): a world staging a spawn, or a command
+/// list. A bundle knows neither.
+pub trait BundleSink {
+    #[doc(hidden)]
+    fn put<C: Component>(&mut self, value: C);
 }
 
-impl BundleSink<'_> {
+/// Where [`Bundle::spawn_batch`] appends whole columns (crate-internal, like
+/// [`BundleSink`]): the world's storage.
+pub trait BatchSink {
+    /// The id of `C`.
     #[doc(hidden)]
+    fn id<C: Component>(&self) -> ComponentId;
+    /// The table of the (sorted, then checked for repeats) types `ids`.
+    #[doc(hidden)]
+    fn table(&mut self, ids: &mut [ComponentId]) -> u32;
+    /// Appends `values` (emptied) to `C`'s column in `table`.
+    #[doc(hidden)]
+    fn append_column<C: Component>(&mut self, table: u32, values: &mut Vec<C>);
+    /// Adds `n` entities for the rows just appended to `table`.
+    #[doc(hidden)]
+    fn push_entities(&mut self, table: u32, n: usize) -> Vec<Entity>;
+}
+
+impl BatchSink for Storage {
     #[track_caller]
-    pub fn put<C: Component>(&mut self, value: C) {
-        match &mut self.0 {
-            Sink::World { storage, ids } => {
-                let id = storage.registry.id::<C>();
-                if ids.contains(&id) {
-                    for &staged in ids.iter() {
-                        storage.discard_staged(staged);
-                    }
-                    ids.clear();
-                    duplicate::<C>();
-                }
-                ids.push(id);
-                storage.stage(id, value);
-            }
-            Sink::Output { world, bufs, start } => {
-                let id = world.registry().id::<C>();
-                if bufs.spawn_types[*start..].contains(&id) {
-                    duplicate::<C>();
-                }
-                bufs.spawn_types.push(id);
-                bufs.typed::<C>(id).inserts.push_back(value);
-            }
-        }
+    fn id<C: Component>(&self) -> ComponentId {
+        self.registry.id::<C>()
+    }
+    #[track_caller]
+    fn table(&mut self, ids: &mut [ComponentId]) -> u32 {
+        self.bundle_table(ids)
+    }
+    fn append_column<C: Component>(&mut self, table: u32, values: &mut Vec<C>) {
+        Storage::append_column(self, table, values);
+    }
+    fn push_entities(&mut self, table: u32, n: usize) -> Vec<Entity> {
+        let mut out = Vec::with_capacity(n);
+        Storage::push_entities(self, table, n, &mut out);
+        out
     }
 }
 
+/// Panics: a bundle names `C` twice.
 #[cold]
 #[track_caller]
-fn duplicate<C>() -> ! {
+pub(crate) fn duplicate<C>() -> ! {
     panic!(
         "runsync: a bundle names component type `{}` twice; each type may appear once per entity",
         type_name::<C>()
@@ -98,7 +97,16 @@ fn duplicate<C>() -> ! {
 
 impl sealed::Sealed for () {}
 impl Bundle for () {
-    fn put(self, _: &mut BundleSink<'_>) {}
+    fn put<S: BundleSink>(self, _: &mut S) {}
+
+    fn spawn_batch<S: BatchSink>(
+        storage: &mut S,
+        bundles: impl Iterator<Item = Self>,
+    ) -> Vec<Entity> {
+        let table = storage.table(&mut []);
+        let n = bundles.count();
+        storage.push_entities(table, n)
+    }
 }
 
 macro_rules! tuple_bundle {
@@ -107,7 +115,7 @@ macro_rules! tuple_bundle {
         impl<$($name: Component),*> Bundle for ($($name,)*) {
             #[allow(non_snake_case)]
             #[track_caller]
-            fn put(self, sink: &mut BundleSink<'_>) {
+            fn put<S: BundleSink>(self, sink: &mut S) {
                 let ($($name,)*) = self;
                 $(sink.put($name);)*
             }
@@ -116,10 +124,9 @@ macro_rules! tuple_bundle {
             /// appended to) the table's column; then the rows get their entities.
             #[allow(non_snake_case)]
             #[track_caller]
-            fn spawn_batch(world: &mut World, bundles: impl Iterator<Item = Self>) -> Vec<Entity> {
-                let storage = world.storage_mut();
-                let mut ids = [$(storage.registry.id::<$name>()),*];
-                let table = storage.bundle_table(&mut ids);
+            fn spawn_batch<S: BatchSink>(storage: &mut S, bundles: impl Iterator<Item = Self>) -> Vec<Entity> {
+                let mut ids = [$(storage.id::<$name>()),*];
+                let table = storage.table(&mut ids);
                 let (lower, _) = bundles.size_hint();
                 let mut columns = ($(Vec::<$name>::with_capacity(lower),)*);
                 for ($($name,)*) in bundles {
@@ -127,9 +134,7 @@ macro_rules! tuple_bundle {
                 }
                 let n = columns.0.len();
                 $(storage.append_column::<$name>(table, &mut columns.$idx);)*
-                let mut out = Vec::with_capacity(n);
-                storage.push_entities(table, n, &mut out);
-                out
+                storage.push_entities(table, n)
             }
         }
     };

@@ -448,12 +448,6 @@ impl Entities {
         self.slots.len()
     }
 
-    /// Number of retired slots (generation exhausted).
-    #[cfg(test)]
-    pub(crate) fn retired(&self) -> usize {
-        self.retired
-    }
-
     /// Test hook: makes the next fresh slot start at `generation`, so exhaustion can be
     /// reached without 4 billion despawns.
     #[cfg(test)]

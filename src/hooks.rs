@@ -15,10 +15,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Mutex;
 
 use crate::bundle::Bundle;
+use crate::commands::{Change, CommandList, CommandReport, CommandScratch, Host, settle};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::output::{Command, SystemOutputs};
 use crate::pool::payload_message;
+use crate::storage::Storage;
 use crate::world::World;
 
 /// Structural changes emitted by a hook, applied once the commands that fired it are all
@@ -44,7 +45,7 @@ use crate::world::World;
 /// ```
 pub struct Commands<'a> {
     world: &'a World,
-    out: &'a mut SystemOutputs,
+    list: &'a mut CommandList,
 }
 
 impl Commands<'_> {
@@ -56,12 +57,12 @@ impl Commands<'_> {
     /// commands are then discarded, as for any panicking hook).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) {
-        crate::output::push_spawn(self.world, self.out, bundle, None);
+        self.list.spawn(self.world.registry(), bundle, None);
     }
 
     /// Despawns `e` (a no-op, counted as dropped, if it is dead by then).
     pub fn despawn(&mut self, e: Entity) {
-        self.out.commands.push(Command::Despawn(e));
+        self.list.despawn(e);
     }
 
     /// Inserts (or replaces) component `C` of `e`.
@@ -71,8 +72,7 @@ impl Commands<'_> {
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
         let id = self.world.registry().id::<C>();
-        self.out.typed::<C>(id).inserts.push_back(component);
-        self.out.commands.push(Command::Insert(e, id));
+        self.list.insert(id, e, component);
     }
 
     /// Removes component `C` from `e` (a no-op if it has none by then).
@@ -82,30 +82,22 @@ impl Commands<'_> {
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) {
         let id = self.world.registry().id::<C>();
-        self.out.commands.push(Command::Remove(e, id));
+        self.list.remove(id, e);
     }
 }
 
-/// Which change a hook is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Add,
-    Remove,
+/// The bit of a [`Change`] in [`Hooks`]' flags, and the hook's name.
+const fn bit(change: Change) -> u8 {
+    match change {
+        Change::Add => 1,
+        Change::Remove => 2,
+    }
 }
 
-impl Kind {
-    const fn bit(self) -> u8 {
-        match self {
-            Kind::Add => 1,
-            Kind::Remove => 2,
-        }
-    }
-
-    pub(crate) const fn name(self) -> &'static str {
-        match self {
-            Kind::Add => "on_add",
-            Kind::Remove => "on_remove",
-        }
+const fn hook_name(change: Change) -> &'static str {
+    match change {
+        Change::Add => "on_add",
+        Change::Remove => "on_remove",
     }
 }
 
@@ -125,22 +117,22 @@ pub(crate) type HookPanic = (&'static str, &'static str, String);
 /// The type-erased face of [`TypedHooks`].
 trait AnyHooks: Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Runs the `kind` hooks for `e`, which has its `id` value in `world`; each hook's
+    /// Runs the `change` hooks for `e`, which has its `id` value in `world`; each hook's
     /// commands go to `sink.scratch`, then (unless it panicked) to `sink.pending`.
-    fn run(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks);
+    fn run(&mut self, change: Change, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks);
 }
 
 /// Where hook calls put their commands and their first panic.
 #[derive(Default)]
 struct Sinks {
     /// Commands of the hooks run so far, not yet applied, in emission order.
-    pending: SystemOutputs,
+    pending: CommandList,
     /// One hook call's commands, moved to `pending` if the call returns.
-    scratch: SystemOutputs,
+    scratch: CommandList,
     /// Commands discarded (a panicking hook's, or those past `MAX_HOOK_ROUNDS`): their
     /// values are dropped by `flush_trash` once the world is consistent, since a `Drop`
     /// may panic too.
-    trash: SystemOutputs,
+    trash: CommandList,
     panic: Option<HookPanic>,
 }
 
@@ -149,10 +141,10 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
         self
     }
 
-    fn run(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks) {
-        let hooks = match kind {
-            Kind::Add => &mut self.add,
-            Kind::Remove => &mut self.remove,
+    fn run(&mut self, change: Change, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks) {
+        let hooks = match change {
+            Change::Add => &mut self.add,
+            Change::Remove => &mut self.remove,
         };
         let (col, row) = world
             .storage
@@ -161,17 +153,17 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
         let value = &world.storage.typed::<C>(id).columns[col as usize][row as usize];
         for hook in hooks {
             let hook = hook.get_mut().unwrap_or_else(|p| p.into_inner());
-            sink.scratch.bind(world.uid);
             let mut cmds = Commands {
                 world,
-                out: &mut sink.scratch,
+                list: &mut sink.scratch,
             };
             match catch_unwind(AssertUnwindSafe(|| hook(world, e, value, &mut cmds))) {
-                Ok(()) => sink.pending.absorb(&mut sink.scratch),
+                Ok(()) => sink.pending.append(&mut sink.scratch),
                 Err(p) => {
-                    sink.trash.absorb(&mut sink.scratch);
+                    sink.trash.append(&mut sink.scratch);
                     if sink.panic.is_none() {
-                        sink.panic = Some((type_name::<C>(), kind.name(), payload_message(&*p)));
+                        sink.panic =
+                            Some((type_name::<C>(), hook_name(change), payload_message(&*p)));
                     }
                 }
             }
@@ -184,13 +176,13 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
 #[derive(Default)]
 pub(crate) struct Hooks {
     by_type: Vec<Option<Box<dyn AnyHooks>>>,
-    /// Per component id: `Kind::bit`s of the kinds with at least one hook.
+    /// Per component id: `bit`s of the changes with at least one hook.
     flags: Vec<u8>,
     /// Any type has `on_add` / `on_remove` hooks.
     any: u8,
     sinks: Sinks,
     /// An emptied command list kept for its capacity.
-    spare: SystemOutputs,
+    spare: CommandList,
 }
 
 impl Hooks {
@@ -199,15 +191,15 @@ impl Hooks {
         let s = &self.sinks;
         [&s.pending, &s.scratch, &s.trash, &self.spare]
             .iter()
-            .map(|o| o.capacity_bytes())
+            .map(|l| l.capacity_bytes())
             .sum()
     }
 
-    /// Adds `hook` to the `kind` hooks of `C` (id `id`).
+    /// Adds `hook` to the `change` hooks of `C` (id `id`).
     pub(crate) fn add<C: Component>(
         &mut self,
         id: ComponentId,
-        kind: Kind,
+        change: Change,
         hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
     ) {
         let i = id.index();
@@ -226,57 +218,57 @@ impl Hooks {
             .downcast_mut::<TypedHooks<C>>()
             .expect("hooks of another type under this id");
         let hook: HookFn<C> = Mutex::new(Box::new(hook));
-        match kind {
-            Kind::Add => typed.add.push(hook),
-            Kind::Remove => typed.remove.push(hook),
+        match change {
+            Change::Add => typed.add.push(hook),
+            Change::Remove => typed.remove.push(hook),
         }
-        self.flags[i] |= kind.bit();
-        self.any |= kind.bit();
+        self.flags[i] |= bit(change);
+        self.any |= bit(change);
     }
 
-    /// Whether type `id` has `kind` hooks.
+    /// Whether type `id` has `change` hooks.
     #[inline]
-    pub(crate) fn has(&self, id: ComponentId, kind: Kind) -> bool {
+    pub(crate) fn has(&self, id: ComponentId, change: Change) -> bool {
         self.flags
             .get(id.index())
-            .is_some_and(|f| f & kind.bit() != 0)
+            .is_some_and(|f| f & bit(change) != 0)
     }
 
-    /// Whether any type has `kind` hooks.
+    /// Whether any type has `change` hooks.
     #[inline]
-    pub(crate) fn any(&self, kind: Kind) -> bool {
-        self.any & kind.bit() != 0
+    pub(crate) fn any(&self, change: Change) -> bool {
+        self.any & bit(change) != 0
     }
 
-    /// Runs the `kind` hooks of type `id` (if any) for `e`, which has an `id` value.
-    pub(crate) fn fire(&mut self, kind: Kind, id: ComponentId, world: &World, e: Entity) {
-        if !self.has(id, kind) {
+    /// Runs the `change` hooks of type `id` (if any) for `e`, which has an `id` value.
+    pub(crate) fn fire(&mut self, change: Change, id: ComponentId, world: &World, e: Entity) {
+        if !self.has(id, change) {
             return;
         }
         let hooks = self.by_type[id.index()]
             .as_mut()
             .expect("flagged types have hooks");
-        hooks.run(kind, id, world, e, &mut self.sinks);
+        hooks.run(change, id, world, e, &mut self.sinks);
     }
 
-    /// Runs the `kind` hooks of each of `e`'s types, in component id order (all of a
+    /// Runs the `change` hooks of each of `e`'s types, in component id order (all of a
     /// spawned entity's, or of one about to be despawned). Nothing if `e` is dead.
-    pub(crate) fn fire_all(&mut self, kind: Kind, world: &World, e: Entity) {
-        if !self.any(kind) {
+    pub(crate) fn fire_all(&mut self, change: Change, world: &World, e: Entity) {
+        if !self.any(change) {
             return;
         }
         let Some(loc) = world.storage.entities.location(e) else {
             return;
         };
         for &c in world.storage.tables.get(loc.table).components() {
-            self.fire(kind, c, world, e);
+            self.fire(change, c, world, e);
         }
     }
 
     /// The commands hooks emitted since the last call, to apply (an empty list if none).
     /// Give the list back, applied, with [`give_back`](Self::give_back).
-    pub(crate) fn take_pending(&mut self) -> Option<SystemOutputs> {
-        if self.sinks.pending.commands.is_empty() {
+    pub(crate) fn take_pending(&mut self) -> Option<CommandList> {
+        if self.sinks.pending.is_empty() {
             return None;
         }
         let spare = std::mem::take(&mut self.spare);
@@ -284,15 +276,15 @@ impl Hooks {
     }
 
     /// Returns an applied command list for reuse.
-    pub(crate) fn give_back(&mut self, mut applied: SystemOutputs) {
-        debug_assert!(applied.commands.is_empty(), "applied lists are emptied");
+    pub(crate) fn give_back(&mut self, mut applied: CommandList) {
+        debug_assert!(applied.is_empty(), "applied lists are emptied");
         applied.clear();
         self.spare = applied;
     }
 
     /// Gives back a command list that will not be applied; its values wait in the trash.
-    pub(crate) fn discard(&mut self, mut list: SystemOutputs) {
-        self.sinks.trash.absorb(&mut list);
+    pub(crate) fn discard(&mut self, mut list: CommandList) {
+        self.sinks.trash.append(&mut list);
         list.clear();
         self.spare = list;
     }
@@ -312,5 +304,91 @@ impl Hooks {
     /// The first hook panic since the last call.
     pub(crate) fn take_panic(&mut self) -> Option<HookPanic> {
         self.sinks.panic.take()
+    }
+}
+
+/// A world whose hooks are out of it while commands apply: the [`Host`] that
+/// [`commands`](crate::commands) apply to. Hooks get `&World` beside `&mut` hook state.
+pub(crate) struct Applying<'w> {
+    pub(crate) world: &'w mut World,
+    pub(crate) hooks: &'w mut Hooks,
+}
+
+impl Host for Applying<'_> {
+    #[inline]
+    fn storage(&mut self) -> &mut Storage {
+        self.world.storage_mut()
+    }
+    #[inline]
+    fn hooked(&self, id: ComponentId, change: Change) -> bool {
+        self.hooks.has(id, change)
+    }
+    fn fire(&mut self, change: Change, id: ComponentId, e: Entity) {
+        self.hooks.fire(change, id, self.world, e);
+    }
+    fn fire_all(&mut self, change: Change, e: Entity) {
+        self.hooks.fire_all(change, self.world, e);
+    }
+    fn take_pending(&mut self) -> Option<CommandList> {
+        self.hooks.take_pending()
+    }
+    fn give_back(&mut self, applied: CommandList) {
+        self.hooks.give_back(applied);
+    }
+    fn discard(&mut self, list: CommandList) {
+        self.hooks.discard(list);
+    }
+}
+
+/// How applying structural changes ended (see [`World::apply_changes`]).
+pub(crate) struct Applied<R> {
+    pub(crate) value: R,
+    /// The first hook that panicked: component type, hook, message.
+    pub(crate) hook_panic: Option<HookPanic>,
+    /// A removed value's `Drop` panicked while the removed values were dropped.
+    pub(crate) drop_panic: Option<Box<dyn Any + Send>>,
+}
+
+impl World {
+    /// Makes structural changes with the hooks out of the world (they fire through
+    /// `&World`): runs `change` (which applies commands to the [`Applying`] host), then
+    /// the commands hooks emitted, round by round ([`settle`]); puts the hooks back; then
+    /// drops the values removed or replaced, once every move is complete. Sync's last step
+    /// and the world's between-frames methods both go through here.
+    ///
+    /// If `change` unwinds (nothing should: hook calls are caught), the hooks still go
+    /// back and the unwinding goes on.
+    pub(crate) fn apply_changes<R>(
+        &mut self,
+        scratch: &mut CommandScratch,
+        report: &mut CommandReport,
+        change: impl FnOnce(&mut Applying<'_>, &mut CommandScratch, &mut CommandReport) -> R,
+    ) -> Applied<R> {
+        let mut hooks = std::mem::take(self.hooks_mut());
+        let result = catch_unwind(AssertUnwindSafe(|| {
+            let mut host = Applying {
+                world: self,
+                hooks: &mut hooks,
+            };
+            let r = change(&mut host, scratch, report);
+            settle(&mut host, scratch, report);
+            r
+        }));
+        let hook_panic = hooks.take_panic();
+        if result.is_err() {
+            hooks.discard_pending();
+        }
+        *self.hooks_mut() = hooks;
+        let value = result.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let drop_panic = catch_unwind(AssertUnwindSafe(|| {
+            self.storage_mut().flush_graveyards();
+            self.hooks_mut().flush_trash();
+        }))
+        .err();
+        Applied {
+            value,
+            hook_panic,
+            drop_panic,
+        }
     }
 }

@@ -48,6 +48,7 @@ mod pool;
 mod primitive;
 // Per-type folds, then the public world over storage + folds + resources.
 mod bundle;
+mod commands;
 mod fold;
 mod hooks;
 mod query;

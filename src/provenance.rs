@@ -15,9 +15,9 @@
 use std::fmt;
 use std::sync::Arc;
 
+use crate::commands::Command;
 use crate::component::ComponentId;
 use crate::entity::Entity;
-use crate::output::Command;
 use crate::system::{SystemId, SystemSlot};
 use crate::world::World;
 
@@ -336,7 +336,7 @@ fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot]) {
         if !slot.ran {
             continue;
         }
-        for &cmd in &slot.out.commands {
+        for &cmd in slot.out.commands.commands() {
             let kind = match cmd {
                 Command::Insert(e, id) if e == p.entity => {
                     CommandKind::Insert { id, name: name(id) }

@@ -329,9 +329,9 @@ impl Runtime {
         };
         self.stats.sync = sync_start.elapsed();
         self.stats.merged = report.merged;
-        self.stats.dropped = report.dropped;
-        self.stats.spawned = report.spawned;
-        self.stats.despawned = report.despawned;
+        self.stats.dropped = report.dropped + report.commands.dropped;
+        self.stats.spawned = report.commands.spawned;
+        self.stats.despawned = report.commands.despawned;
         self.stats.entities = self.world.len();
         self.frame += 1;
         if let Some(t) = self.world.get_resource_mut::<Time>() {
@@ -348,7 +348,7 @@ impl Runtime {
             };
             return Err(self.frame_failed(error));
         }
-        if let Some(dropped) = report.hook_cascade {
+        if let Some(dropped) = report.commands.hook_cascade {
             return Err(self.frame_failed(FrameError::HookCascade { dropped }));
         }
         if let Some(message) = report.drop_panic {

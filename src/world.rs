@@ -2,13 +2,14 @@
 
 use std::any::{Any, TypeId, type_name};
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+use std::panic::resume_unwind;
 
-use crate::bundle::{Bundle, BundleSink, Sink};
+use crate::bundle::{Bundle, BundleSink};
+use crate::commands::{Change, CommandReport, CommandScratch};
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
-use crate::hooks::{Commands, Hooks, Kind};
+use crate::hooks::{Applying, Commands, Hooks};
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryFiltered, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
@@ -151,14 +152,14 @@ impl World {
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let mut ids = std::mem::take(&mut self.scratch_ids);
         ids.clear();
-        bundle.put(&mut BundleSink(Sink::World {
+        bundle.put(&mut StageSink {
             storage: &mut self.storage,
             ids: &mut ids,
-        }));
+        });
         let e = self.storage.spawn_staged(&mut ids);
         self.scratch_ids = ids;
-        if self.hooks.any(Kind::Add) {
-            self.with_hooks(|w, hooks| hooks.fire_all(Kind::Add, w, e));
+        if self.hooks.any(Change::Add) {
+            self.with_hooks(|a| a.hooks.fire_all(Change::Add, a.world, e));
         }
         e
     }
@@ -189,11 +190,11 @@ impl World {
     /// change is applied).
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
-        let ids = B::spawn_batch(self, bundles.into_iter());
-        if self.hooks.any(Kind::Add) {
-            self.with_hooks(|w, hooks| {
+        let ids = B::spawn_batch(&mut self.storage, bundles.into_iter());
+        if self.hooks.any(Change::Add) {
+            self.with_hooks(|a| {
                 for &e in &ids {
-                    hooks.fire_all(Kind::Add, w, e);
+                    a.hooks.fire_all(Change::Add, a.world, e);
                 }
             });
         }
@@ -207,10 +208,10 @@ impl World {
     /// applied).
     #[track_caller]
     pub fn despawn(&mut self, e: Entity) -> bool {
-        if self.hooks.any(Kind::Remove) && self.is_alive(e) {
-            return self.with_hooks(|w, hooks| {
-                hooks.fire_all(Kind::Remove, w, e);
-                w.storage.despawn(e).is_some()
+        if self.hooks.any(Change::Remove) && self.is_alive(e) {
+            return self.with_hooks(|a| {
+                a.hooks.fire_all(Change::Remove, a.world, e);
+                a.world.storage.despawn(e).is_some()
             });
         }
         let Some(loc) = self.storage.despawn(e) else {
@@ -229,15 +230,15 @@ impl World {
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) -> bool {
         let id = self.storage.registry.id::<C>();
-        if self.hooks.has(id, Kind::Add) || self.hooks.has(id, Kind::Remove) {
-            return self.with_hooks(|w, hooks| {
-                if w.storage.slot_of(e, id).is_some() {
-                    hooks.fire(Kind::Remove, id, w, e);
+        if self.hooks.has(id, Change::Add) || self.hooks.has(id, Change::Remove) {
+            return self.with_hooks(|a| {
+                if a.world.storage.slot_of(e, id).is_some() {
+                    a.hooks.fire(Change::Remove, id, a.world, e);
                 }
-                w.storage.stage(id, component);
-                let ok = w.storage.insert_staged(e, id);
+                a.world.storage.stage(id, component);
+                let ok = a.world.storage.insert_staged(e, id);
                 if ok {
-                    hooks.fire(Kind::Add, id, w, e);
+                    a.hooks.fire(Change::Add, id, a.world, e);
                 }
                 ok
             });
@@ -256,12 +257,12 @@ impl World {
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) -> Option<C> {
         let id = self.storage.registry.id::<C>();
-        if self.hooks.has(id, Kind::Remove) {
-            return self.with_hooks(|w, hooks| {
-                w.storage.slot_of(e, id)?;
-                hooks.fire(Kind::Remove, id, w, e);
-                w.storage.remove(e, id);
-                w.storage.typed_mut::<C>(id).take_removed()
+        if self.hooks.has(id, Change::Remove) {
+            return self.with_hooks(|a| {
+                a.world.storage.slot_of(e, id)?;
+                a.hooks.fire(Change::Remove, id, a.world, e);
+                a.world.storage.remove(e, id);
+                a.world.storage.typed_mut::<C>(id).take_removed()
             });
         }
         if !self.storage.remove(e, id) {
@@ -373,7 +374,7 @@ impl World {
         hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
     ) {
         let id = self.storage.registry.id::<C>();
-        self.hooks.add::<C>(id, Kind::Add, hook);
+        self.hooks.add::<C>(id, Change::Add, hook);
     }
 
     /// Runs `hook` each time an entity loses a `C`: `C` removed, the entity despawned, or
@@ -391,35 +392,26 @@ impl World {
         hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
     ) {
         let id = self.storage.registry.id::<C>();
-        self.hooks.add::<C>(id, Kind::Remove, hook);
+        self.hooks.add::<C>(id, Change::Remove, hook);
     }
 
     /// Makes a change between frames with the hooks out of the world (they fire through
-    /// `&World`), then applies the commands they emitted and drops the removed values.
+    /// `&World`), then applies the commands they emitted and drops the removed values
+    /// (see [`apply_changes`](Self::apply_changes)).
     ///
     /// # Panics
-    /// Once all that is done, if a hook panicked or hooks did not settle.
+    /// Once all that is done, if a hook panicked, hooks did not settle, or a removed
+    /// value's `Drop` panicked (that panic goes on).
     #[track_caller]
-    fn with_hooks<R>(&mut self, change: impl FnOnce(&mut World, &mut Hooks) -> R) -> R {
-        let mut hooks = std::mem::take(&mut self.hooks);
-        let mut report = crate::sync::SyncReport::default();
-        // Nothing here should unwind (hook calls are caught); if something does, the
-        // hooks still go back into the world.
-        let result = catch_unwind(AssertUnwindSafe(|| {
-            let r = change(self, &mut hooks);
-            let mut scratch = crate::sync::CommandScratch::default();
-            crate::sync::settle(self, &mut hooks, &mut scratch, &mut report);
-            r
-        }));
-        let panicked = hooks.take_panic();
-        if result.is_err() {
-            hooks.discard_pending();
+    fn with_hooks<R>(&mut self, change: impl FnOnce(&mut Applying<'_>) -> R) -> R {
+        let mut report = CommandReport::default();
+        let applied = self.apply_changes(&mut CommandScratch::default(), &mut report, |a, _, _| {
+            change(a)
+        });
+        if let Some(p) = applied.drop_panic {
+            resume_unwind(p);
         }
-        self.hooks = hooks;
-        let r = result.unwrap_or_else(|p| resume_unwind(p));
-        self.storage.flush_graveyards();
-        self.hooks.flush_trash();
-        if let Some((component, hook, message)) = panicked {
+        if let Some((component, hook, message)) = applied.hook_panic {
             let error = FrameError::HookPanicked {
                 component,
                 hook,
@@ -430,7 +422,7 @@ impl World {
         if let Some(dropped) = report.hook_cascade {
             panic!("runsync: {}", FrameError::HookCascade { dropped });
         }
-        r
+        applied.value
     }
 
     /// `e`'s `C`, or `None` if `e` is dead or has no `C`.
@@ -770,9 +762,44 @@ impl World {
         &self.storage.tables.get(t).entities
     }
 
-    /// Spawns `n` entities for rows already appended (see [`Bundle::spawn_batch`]).
+    /// Entities, tables and columns.
+    #[inline]
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Entities, tables and columns, mutably.
+    #[inline]
     pub(crate) fn storage_mut(&mut self) -> &mut Storage {
         &mut self.storage
+    }
+
+    /// The hooks (and the commands they emitted, not yet applied).
+    #[inline]
+    pub(crate) fn hooks_mut(&mut self) -> &mut Hooks {
+        &mut self.hooks
+    }
+}
+
+/// Stages a bundle's values in the storage for [`World::spawn`]; `ids` collects the types.
+struct StageSink<'a> {
+    storage: &'a mut Storage,
+    ids: &'a mut Vec<ComponentId>,
+}
+
+impl BundleSink for StageSink<'_> {
+    #[track_caller]
+    fn put<C: Component>(&mut self, value: C) {
+        let id = self.storage.registry.id::<C>();
+        if self.ids.contains(&id) {
+            for &staged in self.ids.iter() {
+                self.storage.discard_staged(staged);
+            }
+            self.ids.clear();
+            crate::bundle::duplicate::<C>();
+        }
+        self.ids.push(id);
+        self.storage.stage(id, value);
     }
 }
 

@@ -20,7 +20,7 @@ use crate::component::Component;
 use crate::merge::Merge;
 use crate::output::{ErasedBuf, OutBuf};
 use crate::pool::Pool;
-use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks, TypedColumns};
+use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 
 pub(crate) use paths::Scratch;
 
@@ -103,10 +103,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn swap_columns(&mut self, storage: &mut dyn AnyColumns) {
-        let typed = storage
-            .as_any_mut()
-            .downcast_mut::<TypedColumns<C>>()
-            .expect("columns of another type");
+        let typed = storage.typed_mut::<C>();
         std::mem::swap(&mut typed.columns, &mut self.columns);
         std::mem::swap(&mut typed.marks, &mut self.marks);
     }

@@ -20,11 +20,11 @@
 //! state allocates nothing.
 
 use std::any::{Any, TypeId};
-use std::collections::VecDeque;
 
+use crate::commands::CommandList;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
-use crate::storage::{AnyColumns, Storage, TypedColumns};
+use crate::storage::Storage;
 
 use super::erased::ErasedBuf;
 use crate::resource::AnyResBuf;
@@ -93,8 +93,6 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) spare: Vec<Vec<C::Output>>,
     /// Writes dropped in Run (dead target, or no such component).
     pub(crate) dropped: u64,
-    /// Values for `insert` / `spawn` commands, in emission order.
-    pub(crate) inserts: VecDeque<C>,
 }
 
 impl<C: Component> Default for OutBuf<C> {
@@ -106,7 +104,6 @@ impl<C: Component> Default for OutBuf<C> {
             open_runs: 0,
             spare: Vec::new(),
             dropped: 0,
-            inserts: VecDeque::new(),
         }
     }
 }
@@ -290,7 +287,6 @@ impl<C: Component> OutBuf<C> {
         other.runs.clear();
         other.open_runs = 0;
         self.dropped += std::mem::take(&mut other.dropped);
-        self.inserts.append(&mut other.inserts);
     }
 }
 
@@ -300,17 +296,12 @@ pub(crate) trait AnyBuffer: Send + Sync {
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
     /// Writes kept plus writes dropped in Run.
     fn writes(&self) -> usize;
-    /// Clears writes and pending inserts, keeping capacity.
+    /// Clears writes, keeping capacity.
     fn clear_all(&mut self);
     /// A new empty buffer of the same type.
     fn empty_like(&self) -> ErasedBuf;
-    /// Moves all of `other`'s writes and inserts to the end of `self`.
+    /// Moves all of `other`'s writes to the end of `self`.
     fn append_any(&mut self, other: &mut dyn AnyBuffer);
-    /// Stages the next pending insert value into `columns` (of the same type).
-    fn stage_insert(&mut self, columns: &mut dyn AnyColumns);
-    /// Pushes the next `n` pending insert values onto column `col` of `columns` (of the
-    /// same type), in order.
-    fn push_inserts(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32);
     /// Bytes reserved by this buffer, spare vectors included.
     fn capacity_bytes(&self) -> usize;
 }
@@ -327,7 +318,6 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
     }
     fn clear_all(&mut self) {
         self.clear_writes();
-        self.inserts.clear();
     }
     fn empty_like(&self) -> ErasedBuf {
         ErasedBuf::new::<C>()
@@ -338,29 +328,6 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             .downcast_mut::<OutBuf<C>>()
             .expect("appending a buffer of another type");
         self.append(other);
-    }
-    fn stage_insert(&mut self, columns: &mut dyn AnyColumns) {
-        let v = self
-            .inserts
-            .pop_front()
-            .expect("a structural command without its value");
-        columns
-            .as_any_mut()
-            .downcast_mut::<TypedColumns<C>>()
-            .expect("columns of another type")
-            .stage(v);
-    }
-    fn push_inserts(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32) {
-        let column = &mut columns
-            .as_any_mut()
-            .downcast_mut::<TypedColumns<C>>()
-            .expect("columns of another type")
-            .columns[col as usize];
-        assert!(
-            n <= self.inserts.len(),
-            "structural commands without their values"
-        );
-        column.extend(self.inserts.drain(..n));
     }
     fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -374,20 +341,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             + self.spare.iter().map(|v| v.capacity() * o).sum::<usize>()
             + self.spare.capacity() * size_of::<Vec<C::Output>>()
             + self.runs.capacity() * size_of::<Run>()
-            + self.inserts.capacity() * size_of::<C>()
     }
-}
-
-/// A deferred structural change, applied in Sync after all merges.
-#[derive(Clone, Copy, Debug)]
-pub(crate) enum Command {
-    Despawn(Entity),
-    Remove(Entity, ComponentId),
-    /// The value waits in the system's buffer for that type.
-    Insert(Entity, ComponentId),
-    /// The next `n` ids of `spawn_types`, values waiting in the buffers; the id reserved
-    /// in Run (`Output::spawn`), or `None` for one chosen in Sync (`spawn_deferred`).
-    Spawn(u32, Option<Entity>),
 }
 
 /// Everything one system (or one chunk of a parallel iteration) emitted.
@@ -403,8 +357,8 @@ pub(crate) struct SystemOutputs {
     pub(crate) types: [(TypeId, ComponentId); super::CACHED_TYPES],
     /// The world (its `uid`) whose component ids key `buffers` and `types`.
     pub(crate) world: u64,
-    pub(crate) commands: Vec<Command>,
-    pub(crate) spawn_types: Vec<ComponentId>,
+    /// Structural commands (spawn, despawn, insert, remove) with their values.
+    pub(crate) commands: CommandList,
     /// Spawns this frame that took a reserved id (`Output::spawn`).
     pub(crate) spawned: u32,
     /// Outputs for written resources, by resource index (see `World::register_resource`).
@@ -430,8 +384,7 @@ impl Default for SystemOutputs {
             // `()` is never a component: `Component` is not implemented for it.
             types: [(TypeId::of::<()>(), ComponentId(u32::MAX)); super::CACHED_TYPES],
             world: 0,
-            commands: Vec::new(),
-            spawn_types: Vec::new(),
+            commands: CommandList::default(),
             spawned: 0,
             resources: Vec::new(),
             chunks: Vec::new(),
@@ -488,8 +441,7 @@ impl SystemOutputs {
                 .flatten()
                 .map(|r| r.capacity_bytes())
                 .sum::<usize>()
-            + self.commands.capacity() * size_of::<Command>()
-            + self.spawn_types.capacity() * size_of::<ComponentId>()
+            + self.commands.capacity_bytes()
             + self.chunk_ranges.capacity() * size_of::<Chunk>()
             + self.chunks.capacity() * size_of::<SystemOutputs>()
             + self
@@ -507,7 +459,6 @@ impl SystemOutputs {
             }
         }
         self.commands.clear();
-        self.spawn_types.clear();
         self.spawned = 0;
         for r in self.resources.iter_mut().flatten() {
             r.clear();
@@ -535,7 +486,6 @@ impl SystemOutputs {
                 .append_any(theirs);
         }
         self.commands.append(&mut other.commands);
-        self.spawn_types.append(&mut other.spawn_types);
         if self.resources.len() < other.resources.len() {
             self.resources.resize_with(other.resources.len(), || None);
         }

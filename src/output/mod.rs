@@ -29,10 +29,10 @@ mod par;
 
 use std::any::TypeId;
 
-pub(crate) use buffer::{Chunk, Command, OutBuf, Run, Segment, SystemOutputs};
+pub(crate) use buffer::{Chunk, OutBuf, Run, Segment, SystemOutputs};
 pub(crate) use erased::ErasedBuf;
 
-use crate::bundle::{Bundle, BundleSink, Sink};
+use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::pool::Pool;
@@ -344,14 +344,14 @@ impl<'w> Output<'w> {
 
     #[track_caller]
     fn put_spawn<B: Bundle>(&mut self, bundle: B, e: Option<Entity>) {
-        push_spawn(self.world, self.bufs, bundle, e);
+        self.bufs.commands.spawn(self.world.registry(), bundle, e);
     }
 
     /// Despawns `e` in Sync. Despawning a dead entity (or one despawned twice) is a no-op,
     /// counted in [`FrameStats::dropped`](crate::FrameStats::dropped).
     #[inline]
     pub fn despawn(&mut self, e: Entity) {
-        self.bufs.commands.push(Command::Despawn(e));
+        self.bufs.commands.despawn(e);
     }
 
     /// Inserts (or replaces) component `C` of `e` in Sync.
@@ -361,8 +361,7 @@ impl<'w> Output<'w> {
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
         let id = self.id::<C>();
-        self.bufs.typed::<C>(id).inserts.push_back(component);
-        self.bufs.commands.push(Command::Insert(e, id));
+        self.bufs.commands.insert(id, e, component);
     }
 
     /// Removes component `C` from `e` in Sync (a no-op if it has none).
@@ -372,7 +371,7 @@ impl<'w> Output<'w> {
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) {
         let id = self.id::<C>();
-        self.bufs.commands.push(Command::Remove(e, id));
+        self.bufs.commands.remove(id, e);
     }
 
     /// The world this system is reading (the state the previous Sync left).
@@ -380,21 +379,6 @@ impl<'w> Output<'w> {
     pub fn world(&self) -> &'w World {
         self.world
     }
-}
-
-/// Stages `bundle`'s values in `bufs` and emits the spawn command (as `e`, or with an id
-/// chosen in Sync): `Output`'s spawns and hooks' `Commands::spawn`.
-#[track_caller]
-pub(crate) fn push_spawn<B: Bundle>(
-    world: &World,
-    bufs: &mut SystemOutputs,
-    bundle: B,
-    e: Option<Entity>,
-) {
-    let start = bufs.spawn_types.len();
-    bundle.put(&mut BundleSink(Sink::Output { world, bufs, start }));
-    let n = bufs.spawn_types.len() - start;
-    bufs.commands.push(Command::Spawn(n as u32, e));
 }
 
 #[cold]

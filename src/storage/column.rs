@@ -141,6 +141,34 @@ impl<C: Component> TypedColumns<C> {
     }
 }
 
+impl dyn AnyColumns + '_ {
+    /// These columns as `C`'s: the one downcast from the type-erased face.
+    ///
+    /// # Panics
+    /// If they are another type's (a component id used with the wrong type: a bug).
+    #[inline]
+    pub(crate) fn typed<C: Component>(&self) -> &TypedColumns<C> {
+        match self.as_any().downcast_ref() {
+            Some(t) => t,
+            None => other_type::<C>(),
+        }
+    }
+
+    /// [`typed`](Self::typed), mutably.
+    #[inline]
+    pub(crate) fn typed_mut<C: Component>(&mut self) -> &mut TypedColumns<C> {
+        match self.as_any_mut().downcast_mut() {
+            Some(t) => t,
+            None => other_type::<C>(),
+        }
+    }
+}
+
+#[cold]
+fn other_type<C>() -> ! {
+    unreachable!("columns of another type than `{}`", type_name::<C>())
+}
+
 /// The type-erased face of [`TypedColumns`], used by table moves.
 pub(crate) trait AnyColumns: Send + Sync {
     fn as_any(&self) -> &dyn Any;

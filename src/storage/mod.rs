@@ -52,18 +52,12 @@ impl Storage {
 
     #[inline]
     pub(crate) fn typed<C: Component>(&self, id: ComponentId) -> &TypedColumns<C> {
-        self.columns[id.index()]
-            .as_any()
-            .downcast_ref()
-            .expect("component id maps to another type")
+        self.columns[id.index()].typed()
     }
 
     #[inline]
     pub(crate) fn typed_mut<C: Component>(&mut self, id: ComponentId) -> &mut TypedColumns<C> {
-        self.columns[id.index()]
-            .as_any_mut()
-            .downcast_mut()
-            .expect("component id maps to another type")
+        self.columns[id.index()].typed_mut()
     }
 
     #[inline]

@@ -14,7 +14,7 @@
 //!    Then [`fold_resources`]: each resource registered with a merge folds its systems'
 //!    outputs, in system order, with one merge call.
 //! 3. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
-//! 4. [`commands::apply`] — structural commands, in system registration order then
+//! 4. [`apply_commands`] — structural commands, in system registration order then
 //!    emission order: despawn, remove, insert (replacing), spawn, one by one, firing the
 //!    [hooks](crate::World::on_add) of hooked types as they go; then the commands hooks
 //!    emitted, round by round. Values removed or replaced go to per-type graveyards,
@@ -23,14 +23,12 @@
 //! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
 //! step 2, so no step looks a target up again. Nothing depends on thread timing.
 
-mod commands;
 #[cfg(test)]
 mod tests;
 
-pub(crate) use commands::{Scratch as CommandScratch, settle};
-
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::commands::{CommandReport, CommandScratch, apply_list};
 use crate::component::ComponentId;
 use crate::pool::Pool;
 use crate::provenance::Watches;
@@ -40,24 +38,24 @@ use crate::world::World;
 /// What Sync keeps across frames (capacity only).
 #[derive(Default)]
 pub(crate) struct SyncScratch {
-    commands: commands::Scratch,
+    commands: CommandScratch,
 }
 
 /// What one Sync did.
 #[derive(Default, Debug)]
 pub(crate) struct SyncReport {
     pub(crate) merged: u64,
+    /// Outputs dropped by the folds (commands that had nothing to act on are counted in
+    /// `commands`).
     pub(crate) dropped: u64,
-    pub(crate) spawned: u64,
-    pub(crate) despawned: u64,
+    /// What applying structural commands did.
+    pub(crate) commands: CommandReport,
     /// The first component type (by id) whose merge panicked, with the message.
     pub(crate) merge_panic: Option<(&'static str, String)>,
     /// A component's `Drop` panicked while removed values were released.
     pub(crate) drop_panic: Option<String>,
     /// The first hook that panicked: component type, hook kind, message.
     pub(crate) hook_panic: Option<crate::hooks::HookPanic>,
-    /// Hook commands dropped after `MAX_HOOK_ROUNDS` rounds (hooks that keep firing).
-    pub(crate) hook_cascade: Option<usize>,
 }
 
 /// Runs the whole Sync phase for the systems that ran this frame.
@@ -94,7 +92,7 @@ pub(crate) fn sync(
     }
     {
         let _zone = crate::profile::zone!("commands");
-        commands::apply(world, systems, &mut scratch.commands, &mut report);
+        apply_commands(world, systems, &mut scratch.commands, &mut report);
     }
     report
 }
@@ -182,6 +180,45 @@ fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
     for (id, fold) in world.folds.iter_mut().enumerate() {
         fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
     }
+}
+
+/// Step 4: structural commands — every system's, in registration order, then emission
+/// order — then the commands their hooks emit, round by round; values removed or replaced
+/// are dropped once every move is complete (see [`World::apply_changes`]).
+///
+/// A spawn made with `Output::spawn` takes the id reserved for it in Run (see the
+/// `entity` module docs): overflow ids get their slots first, and after the systems'
+/// commands each system's block drops the ids it used.
+fn apply_commands(
+    world: &mut World,
+    systems: &mut [SystemSlot],
+    scratch: &mut CommandScratch,
+    report: &mut SyncReport,
+) {
+    let applied = world.apply_changes(scratch, &mut report.commands, |host, scratch, rep| {
+        // Overflow ids handed out in Run get their slots before any command allocates.
+        host.world
+            .storage_mut()
+            .entities
+            .create_overflow(|s| systems.get(s).map_or(0, |slot| slot.out.spawned as usize));
+        for slot in systems.iter_mut() {
+            if slot.ran && !slot.out.commands.is_empty() {
+                apply_list(host, &mut slot.out.commands, scratch, rep);
+            }
+        }
+        // Every reserved id handed out is alive now: the blocks drop them (before hook
+        // commands, whose spawns take free ids).
+        for (s, slot) in systems.iter_mut().enumerate() {
+            let spawned = if slot.ran { slot.out.spawned } else { 0 };
+            let entities = &mut host.world.storage_mut().entities;
+            entities.commit_reserved(s, spawned as usize);
+            slot.out.spawned = 0;
+        }
+    });
+    report.hook_panic = applied.hook_panic;
+    report.drop_panic = applied
+        .drop_panic
+        .map(|p| crate::pool::payload_message(&*p));
 }
 
 /// Discards everything the systems emitted this frame (after a failed Run).
