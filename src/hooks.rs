@@ -11,7 +11,7 @@
 //! round.
 
 use std::any::{Any, type_name};
-use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::sync::Mutex;
 
 use crate::bundle::Bundle;
@@ -19,6 +19,7 @@ use crate::commands::{Change, CommandList, CommandReport, CommandScratch, Host, 
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::pool::payload_message;
+use crate::stats::FrameError;
 use crate::storage::Storage;
 use crate::world::World;
 
@@ -147,10 +148,10 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
             Change::Remove => &mut self.remove,
         };
         let (col, row) = world
-            .storage
+            .storage()
             .slot_of(e, id)
             .expect("a hook fires for an entity that has the component");
-        let value = &world.storage.typed::<C>(id).columns[col as usize][row as usize];
+        let value = &world.storage().typed::<C>(id).columns[col as usize][row as usize];
         for hook in hooks {
             let hook = hook.get_mut().unwrap_or_else(|p| p.into_inner());
             let mut cmds = Commands {
@@ -257,10 +258,10 @@ impl Hooks {
         if !self.any(change) {
             return;
         }
-        let Some(loc) = world.storage.entities.location(e) else {
+        let Some(loc) = world.storage().entities.location(e) else {
             return;
         };
-        for &c in world.storage.tables.get(loc.table).components() {
+        for &c in world.storage().tables.get(loc.table).components() {
             self.fire(change, c, world, e);
         }
     }
@@ -379,7 +380,7 @@ impl World {
             hooks.discard_pending();
         }
         *self.hooks_mut() = hooks;
-        let value = result.unwrap_or_else(|p| std::panic::resume_unwind(p));
+        let value = result.unwrap_or_else(|p| resume_unwind(p));
         let drop_panic = catch_unwind(AssertUnwindSafe(|| {
             self.storage_mut().flush_graveyards();
             self.hooks_mut().flush_trash();
@@ -390,5 +391,161 @@ impl World {
             hook_panic,
             drop_panic,
         }
+    }
+}
+
+impl World {
+    /// Runs `hook` each time an entity gains a `C`: spawned with one, `C` inserted where
+    /// there was none, or `C` replaced — by a system's commands in Sync or by this world's
+    /// methods between frames. The hook gets the world right after the change, the
+    /// entity, its new `C`, and [`Commands`] for the structural changes it wants.
+    /// [`on_remove`](Self::on_remove) is its counterpart.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)] struct Enemy(u32);
+    /// impl Component for Enemy { type Output = Enemy; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Enemy>(merge::last);
+    /// let log = Arc::new(Mutex::new(Vec::new()));
+    /// let l = log.clone();
+    /// world.on_add::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
+    ///     l.lock().unwrap().push(format!("+{}", en.0));
+    /// });
+    /// let l = log.clone();
+    /// world.on_remove::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
+    ///     l.lock().unwrap().push(format!("-{}", en.0));
+    /// });
+    /// world.spawn((Enemy(1),)); // between frames: fires at once
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     for (e, (en,)) in w.query::<(&Enemy,)>() {
+    ///         out.insert(e, Enemy(en.0 + 1)); // a replace: on_remove, then on_add
+    ///         out.despawn(e);
+    ///     }
+    /// });
+    /// rt.frame(); // in Sync, in command order
+    /// assert_eq!(*log.lock().unwrap(), ["+1", "-1", "+2", "-2"]);
+    /// ```
+    ///
+    /// # When hooks run, and what they see
+    ///
+    /// Hooks fire for every structural change, whatever its origin: the commands systems
+    /// emit (applied in Sync's last step) and the world's own [`spawn`](World::spawn),
+    /// [`spawn_batch`](World::spawn_batch), [`insert`](World::insert),
+    /// [`remove`](World::remove) and [`despawn`](World::despawn) between frames.
+    ///
+    /// - `on_add::<C>` fires when an entity gains `C` (spawned with it, or `C` inserted
+    ///   where there was none), right *after* the change: the hook gets the new value.
+    /// - `on_remove::<C>` fires when an entity loses `C` (`C` removed, or the entity
+    ///   despawned), right *before* the change: the entity still has all its components
+    ///   and the hook gets the value about to go.
+    /// - Inserting `C` onto an entity that already has one (a replace) fires `on_remove`
+    ///   with the old value, then `on_add` with the new one.
+    /// - One change with several hooked types (a spawn or a despawn) fires them in
+    ///   component id order (registration order of the types); several hooks of one type
+    ///   run in the order they were registered. Across changes: command order (systems in
+    ///   registration order, then emission order). So hooks run in the same order at any
+    ///   worker count.
+    ///
+    /// Hooks get `&World`: the world as it is at that command — every merge of the frame
+    /// folded, the earlier commands applied, the later ones not yet. They run on the frame
+    /// thread, one at a time.
+    ///
+    /// # What hooks may do
+    ///
+    /// A hook cannot change the world directly: it emits structural changes into its
+    /// [`Commands`] (spawn, despawn, insert, remove, with [`Output`](crate::Output)'s
+    /// semantics). They are applied in the same Sync (or the same between-frames call),
+    /// once the commands that fired the hook are all applied, in the order the hooks
+    /// emitted them; they fire hooks in turn, whose commands form the next round. After
+    /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the rest is dropped and the frame
+    /// fails with [`FrameError::HookCascade`](crate::FrameError::HookCascade). So when a
+    /// frame ends, nothing is pending: a snapshot between frames holds the whole state.
+    ///
+    /// Hooks do not write component values (merge outputs): Sync's fold is over when they
+    /// run, and a write kept for the next frame would be resolved against rows that the
+    /// next frame's commands move. A hook that needs to set a value inserts it (a replace).
+    ///
+    /// # Panics in hooks
+    ///
+    /// Each hook call is caught. The panicking hook's commands are discarded, the other
+    /// hooks and commands go on, so the world is consistent and the same at any worker
+    /// count. In a frame, the first panic (in hook order) fails it with
+    /// [`FrameError::HookPanicked`](crate::FrameError::HookPanicked); the frame counts as
+    /// done and the next one may run. Between frames, the world method that fired the hook
+    /// panics with that error's message once everything is applied.
+    ///
+    /// # Cost
+    ///
+    /// Types without hooks pay one flag check per structural command. A hooked type's
+    /// inserts and removes are applied one by one instead of in batches; each hook call is
+    /// a dynamic call, a `catch_unwind`, and a short walk over the types its commands used.
+    ///
+    /// # Snapshots
+    ///
+    /// Hooks are behaviour, not state: [`World::restore`] keeps the hooks registered on the
+    /// world it restores, and snapshots do not hold them. Restoring fires no hook, and
+    /// neither does dropping the world.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn on_add<C: Component>(
+        &mut self,
+        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
+    ) {
+        let id = self.registry().id::<C>();
+        self.hooks_mut().add::<C>(id, Change::Add, hook);
+    }
+
+    /// Runs `hook` each time an entity loses a `C`: `C` removed, the entity despawned, or
+    /// `C` replaced by an insert (then `on_add` hooks follow) — by a system's commands in
+    /// Sync or by this world's methods between frames. The hook gets the world right
+    /// *before* the change (the entity still has all its components), the entity, the `C`
+    /// about to go, and [`Commands`]. See [`on_add`](Self::on_add) for an example and for
+    /// when hooks run, what they see and what a panicking one does.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn on_remove<C: Component>(
+        &mut self,
+        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
+    ) {
+        let id = self.registry().id::<C>();
+        self.hooks_mut().add::<C>(id, Change::Remove, hook);
+    }
+
+    /// Makes a change between frames with the hooks out of the world (they fire through
+    /// `&World`), then applies the commands they emitted and drops the removed values
+    /// (see [`apply_changes`](Self::apply_changes)).
+    ///
+    /// # Panics
+    /// Once all that is done, if a hook panicked, hooks did not settle, or a removed
+    /// value's `Drop` panicked (that panic goes on).
+    #[track_caller]
+    pub(crate) fn with_hooks<R>(&mut self, change: impl FnOnce(&mut Applying<'_>) -> R) -> R {
+        let mut report = CommandReport::default();
+        let applied = self.apply_changes(&mut CommandScratch::default(), &mut report, |a, _, _| {
+            change(a)
+        });
+        if let Some(p) = applied.drop_panic {
+            resume_unwind(p);
+        }
+        if let Some((component, hook, message)) = applied.hook_panic {
+            let error = FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+            };
+            panic!("runsync: {error}");
+        }
+        if let Some(dropped) = report.hook_cascade {
+            panic!("runsync: {}", FrameError::HookCascade { dropped });
+        }
+        applied.value
     }
 }

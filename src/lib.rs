@@ -54,7 +54,6 @@ mod hooks;
 mod query;
 mod query_mut;
 mod resource;
-mod snapshot;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
 mod fixed_step;
@@ -81,10 +80,9 @@ pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
-pub use snapshot::{Snapshot, SnapshotError};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, SystemStats};
 pub use system::{System, SystemId};
-pub use world::World;
+pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.
 pub mod prelude {

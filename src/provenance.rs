@@ -264,7 +264,7 @@ impl Watches {
     /// Sync, between gather and fold: replaces every record with this frame's writes (and
     /// values before the merge) and commands.
     pub(crate) fn record_writes(&mut self, world: &World, systems: &[SystemSlot]) {
-        let World { storage, folds, .. } = world;
+        let (storage, folds) = (world.storage(), world.folds());
         let Watches {
             records,
             frame,
@@ -317,7 +317,7 @@ impl Watches {
     /// Sync, right after the fold step (no table has changed since
     /// [`record_writes`](Self::record_writes)): the merged values.
     pub(crate) fn record_after(&mut self, world: &World) {
-        let storage = &world.storage;
+        let storage = world.storage();
         for p in &mut self.records {
             for c in &mut p.components {
                 let (col, row) = storage
@@ -331,7 +331,7 @@ impl Watches {
 
 /// The commands of this frame that target `p`'s entity, in the order Sync applies them.
 fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot]) {
-    let name = |id| world.storage.type_name(id);
+    let name = |id| world.storage().type_name(id);
     for (s, slot) in systems.iter().enumerate() {
         if !slot.ran {
             continue;

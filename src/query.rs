@@ -82,7 +82,7 @@ impl<C: Component> QueryData for &C {
     #[inline]
     fn init(world: &World) -> Self::State<'_> {
         let id = world.registry().id::<C>();
-        (id, &world.storage.typed::<C>(id).columns)
+        (id, &world.storage().typed::<C>(id).columns)
     }
     fn for_each_required(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId)) {
         f(state.0)
@@ -92,11 +92,11 @@ impl<C: Component> QueryData for &C {
     }
     #[inline]
     fn matches(state: &Self::State<'_>, world: &World, table: u32) -> bool {
-        world.storage.tables.get(table).has(state.0)
+        world.storage().tables.get(table).has(state.0)
     }
     #[inline]
     fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> &'w [C] {
-        match world.storage.tables.get(table).column(state.0) {
+        match world.storage().tables.get(table).column(state.0) {
             Some(c) => &state.1[c as usize],
             None => &[],
         }
@@ -128,7 +128,7 @@ impl<C: Component> QueryData for Option<&C> {
     }
     #[inline]
     fn columns<'w>(state: &Self::State<'w>, world: &'w World, table: u32) -> Option<&'w [C]> {
-        let c = world.storage.tables.get(table).column(state.0)?;
+        let c = world.storage().tables.get(table).column(state.0)?;
         Some(&state.1[c as usize])
     }
     #[inline]
@@ -175,7 +175,7 @@ impl<C: Component> QueryData for With<C> {
     }
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
-        world.storage.tables.get(table).has(*state)
+        world.storage().tables.get(table).has(*state)
     }
     #[inline]
     fn columns(_: &ComponentId, _: &World, _: u32) {}
@@ -199,7 +199,7 @@ impl<C: Component> QueryData for Without<C> {
     }
     #[inline]
     fn matches(state: &ComponentId, world: &World, table: u32) -> bool {
-        !world.storage.tables.get(table).has(*state)
+        !world.storage().tables.get(table).has(*state)
     }
     #[inline]
     fn columns(_: &ComponentId, _: &World, _: u32) {}
@@ -309,8 +309,8 @@ macro_rules! mark_filter {
             }
             #[inline]
             fn columns<'w>(state: &ComponentId, world: &'w World, table: u32) -> &'w [u64] {
-                match world.storage.tables.get(table).column(*state) {
-                    Some(c) => world.storage.typed::<C>(*state).marks.columns[c as usize]
+                match world.storage().tables.get(table).column(*state) {
+                    Some(c) => world.storage().typed::<C>(*state).marks.columns[c as usize]
                         .$bits
                         .words(),
                     None => &[],
@@ -510,14 +510,14 @@ impl Iterator for TableCursor<'_> {
 fn cursor<'w, Q: QueryData>(world: &'w World, state: &Q::State<'w>) -> TableCursor<'w> {
     let mut best: Option<&'w [u32]> = None;
     Q::for_each_required(state, &mut |id| {
-        let list = world.storage.tables_with(id);
+        let list = world.storage().tables_with(id);
         if best.is_none_or(|b| list.len() < b.len()) {
             best = Some(list);
         }
     });
     match best {
         Some(list) => TableCursor::List(list.iter()),
-        None => TableCursor::All(0..world.storage.tables.len() as u32),
+        None => TableCursor::All(0..world.storage().tables.len() as u32),
     }
 }
 
@@ -543,7 +543,7 @@ fn table_matches<Q: QueryData>(
     mask: &QueryMask,
     t: u32,
 ) -> bool {
-    world.storage.tables.get(t).signature().passes(mask)
+    world.storage().tables.get(t).signature().passes(mask)
         && (!mask.wide || Q::matches(state, world, t))
 }
 

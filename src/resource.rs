@@ -4,10 +4,15 @@
 //! during Run, and Sync folds them — every system's, in system registration order, then
 //! emission order — into the resource with one merge call, after the component folds. The
 //! new value is visible from the next frame on.
+//!
+//! Also here: the world's map of resources ([`Resources`]), and how an opted-in resource
+//! type is saved, loaded and checksummed ([`ResourceHook`], [`ResourceSum`]).
 
 use std::any::{Any, TypeId, type_name};
+use std::fmt;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::checksum::{Checksum, Checksummer};
 use crate::component::{Component, TypeIdMap};
 use crate::merge::Merge;
 
@@ -89,7 +94,7 @@ pub(crate) trait AnyResourceFold: Send + Sync {
     /// system order; emptied) into the resource in `resources`.
     fn fold<'a>(
         &mut self,
-        resources: &mut TypeIdMap<Box<dyn Any + Send + Sync>>,
+        resources: &mut Resources,
         sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
     ) -> ResourceCounts;
     fn capacity_bytes(&self) -> usize;
@@ -98,7 +103,7 @@ pub(crate) trait AnyResourceFold: Send + Sync {
 impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
     fn fold<'a>(
         &mut self,
-        resources: &mut TypeIdMap<Box<dyn Any + Send + Sync>>,
+        resources: &mut Resources,
         sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
     ) -> ResourceCounts {
         for buf in sources {
@@ -113,9 +118,7 @@ impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
             return counts;
         }
         let n = self.all.len() as u64;
-        let target = resources
-            .get_mut(&TypeId::of::<R>())
-            .and_then(|r| r.downcast_mut::<R>());
+        let target = resources.get_mut::<R>();
         match target {
             Some(r) => {
                 let (merge, all) = (&self.merge, &self.all);
@@ -133,5 +136,112 @@ impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
 
     fn capacity_bytes(&self) -> usize {
         self.all.capacity() * std::mem::size_of::<R::Output>()
+    }
+}
+
+/// A resource value, type-erased.
+pub(crate) type AnyBox = Box<dyn Any + Send + Sync>;
+
+/// The world's resources, one value per type.
+#[derive(Default)]
+pub(crate) struct Resources {
+    map: TypeIdMap<AnyBox>,
+}
+
+impl Resources {
+    pub(crate) fn len(&self) -> usize {
+        self.map.len()
+    }
+    pub(crate) fn insert<R: Send + Sync + 'static>(&mut self, r: R) {
+        self.map.insert(TypeId::of::<R>(), Box::new(r));
+    }
+    pub(crate) fn get<R: Send + Sync + 'static>(&self) -> Option<&R> {
+        self.map.get(&TypeId::of::<R>())?.downcast_ref()
+    }
+    pub(crate) fn get_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
+        self.map.get_mut(&TypeId::of::<R>())?.downcast_mut()
+    }
+    pub(crate) fn remove<R: Send + Sync + 'static>(&mut self) -> Option<R> {
+        let b = self.map.remove(&TypeId::of::<R>())?;
+        b.downcast().ok().map(|b| *b)
+    }
+}
+
+/// Loads a saved resource (or its absence) back into the resources.
+pub(crate) type LoadFn = fn(&mut Resources, Option<&(dyn Any + Send + Sync)>);
+
+/// How to save and load one resource type opted into snapshots.
+pub(crate) struct ResourceHook {
+    pub(crate) type_id: TypeId,
+    /// Copies the resource into the slot (reusing it); `false` if absent.
+    pub(crate) save: fn(&Resources, &mut Option<AnyBox>) -> bool,
+    pub(crate) load: LoadFn,
+}
+
+impl ResourceHook {
+    pub(crate) fn of<R: Clone + Send + Sync + 'static>() -> Self {
+        ResourceHook {
+            type_id: TypeId::of::<R>(),
+            save: save_resource::<R>,
+            load: load_resource::<R>,
+        }
+    }
+}
+
+fn save_resource<R: Clone + Send + Sync + 'static>(
+    from: &Resources,
+    into: &mut Option<AnyBox>,
+) -> bool {
+    let Some(src) = from.get::<R>() else {
+        return false;
+    };
+    match into.as_mut().and_then(|b| b.downcast_mut::<R>()) {
+        Some(dst) => dst.clone_from(src),
+        None => *into = Some(Box::new(src.clone())),
+    }
+    true
+}
+
+fn load_resource<R: Clone + Send + Sync + 'static>(
+    into: &mut Resources,
+    from: Option<&(dyn Any + Send + Sync)>,
+) {
+    let Some(from) = from else {
+        into.remove::<R>();
+        return;
+    };
+    let src = from
+        .downcast_ref::<R>()
+        .expect("a saved resource of another type");
+    match into.get_mut::<R>() {
+        Some(dst) => dst.clone_from(src),
+        None => into.insert(src.clone()),
+    }
+}
+
+/// How to checksum and show one resource type opted into checksums.
+pub(crate) struct ResourceSum {
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    /// Writes presence and value into the checksum.
+    pub(crate) sum: fn(&Resources, &mut Checksummer),
+    /// The value, `Debug`-formatted, if present.
+    pub(crate) show: fn(&Resources) -> Option<String>,
+}
+
+impl ResourceSum {
+    pub(crate) fn of<R: Checksum + fmt::Debug + Send + Sync + 'static>() -> Self {
+        ResourceSum {
+            type_id: TypeId::of::<R>(),
+            name: type_name::<R>(),
+            sum: |res, h| match res.get::<R>() {
+                None => h.write_u64(0),
+                Some(r) => {
+                    h.write_u64(1);
+                    r.checksum(h);
+                }
+            },
+            show: |res| res.get::<R>().map(|r| format!("{r:?}")),
+        }
     }
 }

@@ -10,10 +10,10 @@ use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
-use crate::snapshot::{Snapshot, SnapshotError};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 use crate::system::{System, SystemId, SystemSlot};
 use crate::world::World;
+use crate::world::{Snapshot, SnapshotError};
 
 /// The fixed-step clock, kept by the runtime as a resource.
 ///
@@ -283,7 +283,7 @@ impl Runtime {
 
         // Ids for spawns made in Run, per system, in system order (deterministic).
         self.world
-            .storage
+            .storage_mut()
             .entities
             .reserve_for_frame(self.systems.len());
         let run_start = Instant::now();

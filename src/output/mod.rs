@@ -79,7 +79,7 @@ impl<'w> Output<'w> {
     ) -> Self {
         // The types this system wrote last frame (their ids stay valid: ids are never
         // reassigned within a world); cursors start afresh.
-        bufs.bind(world.uid);
+        bufs.bind(world.uid());
         let slot = |(ty, id)| Slot {
             ty,
             id,
@@ -167,7 +167,7 @@ impl<'w> Output<'w> {
         if slot.cursor.advance(e) {
             buf.push_in_run(value);
         } else {
-            slot.cursor = buf.push_resolving(&self.world.storage, slot.id, e, value, slot.cursor);
+            slot.cursor = buf.push_resolving(self.world.storage(), slot.id, e, value, slot.cursor);
         }
     }
 
@@ -304,7 +304,7 @@ impl<'w> Output<'w> {
         };
         let e = self
             .world
-            .storage
+            .storage()
             .entities
             .reserved_id(system, self.bufs.spawned as usize);
         self.put_spawn(bundle, Some(e));
@@ -477,7 +477,7 @@ impl<C: Component> Writer<'_, '_, C> {
         } else {
             self.cursor =
                 self.buf
-                    .push_resolving(&self.world.storage, self.id, e, value, self.cursor);
+                    .push_resolving(self.world.storage(), self.id, e, value, self.cursor);
         }
     }
 }

@@ -70,7 +70,7 @@ impl<'w> Output<'w> {
         let buf = self.bufs.typed::<C>(id);
         for t in matching_tables::<(Q, With<C>)>(world, &state) {
             let cols = Q::columns(&state.0, world, t);
-            let table = world.storage.tables.get(t);
+            let table = world.storage().tables.get(t);
             let entities = &table.entities[..];
             let col = table.column(id).expect("the query requires C");
             let mut values = buf.spare.pop().unwrap_or_default();

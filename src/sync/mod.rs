@@ -100,7 +100,7 @@ pub(crate) fn sync(
 /// Step 0: unmarks every row marked changed or added by the previous Sync (or between
 /// frames). Cost: O(types), plus O(columns) for each type that had a mark.
 fn clear_marks(world: &mut World) {
-    world.storage.clear_marks();
+    world.storage_mut().clear_marks();
 }
 
 /// Step 1: moves each system's non-empty buffers to the fold of their type.
@@ -114,7 +114,7 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
             let b = &mut out.buffers[id as usize];
             if b.as_ref().is_some_and(|b| b.as_dyn_ref().writes() > 0) {
                 let b = b.take().expect("checked above");
-                world.folds[id as usize].accept(s as u32, b);
+                world.folds_mut()[id as usize].accept(s as u32, b);
             }
         }
     }
@@ -125,7 +125,7 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
 /// Each fold borrows its type's columns for the step (a swap of one `Vec` header with the
 /// storage, there and back), so the jobs own disjoint data and need no unsafe code.
 fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
-    let World { storage, folds, .. } = world;
+    let (folds, storage) = world.folds_and_storage();
     for (id, fold) in folds.iter_mut().enumerate() {
         if fold.has_sources() {
             fold.swap_columns(storage.columns_of(ComponentId(id as u32)));
@@ -156,11 +156,7 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
 /// Step 2b: every written resource folds its systems' outputs (in system order) with one
 /// merge call. Resources are few and small: one thread.
 fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
-    let World {
-        resources,
-        resource_folds,
-        ..
-    } = world;
+    let (resource_folds, resources) = world.resource_folds();
     for (i, fold) in resource_folds.iter_mut().enumerate() {
         let mut sources = systems
             .iter_mut()
@@ -177,7 +173,7 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
 
 /// Step 3: hands every buffer back to its system, emptied.
 fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
-    for (id, fold) in world.folds.iter_mut().enumerate() {
+    for (id, fold) in world.folds_mut().iter_mut().enumerate() {
         fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
     }
 }

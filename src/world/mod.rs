@@ -1,21 +1,29 @@
 //! The [`World`]: entities, their components, and resources.
+//!
+//! `mod.rs` holds the world's state and what a user meets first: registering types,
+//! spawning, reading, structural edits between frames, queries. The rest is split by what
+//! a user asks: [`resources`], [`snapshot`] (save and restore), [`checksum`] (digests and
+//! desync reports), [`debug`] (`Debug` text). Hooks ([`World::on_add`]) live beside their
+//! machinery in `hooks.rs`; queries in `query/`.
 
-use std::any::{Any, TypeId, type_name};
-use std::fmt;
-use std::panic::resume_unwind;
+mod checksum;
+mod debug;
+mod resources;
+mod snapshot;
+
+pub use snapshot::{Snapshot, SnapshotError};
 
 use crate::bundle::{Bundle, BundleSink};
-use crate::commands::{Change, CommandReport, CommandScratch};
+use crate::commands::Change;
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
-use crate::hooks::{Applying, Commands, Hooks};
+use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryFiltered, QueryIter};
 use crate::query_mut::{QueryMut, QueryMutIter};
-use crate::resource::{AnyResourceFold, ResourceFold};
-use crate::stats::FrameError;
-use crate::storage::{Storage, TableId, debug_fn, registered_twice};
+use crate::resource::{AnyResourceFold, ResourceHook, ResourceSum, Resources};
+use crate::storage::{Storage, TableId, registered_twice};
 
 /// Entities, their components and global resources.
 ///
@@ -40,49 +48,28 @@ use crate::storage::{Storage, TableId, debug_fn, registered_twice};
 pub struct World {
     /// Unique per `World` value made by [`World::new`]: systems' output buffers are keyed
     /// by this world's component ids, and are reset if a runtime's world is replaced.
-    pub(crate) uid: u64,
+    uid: u64,
     /// Entities, tables and columns.
-    pub(crate) storage: Storage,
+    storage: Storage,
     /// One fold per component type, by id: the type's merge and its Sync state.
-    pub(crate) folds: Vec<Box<dyn AnyFold>>,
-    pub(crate) resources: TypeIdMap<Box<dyn Any + Send + Sync>>,
+    folds: Vec<Box<dyn AnyFold>>,
+    resources: Resources,
     /// Merges of the resources systems may write, by resource index.
-    pub(crate) resource_folds: Vec<Box<dyn AnyResourceFold>>,
+    resource_folds: Vec<Box<dyn AnyResourceFold>>,
     /// Resource type to index in `resource_folds`.
     resource_ids: TypeIdMap<u32>,
     /// Resource types opted into snapshots, in opt-in order.
-    pub(crate) resource_hooks: Vec<crate::snapshot::ResourceHook>,
+    resource_hooks: Vec<ResourceHook>,
     /// Resource types opted into checksums, in opt-in order.
-    pub(crate) resource_sums: Vec<crate::snapshot::ResourceSum>,
+    resource_sums: Vec<ResourceSum>,
     /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
-    pub(crate) hooks: Hooks,
+    hooks: Hooks,
     scratch_ids: Vec<ComponentId>,
-}
-
-#[cold]
-#[track_caller]
-fn missing_resource<R>() -> ! {
-    panic!(
-        "runsync: no resource of type `{}`; add it with `world.insert_resource(..)` before \
-         running systems that read it",
-        type_name::<R>()
-    )
 }
 
 impl Default for World {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-impl fmt::Debug for World {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("World")
-            .field("entities", &self.len())
-            .field("component_types", &self.storage.registry.len())
-            .field("tables", &self.storage.tables.len())
-            .field("resources", &self.resources.len())
-            .finish()
     }
 }
 
@@ -94,7 +81,7 @@ impl World {
             uid: NEXT_UID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             storage: Storage::default(),
             folds: Vec::new(),
-            resources: TypeIdMap::default(),
+            resources: Resources::default(),
             resource_folds: Vec::new(),
             resource_ids: TypeIdMap::default(),
             resource_hooks: Vec::new(),
@@ -271,160 +258,6 @@ impl World {
         self.storage.typed_mut::<C>(id).take_removed()
     }
 
-    /// Runs `hook` each time an entity gains a `C`: spawned with one, `C` inserted where
-    /// there was none, or `C` replaced — by a system's commands in Sync or by this world's
-    /// methods between frames. The hook gets the world right after the change, the
-    /// entity, its new `C`, and [`Commands`] for the structural changes it wants.
-    /// [`on_remove`](Self::on_remove) is its counterpart.
-    ///
-    /// ```
-    /// use std::sync::{Arc, Mutex};
-    /// use runsync::prelude::*;
-    /// #[derive(Clone, Copy, Debug, PartialEq)] struct Enemy(u32);
-    /// impl Component for Enemy { type Output = Enemy; }
-    ///
-    /// let mut world = World::new();
-    /// world.register::<Enemy>(merge::last);
-    /// let log = Arc::new(Mutex::new(Vec::new()));
-    /// let l = log.clone();
-    /// world.on_add::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
-    ///     l.lock().unwrap().push(format!("+{}", en.0));
-    /// });
-    /// let l = log.clone();
-    /// world.on_remove::<Enemy>(move |_: &World, _: Entity, en: &Enemy, _: &mut Commands| {
-    ///     l.lock().unwrap().push(format!("-{}", en.0));
-    /// });
-    /// world.spawn((Enemy(1),)); // between frames: fires at once
-    /// let mut rt = Runtime::builder().workers(2).build(world);
-    /// rt.add_system(|w: &World, out: &mut Output| {
-    ///     for (e, (en,)) in w.query::<(&Enemy,)>() {
-    ///         out.insert(e, Enemy(en.0 + 1)); // a replace: on_remove, then on_add
-    ///         out.despawn(e);
-    ///     }
-    /// });
-    /// rt.frame(); // in Sync, in command order
-    /// assert_eq!(*log.lock().unwrap(), ["+1", "-1", "+2", "-2"]);
-    /// ```
-    ///
-    /// # When hooks run, and what they see
-    ///
-    /// Hooks fire for every structural change, whatever its origin: the commands systems
-    /// emit (applied in Sync's last step) and the world's own [`spawn`](World::spawn),
-    /// [`spawn_batch`](World::spawn_batch), [`insert`](World::insert),
-    /// [`remove`](World::remove) and [`despawn`](World::despawn) between frames.
-    ///
-    /// - `on_add::<C>` fires when an entity gains `C` (spawned with it, or `C` inserted
-    ///   where there was none), right *after* the change: the hook gets the new value.
-    /// - `on_remove::<C>` fires when an entity loses `C` (`C` removed, or the entity
-    ///   despawned), right *before* the change: the entity still has all its components
-    ///   and the hook gets the value about to go.
-    /// - Inserting `C` onto an entity that already has one (a replace) fires `on_remove`
-    ///   with the old value, then `on_add` with the new one.
-    /// - One change with several hooked types (a spawn or a despawn) fires them in
-    ///   component id order (registration order of the types); several hooks of one type
-    ///   run in the order they were registered. Across changes: command order (systems in
-    ///   registration order, then emission order). So hooks run in the same order at any
-    ///   worker count.
-    ///
-    /// Hooks get `&World`: the world as it is at that command — every merge of the frame
-    /// folded, the earlier commands applied, the later ones not yet. They run on the frame
-    /// thread, one at a time.
-    ///
-    /// # What hooks may do
-    ///
-    /// A hook cannot change the world directly: it emits structural changes into its
-    /// [`Commands`] (spawn, despawn, insert, remove, with [`Output`](crate::Output)'s
-    /// semantics). They are applied in the same Sync (or the same between-frames call),
-    /// once the commands that fired the hook are all applied, in the order the hooks
-    /// emitted them; they fire hooks in turn, whose commands form the next round. After
-    /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the rest is dropped and the frame
-    /// fails with [`FrameError::HookCascade`](crate::FrameError::HookCascade). So when a
-    /// frame ends, nothing is pending: a snapshot between frames holds the whole state.
-    ///
-    /// Hooks do not write component values (merge outputs): Sync's fold is over when they
-    /// run, and a write kept for the next frame would be resolved against rows that the
-    /// next frame's commands move. A hook that needs to set a value inserts it (a replace).
-    ///
-    /// # Panics in hooks
-    ///
-    /// Each hook call is caught. The panicking hook's commands are discarded, the other
-    /// hooks and commands go on, so the world is consistent and the same at any worker
-    /// count. In a frame, the first panic (in hook order) fails it with
-    /// [`FrameError::HookPanicked`](crate::FrameError::HookPanicked); the frame counts as
-    /// done and the next one may run. Between frames, the world method that fired the hook
-    /// panics with that error's message once everything is applied.
-    ///
-    /// # Cost
-    ///
-    /// Types without hooks pay one flag check per structural command. A hooked type's
-    /// inserts and removes are applied one by one instead of in batches; each hook call is
-    /// a dynamic call, a `catch_unwind`, and a short walk over the types its commands used.
-    ///
-    /// # Snapshots
-    ///
-    /// Hooks are behaviour, not state: [`World::restore`] keeps the hooks registered on the
-    /// world it restores, and snapshots do not hold them. Restoring fires no hook, and
-    /// neither does dropping the world.
-    ///
-    /// # Panics
-    /// If `C` is not registered.
-    #[track_caller]
-    pub fn on_add<C: Component>(
-        &mut self,
-        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
-    ) {
-        let id = self.storage.registry.id::<C>();
-        self.hooks.add::<C>(id, Change::Add, hook);
-    }
-
-    /// Runs `hook` each time an entity loses a `C`: `C` removed, the entity despawned, or
-    /// `C` replaced by an insert (then `on_add` hooks follow) — by a system's commands in
-    /// Sync or by this world's methods between frames. The hook gets the world right
-    /// *before* the change (the entity still has all its components), the entity, the `C`
-    /// about to go, and [`Commands`]. See [`on_add`](Self::on_add) for an example and for
-    /// when hooks run, what they see and what a panicking one does.
-    ///
-    /// # Panics
-    /// If `C` is not registered.
-    #[track_caller]
-    pub fn on_remove<C: Component>(
-        &mut self,
-        hook: impl FnMut(&World, Entity, &C, &mut Commands<'_>) + Send + 'static,
-    ) {
-        let id = self.storage.registry.id::<C>();
-        self.hooks.add::<C>(id, Change::Remove, hook);
-    }
-
-    /// Makes a change between frames with the hooks out of the world (they fire through
-    /// `&World`), then applies the commands they emitted and drops the removed values
-    /// (see [`apply_changes`](Self::apply_changes)).
-    ///
-    /// # Panics
-    /// Once all that is done, if a hook panicked, hooks did not settle, or a removed
-    /// value's `Drop` panicked (that panic goes on).
-    #[track_caller]
-    fn with_hooks<R>(&mut self, change: impl FnOnce(&mut Applying<'_>) -> R) -> R {
-        let mut report = CommandReport::default();
-        let applied = self.apply_changes(&mut CommandScratch::default(), &mut report, |a, _, _| {
-            change(a)
-        });
-        if let Some(p) = applied.drop_panic {
-            resume_unwind(p);
-        }
-        if let Some((component, hook, message)) = applied.hook_panic {
-            let error = FrameError::HookPanicked {
-                component,
-                hook,
-                message,
-            };
-            panic!("runsync: {error}");
-        }
-        if let Some(dropped) = report.hook_cascade {
-            panic!("runsync: {}", FrameError::HookCascade { dropped });
-        }
-        applied.value
-    }
-
     /// `e`'s `C`, or `None` if `e` is dead or has no `C`.
     ///
     /// # Panics
@@ -589,120 +422,6 @@ impl World {
         QueryMutIter::new(plan, columns, tables, tables_with)
     }
 
-    /// Lets systems write resource `R` with [`Output::write_resource`], folded in Sync by
-    /// `merge` like a component's outputs: every system's, in registration order then
-    /// emission order, in one merge call, visible from the next frame. `R` declares its
-    /// output type through [`Component`] (e.g. `type Output = Self` for a value replaced
-    /// by `merge::last`, or a delta for `merge::sum`). The value itself comes from
-    /// [`insert_resource`](Self::insert_resource), before or after; outputs for a
-    /// resource that is absent in Sync are dropped and counted.
-    ///
-    /// Derived data several systems need (a spatial grid, a path field) is built once per
-    /// frame by one system and written to such a resource (with `merge::last`); the others
-    /// read it in the next frame — one frame old, like everything in Run, and built once
-    /// instead of by every reader.
-    ///
-    /// ```
-    /// use runsync::prelude::*;
-    ///
-    /// #[derive(Clone, Copy, Debug, PartialEq)]
-    /// struct Score(u32);
-    /// impl Component for Score { type Output = u32; } // points to add
-    /// impl std::ops::AddAssign<u32> for Score { fn add_assign(&mut self, d: u32) { self.0 += d } }
-    ///
-    /// let mut world = World::new();
-    /// world.register_resource::<Score>(merge::sum);
-    /// world.insert_resource(Score(0));
-    /// let mut rt = Runtime::builder().workers(2).build(world);
-    /// rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Score>(3));
-    /// rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Score>(4));
-    /// rt.frame();
-    /// assert_eq!(rt.world().resource::<Score>(), &Score(7));
-    /// ```
-    ///
-    /// # Panics
-    /// If `R` is already registered as a written resource.
-    ///
-    /// [`Output::write_resource`]: crate::Output::write_resource
-    #[track_caller]
-    pub fn register_resource<R: Component>(&mut self, merge: impl Merge<R>) {
-        let next = self.resource_folds.len() as u32;
-        if self.resource_ids.insert(TypeId::of::<R>(), next).is_some() {
-            panic!(
-                "runsync: resource type `{}` is registered twice; register each written \
-                 resource once, with the one merge it uses",
-                type_name::<R>()
-            );
-        }
-        self.resource_folds
-            .push(Box::new(ResourceFold::<R, _>::new(merge)));
-    }
-
-    /// The index of written resource `R`.
-    ///
-    /// # Panics
-    /// If `R` was not registered with [`register_resource`](Self::register_resource).
-    #[track_caller]
-    pub(crate) fn resource_index<R: 'static>(&self) -> usize {
-        match self.resource_ids.get(&TypeId::of::<R>()) {
-            Some(&i) => i as usize,
-            None => {
-                let name = type_name::<R>();
-                let short = name.rsplit("::").next().unwrap_or(name);
-                panic!(
-                    "runsync: resource type `{name}` cannot be written by systems: register \
-                     it once with its merge, e.g. `world.register_resource::<{short}>(runsync::merge::last)`"
-                )
-            }
-        }
-    }
-
-    /// Inserts (or replaces) a resource: a global value systems read with
-    /// [`resource`](Self::resource).
-    pub fn insert_resource<R: Send + Sync + 'static>(&mut self, resource: R) {
-        self.resources.insert(TypeId::of::<R>(), Box::new(resource));
-    }
-
-    /// The resource of type `R`.
-    ///
-    /// # Panics
-    /// If there is none; use [`get_resource`](Self::get_resource) to check.
-    #[track_caller]
-    pub fn resource<R: Send + Sync + 'static>(&self) -> &R {
-        match self.get_resource::<R>() {
-            Some(r) => r,
-            None => missing_resource::<R>(),
-        }
-    }
-
-    /// The resource of type `R`, if any.
-    pub fn get_resource<R: Send + Sync + 'static>(&self) -> Option<&R> {
-        self.resources.get(&TypeId::of::<R>())?.downcast_ref()
-    }
-
-    /// The resource of type `R`, mutably (between frames).
-    ///
-    /// # Panics
-    /// If there is none; use [`get_resource_mut`](Self::get_resource_mut) to check.
-    #[track_caller]
-    pub fn resource_mut<R: Send + Sync + 'static>(&mut self) -> &mut R {
-        match self.get_resource_mut::<R>() {
-            Some(r) => r,
-            None => missing_resource::<R>(),
-        }
-    }
-
-    /// The resource of type `R`, mutably (between frames), if any.
-    pub fn get_resource_mut<R: Send + Sync + 'static>(&mut self) -> Option<&mut R> {
-        self.resources.get_mut(&TypeId::of::<R>())?.downcast_mut()
-    }
-
-    /// Removes and returns the resource of type `R`.
-    pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
-        let b = self.resources.remove(&TypeId::of::<R>())?;
-        b.downcast().ok().map(|b| *b)
-    }
-
     /// What the world has reserved: `(tables, entity slots, column bytes, fold bytes)`;
     /// see [`MemoryStats`](crate::MemoryStats).
     pub(crate) fn memory(&self) -> (usize, usize, usize, usize) {
@@ -715,34 +434,6 @@ impl World {
                 .sum::<usize>()
             + self.hooks.capacity_bytes();
         (tables, slots, columns, folds)
-    }
-
-    /// Opts component type `C` into `Debug` text in write provenance
-    /// ([`Runtime::provenance`](crate::Runtime::provenance)): the stored values before and
-    /// after the merge (`C: Debug`) and each output (`C::Output: Debug`, often another type,
-    /// such as a delta). Without it, provenance still lists systems and write indices, with
-    /// values `None`. Returns `self` to chain. Costs nothing unless an entity is watched.
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// # #[derive(Clone, Copy, Debug)] struct Hp(i32);
-    /// # impl Component for Hp { type Output = i32; }
-    /// let mut world = World::new();
-    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
-    /// world.debugging::<Hp>();
-    /// ```
-    ///
-    /// # Panics
-    /// If `C` is not registered.
-    #[track_caller]
-    pub fn debugging<C: Component + fmt::Debug>(&mut self) -> &mut Self
-    where
-        C::Output: fmt::Debug,
-    {
-        let id = self.storage.registry.id::<C>();
-        self.storage.typed_mut::<C>(id).enable_debug();
-        self.folds[id.index()].set_show_output(&debug_fn::<C::Output>());
-        self
     }
 
     // ----- crate-internal access -----
@@ -778,6 +469,36 @@ impl World {
     #[inline]
     pub(crate) fn hooks_mut(&mut self) -> &mut Hooks {
         &mut self.hooks
+    }
+
+    /// Unique per `World` value: what systems' output buffers are bound to.
+    #[inline]
+    pub(crate) fn uid(&self) -> u64 {
+        self.uid
+    }
+
+    /// The fold of every component type, by id.
+    #[inline]
+    pub(crate) fn folds(&self) -> &[Box<dyn AnyFold>] {
+        &self.folds
+    }
+
+    /// The fold of every component type, by id, mutably.
+    #[inline]
+    pub(crate) fn folds_mut(&mut self) -> &mut [Box<dyn AnyFold>] {
+        &mut self.folds
+    }
+
+    /// The folds beside the storage they fold into (Sync's fold step).
+    #[inline]
+    pub(crate) fn folds_and_storage(&mut self) -> (&mut [Box<dyn AnyFold>], &mut Storage) {
+        (&mut self.folds, &mut self.storage)
+    }
+
+    /// The resources beside the merges of the written ones (Sync's resource step).
+    #[inline]
+    pub(crate) fn resource_folds(&mut self) -> (&mut [Box<dyn AnyResourceFold>], &mut Resources) {
+        (&mut self.resource_folds, &mut self.resources)
     }
 }
 

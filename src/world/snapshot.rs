@@ -30,11 +30,11 @@
 //! nothing. See the module docs of the storage side (`src/storage/snapshot.rs`) for how
 //! tables are restored so that later frames create tables with the same ids.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 use std::fmt;
 
-use crate::checksum::{Checksum, Checksummer, Desync};
-use crate::component::{Component, ComponentId};
+use crate::component::Component;
+use crate::resource::{AnyBox, LoadFn, ResourceHook};
 use crate::storage::StorageSnapshot;
 use crate::world::World;
 
@@ -131,76 +131,12 @@ impl fmt::Display for SnapshotError {
 
 impl std::error::Error for SnapshotError {}
 
-type AnyBox = Box<dyn Any + Send + Sync>;
-
-/// How to save and load one opted-in resource type.
-pub(crate) struct ResourceHook {
-    type_id: TypeId,
-    save: fn(&World, &mut Option<AnyBox>) -> bool,
-    load: fn(&mut World, Option<&(dyn Any + Send + Sync)>),
-}
-
-/// How to checksum and show one opted-in resource type.
-pub(crate) struct ResourceSum {
-    type_id: TypeId,
-    name: &'static str,
-    /// Writes presence and value into the checksum.
-    sum: fn(&World, &mut Checksummer),
-    /// The value, `Debug`-formatted, if present.
-    show: fn(&World) -> Option<String>,
-}
-
-fn sum_resource<R: Checksum + Send + Sync + 'static>(world: &World, h: &mut Checksummer) {
-    match world.get_resource::<R>() {
-        None => h.write_u64(0),
-        Some(r) => {
-            h.write_u64(1);
-            r.checksum(h);
-        }
-    }
-}
-
-fn show_resource<R: fmt::Debug + Send + Sync + 'static>(world: &World) -> Option<String> {
-    world.get_resource::<R>().map(|r| format!("{r:?}"))
-}
-
 /// One resource in a snapshot: its copy, or its absence (`present == false`).
 struct SavedResource {
     type_id: TypeId,
     present: bool,
     value: Option<AnyBox>,
-    load: fn(&mut World, Option<&(dyn Any + Send + Sync)>),
-}
-
-fn save_resource<R: Clone + Send + Sync + 'static>(
-    world: &World,
-    into: &mut Option<AnyBox>,
-) -> bool {
-    let Some(src) = world.get_resource::<R>() else {
-        return false;
-    };
-    match into.as_mut().and_then(|b| b.downcast_mut::<R>()) {
-        Some(dst) => dst.clone_from(src),
-        None => *into = Some(Box::new(src.clone())),
-    }
-    true
-}
-
-fn load_resource<R: Clone + Send + Sync + 'static>(
-    world: &mut World,
-    from: Option<&(dyn Any + Send + Sync)>,
-) {
-    let Some(from) = from else {
-        world.remove_resource::<R>();
-        return;
-    };
-    let src = from
-        .downcast_ref::<R>()
-        .expect("a saved resource of another type");
-    match world.get_resource_mut::<R>() {
-        Some(dst) => dst.clone_from(src),
-        None => world.insert_resource(src.clone()),
-    }
+    load: LoadFn,
 }
 
 impl World {
@@ -227,35 +163,6 @@ impl World {
         self
     }
 
-    /// Opts component type `C` into [`checksum`](Self::checksum) (its values count, in
-    /// the world's order) and [`first_difference`](Self::first_difference) (which prints
-    /// differing values with `Debug`). Returns `self` to chain.
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// # #[derive(Clone, Copy, Debug)] struct Pos(f32);
-    /// # impl Component for Pos { type Output = Pos; }
-    /// # impl runsync::Checksum for Pos {
-    /// #     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
-    /// # }
-    /// let mut world = World::new();
-    /// world.register::<Pos>(merge::last);
-    /// world.checksumming::<Pos>();
-    /// let e = world.spawn((Pos(1.0),));
-    /// let before = world.checksum();
-    /// world.get_mut::<Pos>(e).unwrap().0 = 2.0;
-    /// assert_ne!(world.checksum(), before);
-    /// ```
-    ///
-    /// # Panics
-    /// If `C` is not registered.
-    #[track_caller]
-    pub fn checksumming<C: Component + Checksum + fmt::Debug>(&mut self) -> &mut Self {
-        let id = self.storage.registry.id::<C>();
-        self.storage.typed_mut::<C>(id).enable_checksum();
-        self
-    }
-
     /// Opts resource type `R` into snapshots: a snapshot saves a clone of it (or notes
     /// that there is none), and restore puts it back (or removes it). Resources not opted
     /// in are left alone by restore. Returns `self` to chain; opting in twice is a no-op.
@@ -275,45 +182,7 @@ impl World {
     pub fn snapshotting_resource<R: Clone + Send + Sync + 'static>(&mut self) -> &mut Self {
         let type_id = TypeId::of::<R>();
         if !self.resource_hooks.iter().any(|h| h.type_id == type_id) {
-            self.resource_hooks.push(ResourceHook {
-                type_id,
-                save: save_resource::<R>,
-                load: load_resource::<R>,
-            });
-        }
-        self
-    }
-
-    /// Opts resource type `R` into [`checksum`](Self::checksum) (after the entities,
-    /// in opt-in order; an absent resource counts as absent) and
-    /// [`first_difference`](Self::first_difference). Returns `self` to chain; opting in
-    /// twice is a no-op.
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// #[derive(Debug)]
-    /// struct Seed(u64);
-    /// impl runsync::Checksum for Seed {
-    ///     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
-    /// }
-    /// let mut world = World::new();
-    /// world.checksumming_resource::<Seed>();
-    /// world.insert_resource(Seed(1));
-    /// let before = world.checksum();
-    /// world.insert_resource(Seed(2));
-    /// assert_ne!(world.checksum(), before);
-    /// ```
-    pub fn checksumming_resource<R: Checksum + fmt::Debug + Send + Sync + 'static>(
-        &mut self,
-    ) -> &mut Self {
-        let type_id = TypeId::of::<R>();
-        if !self.resource_sums.iter().any(|h| h.type_id == type_id) {
-            self.resource_sums.push(ResourceSum {
-                type_id,
-                name: std::any::type_name::<R>(),
-                sum: sum_resource::<R>,
-                show: show_resource::<R>,
-            });
+            self.resource_hooks.push(ResourceHook::of::<R>());
         }
         self
     }
@@ -391,7 +260,7 @@ impl World {
                 });
             }
             let saved = &mut into.resources[i];
-            saved.present = (hook.save)(self, &mut saved.value);
+            saved.present = (hook.save)(&self.resources, &mut saved.value);
         }
         Ok(())
     }
@@ -439,122 +308,7 @@ impl World {
             } else {
                 None
             };
-            (saved.load)(self, value);
+            (saved.load)(&mut self.resources, value);
         }
-    }
-
-    /// A stable 64-bit digest of the world's state: the entity allocator (live entities,
-    /// every slot's generation, the free list), then each non-empty table in creation
-    /// order with its component type ids and entities, then, for each type opted in with
-    /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
-    /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
-    /// order. Types not opted in count only through which entities have them; other
-    /// resources do not count. Change marks ([`Changed`](crate::Changed)) do not count
-    /// either: the checksum is of component state, so a world loaded by spawning (all
-    /// marked added) and the same world after a frame (marks cleared) agree. A difference
-    /// in marks alone (one run wrote a value equal to the old one, the other did not)
-    /// shows only once it changes a value.
-    ///
-    /// The hash is [`Checksummer`] (fixed, documented), so the digest is the same for the
-    /// same state at any worker count, with or without `single-threaded`, and across runs
-    /// and builds. Equal worlds have equal checksums; worlds that differ in one value of
-    /// a checksummed type almost surely do not — use
-    /// [`first_difference`](Self::first_difference) to find where.
-    ///
-    /// Cost: one pass over the slots and every checksummed value (a few ns per word).
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// let mut a = World::new();
-    /// let mut b = World::new();
-    /// a.spawn(());
-    /// b.spawn(());
-    /// assert_eq!(a.checksum(), b.checksum());
-    /// b.spawn(());
-    /// assert_ne!(a.checksum(), b.checksum());
-    /// ```
-    pub fn checksum(&self) -> u64 {
-        let mut h = Checksummer::new();
-        self.storage.checksum(&mut h);
-        for r in &self.resource_sums {
-            (r.sum)(self, &mut h);
-        }
-        h.finish()
-    }
-
-    /// Where this world and `other`, which should be equal, first differ, or `None` if
-    /// they hold the same state: an entity alive on one side only, a component present on
-    /// one side only, or a checksummed component's differing values (both printed). Then
-    /// the entity allocator, then storage order, then the resources opted in on this
-    /// side with [`checksumming_resource`](Self::checksumming_resource). Entities are visited in this world's
-    /// order (tables in creation order, rows in order), so the first difference found is
-    /// deterministic.
-    ///
-    /// ```
-    /// # use runsync::prelude::*;
-    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Hp(i32);
-    /// # impl Component for Hp { type Output = i32; }
-    /// # impl runsync::Checksum for Hp {
-    /// #     fn checksum(&self, h: &mut runsync::Checksummer) { self.0.checksum(h) }
-    /// # }
-    /// let make = || {
-    ///     let mut w = World::new();
-    ///     w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
-    ///     w.snapshotting::<Hp>().checksumming::<Hp>();
-    ///     w.spawn((Hp(1),));
-    ///     w
-    /// };
-    /// let (a, mut b) = (make(), make());
-    /// assert!(a.first_difference(&b).is_none());
-    /// let e = b.query::<(&Hp,)>().next().unwrap().0;
-    /// b.get_mut::<Hp>(e).unwrap().0 = 7;
-    /// let d = a.first_difference(&b).unwrap();
-    /// assert_eq!(d.entity(), Some(e));
-    /// assert_eq!(d.values(), Some(("Hp(1)", "Hp(7)")));
-    /// ```
-    ///
-    /// Cost: a lookup and a checksum per value of each side; for diagnostics.
-    pub fn first_difference(&self, other: &World) -> Option<Desync> {
-        let (a, b) = (&self.storage.registry, &other.storage.registry);
-        let types = |r: &crate::component::Registry| {
-            (0..r.len())
-                .map(|i| r.info(ComponentId(i as u32)).type_id)
-                .collect::<Vec<_>>()
-        };
-        if types(a) != types(b) {
-            return Some(Desync {
-                entity: None,
-                component: None,
-                left: None,
-                right: None,
-                what: format!(
-                    "the worlds register different component types ({} vs {})",
-                    a.len(),
-                    b.len()
-                ),
-            });
-        }
-        if let Some(d) = self.storage.first_difference(&other.storage) {
-            return Some(d);
-        }
-        self.resource_sums.iter().find_map(|r| {
-            let sum = |w: &World| {
-                let mut h = Checksummer::new();
-                (r.sum)(w, &mut h);
-                h.finish()
-            };
-            if sum(self) == sum(other) {
-                return None;
-            }
-            let show = |w: &World| (r.show)(w).unwrap_or_else(|| "absent".into());
-            let (left, right) = (show(self), show(other));
-            Some(Desync {
-                entity: None,
-                component: None,
-                what: format!("resource `{}`: {left} vs {right}", r.name),
-                left: Some(left),
-                right: Some(right),
-            })
-        })
     }
 }
