@@ -345,7 +345,7 @@ pub(crate) fn apply_list(
                         host.fire(Change::Remove, id, e);
                     }
                     let storage = host.storage();
-                    list.values_of(id).stage_next(storage.columns_of(id));
+                    list.values_of(id).stage_next(storage.columns_mut(id));
                     if !storage.insert_staged(e, id) {
                         report.dropped += 1;
                     }
@@ -380,7 +380,7 @@ pub(crate) fn apply_list(
                 ids.clear();
                 for k in next_spawn..next_spawn + n as usize {
                     let id = list.spawn_types[k];
-                    list.values_of(id).stage_next(storage.columns_of(id));
+                    list.values_of(id).stage_next(storage.columns_mut(id));
                     ids.push(id);
                 }
                 next_spawn += n as usize;

@@ -7,10 +7,10 @@ use super::marks::TypeMarks;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 
-/// Per-type operations that need more than [`Component`]'s bounds, recorded by an opt-in
+/// Per-type operations (opt-ins) that need more than [`Component`]'s bounds, recorded by an opt-in
 /// ([`World::snapshotting`](crate::World::snapshotting),
 /// [`World::checksumming`](crate::World::checksumming)) as plain `fn` pointers.
-pub(crate) struct Hooks<C> {
+pub(crate) struct TypeOps<C> {
     /// Clones `src` into `dst`, reusing `dst`'s vectors (`clone_from`).
     clone: Option<CloneColumns<C>>,
     /// Writes one value into a checksum.
@@ -25,9 +25,9 @@ type CloneColumns<C> = fn(&mut Vec<Vec<C>>, &[Vec<C>]);
 /// What a snapshot keeps of one type: its columns and their change marks.
 type Saved<C> = (Vec<Vec<C>>, TypeMarks);
 
-impl<C> Default for Hooks<C> {
+impl<C> Default for TypeOps<C> {
     fn default() -> Self {
-        Hooks {
+        TypeOps {
             clone: None,
             checksum: None,
             debug: None,
@@ -79,7 +79,7 @@ pub(crate) struct TypedColumns<C: Component> {
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
     /// change is complete, so a panicking `Drop` never leaves a table half-moved.
     graveyard: Vec<C>,
-    hooks: Hooks<C>,
+    ops: TypeOps<C>,
 }
 
 impl<C: Component> Default for TypedColumns<C> {
@@ -89,7 +89,7 @@ impl<C: Component> Default for TypedColumns<C> {
             marks: TypeMarks::default(),
             staged: None,
             graveyard: Vec::new(),
-            hooks: Hooks::default(),
+            ops: TypeOps::default(),
         }
     }
 }
@@ -100,7 +100,7 @@ impl<C: Component> TypedColumns<C> {
     where
         C: Clone,
     {
-        self.hooks.clone = Some(clone_columns::<C>);
+        self.ops.clone = Some(clone_columns::<C>);
     }
 
     /// Opts `C` into checksums and desync reports.
@@ -108,7 +108,7 @@ impl<C: Component> TypedColumns<C> {
     where
         C: Checksum + fmt::Debug,
     {
-        self.hooks.checksum = Some(checksum_value::<C>);
+        self.ops.checksum = Some(checksum_value::<C>);
         self.enable_debug();
     }
 
@@ -117,7 +117,7 @@ impl<C: Component> TypedColumns<C> {
     where
         C: fmt::Debug,
     {
-        self.hooks.debug = Some(debug_fn::<C>());
+        self.ops.debug = Some(debug_fn::<C>());
     }
 
     /// Stages a value for the next `push_staged` / `replace_staged`.
@@ -323,7 +323,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn save(&self, into: &mut Option<Box<dyn Any + Send + Sync>>) -> bool {
-        let Some(clone) = self.hooks.clone else {
+        let Some(clone) = self.ops.clone else {
             return false;
         };
         let reuse = into.as_mut().and_then(|b| b.downcast_mut::<Saved<C>>());
@@ -346,7 +346,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             .downcast_ref::<Saved<C>>()
             .expect("a snapshot of another type");
         let clone = self
-            .hooks
+            .ops
             .clone
             .expect("a type saved in a snapshot is snapshot-able");
         debug_assert_eq!(self.columns.len(), src.len(), "tables restored first");
@@ -362,7 +362,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool {
-        let Some(sum) = self.hooks.checksum else {
+        let Some(sum) = self.ops.checksum else {
             return false;
         };
         for v in &self.columns[col as usize] {
@@ -372,14 +372,14 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64> {
-        let sum = self.hooks.checksum?;
+        let sum = self.ops.checksum?;
         let mut h = Checksummer::new();
         sum(&self.columns[col as usize][row as usize], &mut h);
         Some(h.finish())
     }
 
     fn debug_value(&self, col: u32, row: u32) -> Option<String> {
-        let debug = self.hooks.debug?;
+        let debug = self.ops.debug?;
         let v = &self.columns[col as usize][row as usize];
         Some(Show(v, debug).to_string())
     }

@@ -1,15 +1,25 @@
-//! Where entities and components live: the entity allocator, the component registry,
-//! archetype tables, per-type columns, the query match cache, and entity moves.
+//! Where entities and components live. [`Storage`] is the one owner of the entity
+//! allocator (`crate::entity`), the component registry, the archetype tables and every
+//! type's columns; its methods make the structural changes (spawn, despawn, insert,
+//! remove: entity moves between tables). Beside it, one file per mechanism:
 //!
-//! Entities with the same set of component types share a [`Table`]: a list of entities and,
+//! - `table.rs` — archetype tables: a type set, its entities, which column each type uses;
+//! - `column.rs` — per-type columns ([`TypedColumns`]) and their type-erased face
+//!   ([`AnyColumns`]), with the per-type opt-ins (snapshot, checksum, `Debug`);
+//! - `mask.rs` — table signatures and query masks (`bitvec` words);
+//! - `marks.rs` — change marks (`Changed` / `Added`), row-aligned bit sets per column;
+//! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports.
+//!
+//! Entities with the same set of component types share a table: a list of entities and,
 //! for each of its component types, one column (a `Vec<C>`) in that type's
 //! [`TypedColumns`]. Column `k` of a type belongs to the `k`-th table that holds the type,
 //! so a type's columns own all of its data: Sync can fold different types on different
 //! threads by handing out `&mut` to different [`TypedColumns`], with no unsafe code.
+//! `tables_with` (per type, the tables that hold it) is the query match cache.
 //!
 //! Tables are only created and rows only move in Sync or between frames (never while
 //! systems run), so everything here is plain `&mut` code. Storage knows nothing of
-//! outputs, merges or Sync.
+//! the `World`, outputs, merges or Sync.
 
 mod column;
 mod marks;
@@ -66,7 +76,7 @@ impl Storage {
     }
 
     #[inline]
-    pub(crate) fn columns_of(&mut self, id: ComponentId) -> &mut dyn AnyColumns {
+    pub(crate) fn columns_mut(&mut self, id: ComponentId) -> &mut dyn AnyColumns {
         &mut *self.columns[id.index()]
     }
 

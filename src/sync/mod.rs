@@ -1,8 +1,10 @@
 //! The Sync phase: fold every output into the world, then apply structural commands.
 //!
-//! Sync runs four named steps, in order, after [`clear_marks`] forgets the change marks
-//! of the previous Sync (what `Changed<C>` / `Added<C>` report is what *this* Sync does):
+//! Sync runs six named steps, in order, each a function of this module (and a Tracy zone
+//! of the same name, but for the first):
 //!
+//! 0. [`clear_marks`] — forgets the change marks of the previous Sync (what `Changed<C>`
+//!    / `Added<C>` report is what *this* Sync does).
 //! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
 //!    type, in system order (a pointer move and one downcast per (system, type)).
 //!    Then, only if an entity is watched, [`Watches::record_writes`] notes its writes and
@@ -11,14 +13,15 @@
 //! 2. [`fold_all`] — one job per component type on the pool: the type's fold merges its
 //!    sources into its columns (large types split further by row range). Types are
 //!    independent, so they fold in parallel with plain `&mut` splitting.
-//!    Then [`fold_resources`]: each resource registered with a merge folds its systems'
+//! 3. [`fold_resources`] — each resource registered with a merge folds its systems'
 //!    outputs, in system order, with one merge call.
-//! 3. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
-//! 4. [`apply_commands`] — structural commands, in system registration order then
+//! 4. [`return_buffers`] — every buffer goes back to its system, emptied, capacity kept.
+//! 5. [`apply_commands`] — structural commands, in system registration order then
 //!    emission order: despawn, remove, insert (replacing), spawn, one by one, firing the
 //!    [hooks](crate::World::on_add) of hooked types as they go; then the commands hooks
-//!    emitted, round by round. Values removed or replaced go to per-type graveyards,
-//!    dropped once every move is complete.
+//!    emitted, round by round (the [`commands`](crate::commands) module, shared with the
+//!    world's between-frames methods). Values removed or replaced go to per-type
+//!    graveyards, dropped once every move is complete.
 //!
 //! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
 //! step 2, so no step looks a target up again. Nothing depends on thread timing.
@@ -128,7 +131,7 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     let (folds, storage) = world.folds_and_storage();
     for (id, fold) in folds.iter_mut().enumerate() {
         if fold.has_sources() {
-            fold.swap_columns(storage.columns_of(ComponentId(id as u32)));
+            fold.swap_columns(storage.columns_mut(ComponentId(id as u32)));
         }
     }
     let merged = AtomicU64::new(0);
@@ -142,7 +145,7 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     });
     for (id, fold) in folds.iter_mut().enumerate() {
         if fold.has_sources() {
-            fold.swap_columns(storage.columns_of(ComponentId(id as u32)));
+            fold.swap_columns(storage.columns_mut(ComponentId(id as u32)));
         }
     }
     report.merged = merged.into_inner();
@@ -153,7 +156,7 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     }
 }
 
-/// Step 2b: every written resource folds its systems' outputs (in system order) with one
+/// Step 3: every written resource folds its systems' outputs (in system order) with one
 /// merge call. Resources are few and small: one thread.
 fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
     let (resource_folds, resources) = world.resource_folds();
@@ -171,14 +174,14 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
     }
 }
 
-/// Step 3: hands every buffer back to its system, emptied.
+/// Step 4: hands every buffer back to its system, emptied.
 fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
     for (id, fold) in world.folds_mut().iter_mut().enumerate() {
         fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
     }
 }
 
-/// Step 4: structural commands — every system's, in registration order, then emission
+/// Step 5: structural commands — every system's, in registration order, then emission
 /// order — then the commands their hooks emit, round by round; values removed or replaced
 /// are dropped once every move is complete (see [`World::apply_changes`]).
 ///

@@ -232,7 +232,7 @@ impl World {
         }
         self.storage.stage(id, component);
         let ok = self.storage.insert_staged(e, id);
-        self.storage.columns_of(id).flush_graveyard();
+        self.storage.columns_mut(id).flush_graveyard();
         ok
     }
 
