@@ -1,0 +1,80 @@
+//! `layers`: the module import graph of runsync's `src/`: its import cycles (with the
+//! names that make each edge) and a check against the layer list in `src/lib.rs`'s docs.
+//!
+//! ```sh
+//! cargo run -p runsync-tools --bin layers -- [--src DIR] [--max-cycle N] [--edges]
+//! ```
+//!
+//! Exit status: 0 if the largest cycle is within `--max-cycle` and the layer list (if
+//! any) holds; 1 if not; 2 on a usage error or a file that cannot be read.
+//! See [`runsync_tools::layers`] for what counts as an edge and the layer list's format.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use runsync_tools::layers::{self, DEFAULT_MAX_CYCLE, FORMAT, Options};
+
+/// Import cycles between the files of a crate's `src/`, and a check of its layer list.
+///
+/// Files are nodes (`lib.rs` is the crate root; `#[cfg(test)]` modules are left out); an
+/// edge A -> B means file A names an item of file B (in a `use`, or a path such as
+/// `crate::sync::SyncReport::default()` or `super::FoldCounts` anywhere in code), resolved
+/// to the deepest file module the path names. Prints every import cycle (strongly
+/// connected component of two or more files) with the names behind each edge inside it,
+/// then the layer check, then a summary line. Exits with 1 if a cycle is larger than
+/// `--max-cycle` or the layer list is violated.
+#[derive(Parser, Debug)]
+#[command(version, about, long_about, after_long_help = FORMAT)]
+struct Args {
+    /// The crate's source directory [default: `src` under the workspace root].
+    #[arg(long, value_name = "DIR")]
+    src: Option<PathBuf>,
+    /// The largest import cycle allowed, in files.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_CYCLE)]
+    max_cycle: usize,
+    /// Also list every edge of the graph, not only those inside cycles.
+    #[arg(long)]
+    edges: bool,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let (dir, display_dir) = match args.src {
+        Some(dir) => {
+            let shown = dir.display().to_string();
+            (dir, shown.trim_end_matches('/').to_owned())
+        }
+        None => (layers::workspace_root().join("src"), "src".to_owned()),
+    };
+    let sources = match layers::load(&dir) {
+        Ok(s) if s.is_empty() => {
+            eprintln!("layers: no `.rs` files under `{}`", dir.display());
+            return ExitCode::from(2);
+        }
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("layers: cannot read `{}`: {e}", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    let opts = Options {
+        display_dir,
+        max_cycle: args.max_cycle,
+        all_edges: args.edges,
+    };
+    match layers::report(&sources, &opts) {
+        Ok(report) => {
+            print!("{}", report.text);
+            if report.ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+        Err(e) => {
+            eprintln!("layers: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
