@@ -1,4 +1,4 @@
-#![doc = include_str!("../README.md")]
+#![doc = include_str!("docs/front.md")]
 //!
 //! # Design goals, in order
 //!
@@ -14,19 +14,9 @@
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; unsafe code is
 //!    confined to the worker pool and one checked cast on the write path.
 //!
-//! # Where things are
+//! # In the source
 //!
-//! [`World`] holds entities ([`Entity`]) and components ([`Component`]) in archetype
-//! tables; [`World::query`] reads them. [`Runtime`] runs [`System`]s: the Run phase gives
-//! each an [`Output`], the Sync phase folds outputs with the [`Merge`] registered per type
-//! (see [`merge`]), then applies structural commands. Which write path costs what:
-//! [`Output`](crate::Output#which-write-path-when). [`World::snapshot`],
-//! [`World::restore`], [`World::checksum`] and [`World::first_difference`] save, roll
-//! back, digest and compare worlds (rollback netcode, desync detection);
-//! [`Runtime::watch`] and [`Runtime::provenance`] say which systems wrote an entity's
-//! values in the last frame, and what the merge made of them.
-//!
-//! In the source, one module per mechanism: `entity`, `component`, `merge`, `stats`,
+//! One module per mechanism: `entity`, `component`, `merge`, `stats`,
 //! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
 //! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
 //! component type); `hooks` (on_add / on_remove); `world`, `query`, `bundle`,
@@ -93,3 +83,9 @@ pub mod prelude {
         Without, World,
     };
 }
+
+/// The README's examples, compiled and run as doctests (the crate's front page is
+/// `src/docs/front.md`).
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;

@@ -358,6 +358,55 @@ impl Runtime {
         Ok(())
     }
 
+    /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
+    /// plots and mark, so the failure sits in its frame on the timeline.
+    #[cold]
+    fn frame_failed(&self, error: FrameError) -> FrameError {
+        crate::profile::message(format_args!(
+            "runsync: frame {} failed: {error}",
+            self.stats.frame
+        ));
+        profile_frame_end(&self.stats);
+        error
+    }
+
+    /// The world as the last Sync left it.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// The world, for direct edits between frames (setup, loading, tools).
+    pub fn world_mut(&mut self) -> &mut World {
+        &mut self.world
+    }
+
+    /// Figures of the last frame.
+    pub fn stats(&self) -> &FrameStats {
+        &self.stats
+    }
+
+    /// Memory held by the world and the output buffers. Walks every column and buffer:
+    /// cheap, but not free — call it for diagnostics, not every frame.
+    pub fn memory(&self) -> MemoryStats {
+        let (tables, entity_slots, component_bytes, fold_bytes) = self.world.memory();
+        MemoryStats {
+            tables,
+            entity_slots,
+            component_bytes,
+            output_bytes: self
+                .systems
+                .iter()
+                .map(|s| s.out.capacity_bytes())
+                .sum::<usize>()
+                + fold_bytes,
+        }
+    }
+
+    /// Frames completed so far.
+    pub fn frame_count(&self) -> u64 {
+        self.frame
+    }
+
     /// Runs as many fixed-step frames as `elapsed` real time (plus what was left over from
     /// earlier calls) pays for, at most [`max_catch_up`](RuntimeBuilder::max_catch_up), and
     /// says how far real time is past the last frame: the game loop's hard part.
@@ -413,82 +462,6 @@ impl Runtime {
             alpha: self.clock.alpha(),
             dropped,
         })
-    }
-
-    /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
-    /// plots and mark, so the failure sits in its frame on the timeline.
-    #[cold]
-    fn frame_failed(&self, error: FrameError) -> FrameError {
-        crate::profile::message(format_args!(
-            "runsync: frame {} failed: {error}",
-            self.stats.frame
-        ));
-        profile_frame_end(&self.stats);
-        error
-    }
-
-    /// Starts recording write provenance for `e` from the next frame on: which systems
-    /// wrote which outputs to which of its components, in merge order, with the values
-    /// before and after the merge (for types opted in with
-    /// [`World::debugging`]), and the structural commands that targeted it. Read it with
-    /// [`provenance`](Self::provenance); see [`Provenance`] for an example.
-    ///
-    /// Watching is meant for a few entities at a time (debugging, tools): each Sync then
-    /// scans, per watched entity, the outputs of the types it has, and every system's
-    /// structural commands. With nothing watched, recording costs one `is_empty` check.
-    /// Watching never changes the world. Watching an entity twice is a no-op; a dead
-    /// entity may be watched (its records stay empty).
-    pub fn watch(&mut self, e: Entity) {
-        self.watches.watch(e);
-    }
-
-    /// Stops recording provenance for `e` and drops its record. Returns whether it was
-    /// watched.
-    pub fn unwatch(&mut self, e: Entity) -> bool {
-        self.watches.unwatch(e)
-    }
-
-    /// The write provenance of `e` in the last frame that ran Sync (see [`watch`](Self::watch)),
-    /// or `None` if `e` is not watched. A watched entity nothing targeted has an empty record.
-    pub fn provenance(&self, e: Entity) -> Option<&Provenance> {
-        self.watches.get(e)
-    }
-
-    /// Figures of the last frame.
-    pub fn stats(&self) -> &FrameStats {
-        &self.stats
-    }
-
-    /// Memory held by the world and the output buffers. Walks every column and buffer:
-    /// cheap, but not free — call it for diagnostics, not every frame.
-    pub fn memory(&self) -> MemoryStats {
-        let (tables, entity_slots, component_bytes, fold_bytes) = self.world.memory();
-        MemoryStats {
-            tables,
-            entity_slots,
-            component_bytes,
-            output_bytes: self
-                .systems
-                .iter()
-                .map(|s| s.out.capacity_bytes())
-                .sum::<usize>()
-                + fold_bytes,
-        }
-    }
-
-    /// Frames completed so far.
-    pub fn frame_count(&self) -> u64 {
-        self.frame
-    }
-
-    /// The world as the last Sync left it.
-    pub fn world(&self) -> &World {
-        &self.world
-    }
-
-    /// The world, for direct edits between frames (setup, loading, tools).
-    pub fn world_mut(&mut self) -> &mut World {
-        &mut self.world
     }
 
     /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]
@@ -556,6 +529,33 @@ impl Runtime {
                 self.world.remove_resource::<Time>();
             }
         }
+    }
+
+    /// Starts recording write provenance for `e` from the next frame on: which systems
+    /// wrote which outputs to which of its components, in merge order, with the values
+    /// before and after the merge (for types opted in with
+    /// [`World::debugging`]), and the structural commands that targeted it. Read it with
+    /// [`provenance`](Self::provenance); see [`Provenance`] for an example.
+    ///
+    /// Watching is meant for a few entities at a time (debugging, tools): each Sync then
+    /// scans, per watched entity, the outputs of the types it has, and every system's
+    /// structural commands. With nothing watched, recording costs one `is_empty` check.
+    /// Watching never changes the world. Watching an entity twice is a no-op; a dead
+    /// entity may be watched (its records stay empty).
+    pub fn watch(&mut self, e: Entity) {
+        self.watches.watch(e);
+    }
+
+    /// Stops recording provenance for `e` and drops its record. Returns whether it was
+    /// watched.
+    pub fn unwatch(&mut self, e: Entity) -> bool {
+        self.watches.unwatch(e)
+    }
+
+    /// The write provenance of `e` in the last frame that ran Sync (see [`watch`](Self::watch)),
+    /// or `None` if `e` is not watched. A watched entity nothing targeted has an empty record.
+    pub fn provenance(&self, e: Entity) -> Option<&Provenance> {
+        self.watches.get(e)
     }
 
     /// Stops the workers and returns the world.

@@ -1,27 +1,5 @@
-//! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`].
-//!
-//! # Which write path when
-//!
-//! All paths give the same world, bit for bit; they differ in what they cost. Measured on
-//! the movement frame (one system writing `Pos` from `Vel`, Run + Sync, one worker) against
-//! hecs updating in place, 10k / 1M entities (the README's Performance section has the
-//! whole table):
-//!
-//! | path | use it for | what one write costs | vs hecs, 10k / 1M |
-//! |---|---|---|---:|
-//! | [`Output::write`] in a `for` over [`World::query`] | everything: the path to write first | a type check against the last four types written, a handle compare, a `Vec::push` | 7.9× / 4.9× |
-//! | [`Output::writer`] | a hot loop over one type | a handle compare and a `Vec::push` | 4.0× / 2.9× |
-//! | [`Output::write_each`] | "every entity with `C` gets `f(..)`" | a store into a whole column, computed in parallel parts | 1.7× / 1.1× |
-//! | [`Output::par_for_each`] | heavy per-entity work | the plain path, on every worker | 4.0× at 1M on 2 workers; 0.88× on `heavy_compute` |
-//!
-//! A write in a query loop goes to the next row of the table being iterated, which the
-//! write path recognises by comparing the handle with that row's entity: the value joins
-//! the current *run* of rows, and Sync merges runs straight into the columns (a run that
-//! covers a whole column of a `last`-merged type is swapped in, not copied). Writes in any
-//! other order are resolved (one entity lookup) and start runs of their own: still
-//! correct, a little slower, and sorted in Sync only if the type's merge needs all of an
-//! entity's outputs at once. Writes to dead entities or to entities without the component
-//! are dropped and counted in Run.
+//! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`];
+//! [`Output`] says which write path costs what.
 
 mod buffer;
 mod erased;
@@ -55,8 +33,31 @@ struct Slot<'w> {
 /// Everything written here becomes visible only after Sync: writes are folded into
 /// components by their registered merge, then structural commands (despawn, remove,
 /// insert, spawn) are applied in system registration order, then emission order.
-/// Every method appends to buffers only this system touches: no locks, no atomics. See
-/// the [module docs](crate::Output#which-write-path-when) for what each write path costs.
+/// Every method appends to buffers only this system touches: no locks, no atomics. What
+/// each write path costs: [which write path when](#which-write-path-when), below.
+///
+/// # Which write path when
+///
+/// All paths give the same world, bit for bit; they differ in what they cost. Measured on
+/// the movement frame (one system writing `Pos` from `Vel`, Run + Sync, one worker) against
+/// hecs updating in place, 10k / 1M entities (the README's Performance section has the
+/// whole table):
+///
+/// | path | use it for | what one write costs | vs hecs, 10k / 1M |
+/// |---|---|---|---:|
+/// | [`Output::write`] in a `for` over [`World::query`] | everything: the path to write first | a type check against the last four types written, a handle compare, a `Vec::push` | 7.9× / 4.9× |
+/// | [`Output::writer`] | a hot loop over one type | a handle compare and a `Vec::push` | 4.0× / 2.9× |
+/// | [`Output::write_each`] | "every entity with `C` gets `f(..)`" | a store into a whole column, computed in parallel parts | 1.7× / 1.1× |
+/// | [`Output::par_for_each`] | heavy per-entity work | the plain path, on every worker | 4.0× at 1M on 2 workers; 0.88× on `heavy_compute` |
+///
+/// A write in a query loop goes to the next row of the table being iterated, which the
+/// write path recognises by comparing the handle with that row's entity: the value joins
+/// the current *run* of rows, and Sync merges runs straight into the columns (a run that
+/// covers a whole column of a `last`-merged type is swapped in, not copied). Writes in any
+/// other order are resolved (one entity lookup) and start runs of their own: still
+/// correct, a little slower, and sorted in Sync only if the type's merge needs all of an
+/// entity's outputs at once. Writes to dead entities or to entities without the component
+/// are dropped and counted in Run.
 pub struct Output<'w> {
     world: &'w World,
     pool: &'w Pool,
@@ -148,8 +149,8 @@ impl<'w> Output<'w> {
     ///
     /// Cost: in a loop over [`World::query`] that writes the entity it visits, a type check
     /// against the last four types written, a handle compare and a `Vec::push`; any
-    /// other target costs one entity lookup more. See the
-    /// [module docs](crate::Output#which-write-path-when).
+    /// other target costs one entity lookup more. See
+    /// [which write path when](Output#which-write-path-when).
     ///
     /// If `e` is dead or has no `C`, the write is dropped and counted in
     /// [`FrameStats::dropped`](crate::FrameStats::dropped).
