@@ -301,6 +301,8 @@ impl Runtime {
 
         if let Err(p) = run {
             crate::sync::discard(&mut self.systems);
+            // The reservations are world state (snapshots, checksums): take them back.
+            self.world.storage.entities.unreserve_frame();
             self.stats.sync = Duration::ZERO;
             self.stats.merged = 0;
             self.stats.dropped = 0;

@@ -71,7 +71,11 @@ pub struct MemoryStats {
 #[non_exhaustive]
 pub enum FrameError {
     /// A system panicked during Run. The frame's outputs were discarded: the world is
-    /// exactly as before the frame, and the frame counter did not advance.
+    /// exactly as before the frame (ids reserved for the frame's spawns are taken back, so
+    /// snapshots, [`checksum`](crate::World::checksum) and
+    /// [`first_difference`](crate::World::first_difference) see no change), the frame
+    /// counter did not advance, and [`Runtime::try_advance`](crate::Runtime::try_advance)
+    /// does not charge the frame's time.
     SystemPanicked {
         /// The system (the lowest id, if several panicked).
         system: SystemId,
