@@ -388,8 +388,10 @@ impl Runtime {
     /// ```
     ///
     /// # Panics
-    /// If a frame fails (see [`frame`](Self::frame); use [`try_advance`](Self::try_advance)
-    /// to handle it), or if the fixed step is zero.
+    /// If a frame fails, with the [`FrameError`]'s message (see [`frame`](Self::frame)),
+    /// after leaving the world and the accumulated time as
+    /// [`try_advance`](Self::try_advance) describes (use it to handle failures without
+    /// unwinding); or if the fixed step is zero.
     #[track_caller]
     pub fn advance(&mut self, elapsed: Duration) -> Advance {
         match self.try_advance(elapsed) {
@@ -398,8 +400,20 @@ impl Runtime {
         }
     }
 
-    /// [`advance`](Self::advance), reporting a failed frame instead of panicking. Frames
-    /// after a failed one are not run this call; their time stays accumulated.
+    /// [`advance`](Self::advance), reporting a failed frame instead of panicking.
+    ///
+    /// # Errors
+    /// The first failed frame's [`FrameError`]; the call stops there. It leaves:
+    /// - the frames before it run, and their time charged;
+    /// - the failed frame's step charged exactly once if the frame counts as done (every
+    ///   failure but [`FrameError::SystemPanicked`]: the frame counter advanced, the world
+    ///   holds what the error describes), so no later call simulates that time again;
+    /// - after [`FrameError::SystemPanicked`], nothing charged for that frame: the world
+    ///   and the frame counter are as before it, and the next call runs it again;
+    /// - the time of the frames after it accumulated, for the next call to run (up to
+    ///   [`max_catch_up`](RuntimeBuilder::max_catch_up) per call, as always);
+    /// - time beyond the catch-up cap dropped as in a call that succeeds, unreported
+    ///   (there is no [`Advance`] to report it in).
     ///
     /// # Panics
     /// If the fixed step is zero.
@@ -407,8 +421,14 @@ impl Runtime {
     pub fn try_advance(&mut self, elapsed: Duration) -> Result<Advance, FrameError> {
         let (due, dropped) = self.clock.add(elapsed);
         for _ in 0..due {
-            self.try_frame()?;
-            self.clock.ran();
+            let counted = self.frame;
+            let result = self.try_frame();
+            // A frame that counts as done (the counter moved: every failure but a
+            // system's panic) has simulated its step, failed or not: charge it once.
+            if self.frame != counted {
+                self.clock.ran();
+            }
+            result?;
         }
         Ok(Advance {
             frames: due,

@@ -67,6 +67,11 @@ pub struct MemoryStats {
 }
 
 /// Why a frame failed. See [`Runtime::try_frame`](crate::Runtime::try_frame).
+///
+/// Each variant says what the failed frame left. A frame that *counts as done* (every
+/// variant but [`SystemPanicked`](Self::SystemPanicked)) advanced the frame counter and
+/// [`Time::frame`](crate::Time::frame), and [`Runtime::try_advance`](crate::Runtime::try_advance)
+/// charged its fixed step exactly once; the next frame is the one after it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum FrameError {

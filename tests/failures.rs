@@ -1,6 +1,7 @@
 //! Failures keep their promises (issue 21): a failed frame, merge, restore or fixed-step
 //! call leaves the world, the clock and the error exactly as their docs say.
 
+use std::time::Duration;
 
 use runsync::prelude::*;
 
@@ -91,4 +92,45 @@ fn a_system_panic_leaves_the_world_exactly_as_before() {
         rt.frame();
     }
     assert_eq!(rt.world().len(), 5 + 3 * 2);
+}
+
+// Case 4: a frame that counts as done is charged its time once.
+#[test]
+fn a_failed_frame_that_counts_is_charged_once() {
+    let mut w = world();
+    let e = w.spawn((Bag(vec![]),));
+    let step = Duration::from_nanos(15_625_000); // 1/64 s, exact
+    let mut rt = Runtime::builder().workers(1).dt(1.0 / 64.0).build(w);
+    rt.add_system(move |w: &World, out: &mut Output| {
+        let f = w.resource::<Time>().frame;
+        out.write::<Bag>(e, if f == 0 { 666 } else { f as u32 });
+    });
+    let err = rt.try_advance(step * 3).unwrap_err();
+    assert!(matches!(err, FrameError::MergePanicked { .. }), "{err:?}");
+    assert_eq!(rt.frame_count(), 1, "the failed frame counts as done");
+    let a = rt.try_advance(Duration::ZERO).unwrap();
+    assert_eq!(a.frames, 2, "the two frames left, not three");
+    assert_eq!(rt.frame_count(), 3, "3 steps of time, 3 frames");
+    assert_eq!(rt.try_advance(Duration::ZERO).unwrap().frames, 0);
+}
+
+#[test]
+fn a_frame_failed_by_a_system_panic_is_not_charged() {
+    let step = Duration::from_nanos(15_625_000);
+    let mut rt = Runtime::builder().workers(1).dt(1.0 / 64.0).build(world());
+    let ran = std::sync::Arc::new(std::sync::atomic::AtomicU32::new(0));
+    let r = ran.clone();
+    rt.add_system(move |w: &World, _: &mut Output| {
+        r.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if w.resource::<Time>().frame == 1 && r.load(std::sync::atomic::Ordering::Relaxed) == 2 {
+            panic!("once");
+        }
+    });
+    let err = rt.try_advance(step * 3).unwrap_err();
+    assert!(matches!(err, FrameError::SystemPanicked { .. }), "{err:?}");
+    assert_eq!(rt.frame_count(), 1, "frame 1 failed and does not count");
+    // Frame 1 is run again, then frame 2: the three steps of time, three frames.
+    assert_eq!(rt.try_advance(Duration::ZERO).unwrap().frames, 2);
+    assert_eq!(rt.frame_count(), 3);
+    assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 4);
 }
