@@ -134,3 +134,65 @@ fn a_frame_failed_by_a_system_panic_is_not_charged() {
     assert_eq!(rt.frame_count(), 3);
     assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 4);
 }
+
+// Case 5: N/60 s pays for exactly N frames at the default 60 Hz.
+#[test]
+fn the_default_rate_is_exactly_60_hz() {
+    let mut rt = Runtime::builder().workers(1).build(World::new());
+    let a = rt.advance(Duration::from_secs(1) / 30);
+    assert_eq!(a.frames, 2, "alpha {}", a.alpha);
+    assert_eq!(a.alpha, 0.0);
+    for _ in 0..598 {
+        let _ = rt.advance(Duration::from_secs(1) / 60);
+    }
+    assert_eq!(rt.frame_count(), 600);
+    assert_eq!(rt.world().resource::<Time>().dt, 1.0 / 60.0);
+}
+
+#[test]
+fn fixed_hz_counts_exact_steps_and_replays_bit_exactly() {
+    let make = || {
+        let mut w = world();
+        let e = w.spawn((Pos(0.0),));
+        let mut rt = Runtime::builder()
+            .workers(2)
+            .fixed_hz(60)
+            .max_catch_up(1000)
+            .build(w);
+        rt.add_system(move |w: &World, out: &mut Output| {
+            let p = w.get::<Pos>(e).unwrap().0;
+            out.write::<Pos>(e, Pos(p + w.resource::<Time>().dt));
+        });
+        (rt, e)
+    };
+    let (mut rt, e) = make();
+    // N/60 s as one Duration, rounded down or up: N frames.
+    let mut frames = 0;
+    for n in [1u64, 2, 3, 7, 59, 60, 61, 600] {
+        for ns in [1_000_000_000 * n / 60, 1_000_000_000 * n / 60 + 1] {
+            let a = rt.advance(Duration::from_nanos(ns));
+            assert_eq!(u64::from(a.frames), n, "{ns} ns");
+            frames += n;
+        }
+    }
+    // Frame times from f64 seconds, 10 s of them.
+    for _ in 0..600 {
+        frames += u64::from(rt.advance(Duration::from_secs_f64(1.0 / 60.0)).frames);
+    }
+    assert_eq!(rt.frame_count(), frames);
+    // The same elapsed times give the same world, bit for bit.
+    let (mut again, e2) = make();
+    for n in [1u64, 2, 3, 7, 59, 60, 61, 600] {
+        for ns in [1_000_000_000 * n / 60, 1_000_000_000 * n / 60 + 1] {
+            let _ = again.advance(Duration::from_nanos(ns));
+        }
+    }
+    for _ in 0..600 {
+        let _ = again.advance(Duration::from_secs_f64(1.0 / 60.0));
+    }
+    assert_eq!(
+        again.world().get::<Pos>(e2).unwrap().0.to_bits(),
+        rt.world().get::<Pos>(e).unwrap().0.to_bits()
+    );
+    assert_eq!(again.world().checksum(), rt.world().checksum());
+}
