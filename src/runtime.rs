@@ -645,10 +645,22 @@ impl Runtime {
     /// is the one after the snapshot's.
     ///
     /// # Panics
-    /// As [`World::restore`].
+    /// As [`World::restore`]; the runtime is then left as it was.
     #[track_caller]
     pub fn restore(&mut self, snapshot: &RuntimeSnapshot) {
-        self.world.restore(&snapshot.world);
+        if let Err(e) = self.try_restore(snapshot) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`restore`](Self::restore), reporting a snapshot that cannot be restored here
+    /// instead of panicking.
+    ///
+    /// # Errors
+    /// As [`World::try_restore`]: the world, the frame counter and [`Time`] are then left
+    /// as they were.
+    pub fn try_restore(&mut self, snapshot: &RuntimeSnapshot) -> Result<(), SnapshotError> {
+        self.world.try_restore(&snapshot.world)?;
         self.frame = snapshot.frame;
         match (snapshot.time, self.world.get_resource_mut::<Time>()) {
             (Some(t), Some(now)) => *now = t,
@@ -657,6 +669,7 @@ impl Runtime {
                 self.world.remove_resource::<Time>();
             }
         }
+        Ok(())
     }
 
     /// Stops the workers and returns the world.

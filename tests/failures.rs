@@ -1,8 +1,10 @@
 //! Failures keep their promises (issue 21): a failed frame, merge, restore or fixed-step
 //! call leaves the world, the clock and the error exactly as their docs say.
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
+use runsync::SnapshotError;
 use runsync::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -92,6 +94,94 @@ fn a_system_panic_leaves_the_world_exactly_as_before() {
         rt.frame();
     }
     assert_eq!(rt.world().len(), 5 + 3 * 2);
+}
+
+// Case 3: a restore that cannot complete changes nothing.
+#[test]
+fn a_restore_into_a_world_missing_an_opt_in_changes_nothing() {
+    let mut src = world();
+    for i in 0..3 {
+        src.spawn((Pos(i as f32), Hp(i)));
+    }
+    let snap = src.snapshot().unwrap();
+
+    let mut dst = World::new();
+    dst.register::<Pos>(merge::last);
+    dst.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    dst.register::<Bag>(push_or_panic);
+    dst.snapshotting::<Pos>().snapshotting::<Bag>(); // not Hp
+    let e = dst.spawn((Hp(40),));
+    let sum = dst.checksum();
+
+    let err = catch_unwind(AssertUnwindSafe(|| dst.restore(&snap))).unwrap_err();
+    let msg = err
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| err.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap();
+    assert!(msg.contains("Hp"), "names the type: {msg}");
+    assert!(msg.contains("snapshotting::<Hp>()"), "says the fix: {msg}");
+    assert_eq!(dst.len(), 1, "untouched");
+    assert_eq!(dst.checksum(), sum);
+    let all: Vec<_> = dst.query::<(&Hp,)>().map(|(e, (h,))| (e, *h)).collect();
+    assert_eq!(all, [(e, Hp(40))]);
+}
+
+#[test]
+fn try_restore_reports_what_stops_it_and_changes_nothing() {
+    let mut src = world();
+    src.spawn((Pos(1.0), Hp(1)));
+    let snap = src.snapshot().unwrap();
+    let mut rt_src = Runtime::builder().workers(1).build(src);
+    rt_src.frame();
+    let rt_snap = rt_src.snapshot().unwrap();
+
+    // A type not opted in: named, with the fix.
+    let mut dst = World::new();
+    dst.register::<Pos>(merge::last);
+    dst.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    dst.register::<Bag>(push_or_panic);
+    dst.snapshotting::<Pos>().snapshotting::<Hp>();
+    dst.spawn((Bag(vec![1]),));
+    let sum = dst.checksum();
+    let err = dst.try_restore(&snap).unwrap_err();
+    assert!(
+        matches!(err, SnapshotError::NotSnapshotting { type_name } if type_name.ends_with("Bag")),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("snapshotting::<Bag>()"), "{err}");
+    assert_eq!((dst.len(), dst.checksum()), (1, sum));
+
+    // Through the runtime: world, frame counter and Time untouched.
+    let mut rt = Runtime::builder().workers(1).build(dst);
+    rt.frame();
+    rt.frame();
+    let sum = rt.world().checksum();
+    assert!(rt.try_restore(&rt_snap).is_err());
+    assert_eq!(rt.frame_count(), 2);
+    assert_eq!(rt.world().resource::<Time>().frame, 2);
+    assert_eq!(rt.world().checksum(), sum);
+
+    // Other types: both lists.
+    let mut other = World::new();
+    other.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    other.snapshotting::<Hp>();
+    let e = other.spawn((Hp(5),));
+    match other.try_restore(&snap).unwrap_err() {
+        SnapshotError::OtherTypes { snapshot, world } => {
+            assert_eq!(snapshot.len(), 3);
+            assert_eq!(world.len(), 1);
+            assert!(world[0].ends_with("Hp"));
+        }
+        err => panic!("{err:?}"),
+    }
+    assert_eq!(other.get::<Hp>(e), Some(&Hp(5)));
+
+    // Once opted in, the same restore goes through.
+    let mut dst = rt.into_world();
+    dst.snapshotting::<Bag>();
+    dst.try_restore(&snap).unwrap();
+    assert_eq!(dst.len(), 1);
 }
 
 // Case 4: a frame that counts as done is charged its time once.

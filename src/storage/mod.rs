@@ -22,7 +22,7 @@ use std::any::type_name;
 pub(crate) use column::{AnyColumns, TypedColumns};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
-pub(crate) use snapshot::StorageSnapshot;
+pub(crate) use snapshot::{LoadError, StorageSnapshot};
 pub(crate) use table::{TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
