@@ -81,7 +81,7 @@ pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use snapshot::{Snapshot, SnapshotError};
-pub use stats::{FrameError, FrameStats, MemoryStats, SystemStats};
+pub use stats::{FrameError, FrameStats, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
 pub use world::World;
 

@@ -418,8 +418,13 @@ impl Runtime {
         if let Some(t) = self.world.get_resource_mut::<Time>() {
             t.frame = self.frame;
         }
-        if let Some((component, message)) = report.merge_panic {
-            return Err(self.frame_failed(FrameError::MergePanicked { component, message }));
+        if let Some((component, target, message)) = report.merge_panic {
+            let error = FrameError::MergePanicked {
+                component,
+                target,
+                message,
+            };
+            return Err(self.frame_failed(error));
         }
         if let Some((component, hook, message)) = report.hook_panic {
             let error = FrameError::HookPanicked {

@@ -4,8 +4,9 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use runsync::SnapshotError;
+use runsync::merge::Merge;
 use runsync::prelude::*;
+use runsync::{MergeTarget, SnapshotError};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(f32);
@@ -94,6 +95,162 @@ fn a_system_panic_leaves_the_world_exactly_as_before() {
         rt.frame();
     }
     assert_eq!(rt.world().len(), 5 + 3 * 2);
+}
+
+// Case 2: a panicking merge names its type and target; the target holds what the merge
+// left, documented.
+#[test]
+fn a_panicking_resource_merge_names_the_resource_and_leaves_what_it_left() {
+    let mut w = World::new();
+    w.register_resource::<Bag>(push_or_panic);
+    w.insert_resource(Bag(vec![9]));
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system(|_: &World, out: &mut Output| {
+        for v in [1, 2, 666, 3] {
+            out.write_resource::<Bag>(v);
+        }
+    });
+    let err = rt.try_frame().unwrap_err();
+    let msg = err.to_string();
+    assert!(msg.contains("resource `"), "{msg}");
+    assert!(msg.contains("Bag"), "{msg}");
+    assert!(
+        matches!(&err, FrameError::MergePanicked { component, target: MergeTarget::Resource, message }
+            if component.ends_with("Bag") && message == "bad output"),
+        "{err:?}"
+    );
+    assert_eq!(rt.frame_count(), 1, "the frame counts as done");
+    // Documented: the resource holds whatever the panicking merge left.
+    assert_eq!(rt.world().resource::<Bag>(), &Bag(vec![9, 1, 2]));
+}
+
+#[test]
+fn a_panicking_component_merge_names_the_entity() {
+    let mut w = world();
+    let a = w.spawn((Bag(vec![9]),));
+    let b = w.spawn((Bag(vec![7]),));
+    let c = w.spawn((Bag(vec![5]),));
+    let mut rt = Runtime::builder().workers(2).build(w);
+    rt.add_system(move |_: &World, out: &mut Output| {
+        out.write::<Bag>(a, 4);
+        for v in [1, 2, 666, 3] {
+            out.write::<Bag>(b, v);
+        }
+        out.write::<Bag>(c, 8);
+    });
+    let err = rt.try_frame().unwrap_err();
+    assert!(
+        matches!(&err, FrameError::MergePanicked { component, target, .. }
+            if component.ends_with("Bag") && *target == MergeTarget::Entity(b)),
+        "{err:?}"
+    );
+    let msg = err.to_string();
+    assert!(msg.contains(&format!("{b:?}")), "names the entity: {msg}");
+    assert!(msg.contains("Bag"), "{msg}");
+    let bag = |e| rt.world().get::<Bag>(e).unwrap().0.clone();
+    // One merge call per entity: each other entity holds its old or its merged value;
+    // the one named holds what its merge left.
+    assert_eq!(bag(a), [9, 4]);
+    assert_eq!(bag(b), [7, 1, 2]);
+    assert!(bag(c) == [5] || bag(c) == [5, 8], "{:?}", bag(c));
+}
+
+/// A sum whose `+=` panics on 666 before adding.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Acc(i64);
+impl Component for Acc {
+    type Output = i64;
+}
+impl std::ops::AddAssign<i64> for Acc {
+    fn add_assign(&mut self, d: i64) {
+        assert!(d != 666, "bad delta");
+        self.0 += d;
+    }
+}
+
+/// `merge::sum` is applied system by system (and, for a large type on several workers, in
+/// parallel row ranges): after a panic every other value holds its old value plus the
+/// deltas of a prefix of the systems, and the error names the entity that panicked.
+#[test]
+fn a_panicking_sum_leaves_each_value_with_a_prefix_of_its_outputs() {
+    let n = 100_000;
+    for workers in [1, 2] {
+        let mut w = World::new();
+        w.register::<Acc>(merge::sum);
+        let ids: Vec<Entity> = (0..n).map(|i| w.spawn((Acc(i * 1000),))).collect();
+        let bad = ids[70_001];
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            for (e, _) in w.query::<(&Acc,)>() {
+                out.write::<Acc>(e, 1);
+            }
+        });
+        rt.add_system(move |w: &World, out: &mut Output| {
+            let first = w.resource::<Time>().frame == 0;
+            for (e, _) in w.query::<(&Acc,)>() {
+                out.write::<Acc>(e, if e == bad && first { 666 } else { 10 });
+            }
+        });
+        let err = rt.try_frame().unwrap_err();
+        assert!(
+            matches!(&err, FrameError::MergePanicked { target, message, .. }
+                if *target == MergeTarget::Entity(bad) && message == "bad delta"),
+            "{workers} workers: {err:?}"
+        );
+        for (i, &e) in ids.iter().enumerate() {
+            let old = i as i64 * 1000;
+            let v = rt.world().get::<Acc>(e).unwrap().0;
+            if e == bad {
+                assert_eq!(v, old + 1, "what the merge left: the first system's delta");
+            } else {
+                assert!(
+                    [old, old + 1, old + 11].contains(&v),
+                    "{workers} workers, #{i}: {v}"
+                );
+            }
+        }
+        // The next frame merges normally.
+        rt.frame();
+        assert_eq!(
+            rt.world().get::<Acc>(bad).unwrap().0,
+            70_001 * 1000 + 1 + 11
+        );
+    }
+}
+
+/// A merge that replaces whole columns, and panics doing it.
+struct ReplaceOrPanic;
+impl Merge<Pos> for ReplaceOrPanic {
+    fn merge(&self, v: &mut Pos, outs: &[Pos]) {
+        *v = *outs.last().unwrap();
+    }
+    const REPLACES_COLUMNS: bool = true;
+    fn replace_column(&self, _: &mut Vec<Pos>, _: &mut Vec<Pos>) -> bool {
+        panic!("no swapping today")
+    }
+}
+
+#[test]
+fn a_panicking_replace_column_names_the_column() {
+    let mut w = World::new();
+    w.register::<Pos>(ReplaceOrPanic);
+    w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    w.spawn((Pos(0.0),));
+    let first = w.spawn((Pos(1.0), Hp(0)));
+    w.spawn((Pos(2.0), Hp(0)));
+    let mut rt = Runtime::builder().workers(2).build(w);
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, _) in w.query_filtered::<(&Pos,), With<Hp>>() {
+            out.write::<Pos>(e, Pos(9.0));
+        }
+    });
+    let err = rt.try_frame().unwrap_err();
+    assert!(
+        matches!(&err, FrameError::MergePanicked { target, .. }
+            if *target == MergeTarget::Column { first }),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("whole column"), "{err}");
 }
 
 // Case 3: a restore that cannot complete changes nothing.

@@ -101,6 +101,12 @@ impl Storage {
         (self.tables.len(), self.entities.slots(), columns)
     }
 
+    /// The entity whose `id` value is at row `row` of column `col`, if there is one.
+    pub(crate) fn entity_at(&self, id: ComponentId, col: u32, row: u32) -> Option<Entity> {
+        let table = *self.tables_with[id.index()].get(col as usize)?;
+        self.tables.get(table).entities.get(row as usize).copied()
+    }
+
     /// Where `e`'s `id` value is: `(column, row)`, if `e` is alive and has one.
     #[inline]
     pub(crate) fn slot_of(&self, e: Entity, id: ComponentId) -> Option<(u32, u32)> {
