@@ -119,8 +119,12 @@ pub enum FrameError {
         /// The panic message.
         message: String,
     },
-    /// A component's `Drop` panicked while Sync released removed values. Every structural
-    /// change was applied; the frame counts as done.
+    /// A component's `Drop` panicked while Sync released removed values. The frame counts
+    /// as done: every merge and structural change was applied, and the removed and
+    /// replaced values are out of the world. Those of the type whose `Drop` panicked were
+    /// all dropped (the rest after the panicking one); those of later types (by id) and
+    /// of discarded hook commands, not reached, are dropped by the end of the next Sync
+    /// instead.
     DropPanicked {
         /// The panic message.
         message: String,
