@@ -169,9 +169,30 @@ pub(crate) struct Entities {
     /// overflow ids (the number of systems).
     lane_base: u32,
     lanes: u32,
+    /// What the last [`reserve_for_frame`](Self::reserve_for_frame) changed, so that a
+    /// frame whose Run failed can take it back. Not world state: never cloned, compared
+    /// or checksummed.
+    undo: ReserveUndo,
     /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
     #[cfg(test)]
     limit: Option<usize>,
+}
+
+/// What one [`Entities::reserve_for_frame`] changed, in the order it changed it: enough to
+/// undo it exactly ([`Entities::unreserve_frame`]). Kept across frames for its capacity.
+#[derive(Default)]
+struct ReserveUndo {
+    /// The slot count, reservation count and lanes before.
+    slots: usize,
+    reserved: usize,
+    lane_base: u32,
+    lanes: u32,
+    /// Per reservation kept or added: ids it took (positive: from the top of the free
+    /// list, else fresh slots) or gave back to the free list (negative).
+    deltas: Vec<isize>,
+    /// The blocks of systems that no longer exist, whose ids went to the free list first
+    /// (empty unless the system count shrank, e.g. after a restore).
+    dropped: Vec<Reservation>,
 }
 
 impl Clone for Entities {
@@ -191,6 +212,8 @@ impl Clone for Entities {
         self.reserved.clone_from(&src.reserved);
         self.lane_base = src.lane_base;
         self.lanes = src.lanes;
+        self.undo.deltas.clear();
+        self.undo.dropped.clear();
         #[cfg(test)]
         {
             self.limit = src.limit;
@@ -277,14 +300,28 @@ impl Entities {
     ///
     /// # Panics
     /// When the slot indices run out.
+    ///
+    /// [`unreserve_frame`](Self::unreserve_frame) takes it back.
     pub(crate) fn reserve_for_frame(&mut self, systems: usize) {
         let mut reserved = std::mem::take(&mut self.reserved);
-        for r in reserved.iter_mut().skip(systems) {
-            self.free.extend(r.ids.drain(..).rev());
+        let mut undo = std::mem::take(&mut self.undo);
+        undo.slots = self.slots.len();
+        undo.reserved = reserved.len();
+        undo.lane_base = self.lane_base;
+        undo.lanes = self.lanes;
+        undo.deltas.clear();
+        undo.dropped.clear();
+        if reserved.len() > systems {
+            // Rare (fewer systems than the reservations were made for): one allocation.
+            undo.dropped = reserved.split_off(systems);
+            for r in &undo.dropped {
+                self.free.extend(r.ids.iter().rev());
+            }
         }
         reserved.resize_with(systems, Reservation::default);
         for r in &mut reserved {
             let target = (2 * r.spawned_last as usize).max(MIN_RESERVE);
+            undo.deltas.push(target as isize - r.ids.len() as isize);
             while r.ids.len() > target {
                 let id = r.ids.pop().expect("longer than target");
                 self.free.push(id);
@@ -295,8 +332,41 @@ impl Entities {
             }
         }
         self.reserved = reserved;
+        self.undo = undo;
         self.lane_base = self.slots.len() as u32;
         self.lanes = systems as u32;
+    }
+
+    /// Undoes the last [`reserve_for_frame`](Self::reserve_for_frame), when nothing else
+    /// changed the allocator since (a frame whose Run failed: Run only reads the world):
+    /// every step in reverse, so slots, free list (order included), reservations and
+    /// lanes are exactly as before. Cost: O(ids moved), like the reservation itself.
+    pub(crate) fn unreserve_frame(&mut self) {
+        let undo = &mut self.undo;
+        for (r, &delta) in self.reserved.iter_mut().zip(&undo.deltas).rev() {
+            if delta > 0 {
+                // Taken from the top of the free list, or fresh slots (dropped below).
+                for _ in 0..delta {
+                    let id = r.ids.pop().expect("the ids this block took");
+                    if (id as usize) < undo.slots {
+                        self.free.push(id);
+                    }
+                }
+            } else {
+                for _ in 0..-delta {
+                    let id = self.free.pop().expect("the ids this block gave back");
+                    r.ids.push(id);
+                }
+            }
+        }
+        undo.deltas.clear();
+        self.reserved.truncate(undo.reserved);
+        let back: usize = undo.dropped.iter().map(|r| r.ids.len()).sum();
+        self.free.truncate(self.free.len() - back);
+        self.reserved.append(&mut undo.dropped);
+        self.slots.truncate(undo.slots);
+        self.lane_base = undo.lane_base;
+        self.lanes = undo.lanes;
     }
 
     /// The id of system `system`'s `k`-th spawn this frame (from 0): from its block, or
@@ -618,6 +688,56 @@ mod tests {
         let left: Vec<u32> = ents.free.iter().rev().copied().collect();
         assert_eq!(left, [top[0], top[2], top[4]], "order kept, used ids gone");
         assert!(ents.location(b[MIN_RESERVE + 1]).is_some());
+    }
+
+    /// The whole allocator state, for comparing two (the undo log is not state).
+    fn state(e: &Entities) -> String {
+        let mut h = crate::checksum::Checksummer::new();
+        e.checksum(&mut h);
+        format!(
+            "{} {:?} {:?} {} {} {}",
+            h.finish(),
+            e.free,
+            e.reserved,
+            e.slots.len(),
+            e.lane_base,
+            e.lanes
+        )
+    }
+
+    #[test]
+    fn unreserve_takes_a_reservation_back_exactly() {
+        let mut ents = Entities::default();
+        let live: Vec<Entity> = (0..40).map(|_| alive(&mut ents)).collect();
+        for &e in live.iter().step_by(3) {
+            ents.free(e);
+        }
+        // Frames with 3, then 5 systems (blocks added), bursts (blocks grown), then 2
+        // systems (blocks dropped), and idle frames (blocks shrunk): each reservation,
+        // undone, leaves the allocator as it was.
+        let plan: [(usize, &[usize]); 6] = [
+            (3, &[0, 2, 20]),
+            (5, &[1, 0, 40, 3, 17]),
+            (5, &[0, 0, 0, 0, 0]),
+            (2, &[5, 1]),
+            (4, &[0, 0, 0, 0]),
+            (1, &[0]),
+        ];
+        for (systems, spawns) in plan {
+            let before = state(&ents);
+            ents.reserve_for_frame(systems);
+            assert_ne!(state(&ents), before, "{systems} systems reserved something");
+            ents.unreserve_frame();
+            assert_eq!(state(&ents), before, "{systems} systems");
+            // Then the frame runs for real.
+            ents.reserve_for_frame(systems);
+            let spawned: Vec<Vec<Entity>> = spawns
+                .iter()
+                .enumerate()
+                .map(|(s, &n)| spawn_reserved(&mut ents, s, n))
+                .collect();
+            settle(&mut ents, &spawned);
+        }
     }
 
     #[test]

@@ -70,7 +70,7 @@ pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
-pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, SystemStats};
+pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
 pub use world::{Snapshot, SnapshotError, World};
 

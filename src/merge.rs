@@ -149,6 +149,24 @@ pub trait DefaultMerge: Component + Sized {
 /// closure or function. Implement it for your own type to give Sync more to work with
 /// (the two provided items below).
 ///
+/// # If a merge panics
+///
+/// A merge runs in place, on the stored value, and Sync keeps no copy of it: putting
+/// the old value back would need `C: Clone` and a copy of every merged value, every
+/// frame. So a panic (in the merge, or in user code it calls: an `AddAssign`, a
+/// `PartialOrd`, a key function, a `Clone`, a `Drop`) fails the frame with
+/// [`FrameError::MergePanicked`](crate::FrameError::MergePanicked), which names the type
+/// and the entity (or resource) whose merge panicked, and leaves:
+/// - that value as the panicking call left it: a merge that pushes each output into a
+///   `Vec` and panics on the third leaves the first two pushed;
+/// - each other value of the type merged with all of its outputs or none — or, for a
+///   merge that is [`ONE_AT_A_TIME`](Self::ONE_AT_A_TIME), possibly with those of the
+///   first systems only (Sync applies such merges system by system);
+/// - every other type, resource and structural command of the frame applied as usual.
+///
+/// A merge that must not leave a half-done value can build the new value aside and
+/// assign it last (`*value = new`), so that a panic leaves the old one.
+///
 /// ```
 /// use runsync::prelude::*;
 /// use runsync::merge::Merge;

@@ -26,18 +26,45 @@ use crate::world::{Snapshot, SnapshotError};
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Time {
-    /// Seconds per frame (the builder's fixed step).
+    /// Seconds per frame: the builder's fixed step (`1.0 / hz as f32` for
+    /// [`fixed_hz`](RuntimeBuilder::fixed_hz)).
     pub dt: f32,
     /// Frames completed so far; during Run, the index of the running frame.
     pub frame: u64,
 }
 
-/// Configures a [`Runtime`]: `Runtime::builder().workers(4).dt(1.0 / 60.0).build(world)`.
+/// Configures a [`Runtime`]: `Runtime::builder().workers(4).fixed_hz(60).build(world)`.
 #[derive(Clone, Debug)]
 pub struct RuntimeBuilder {
     workers: usize,
-    dt: f32,
+    step: Step,
     max_catch_up: u32,
+}
+
+/// The fixed step, as the builder was given it.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    /// [`RuntimeBuilder::fixed_hz`]: exactly `1 / hz` seconds.
+    Hz(u32),
+    /// [`RuntimeBuilder::dt`]: seconds.
+    Dt(f32),
+}
+
+impl Step {
+    /// [`Time::dt`].
+    fn dt(self) -> f32 {
+        match self {
+            Step::Hz(hz) => 1.0 / hz as f32,
+            Step::Dt(dt) => dt,
+        }
+    }
+
+    fn clock(self, max_catch_up: u32) -> FixedStep {
+        match self {
+            Step::Hz(hz) => FixedStep::from_hz(hz, max_catch_up),
+            Step::Dt(dt) => FixedStep::from_dt(dt, max_catch_up),
+        }
+    }
 }
 
 impl RuntimeBuilder {
@@ -49,7 +76,56 @@ impl RuntimeBuilder {
         self
     }
 
-    /// The fixed time step in seconds, published as [`Time::dt`]. Default `1.0 / 60.0`.
+    /// The fixed rate, in frames per second, counted exactly: a step is `1 / hz` s and
+    /// [`Runtime::advance`] runs `N` frames for `N / hz` s of elapsed time, however the
+    /// time is cut into calls, so a 60 Hz game never drifts from wall time. Publishes
+    /// [`Time::dt`] `= 1.0 / hz as f32`. The default is `fixed_hz(60)`; the later of
+    /// `fixed_hz` and [`dt`](Self::dt) wins.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runsync::prelude::*;
+    /// let mut rt = Runtime::builder().fixed_hz(60).build(World::new());
+    /// assert_eq!(rt.advance(Duration::from_secs(1) / 30).frames, 2);
+    /// for _ in 0..598 {
+    ///     let _ = rt.advance(Duration::from_secs(1) / 60); // 16,666,666 ns each
+    /// }
+    /// assert_eq!(rt.frame_count(), 600);
+    /// assert_eq!(rt.world().resource::<Time>().dt, 1.0 / 60.0);
+    /// ```
+    ///
+    /// Exactly what holds: elapsed times are whole nanoseconds, steps need not be, so
+    /// time is counted in units of `1 / hz` ns (a step is 10⁹ units) and nothing is
+    /// rounded as it accumulates. Then:
+    /// - an elapsed time less than 1 ns from a whole number of steps counts as exactly
+    ///   that many steps: a frame time rounded to the nanosecond either way
+    ///   (`Duration::from_secs(1) / 60`, `Duration::from_secs_f64(1.0 / 60.0)`) is one
+    ///   step, however many are added up;
+    /// - a step is paid once less than 1 ns of it is missing (taken from the next step,
+    ///   never lost): elapsed times adding up to `N / hz` s rounded to the nanosecond
+    ///   either way run `N` frames, e.g. 10 ms then 23,333,333 ns at 60 Hz run 2;
+    /// - other times count to the nanosecond, as a clock measures them. Differences of one
+    ///   [`Instant`] add up exactly; adding up durations that were each rounded and are
+    ///   not whole steps (1/120 s per call at 60 Hz) can lose up to 1 ns per call.
+    ///
+    /// # Panics
+    /// If `hz` is 0.
+    #[track_caller]
+    pub fn fixed_hz(mut self, hz: u32) -> Self {
+        assert!(
+            hz > 0,
+            "runsync: fixed_hz needs at least one frame per second"
+        );
+        self.step = Step::Hz(hz);
+        self
+    }
+
+    /// The fixed time step in seconds, published as [`Time::dt`]. For a rate, prefer
+    /// [`fixed_hz`](Self::fixed_hz): the step that [`Runtime::advance`] counts is `dt`
+    /// rounded to the nanosecond (`Duration::from_secs_f32(dt)`), so `dt(1.0 / 60.0)` is
+    /// 16,666,668 ns, 80 ppb slower than 60 Hz: `advance` of 1/30 s runs one frame, with
+    /// `alpha` 0.9999998. Steps that are whole nanoseconds as `f32` (`1.0 / 64.0`) are
+    /// exact.
     ///
     /// # Panics
     /// If `dt` is not finite or is negative.
@@ -59,7 +135,7 @@ impl RuntimeBuilder {
             dt.is_finite() && dt >= 0.0,
             "runsync: dt must be a finite, non-negative number of seconds, got {dt}"
         );
-        self.dt = dt;
+        self.step = Step::Dt(dt);
         self
     }
 
@@ -83,15 +159,16 @@ impl RuntimeBuilder {
     /// Builds the runtime around `world`, starting its worker threads.
     pub fn build(self, mut world: World) -> Runtime {
         let frame = world.get_resource::<Time>().map_or(0, |t| t.frame);
-        world.insert_resource(Time { dt: self.dt, frame });
+        let dt = self.step.dt();
+        world.insert_resource(Time { dt, frame });
         Runtime {
             world,
             pool: Pool::new(self.workers),
             systems: Vec::new(),
             stats: FrameStats::default(),
-            dt: self.dt,
+            dt,
             frame,
-            clock: FixedStep::new(self.dt, self.max_catch_up),
+            clock: self.step.clock(self.max_catch_up),
             sync_scratch: Default::default(),
             watches: Watches::default(),
         }
@@ -167,11 +244,13 @@ impl fmt::Debug for Runtime {
 }
 
 impl Runtime {
-    /// A builder with the defaults: one worker per core, `dt = 1/60`.
+    /// A builder with the defaults: one worker per core, exactly 60 Hz
+    /// ([`fixed_hz(60)`](RuntimeBuilder::fixed_hz), [`Time::dt`] `= 1.0 / 60.0`), at most
+    /// 5 catch-up frames per [`advance`](Self::advance).
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder {
             workers: 0,
-            dt: 1.0 / 60.0,
+            step: Step::Hz(60),
             max_catch_up: 5,
         }
     }
@@ -301,6 +380,8 @@ impl Runtime {
 
         if let Err(p) = run {
             crate::sync::discard(&mut self.systems);
+            // The reservations are world state (snapshots, checksums): take them back.
+            self.world.storage_mut().entities.unreserve_frame();
             self.stats.sync = Duration::ZERO;
             self.stats.merged = 0;
             self.stats.dropped = 0;
@@ -337,8 +418,13 @@ impl Runtime {
         if let Some(t) = self.world.get_resource_mut::<Time>() {
             t.frame = self.frame;
         }
-        if let Some((component, message)) = report.merge_panic {
-            return Err(self.frame_failed(FrameError::MergePanicked { component, message }));
+        if let Some((component, target, message)) = report.merge_panic {
+            let error = FrameError::MergePanicked {
+                component,
+                target,
+                message,
+            };
+            return Err(self.frame_failed(error));
         }
         if let Some((component, hook, message)) = report.hook_panic {
             let error = FrameError::HookPanicked {
@@ -420,7 +506,7 @@ impl Runtime {
     /// use std::time::Duration;
     /// use runsync::prelude::*;
     ///
-    /// let mut rt = Runtime::builder().dt(1.0 / 60.0).build(World::new());
+    /// let mut rt = Runtime::builder().fixed_hz(60).build(World::new());
     /// // A game loop, with a fake clock: three display frames of 25 ms.
     /// let mut simulated = 0;
     /// for _ in 0..3 {
@@ -435,8 +521,10 @@ impl Runtime {
     /// ```
     ///
     /// # Panics
-    /// If a frame fails (see [`frame`](Self::frame); use [`try_advance`](Self::try_advance)
-    /// to handle it), or if the fixed step is zero.
+    /// If a frame fails, with the [`FrameError`]'s message (see [`frame`](Self::frame)),
+    /// after leaving the world and the accumulated time as
+    /// [`try_advance`](Self::try_advance) describes (use it to handle failures without
+    /// unwinding); or if the fixed step is zero (`dt(0.0)`).
     #[track_caller]
     pub fn advance(&mut self, elapsed: Duration) -> Advance {
         match self.try_advance(elapsed) {
@@ -445,17 +533,35 @@ impl Runtime {
         }
     }
 
-    /// [`advance`](Self::advance), reporting a failed frame instead of panicking. Frames
-    /// after a failed one are not run this call; their time stays accumulated.
+    /// [`advance`](Self::advance), reporting a failed frame instead of panicking.
+    ///
+    /// # Errors
+    /// The first failed frame's [`FrameError`]; the call stops there. It leaves:
+    /// - the frames before it run, and their time charged;
+    /// - the failed frame's step charged exactly once if the frame counts as done (every
+    ///   failure but [`FrameError::SystemPanicked`]: the frame counter advanced, the world
+    ///   holds what the error describes), so no later call simulates that time again;
+    /// - after [`FrameError::SystemPanicked`], nothing charged for that frame: the world
+    ///   and the frame counter are as before it, and the next call runs it again;
+    /// - the time of the frames after it accumulated, for the next call to run (up to
+    ///   [`max_catch_up`](RuntimeBuilder::max_catch_up) per call, as always);
+    /// - time beyond the catch-up cap dropped as in a call that succeeds, unreported
+    ///   (there is no [`Advance`] to report it in).
     ///
     /// # Panics
-    /// If the fixed step is zero.
+    /// If the fixed step is zero (`dt(0.0)`).
     #[track_caller]
     pub fn try_advance(&mut self, elapsed: Duration) -> Result<Advance, FrameError> {
         let (due, dropped) = self.clock.add(elapsed);
         for _ in 0..due {
-            self.try_frame()?;
-            self.clock.ran();
+            let counted = self.frame;
+            let result = self.try_frame();
+            // A frame that counts as done (the counter moved: every failure but a
+            // system's panic) has simulated its step, failed or not: charge it once.
+            if self.frame != counted {
+                self.clock.ran();
+            }
+            result?;
         }
         Ok(Advance {
             frames: due,
@@ -517,10 +623,22 @@ impl Runtime {
     /// is the one after the snapshot's.
     ///
     /// # Panics
-    /// As [`World::restore`].
+    /// As [`World::restore`]; the runtime is then left as it was.
     #[track_caller]
     pub fn restore(&mut self, snapshot: &RuntimeSnapshot) {
-        self.world.restore(&snapshot.world);
+        if let Err(e) = self.try_restore(snapshot) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`restore`](Self::restore), reporting a snapshot that cannot be restored here
+    /// instead of panicking.
+    ///
+    /// # Errors
+    /// As [`World::try_restore`]: the world, the frame counter and [`Time`] are then left
+    /// as they were.
+    pub fn try_restore(&mut self, snapshot: &RuntimeSnapshot) -> Result<(), SnapshotError> {
+        self.world.try_restore(&snapshot.world)?;
         self.frame = snapshot.frame;
         match (snapshot.time, self.world.get_resource_mut::<Time>()) {
             (Some(t), Some(now)) => *now = t,
@@ -529,6 +647,7 @@ impl Runtime {
                 self.world.remove_resource::<Time>();
             }
         }
+        Ok(())
     }
 
     /// Starts recording write provenance for `e` from the next frame on: which systems

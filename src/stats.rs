@@ -5,6 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use crate::entity::Entity;
 use crate::system::id::SystemId;
 
 /// Per-system figures of the last frame.
@@ -72,11 +73,20 @@ pub struct MemoryStats {
 pub const MAX_HOOK_ROUNDS: u32 = 16;
 
 /// Why a frame failed. See [`Runtime::try_frame`](crate::Runtime::try_frame).
+///
+/// Each variant says what the failed frame left. A frame that *counts as done* (every
+/// variant but [`SystemPanicked`](Self::SystemPanicked)) advanced the frame counter and
+/// [`Time::frame`](crate::Time::frame), and [`Runtime::try_advance`](crate::Runtime::try_advance)
+/// charged its fixed step exactly once; the next frame is the one after it.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum FrameError {
     /// A system panicked during Run. The frame's outputs were discarded: the world is
-    /// exactly as before the frame, and the frame counter did not advance.
+    /// exactly as before the frame (ids reserved for the frame's spawns are taken back, so
+    /// snapshots, [`checksum`](crate::World::checksum) and
+    /// [`first_difference`](crate::World::first_difference) see no change), the frame
+    /// counter did not advance, and [`Runtime::try_advance`](crate::Runtime::try_advance)
+    /// does not charge the frame's time.
     SystemPanicked {
         /// The system (the lowest id, if several panicked).
         system: SystemId,
@@ -85,17 +95,41 @@ pub enum FrameError {
         /// The panic message.
         message: String,
     },
-    /// A merge function panicked during Sync. Other component types merged normally and
-    /// structural commands were applied; values of this type may be partly merged (each
-    /// entity holds either its old or its merged value). The frame counts as done.
+    /// A merge function panicked during Sync: a component type's, or a resource's
+    /// ([`World::register_resource`](crate::World::register_resource)). The frame counts
+    /// as done: every other component type and resource merged normally, and the
+    /// structural commands were applied. Of the type whose merge panicked:
+    /// - the value named by `target` holds whatever the panicking call left in it: merges
+    ///   run in place on the stored value, and Sync keeps no copy to put back (that would
+    ///   need `Clone` and a copy of every merged value, every frame). A merge that pushes
+    ///   outputs into a `Vec` and panics on the third leaves the first two pushed;
+    /// - every other value holds its old value merged with a prefix of its outputs (in
+    ///   merge order): all of them or none — or, for a merge that takes its outputs one at
+    ///   a time ([`Merge::ONE_AT_A_TIME`](crate::Merge::ONE_AT_A_TIME): `merge::sum`,
+    ///   `merge::last`), which Sync applies system by system, possibly those of the first
+    ///   systems only. Which values were merged follows Sync's merge order, which for a
+    ///   large type merged in parallel row ranges depends on the worker count (a failed
+    ///   frame is outside the determinism promise); in those ranges, merges of several
+    ///   values may have panicked, and `target` names the first range's;
+    /// - every value that had outputs is marked [`Changed`](crate::Changed), merged or not.
+    ///
+    /// To keep state safe from a merge that may panic, snapshot before the frame
+    /// ([`Runtime::snapshot_into`](crate::Runtime::snapshot_into)) and restore on error.
     MergePanicked {
-        /// The component type whose merge panicked (the lowest id, if several).
+        /// The type whose merge panicked: a component type (the lowest id, if several),
+        /// else a resource type (the first registered).
         component: &'static str,
+        /// The value the panicking merge call was merging into.
+        target: MergeTarget,
         /// The panic message.
         message: String,
     },
-    /// A component's `Drop` panicked while Sync released removed values. Every structural
-    /// change was applied; the frame counts as done.
+    /// A component's `Drop` panicked while Sync released removed values. The frame counts
+    /// as done: every merge and structural change was applied, and the removed and
+    /// replaced values are out of the world. Those of the type whose `Drop` panicked were
+    /// all dropped (the rest after the panicking one); those of later types (by id) and
+    /// of discarded hook commands, not reached, are dropped by the end of the next Sync
+    /// instead.
     DropPanicked {
         /// The panic message.
         message: String,
@@ -132,10 +166,26 @@ impl fmt::Display for FrameError {
                 "system `{name}` ({system:?}) panicked during Run: {message}; \
                  the frame's outputs were discarded and the world is unchanged"
             ),
-            FrameError::MergePanicked { component, message } => write!(
+            FrameError::MergePanicked {
+                component,
+                target: MergeTarget::Resource,
+                message,
+            } => write!(
                 f,
-                "the merge function of component `{component}` panicked during Sync: \
-                 {message}; some `{component}` values may not have been merged this frame"
+                "the merge function of resource `{component}` panicked during Sync: \
+                 {message}; the resource holds whatever the merge left, everything else \
+                 was merged and applied"
+            ),
+            FrameError::MergePanicked {
+                component,
+                target,
+                message,
+            } => write!(
+                f,
+                "the merge function of component `{component}` panicked during Sync on \
+                 {target}: {message}; that value holds whatever the merge left, other \
+                 `{component}` values may not have been merged this frame, everything else \
+                 was merged and applied"
             ),
             FrameError::DropPanicked { message } => {
                 write!(f, "a component's Drop panicked during Sync: {message}")
@@ -161,3 +211,33 @@ impl fmt::Display for FrameError {
 }
 
 impl std::error::Error for FrameError {}
+
+/// What a panicking merge was merging into: see [`FrameError::MergePanicked`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum MergeTarget {
+    /// This entity's component: the merge call for it panicked.
+    Entity(Entity),
+    /// The component of every entity in one table: a custom
+    /// [`Merge::replace_column`](crate::Merge::replace_column) panicked while replacing
+    /// the table's whole column, which holds whatever it left. `first` is the entity in
+    /// the table's first row.
+    Column {
+        /// The entity in the first row of the table.
+        first: Entity,
+    },
+    /// The resource of that type (its one merge call of the frame panicked).
+    Resource,
+}
+
+impl fmt::Display for MergeTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MergeTarget::Entity(e) => write!(f, "entity {e}"),
+            MergeTarget::Column { first } => {
+                write!(f, "the whole column of the table of entity {first}")
+            }
+            MergeTarget::Resource => f.write_str("the resource"),
+        }
+    }
+}

@@ -147,8 +147,13 @@ fn a_panicking_resource_merge_is_reported() {
     let mut rt = Runtime::builder().workers(1).build(w);
     rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Bad>(()));
     match rt.try_frame() {
-        Err(FrameError::MergePanicked { component, message }) => {
+        Err(FrameError::MergePanicked {
+            component,
+            target,
+            message,
+        }) => {
             assert!(component.ends_with("Bad"), "{component}");
+            assert_eq!(target, runsync::MergeTarget::Resource);
             assert_eq!(message, "resource merge failed");
         }
         other => panic!("expected a merge panic, got {other:?}"),

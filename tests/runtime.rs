@@ -281,8 +281,9 @@ fn a_panicking_merge_is_reported_and_other_types_still_merge() {
     });
     let err = rt.try_frame().unwrap_err();
     assert!(
-        matches!(&err, FrameError::MergePanicked { component, message }
-            if component.ends_with("Fragile") && message == "unlucky"),
+        matches!(&err, FrameError::MergePanicked { component, target, message }
+            if component.ends_with("Fragile") && message == "unlucky"
+                && *target == runsync::MergeTarget::Entity(e)),
         "{err:?}"
     );
     assert_eq!(rt.world().get::<Hp>(e), Some(&Hp(1)));

@@ -22,7 +22,7 @@ use crate::output::{ErasedBuf, OutBuf};
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 
-pub(crate) use paths::Scratch;
+pub(crate) use paths::{FailedAt, Scratch};
 
 /// Outputs folded in and dropped by one type's fold.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,6 +46,8 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     /// The `Debug` formatter of `C::Output`, for write provenance; set by
     /// [`World::debugging`](crate::World::debugging).
     show_output: Option<DebugFn<C::Output>>,
+    /// Where the last fold's merge panicked, if it did.
+    failed: Option<FailedAt>,
 }
 
 impl<C: Component, M: Merge<C>> Fold<C, M> {
@@ -58,6 +60,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             scratch: Scratch::default(),
             zone: Default::default(),
             show_output: None,
+            failed: None,
         }
     }
 }
@@ -72,8 +75,11 @@ pub(crate) trait AnyFold: Send + Sync {
     /// Sync lends them for the fold step, then takes them back.
     fn swap_columns(&mut self, storage: &mut dyn AnyColumns);
     /// Folds the inbox into the lent columns. Large types fold in parallel parts on
-    /// `pool`.
+    /// `pool`. If the merge panics, the panic goes on; [`failed_at`](Self::failed_at)
+    /// then says where.
     fn fold(&mut self, pool: &Pool) -> FoldCounts;
+    /// Where the last [`fold`](Self::fold)'s merge panicked (`None` if it did not).
+    fn failed_at(&self) -> Option<FailedAt>;
     /// Hands every buffer back, emptied (capacity kept), with its system index.
     fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf));
     /// Bytes of scratch kept across frames.
@@ -117,7 +123,12 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             &mut self.inbox,
             &mut self.scratch,
             pool,
+            &mut self.failed,
         )
+    }
+
+    fn failed_at(&self) -> Option<FailedAt> {
+        self.failed
     }
 
     fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf)) {

@@ -205,8 +205,11 @@ pub(crate) trait AnyColumns: Send + Sync {
     /// Copies the columns into `into` (a `Vec<Vec<C>>`, reused if it is one), or returns
     /// `false` if the type was not opted into snapshots.
     fn save(&self, into: &mut Option<Box<dyn Any + Send + Sync>>) -> bool;
+    /// Whether the type was opted into snapshots, so that [`load`](Self::load) can copy.
+    fn can_load(&self) -> bool;
     /// Replaces the columns with a copy of `from` (made by [`save`](Self::save)), reusing
-    /// their vectors. The number of columns must already match.
+    /// their vectors. The number of columns must already match, and
+    /// [`can_load`](Self::can_load) must hold (checked before a restore changes anything).
     fn load(&mut self, from: &(dyn Any + Send + Sync));
     /// Drops columns `n..` (their tables are gone).
     fn truncate_columns(&mut self, n: usize);
@@ -341,6 +344,10 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         true
     }
 
+    fn can_load(&self) -> bool {
+        self.ops.clone.is_some()
+    }
+
     fn load(&mut self, from: &(dyn Any + Send + Sync)) {
         let (src, marks) = from
             .downcast_ref::<Saved<C>>()
@@ -348,7 +355,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         let clone = self
             .ops
             .clone
-            .expect("a type saved in a snapshot is snapshot-able");
+            .expect("restore checks `can_load` before changing anything");
         debug_assert_eq!(self.columns.len(), src.len(), "tables restored first");
         debug_assert!(self.staged.is_none());
         self.graveyard.clear();

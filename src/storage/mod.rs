@@ -32,7 +32,7 @@ use std::any::type_name;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
-pub(crate) use snapshot::StorageSnapshot;
+pub(crate) use snapshot::{LoadError, StorageSnapshot};
 pub(crate) use table::{TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
@@ -103,6 +103,12 @@ impl Storage {
                 .sum::<usize>()
                 * std::mem::size_of::<Entity>();
         (self.tables.len(), self.entities.slots(), columns)
+    }
+
+    /// The entity whose `id` value is at row `row` of column `col`, if there is one.
+    pub(crate) fn entity_at(&self, id: ComponentId, col: u32, row: u32) -> Option<Entity> {
+        let table = *self.tables_with[id.index()].get(col as usize)?;
+        self.tables.get(table).entities.get(row as usize).copied()
     }
 
     /// Where `e`'s `id` value is: `(column, row)`, if `e` is alive and has one.

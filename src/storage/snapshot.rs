@@ -29,6 +29,18 @@ pub(crate) struct StorageSnapshot {
     columns: Vec<Option<Box<dyn Any + Send + Sync>>>,
 }
 
+/// Why [`Storage::load`] changed nothing.
+#[derive(Debug)]
+pub(crate) enum LoadError {
+    /// The storage registers other types than the snapshot (names by id, each side).
+    OtherTypes {
+        snapshot: Vec<&'static str>,
+        storage: Vec<&'static str>,
+    },
+    /// This type is not opted into snapshots here (or the snapshot lacks its columns).
+    NotSnapshotting(ComponentId),
+}
+
 impl StorageSnapshot {
     /// Number of live entities in the snapshot.
     pub(crate) fn len(&self) -> usize {
@@ -69,12 +81,9 @@ impl Storage {
         Ok(())
     }
 
-    /// Makes this storage equal to `from` (see the module docs).
-    ///
-    /// # Panics
-    /// If this storage's registered types are not `from`'s, in the same order.
-    #[track_caller]
-    pub(crate) fn load(&mut self, from: &StorageSnapshot) {
+    /// Makes this storage equal to `from` (see the module docs), or, if it cannot, says
+    /// why and changes nothing: every check comes before the first change.
+    pub(crate) fn load(&mut self, from: &StorageSnapshot) -> Result<(), LoadError> {
         let same_types = from.types.len() == self.registry.len()
             && from
                 .types
@@ -82,18 +91,17 @@ impl Storage {
                 .enumerate()
                 .all(|(i, &(t, _))| self.registry.info(ComponentId(i as u32)).type_id == t);
         if !same_types {
-            let names = |v: Vec<&str>| v.join(", ");
-            panic!(
-                "runsync: restore into a world with other component types: the snapshot has \
-                 [{}], the world [{}]; register the same types in the same order before \
-                 restoring",
-                names(from.types.iter().map(|t| t.1).collect()),
-                names(
-                    (0..self.registry.len())
-                        .map(|i| self.registry.info(ComponentId(i as u32)).name)
-                        .collect()
-                )
-            );
+            return Err(LoadError::OtherTypes {
+                snapshot: from.types.iter().map(|t| t.1).collect(),
+                storage: (0..self.registry.len())
+                    .map(|i| self.registry.info(ComponentId(i as u32)).name)
+                    .collect(),
+            });
+        }
+        let saved = |i: usize| from.columns.get(i).is_some_and(Option::is_some);
+        if let Some(i) = (0..self.columns.len()).find(|&i| !self.columns[i].can_load() || !saved(i))
+        {
+            return Err(LoadError::NotSnapshotting(ComponentId(i as u32)));
         }
         self.restore_tables(from);
         for (t, (_, entities)) in from.tables.iter().enumerate() {
@@ -102,8 +110,9 @@ impl Storage {
         self.entities.clone_from(&from.entities);
         for (c, saved) in self.columns.iter_mut().zip(&from.columns) {
             c.flush_graveyard();
-            c.load(&**saved.as_ref().expect("a snapshot saves every type"));
+            c.load(&**saved.as_ref().expect("checked above"));
         }
+        Ok(())
     }
 
     /// Makes the table list (and the match cache, and each type's column count) equal to

@@ -33,8 +33,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::commands::{CommandReport, CommandScratch, apply_list};
 use crate::component::ComponentId;
+use crate::fold::FailedAt;
 use crate::pool::Pool;
 use crate::provenance::Watches;
+use crate::stats::MergeTarget;
 use crate::system::SystemSlot;
 use crate::world::World;
 
@@ -53,8 +55,9 @@ pub(crate) struct SyncReport {
     pub(crate) dropped: u64,
     /// What applying structural commands did.
     pub(crate) commands: CommandReport,
-    /// The first component type (by id) whose merge panicked, with the message.
-    pub(crate) merge_panic: Option<(&'static str, String)>,
+    /// The first component type (by id), else the first resource, whose merge panicked:
+    /// its name, what it was merging into, the message.
+    pub(crate) merge_panic: Option<(&'static str, MergeTarget, String)>,
     /// A component's `Drop` panicked while removed values were released.
     pub(crate) drop_panic: Option<String>,
     /// The first hook that panicked: component type, hook kind, message.
@@ -151,8 +154,20 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     report.merged = merged.into_inner();
     report.dropped = dropped.into_inner();
     if let Err(p) = result {
-        let name = storage.type_name(ComponentId(p.index as u32));
-        report.merge_panic = Some((name, p.message()));
+        let id = ComponentId(p.index as u32);
+        // Where the merge was, as an entity (the columns are back in the storage, and no
+        // table changed since Run).
+        let target = match folds[p.index].failed_at() {
+            Some(FailedAt::Row { col, row }) => {
+                storage.entity_at(id, col, row).map(MergeTarget::Entity)
+            }
+            Some(FailedAt::Column(col)) => storage
+                .entity_at(id, col, 0)
+                .map(|first| MergeTarget::Column { first }),
+            None => None,
+        };
+        let target = target.expect("a merge that panicked was merging into a stored value");
+        report.merge_panic = Some((storage.type_name(id), target, p.message()));
     }
 }
 
@@ -169,7 +184,9 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
         report.merged += c.merged;
         report.dropped += c.dropped;
         if report.merge_panic.is_none() {
-            report.merge_panic = c.panic;
+            report.merge_panic = c
+                .panic
+                .map(|(name, msg)| (name, MergeTarget::Resource, msg));
         }
     }
 }

@@ -35,7 +35,7 @@ use std::fmt;
 
 use crate::component::Component;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
-use crate::storage::StorageSnapshot;
+use crate::storage::{LoadError, StorageSnapshot};
 use crate::world::World;
 
 /// A copy of a world's entities, components and opted-in resources, made by
@@ -90,7 +90,9 @@ impl Snapshot {
     }
 }
 
-/// Why a world could not be snapshot.
+/// Why a world could not be snapshot ([`World::snapshot`]) or restored
+/// ([`World::try_restore`]). Neither changes anything when it fails: a failed snapshot
+/// changes no world, a failed restore leaves the world as it was.
 ///
 /// ```
 /// # use runsync::prelude::*;
@@ -105,11 +107,20 @@ impl Snapshot {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SnapshotError {
-    /// A registered component type was not opted in with
-    /// [`World::snapshotting`]; `type_name` names it.
+    /// A registered component type was not opted in with [`World::snapshotting`] in the
+    /// world being snapshot, or in the world being restored into; `type_name` names it
+    /// (the first by registration order).
     NotSnapshotting {
         /// The type's name (`std::any::type_name`).
         type_name: &'static str,
+    },
+    /// A restore into a world that registers other component types than the snapshot's
+    /// world, or the same in another order.
+    OtherTypes {
+        /// The snapshot's component types, by registration order.
+        snapshot: Vec<&'static str>,
+        /// The world's component types, by registration order.
+        world: Vec<&'static str>,
     },
 }
 
@@ -120,11 +131,19 @@ impl fmt::Display for SnapshotError {
                 let short = type_name.rsplit("::").next().unwrap_or(type_name);
                 write!(
                     f,
-                    "runsync: component type `{type_name}` cannot be snapshot: it was not \
-                     opted in; derive or implement `Clone` for it and call \
+                    "runsync: component type `{type_name}` cannot be snapshot or restored: \
+                     it was not opted in; derive or implement `Clone` for it and call \
                      `world.snapshotting::<{short}>()` after registering it"
                 )
             }
+            SnapshotError::OtherTypes { snapshot, world } => write!(
+                f,
+                "runsync: restore into a world with other component types: the snapshot \
+                 has [{}], the world [{}]; register the same types in the same order before \
+                 restoring",
+                snapshot.join(", "),
+                world.join(", ")
+            ),
         }
     }
 }
@@ -298,10 +317,54 @@ impl World {
     /// ```
     ///
     /// # Panics
-    /// If this world's registered component types differ from the snapshot's.
+    /// If [`try_restore`](Self::try_restore) fails, with its error's message: this
+    /// world's registered component types differ from the snapshot's, or one is not opted
+    /// in with [`snapshotting`](Self::snapshotting). The world is then left as it was.
     #[track_caller]
     pub fn restore(&mut self, snapshot: &Snapshot) {
-        self.storage.load(&snapshot.storage);
+        if let Err(e) = self.try_restore(snapshot) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`restore`](Self::restore), reporting a snapshot that cannot be restored here
+    /// instead of panicking.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # use runsync::SnapshotError;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// let mut a = World::new();
+    /// a.register::<Pos>(merge::last);
+    /// a.snapshotting::<Pos>();
+    /// a.spawn((Pos(1.0),));
+    /// let saved = a.snapshot().unwrap();
+    ///
+    /// let mut b = World::new();
+    /// b.register::<Pos>(merge::last); // not opted into snapshots
+    /// let e = b.spawn((Pos(2.0),));
+    /// let err = b.try_restore(&saved).unwrap_err();
+    /// assert!(matches!(err, SnapshotError::NotSnapshotting { .. }));
+    /// assert_eq!(b.get::<Pos>(e), Some(&Pos(2.0)), "untouched");
+    /// ```
+    ///
+    /// # Errors
+    /// Checked before anything changes, so on an error the world is exactly as it was:
+    /// - [`SnapshotError::OtherTypes`]: this world registers other component types than
+    ///   the snapshot's (the same types, in the same order, are needed);
+    /// - [`SnapshotError::NotSnapshotting`]: a component type of this world is not opted
+    ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns).
+    pub fn try_restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        self.storage.load(&snapshot.storage).map_err(|e| match e {
+            LoadError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
+                snapshot,
+                world: storage,
+            },
+            LoadError::NotSnapshotting(id) => SnapshotError::NotSnapshotting {
+                type_name: self.storage.type_name(id),
+            },
+        })?;
         for saved in &snapshot.resources {
             let value = if saved.present {
                 saved.value.as_deref()
@@ -310,5 +373,6 @@ impl World {
             };
             (saved.load)(&mut self.resources, value);
         }
+        Ok(())
     }
 }

@@ -42,7 +42,7 @@ pub fn build(config: ArenaConfig) -> Runtime {
     runsync_systems::register(&mut world);
     let mut rt = Runtime::builder()
         .workers(config.workers)
-        .dt(1.0 / 60.0)
+        .fixed_hz(60)
         .build(world);
 
     let per_team = config.agents / usize::from(TEAMS);
