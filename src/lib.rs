@@ -51,7 +51,6 @@ mod bundle;
 mod fold;
 mod hooks;
 mod query;
-mod query_mut;
 mod resource;
 mod snapshot;
 mod world;
@@ -73,8 +72,9 @@ pub use hooks::{Commands, MAX_HOOK_ROUNDS};
 pub use merge::Merge;
 pub use output::{Output, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
-pub use query::{Added, Changed, QueryData, QueryFiltered, QueryIter, With, Without};
-pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
+pub use query::{
+    Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, With, Without,
+};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.

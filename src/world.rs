@@ -10,11 +10,10 @@ use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
 use crate::hooks::{Commands, Hooks, Kind};
 use crate::merge::Merge;
-use crate::query::{QueryData, QueryFiltered, QueryIter};
-use crate::query_mut::{QueryMut, QueryMutIter};
+use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceFold};
 use crate::stats::FrameError;
-use crate::storage::{Storage, TableId, registered_twice};
+use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
 ///
@@ -592,9 +591,7 @@ impl World {
     /// If a type in `Q` is not registered, or a type that is read or written appears twice.
     #[track_caller]
     pub fn query_mut<Q: QueryMut>(&mut self) -> QueryMutIter<'_, Q> {
-        let plan = QueryMutIter::<Q>::plan(self);
-        let (columns, tables, tables_with) = self.storage.split_columns();
-        QueryMutIter::new(plan, columns, tables, tables_with)
+        QueryMutIter::new(self)
     }
 
     /// Lets systems write resource `R` with [`Output::write_resource`], folded in Sync by
@@ -733,13 +730,8 @@ impl World {
     }
 
     #[inline]
-    pub(crate) fn table_len(&self, t: TableId) -> usize {
-        self.storage.tables.get(t).len()
-    }
-
-    #[inline]
-    pub(crate) fn table_entities(&self, t: TableId) -> &[Entity] {
-        &self.storage.tables.get(t).entities
+    pub(crate) fn storage(&self) -> &Storage {
+        &self.storage
     }
 
     /// Spawns `n` entities for rows already appended (see [`Bundle::spawn_batch`]).
