@@ -67,6 +67,113 @@ mod tests {
         type Output = Many<N>;
     }
 
+    type P = Many<0>;
+    type V = Many<1>;
+    type T = Many<2>;
+
+    /// Tables `(P, V)`, `(P,)`, `(P, V, T)`, `(V,)` with holes from despawns and moves.
+    fn mixed() -> World {
+        let mut w = World::new();
+        w.register::<P>(merge::last);
+        w.register::<V>(merge::last);
+        w.register::<T>(merge::last);
+        let mut es = Vec::new();
+        for i in 0..120 {
+            es.push(match i % 4 {
+                0 => w.spawn((Many::<0>(i), Many::<1>(i))),
+                1 => w.spawn((Many::<0>(i),)),
+                2 => w.spawn((Many::<0>(i), Many::<1>(i), Many::<2>(i))),
+                _ => w.spawn((Many::<1>(i),)),
+            });
+        }
+        for e in es.iter().step_by(7) {
+            w.despawn(*e);
+        }
+        w.insert(es[5], Many::<2>(0));
+        w.remove::<V>(es[10]);
+        w
+    }
+
+    /// `query_mut` visits what `query` visits, in the same order, through `next` and
+    /// `fold`, with required and optional writes.
+    #[test]
+    fn query_mut_walks_like_query() {
+        let mut w = mixed();
+        let seen: Vec<(Entity, u32, Option<u32>)> = w
+            .query::<(&P, Option<&V>)>()
+            .map(|(e, (p, v))| (e, p.0, v.map(|v| v.0)))
+            .collect();
+        let mut walked = Vec::new();
+        for (e, (p, v)) in w.query_mut::<(&mut P, Option<&mut V>)>() {
+            walked.push((e, p.0, v.as_ref().map(|v| v.0)));
+            p.0 += 1000;
+            if let Some(v) = v {
+                v.0 += 2000;
+            }
+        }
+        assert_eq!(walked, seen);
+        let folded = w
+            .query_mut::<(&mut P, Without<T>)>()
+            .fold(0, |n, (_, (p, ()))| {
+                p.0 += 1000;
+                n + 1
+            });
+        assert_eq!(folded, w.query::<(&P, Without<T>)>().count());
+        for (e, p, v) in seen {
+            let bump = if w.get::<T>(e).is_some() { 1000 } else { 2000 };
+            assert_eq!(w.get::<P>(e), Some(&Many(p + bump)));
+            assert_eq!(w.get::<V>(e).map(|v| v.0), v.map(|v| v + 2000));
+        }
+    }
+
+    /// Row filters in `query_mut`, before or after a write of the same type, skip the
+    /// unmarked rows of every element (a `&mut` column walked with gaps).
+    #[test]
+    fn query_mut_filters_rows() {
+        let w = mixed();
+        let written: Vec<Entity> = w.query::<(&P,)>().map(|(e, _)| e).step_by(3).collect();
+        let mut rt = Runtime::builder().build(w);
+        let targets = written.clone();
+        let mut once = true;
+        rt.add_system(move |_: &World, out: &mut Output| {
+            if std::mem::take(&mut once) {
+                for &e in &targets {
+                    out.write::<P>(e, Many(7));
+                }
+            }
+        });
+        rt.frame();
+        let w = rt.world_mut();
+        let changed: Vec<Entity> = w
+            .query_mut::<(&mut P, Changed<P>)>()
+            .map(|(e, (p, ()))| {
+                p.0 += 1;
+                e
+            })
+            .collect();
+        assert_eq!(changed, written);
+        let mut changed_first = Vec::new();
+        for (e, ((), v, p)) in w.query_mut::<(Changed<P>, Option<&mut V>, &mut P)>() {
+            assert_eq!(p.0, 8);
+            if let Some(v) = v {
+                v.0 = 0;
+            }
+            changed_first.push(e);
+        }
+        assert_eq!(changed_first, written);
+        assert_eq!(w.query_mut::<(&P, Added<P>)>().count(), 0);
+        for &e in &written {
+            assert!(w.get::<V>(e).is_none_or(|v| v.0 == 0));
+        }
+    }
+
+    #[test]
+    #[should_panic(expected = "query_mut names component type")]
+    fn query_mut_reading_a_type_twice_panics() {
+        let mut w = mixed();
+        let _ = w.query_mut::<(&P, Option<&P>)>();
+    }
+
     /// Types with ids beyond a mask's inline block (128) spill in table signatures and make
     /// a query "wide": matching must still be exact on both sides of the boundary.
     #[test]
@@ -231,5 +338,14 @@ mod tests {
             .collect();
         assert_eq!(q, [a, b]);
         assert_eq!(w.get::<Many<129>>(b), Some(&Many(4)));
+        let q: Vec<Entity> = w
+            .query_mut::<(&mut Many<129>, Without<Many<0>>)>()
+            .map(|(e, (m, ()))| {
+                m.0 += 1;
+                e
+            })
+            .collect();
+        assert_eq!(q, [c]);
+        assert_eq!(w.get::<Many<129>>(c), Some(&Many(7)));
     }
 }
