@@ -65,10 +65,10 @@ impl<'w> Output<'w> {
             return;
         }
         let pool = self.pool;
-        let state = QueryState::<(Q, With<C>)>::shared(world.storage());
+        let (state, tables) = QueryState::<(Q, With<C>)>::shared(world.storage());
         let id = state.elements.1;
         let buf = self.bufs.typed::<C>(id);
-        for table in state.matching_tables() {
+        for table in state.matching_tables(tables) {
             let (cols, ()) = state.shared_columns(table);
             let entities = table.entities();
             let col = table.column(id).expect("the query requires C");
@@ -121,7 +121,7 @@ impl<'w> Output<'w> {
         f: impl Fn(Entity, Q::Item<'w>, &mut Output<'_>) + Sync,
     ) {
         let world = self.world;
-        let state = QueryState::<Q>::shared(world.storage());
+        let (state, tables) = QueryState::<Q>::shared(world.storage());
         if self.pool.threads() == 1 {
             // Nobody to share with: a plain loop gives the same outputs without chunks.
             // `spawn` is refused as in chunks, so that a system behaves the same at any
@@ -134,7 +134,7 @@ impl<'w> Output<'w> {
             }
             let system = self.system.take();
             let out = Restore(self, system);
-            for table in state.matching_tables() {
+            for table in state.matching_tables(tables) {
                 let mut cols = state.shared_columns(table);
                 for (row, &e) in table.entities().iter().enumerate() {
                     if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
@@ -146,10 +146,10 @@ impl<'w> Output<'w> {
         }
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
         ranges.clear();
-        let total: usize = state.matching_tables().map(|t| t.len()).sum();
+        let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
         let target = (self.pool.threads() * 4).max(1);
         let chunk = total.div_ceil(target).max(MIN_CHUNK);
-        for table in state.matching_tables() {
+        for table in state.matching_tables(tables) {
             let len = table.len() as u32;
             let mut start = 0;
             while start < len {

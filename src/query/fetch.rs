@@ -35,6 +35,9 @@ pub trait Fetch {
     /// Calls `f(id, true)` for each type a matching table must hold and `f(id, false)` for
     /// each it must not (the query's mask and candidate tables are built from these).
     fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool));
+    /// The same test as the query's mask, type by type: whether `table` holds every type
+    /// this element requires and none it excludes.
+    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool;
     /// The element's part of `table`, a table the query matches. A state is asked for
     /// tables in creation order, each at most once.
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w>;
@@ -133,6 +136,10 @@ impl<C: Component> Fetch for &C {
         f(state.0, true)
     }
     #[inline]
+    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+        table.has(state.0)
+    }
+    #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
         match table.column(state.0) {
             Some(c) => &state.1[c as usize],
@@ -161,6 +168,10 @@ impl<C: Component> Fetch for Option<&C> {
         <&C>::init(source)
     }
     fn for_each_filter(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId, bool)) {}
+    #[inline]
+    fn matches(_: &Self::State<'_>, _: TableRef<'_>) -> bool {
+        true
+    }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
         let c = table.column(state.0)?;
@@ -204,26 +215,27 @@ impl<'w, C> ColumnWalk<'w, C> {
 /// One table's column lent to a `&mut C` element, row by row in increasing order.
 pub struct RowsMut<'w, C> {
     /// The rows from `next` on.
-    rest: &'w mut [C],
+    rows: std::slice::IterMut<'w, C>,
     next: usize,
 }
 
 impl<'w, C> RowsMut<'w, C> {
     fn new(column: &'w mut [C]) -> Self {
         RowsMut {
-            rest: column,
+            rows: column.iter_mut(),
             next: 0,
         }
     }
 
-    /// Row `row` (at least every row asked before, plus one).
+    /// Row `row` (after every row asked before).
     #[inline]
     fn get(&mut self, row: usize) -> &'w mut C {
-        let (_, from_row) = std::mem::take(&mut self.rest).split_at_mut(row - self.next);
-        let (item, rest) = from_row.split_first_mut().expect("a row of the table");
-        self.rest = rest;
+        if row != self.next {
+            // Rows a row filter dropped.
+            self.rows.nth(row - self.next - 1);
+        }
         self.next = row + 1;
-        item
+        self.rows.next().expect("a row of the table")
     }
 }
 
@@ -244,6 +256,10 @@ impl<C: Component> Fetch for &mut C {
     }
     fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
         f(state.id, true)
+    }
+    #[inline]
+    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+        table.has(state.id)
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -273,6 +289,10 @@ impl<C: Component> Fetch for Option<&mut C> {
         <&mut C>::init(source)
     }
     fn for_each_filter(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId, bool)) {}
+    #[inline]
+    fn matches(_: &Self::State<'_>, _: TableRef<'_>) -> bool {
+        true
+    }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
         let k = table.column(state.id)?;
@@ -325,6 +345,10 @@ macro_rules! tuple_query {
             }
             fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
                 $($name::for_each_filter(&state.$idx, f);)*
+            }
+            #[inline]
+            fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+                $($name::matches(&state.$idx, table) &&)* true
             }
             #[inline]
             fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>)

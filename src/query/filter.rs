@@ -50,6 +50,10 @@ macro_rules! table_filter {
                 f(*state, $required)
             }
             #[inline]
+            fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+                table.has(*state) == $required
+            }
+            #[inline]
             fn columns<'w>(_: &mut Self::State<'w>, _: TableRef<'w>) -> Self::Columns<'w> {}
             #[inline]
             fn no_columns<'w>() -> Self::Columns<'w> {}
@@ -182,6 +186,10 @@ macro_rules! mark_filter {
             }
             fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
                 f(state.id, true)
+            }
+            #[inline]
+            fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+                table.has(state.id)
             }
             #[inline]
             fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {

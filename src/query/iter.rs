@@ -83,13 +83,28 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
     /// The next row that passes the row filters.
     #[inline(always)]
     fn next(&mut self) -> Option<(Entity, Q::Out<'w>)> {
+        let &e = self.peek()?;
+        Some(self.take(e))
+    }
+
+    /// The entity of the next row that passes the row filters, if any; [`take`] then
+    /// takes that row.
+    ///
+    /// [`take`]: Self::take
+    #[inline(always)]
+    fn peek(&mut self) -> Option<&'w Entity> {
         if Q::FILTERS_ROWS && self.row < self.entities.len() {
             self.row = next_kept::<Q>(&self.columns, self.row, self.entities.len());
         }
-        let &e = self.entities.get(self.row)?;
+        self.entities.get(self.row)
+    }
+
+    /// The row [`peek`](Self::peek) found, whose entity is `e`.
+    #[inline(always)]
+    fn take(&mut self, e: Entity) -> (Entity, Q::Out<'w>) {
         let item = Q::get(&mut self.columns, self.row);
         self.row += 1;
-        Some((e, item))
+        (e, item)
     }
 
     /// `f` over the rows left: every row, or with a row filter only the set bits, a word
@@ -140,10 +155,10 @@ pub struct QueryIter<'w, Q: QueryData> {
 impl<'w, Q: QueryData> QueryIter<'w, Q> {
     #[track_caller]
     pub(crate) fn new(world: &'w World) -> Self {
-        let state = QueryState::shared(world.storage());
+        let (state, tables) = QueryState::shared(world.storage());
         QueryIter {
-            tables: state.candidates(),
             state,
+            tables,
             rows: TableRows::none(),
         }
     }
@@ -187,7 +202,7 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             .tables
             .clone()
             .map(|t| self.state.table(t))
-            .filter(|&t| self.state.matches(t))
+            .filter(|&t| self.state.matches_each(t))
             .map(|t| {
                 if Q::FILTERS_ROWS {
                     count_kept::<Q>(&self.state.shared_columns(t), 0, t.len())
@@ -274,10 +289,10 @@ impl<'w, Q: QueryMut> QueryMutIter<'w, Q> {
     /// If a type in `Q` is not registered, or one that is read or written appears twice.
     #[track_caller]
     pub(crate) fn new(world: &'w mut World) -> Self {
-        let state = QueryState::exclusive(world.storage_mut());
+        let (state, tables) = QueryState::exclusive(world.storage_mut());
         QueryMutIter {
-            tables: state.candidates(),
             state,
+            tables,
             rows: TableRows::none(),
         }
     }
@@ -289,8 +304,11 @@ impl<'w, Q: QueryMut> Iterator for QueryMutIter<'w, Q> {
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
         loop {
-            if let Some(item) = self.rows.next() {
-                return Some(item);
+            // `peek` and `take` rather than `rows.next()` (which `QueryIter` uses): each is
+            // the shorter loop for its iterator, measured with callgrind (for `&mut P, &V`:
+            // 27 instructions per row against 55; for `&P, &V`: 36 against 40).
+            if let Some(&e) = self.rows.peek() {
+                return Some(self.rows.take(e));
             }
             self.rows = TableRows::new(self.state.next_table(&mut self.tables)?);
         }

@@ -56,6 +56,12 @@ impl<'w> TableRef<'w> {
         self.table.len()
     }
 
+    /// Whether the table holds type `id`.
+    #[inline]
+    pub(crate) fn has(self, id: ComponentId) -> bool {
+        self.table.has(id)
+    }
+
     /// The index of type `id`'s column for this table, if the table holds the type.
     #[inline]
     pub(crate) fn column(self, id: ComponentId) -> Option<u32> {
@@ -191,11 +197,13 @@ impl Iterator for Candidates<'_> {
     }
 }
 
-/// A query `Q` over one world: its elements' state, its mask and its candidate tables.
+/// A query `Q` over one world: its elements' state and the test a table must pass. Made
+/// together with the query's [`Candidates`], the tables to try.
 ///
 /// For a [`QueryData`] query it is `Copy`, which the shared iterator uses to pass it by
 /// value to its out-of-line table step, and the parallel write paths to share it between
-/// workers.
+/// workers. It holds only what that step needs: every word of it stays live across the
+/// user's row loop.
 pub(crate) struct QueryState<'w, Q: Fetch> {
     /// Each element's ids and borrowed columns.
     pub(crate) elements: Q::State<'w>,
@@ -203,8 +211,6 @@ pub(crate) struct QueryState<'w, Q: Fetch> {
     /// names types beyond it.
     mask: QueryMask,
     tables: &'w Tables,
-    /// The table list of the rarest required type (`None`: no required type).
-    rarest: Option<&'w [TableId]>,
 }
 
 impl<'w, Q: QueryData> Clone for QueryState<'w, Q> {
@@ -216,13 +222,13 @@ impl<'w, Q: QueryData> Clone for QueryState<'w, Q> {
 impl<'w, Q: QueryData> Copy for QueryState<'w, Q> {}
 
 impl<'w, Q: QueryData> QueryState<'w, Q> {
-    /// `Q` over `storage`, shared.
+    /// `Q` over `storage`, shared, and the tables to try.
     ///
     /// # Panics
     /// If a type in `Q` is not registered.
     #[inline]
     #[track_caller]
-    pub(crate) fn shared(storage: &'w Storage) -> Self {
+    pub(crate) fn shared(storage: &'w Storage) -> (Self, Candidates<'w>) {
         let mut source = Source {
             registry: storage.registry(),
             lend: Lend::Shared(storage),
@@ -240,12 +246,13 @@ impl<'w, Q: QueryData> QueryState<'w, Q> {
 }
 
 impl<'w, Q: Fetch> QueryState<'w, Q> {
-    /// `Q` over `storage`, each type's columns lent to at most one element.
+    /// `Q` over `storage`, each type's columns lent to at most one element, and the tables
+    /// to try.
     ///
     /// # Panics
     /// If a type in `Q` is not registered, or one that is read or written appears twice.
     #[track_caller]
-    pub(crate) fn exclusive(storage: &'w mut Storage) -> Self {
+    pub(crate) fn exclusive(storage: &'w mut Storage) -> (Self, Candidates<'w>) {
         let split = storage.split_columns();
         let slots = split
             .columns
@@ -264,13 +271,14 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
         Self::new(elements, split.tables, |id| &tables_with[id.index()])
     }
 
-    /// The mask and candidate tables of `elements`, from one walk over their filter.
+    /// The mask and candidate tables of `elements`, from one walk over their filter: the
+    /// table list of the rarest required type, or every table.
     #[inline]
     fn new(
         elements: Q::State<'w>,
         tables: &'w Tables,
         tables_with: impl Fn(ComponentId) -> &'w [TableId],
-    ) -> Self {
+    ) -> (Self, Candidates<'w>) {
         let mut mask = QueryMask::default();
         let mut rarest: Option<&'w [TableId]> = None;
         Q::for_each_filter(&elements, &mut |id, required| {
@@ -284,22 +292,16 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
                 mask.exclude(id);
             }
         });
-        QueryState {
+        let candidates = match rarest {
+            Some(list) => Candidates::List(list.iter()),
+            None => Candidates::All(0..tables.len() as TableId),
+        };
+        let state = QueryState {
             elements,
             mask,
             tables,
-            rarest,
-        }
-    }
-
-    /// The tables that may match, in creation order (to be tested with
-    /// [`matches`](Self::matches)).
-    #[inline]
-    pub(crate) fn candidates(&self) -> Candidates<'w> {
-        match self.rarest {
-            Some(list) => Candidates::List(list.iter()),
-            None => Candidates::All(0..self.tables.len() as TableId),
-        }
+        };
+        (state, candidates)
     }
 
     #[inline]
@@ -310,20 +312,19 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
         }
     }
 
-    /// Whether `table` matches: its signature against the mask, then, only for a query
-    /// naming a type beyond the mask's inline block, type by type.
+    /// Whether `table` matches: its signature against the mask (a few word operations,
+    /// whatever the number of types), then, only for a query naming a type beyond the
+    /// mask's inline block, type by type.
     #[inline]
     pub(crate) fn matches(&self, table: TableRef<'_>) -> bool {
         table.table.signature().passes(&self.mask) && (!self.mask.wide || self.matches_each(table))
     }
 
-    #[cold]
-    fn matches_each(&self, table: TableRef<'_>) -> bool {
-        let mut ok = true;
-        Q::for_each_filter(&self.elements, &mut |id, required| {
-            ok &= table.table.has(id) == required;
-        });
-        ok
+    /// The same answer as [`matches`](Self::matches), type by type: cheaper for a query
+    /// of one or two types (`len()` tests every table ahead this way).
+    #[inline]
+    pub(crate) fn matches_each(&self, table: TableRef<'_>) -> bool {
+        Q::matches(&self.elements, table)
     }
 
     /// The next non-empty matching table in `tables` with a row that may pass the row
@@ -346,9 +347,12 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
         None
     }
 
-    /// The non-empty tables matching `Q`, in creation order.
-    pub(crate) fn matching_tables(&self) -> impl Iterator<Item = TableRef<'w>> + '_ {
-        self.candidates()
+    /// The non-empty tables among `candidates` that match, in creation order.
+    pub(crate) fn matching_tables(
+        &self,
+        candidates: Candidates<'w>,
+    ) -> impl Iterator<Item = TableRef<'w>> + '_ {
+        candidates
             .map(|t| self.table(t))
             .filter(|&t| t.len() > 0 && self.matches(t))
     }
