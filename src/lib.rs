@@ -42,7 +42,6 @@ mod commands;
 mod fold;
 mod hooks;
 mod query;
-mod query_mut;
 mod resource;
 mod world;
 // The frame: systems, the two phases, the loop, profiling.
@@ -63,8 +62,9 @@ pub use hooks::Commands;
 pub use merge::{DefaultMerge, Merge};
 pub use output::{Output, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
-pub use query::{Added, Changed, QueryData, QueryFiltered, QueryIter, With, Without};
-pub use query_mut::{FetchMut, QueryMut, QueryMutIter};
+pub use query::{
+    Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, With, Without,
+};
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.

@@ -4,7 +4,7 @@
 use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
-use crate::query::{QueryData, With, keeps, matching_tables};
+use crate::query::{QueryData, QueryState, With, keeps};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
@@ -65,20 +65,20 @@ impl<'w> Output<'w> {
             return;
         }
         let pool = self.pool;
-        let state = <(Q, With<C>)>::init(world);
-        let id = state.1;
+        let (state, tables) = QueryState::<(Q, With<C>)>::shared(world.storage());
+        let id = state.elements.1;
         let buf = self.bufs.typed::<C>(id);
-        for t in matching_tables::<(Q, With<C>)>(world, &state) {
-            let cols = Q::columns(&state.0, world, t);
-            let table = world.storage().tables.get(t);
-            let entities = &table.entities[..];
+        for table in state.matching_tables(tables) {
+            let (cols, ()) = state.shared_columns(table);
+            let entities = table.entities();
             let col = table.column(id).expect("the query requires C");
             let mut values = buf.spare.pop().unwrap_or_default();
             // `move`: the closure holds copies of the column and entity slices, not
             // references to them, so the fill loop can keep them in registers.
             let f = &f;
             let filled = pool.fill(&mut values, entities.len(), FILL_PART, move |row| {
-                f(entities[row], Q::get(&cols, row))
+                let mut cols = cols;
+                f(entities[row], Q::get(&mut cols, row))
             });
             if let Err(p) = filled {
                 values.clear();
@@ -121,7 +121,7 @@ impl<'w> Output<'w> {
         f: impl Fn(Entity, Q::Item<'w>, &mut Output<'_>) + Sync,
     ) {
         let world = self.world;
-        let state = Q::init(world);
+        let (state, tables) = QueryState::<Q>::shared(world.storage());
         if self.pool.threads() == 1 {
             // Nobody to share with: a plain loop gives the same outputs without chunks.
             // `spawn` is refused as in chunks, so that a system behaves the same at any
@@ -134,11 +134,11 @@ impl<'w> Output<'w> {
             }
             let system = self.system.take();
             let out = Restore(self, system);
-            for t in matching_tables::<Q>(world, &state) {
-                let cols = Q::columns(&state, world, t);
-                for (row, &e) in world.table_entities(t).iter().enumerate() {
+            for table in state.matching_tables(tables) {
+                let mut cols = state.shared_columns(table);
+                for (row, &e) in table.entities().iter().enumerate() {
                     if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
-                        f(e, Q::get(&cols, row), &mut *out.0);
+                        f(e, Q::get(&mut cols, row), &mut *out.0);
                     }
                 }
             }
@@ -146,18 +146,16 @@ impl<'w> Output<'w> {
         }
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
         ranges.clear();
-        let total: usize = matching_tables::<Q>(world, &state)
-            .map(|t| world.table_len(t))
-            .sum();
+        let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
         let target = (self.pool.threads() * 4).max(1);
         let chunk = total.div_ceil(target).max(MIN_CHUNK);
-        for t in matching_tables::<Q>(world, &state) {
-            let len = world.table_len(t) as u32;
+        for table in state.matching_tables(tables) {
+            let len = table.len() as u32;
             let mut start = 0;
             while start < len {
                 let end = (start + chunk as u32).min(len);
                 ranges.push(Chunk {
-                    table: t,
+                    table: table.id(),
                     start,
                     end,
                 });
@@ -172,13 +170,14 @@ impl<'w> Output<'w> {
         let pool = self.pool;
         let run_chunk = |i: usize, sub: &mut SystemOutputs| {
             let c = ranges[i];
-            let cols = Q::columns(&state, world, c.table);
-            let entities = world.table_entities(c.table);
+            let table = state.table(c.table);
+            let mut cols = state.shared_columns(table);
+            let entities = table.entities();
             let mut out = Output::new(world, pool, sub, None);
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
                 if !Q::FILTERS_ROWS || keeps::<Q>(&cols, start + row) {
-                    f(e, Q::get(&cols, start + row), &mut out);
+                    f(e, Q::get(&mut cols, start + row), &mut out);
                 }
             }
         };

@@ -33,7 +33,7 @@ pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
 pub(crate) use snapshot::{LoadError, StorageSnapshot};
-pub(crate) use table::{TableId, Tables};
+pub(crate) use table::{Table, TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::{Entities, Entity, Location};
@@ -80,10 +80,25 @@ impl Storage {
         &mut *self.columns[id.index()]
     }
 
-    /// Every type's columns mutably, with the tables and match cache shared (for
-    /// `World::query_mut`).
+    /// Every type's columns mutably, with the registry, the tables and the match cache
+    /// shared (for `World::query_mut`).
     pub(crate) fn split_columns(&mut self) -> SplitColumns<'_> {
-        (&mut self.columns, &self.tables, &self.tables_with)
+        SplitColumns {
+            columns: &mut self.columns,
+            registry: &self.registry,
+            tables: &self.tables,
+            tables_with: &self.tables_with,
+        }
+    }
+
+    #[inline]
+    pub(crate) fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    #[inline]
+    pub(crate) fn tables(&self) -> &Tables {
+        &self.tables
     }
 
     #[inline]
@@ -392,12 +407,16 @@ impl Storage {
     }
 }
 
-/// Every type's columns (mutable), the tables and the match cache: [`Storage::split_columns`].
-pub(crate) type SplitColumns<'a> = (
-    &'a mut [Box<dyn AnyColumns>],
-    &'a Tables,
-    &'a [Vec<TableId>],
-);
+/// Every type's columns (mutable) beside the rest of the storage (shared):
+/// [`Storage::split_columns`].
+pub(crate) struct SplitColumns<'a> {
+    /// One set of columns per component type, by id.
+    pub(crate) columns: &'a mut [Box<dyn AnyColumns>],
+    pub(crate) registry: &'a Registry,
+    pub(crate) tables: &'a Tables,
+    /// The match cache (see [`Storage::tables_with`]), by id.
+    pub(crate) tables_with: &'a [Vec<TableId>],
+}
 
 /// What an insert or remove of one type would do to an entity; see [`Storage::plan`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

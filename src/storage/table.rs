@@ -57,6 +57,12 @@ impl Table {
     pub(crate) fn len(&self) -> usize {
         self.entities.len()
     }
+
+    /// The entity in each row.
+    #[inline]
+    pub(crate) fn entities(&self) -> &[Entity] {
+        &self.entities
+    }
 }
 
 /// All tables, plus a lookup from component set to table.

@@ -20,10 +20,9 @@ use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
-use crate::query::{QueryData, QueryFiltered, QueryIter};
-use crate::query_mut::{QueryMut, QueryMutIter};
+use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceHook, ResourceSum, Resources};
-use crate::storage::{Storage, TableId, registered_twice};
+use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
 ///
@@ -417,9 +416,7 @@ impl World {
     /// If a type in `Q` is not registered, or a type that is read or written appears twice.
     #[track_caller]
     pub fn query_mut<Q: QueryMut>(&mut self) -> QueryMutIter<'_, Q> {
-        let plan = QueryMutIter::<Q>::plan(self);
-        let (columns, tables, tables_with) = self.storage.split_columns();
-        QueryMutIter::new(plan, columns, tables, tables_with)
+        QueryMutIter::new(self)
     }
 
     /// What the world has reserved: `(tables, entity slots, column bytes, fold bytes)`;
@@ -441,16 +438,6 @@ impl World {
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.storage.registry
-    }
-
-    #[inline]
-    pub(crate) fn table_len(&self, t: TableId) -> usize {
-        self.storage.tables.get(t).len()
-    }
-
-    #[inline]
-    pub(crate) fn table_entities(&self, t: TableId) -> &[Entity] {
-        &self.storage.tables.get(t).entities
     }
 
     /// Entities, tables and columns.

@@ -1,0 +1,330 @@
+//! The query iterators: [`QueryIter`] and [`QueryFiltered`] over `&World`, [`QueryMutIter`]
+//! over `&mut World`. All three walk tables with [`QueryState::next_table`] and the rows of
+//! one table with [`TableRows`], which also skips the rows a row filter drops, a word (64
+//! rows) at a time.
+
+use super::fetch::{Fetch, QueryData, QueryMut};
+use super::state::{Candidates, QueryState};
+use crate::entity::Entity;
+use crate::world::World;
+
+/// Whether row `row` passes `Q`'s row filters.
+#[inline]
+pub(crate) fn keeps<Q: Fetch>(columns: &Q::Columns<'_>, row: usize) -> bool {
+    Q::kept_word(columns, row / 64) & (1 << (row % 64)) != 0
+}
+
+/// The first row of `from..len` that passes `Q`'s row filters, or `len`: a word (64 rows)
+/// at a time.
+#[inline]
+fn next_kept<Q: Fetch>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    let mut w = from / 64;
+    let mut bits = Q::kept_word(columns, w) & (!0u64 << (from % 64));
+    loop {
+        if bits != 0 {
+            return (w * 64 + bits.trailing_zeros() as usize).min(len);
+        }
+        w += 1;
+        if w * 64 >= len {
+            return len;
+        }
+        bits = Q::kept_word(columns, w);
+    }
+}
+
+/// How many of rows `from..len` pass `Q`'s row filters: a popcount per word.
+fn count_kept<Q: Fetch>(columns: &Q::Columns<'_>, from: usize, len: usize) -> usize {
+    if from >= len {
+        return 0;
+    }
+    let (wa, wb) = (from / 64, (len - 1) / 64);
+    (wa..=wb)
+        .map(|w| {
+            let mut bits = Q::kept_word(columns, w);
+            if w == wa {
+                bits &= !0u64 << (from % 64);
+            }
+            if w == wb {
+                bits &= !0u64 >> (63 - (len - 1) % 64);
+            }
+            bits.count_ones() as usize
+        })
+        .sum()
+}
+
+/// The rows of the table being visited: its entities, `Q`'s part of it, the next row.
+struct TableRows<'w, Q: Fetch> {
+    entities: &'w [Entity],
+    columns: Q::Columns<'w>,
+    row: usize,
+}
+
+impl<'w, Q: Fetch> TableRows<'w, Q> {
+    /// No table yet.
+    #[inline]
+    fn none() -> Self {
+        TableRows {
+            entities: &[],
+            columns: Q::no_columns(),
+            row: 0,
+        }
+    }
+
+    /// The rows of a table found by [`QueryState::next_table`].
+    #[inline]
+    fn new((entities, columns): (&'w [Entity], Q::Columns<'w>)) -> Self {
+        TableRows {
+            entities,
+            columns,
+            row: 0,
+        }
+    }
+
+    /// The next row that passes the row filters.
+    #[inline(always)]
+    fn next(&mut self) -> Option<(Entity, Q::Out<'w>)> {
+        let &e = self.peek()?;
+        Some(self.take(e))
+    }
+
+    /// The entity of the next row that passes the row filters, if any; [`take`] then
+    /// takes that row.
+    ///
+    /// [`take`]: Self::take
+    #[inline(always)]
+    fn peek(&mut self) -> Option<&'w Entity> {
+        if Q::FILTERS_ROWS && self.row < self.entities.len() {
+            self.row = next_kept::<Q>(&self.columns, self.row, self.entities.len());
+        }
+        self.entities.get(self.row)
+    }
+
+    /// The row [`peek`](Self::peek) found, whose entity is `e`.
+    #[inline(always)]
+    fn take(&mut self, e: Entity) -> (Entity, Q::Out<'w>) {
+        let item = Q::get(&mut self.columns, self.row);
+        self.row += 1;
+        (e, item)
+    }
+
+    /// `f` over the rows left: every row, or with a row filter only the set bits, a word
+    /// (64 rows) at a time.
+    #[inline(always)]
+    fn fold<B>(mut self, mut acc: B, f: &mut impl FnMut(B, (Entity, Q::Out<'w>)) -> B) -> B {
+        let ents = self.entities;
+        if Q::FILTERS_ROWS {
+            let mut row = self.row;
+            while row < ents.len() {
+                let w = row / 64;
+                let mut bits = Q::kept_word(&self.columns, w) & (!0u64 << (row % 64));
+                while bits != 0 {
+                    let r = w * 64 + bits.trailing_zeros() as usize;
+                    if r >= ents.len() {
+                        break;
+                    }
+                    acc = f(acc, (ents[r], Q::get(&mut self.columns, r)));
+                    bits &= bits - 1;
+                }
+                row = (w + 1) * 64;
+            }
+        } else {
+            for (row, &e) in ents.iter().enumerate().skip(self.row) {
+                acc = f(acc, (e, Q::get(&mut self.columns, row)));
+            }
+        }
+        acc
+    }
+
+    /// How many rows are left that pass the row filters.
+    fn remaining(&self) -> usize {
+        if Q::FILTERS_ROWS {
+            count_kept::<Q>(&self.columns, self.row, self.entities.len())
+        } else {
+            self.entities.len().saturating_sub(self.row)
+        }
+    }
+}
+
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query`].
+pub struct QueryIter<'w, Q: QueryData> {
+    state: QueryState<'w, Q>,
+    tables: Candidates<'w>,
+    rows: TableRows<'w, Q>,
+}
+
+impl<'w, Q: QueryData> QueryIter<'w, Q> {
+    #[track_caller]
+    pub(crate) fn new(world: &'w World) -> Self {
+        let (state, tables) = QueryState::shared(world.storage());
+        QueryIter {
+            state,
+            tables,
+            rows: TableRows::none(),
+        }
+    }
+}
+
+/// A table found by [`QueryState::next_table`]: its entities and `Q`'s part of it.
+type Found<'w, Q> = Option<(&'w [Entity], <Q as Fetch>::Columns<'w>)>;
+
+/// The next matching table after `tables`' position, and the cursor after it. Out of
+/// line and borrowing nothing of the iterator (everything by value), so that
+/// `QueryIter::next` inlines into the user's loop with its row state in registers.
+#[inline(never)]
+fn next_table<'w, Q: QueryData>(
+    mut tables: Candidates<'w>,
+    mut state: QueryState<'w, Q>,
+) -> (Candidates<'w>, Found<'w, Q>) {
+    let found = state.next_table(&mut tables);
+    (tables, found)
+}
+
+impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
+    type Item = (Entity, Q::Item<'w>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(item) = self.rows.next() {
+                return Some(item);
+            }
+            let (tables, found) = next_table::<Q>(self.tables.clone(), self.state);
+            self.tables = tables;
+            self.rows = TableRows::new(found?);
+        }
+    }
+
+    /// Exact: the rows left in the current table plus those of the matching tables still
+    /// ahead (a walk over the remaining candidate tables, no rows visited).
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let here = self.rows.remaining();
+        let ahead: usize = self
+            .tables
+            .clone()
+            .map(|t| self.state.table(t))
+            .filter(|&t| self.state.matches_each(t))
+            .map(|t| {
+                if Q::FILTERS_ROWS {
+                    count_kept::<Q>(&self.state.shared_columns(t), 0, t.len())
+                } else {
+                    t.len()
+                }
+            })
+            .sum();
+        (here + ahead, Some(here + ahead))
+    }
+
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        loop {
+            acc = self.rows.fold(acc, &mut f);
+            let (tables, found) = next_table::<Q>(self.tables.clone(), self.state);
+            self.tables = tables;
+            match found {
+                Some(found) => self.rows = TableRows::new(found),
+                None => return acc,
+            }
+        }
+    }
+}
+
+/// `len()` counts the matching entities without visiting them: cost O(matching tables);
+/// with a row filter ([`Changed`](crate::Changed), [`Added`](crate::Added)) it also counts
+/// the marked rows of those tables (a popcount per 64 rows).
+impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
+
+/// Iterator returned by [`World::query_filtered`]: the entities matching `Q` and filter
+/// `F`, yielding only `Q`'s items.
+pub struct QueryFiltered<'w, Q: QueryData, F: QueryData> {
+    inner: QueryIter<'w, (Q, F)>,
+}
+
+impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
+    #[track_caller]
+    pub(crate) fn new(world: &'w World) -> Self {
+        QueryFiltered {
+            inner: QueryIter::new(world),
+        }
+    }
+}
+
+impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
+    type Item = (Entity, Q::Item<'w>);
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|(e, (q, _))| (e, q))
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
+
+    /// The inner query's table-by-table loop (`sum`, `for_each`, `fold`, ...).
+    #[inline]
+    fn fold<B, G>(self, init: B, mut g: G) -> B
+    where
+        G: FnMut(B, Self::Item) -> B,
+    {
+        self.inner
+            .fold(init, move |acc, (e, (q, _))| g(acc, (e, q)))
+    }
+}
+
+impl<Q: QueryData, F: QueryData> ExactSizeIterator for QueryFiltered<'_, Q, F> {}
+
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query_mut`]: the order is
+/// [`World::query`]'s.
+pub struct QueryMutIter<'w, Q: QueryMut> {
+    state: QueryState<'w, Q>,
+    tables: Candidates<'w>,
+    rows: TableRows<'w, Q>,
+}
+
+impl<'w, Q: QueryMut> QueryMutIter<'w, Q> {
+    /// # Panics
+    /// If a type in `Q` is not registered, or one that is read or written appears twice.
+    #[track_caller]
+    pub(crate) fn new(world: &'w mut World) -> Self {
+        let (state, tables) = QueryState::exclusive(world.storage_mut());
+        QueryMutIter {
+            state,
+            tables,
+            rows: TableRows::none(),
+        }
+    }
+}
+
+impl<'w, Q: QueryMut> Iterator for QueryMutIter<'w, Q> {
+    type Item = (Entity, Q::Item<'w>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            // `peek` and `take` rather than `rows.next()` (which `QueryIter` uses): each is
+            // the shorter loop for its iterator, measured with callgrind (for `&mut P, &V`:
+            // 27 instructions per row against 55; for `&P, &V`: 36 against 40).
+            if let Some(&e) = self.rows.peek() {
+                return Some(self.rows.take(e));
+            }
+            self.rows = TableRows::new(self.state.next_table(&mut self.tables)?);
+        }
+    }
+
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        loop {
+            acc = self.rows.fold(acc, &mut f);
+            match self.state.next_table(&mut self.tables) {
+                Some(found) => self.rows = TableRows::new(found),
+                None => return acc,
+            }
+        }
+    }
+}

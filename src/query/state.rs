@@ -1,0 +1,359 @@
+//! A query over one world: where its elements borrow their columns ([`Source`]), which
+//! tables it may visit and the test each must pass ([`QueryState`]). Written once, for
+//! the shared iterators, `query_mut` and the parallel write paths alike.
+//!
+//! Matching uses the storage's per-type cache: for each type, the tables that hold it, in
+//! creation order, extended only when a table is created (in Sync or between frames). A
+//! query walks the shortest such list among its required types (every table if it
+//! requires none) and tests each table's signature against its mask with a few word
+//! operations (`storage::mask`); only a query naming a type beyond the mask's inline
+//! block also tests types one by one. So it never scans unrelated tables and never takes
+//! a lock.
+//!
+//! # Room for output slots
+//!
+//! An element is free to carry per-query state of its own and to take per-table data in
+//! [`Fetch::columns`], with `&mut` access to its state, table by table in creation order:
+//! that is how `&mut C` walks its type's columns. An element that writes into a system's
+//! output buffer (a per-row write handle bound to an output column, iterated together with
+//! the reads) fits the same shape: its state borrows the buffer from a third kind of
+//! [`Source`] (one holding the system's `Output`), its `columns` claims the output column
+//! for the table (the table's id is in [`TableRef`]), and `get` hands out the handle for
+//! the row. Such an element is not [`QueryData`] (its state is not `Copy`), so it iterates
+//! with the exclusive walk of [`QueryState::next_table`], as `query_mut` does.
+
+use std::any::Any;
+
+use super::fetch::{Fetch, QueryData};
+use crate::component::{Component, ComponentId, Registry};
+use crate::entity::Entity;
+use crate::storage::{
+    AnyColumns, QueryMask, Storage, Table, TableId, Tables, TypeMarks, TypedColumns,
+};
+
+/// One table as a query element sees it: its id, entities and columns.
+#[derive(Clone, Copy)]
+pub struct TableRef<'w> {
+    id: TableId,
+    table: &'w Table,
+}
+
+impl<'w> TableRef<'w> {
+    /// The table's id (its index in creation order).
+    #[inline]
+    pub(crate) fn id(self) -> TableId {
+        self.id
+    }
+
+    /// The entity in each row.
+    #[inline]
+    pub(crate) fn entities(self) -> &'w [Entity] {
+        self.table.entities()
+    }
+
+    #[inline]
+    pub(crate) fn len(self) -> usize {
+        self.table.len()
+    }
+
+    /// Whether the table holds type `id`.
+    #[inline]
+    pub(crate) fn has(self, id: ComponentId) -> bool {
+        self.table.has(id)
+    }
+
+    /// The index of type `id`'s column for this table, if the table holds the type.
+    #[inline]
+    pub(crate) fn column(self, id: ComponentId) -> Option<u32> {
+        self.table.column(id)
+    }
+}
+
+/// Where a query's elements borrow their columns, once per query.
+pub struct Source<'w> {
+    registry: &'w Registry,
+    lend: Lend<'w>,
+}
+
+enum Lend<'w> {
+    /// `&World`: every element reads (the query is [`QueryData`]).
+    Shared(&'w Storage),
+    /// `&mut World`: each type's columns lent to at most one element, by id.
+    Exclusive(Vec<Slot<'w>>),
+}
+
+/// One type's columns in an exclusive [`Source`].
+struct Slot<'w> {
+    /// Not used by the query yet.
+    whole: Option<&'w mut dyn AnyColumns>,
+    /// After the first use: the column vectors (until an element takes them) and the
+    /// marks, which row filters read beside them.
+    split: Option<(Option<&'w mut dyn Any>, &'w TypeMarks)>,
+}
+
+impl<'w> Slot<'w> {
+    /// The slot, split into its column vectors and its marks (on first use).
+    fn split<C: Component>(&mut self) -> &mut (Option<&'w mut dyn Any>, &'w TypeMarks) {
+        if let Some(whole) = self.whole.take() {
+            let typed: &'w mut TypedColumns<C> = whole
+                .as_any_mut()
+                .downcast_mut()
+                .expect("component id maps to another type");
+            let TypedColumns { columns, marks, .. } = typed;
+            self.split = Some((Some(columns), marks));
+        }
+        self.split.as_mut().expect("a slot is whole or split")
+    }
+}
+
+impl<'w> Source<'w> {
+    /// `C`'s id.
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn id<C: Component>(&self) -> ComponentId {
+        self.registry.id::<C>()
+    }
+
+    /// Type `id`'s columns, shared (an element that reads `C`).
+    #[inline]
+    #[track_caller]
+    pub(crate) fn read<C: Component>(&mut self, id: ComponentId) -> &'w [Vec<C>] {
+        match &mut self.lend {
+            Lend::Shared(storage) => {
+                let storage: &'w Storage = storage;
+                &storage.typed::<C>(id).columns
+            }
+            Lend::Exclusive(_) => self.take::<C>(id),
+        }
+    }
+
+    /// Type `id`'s columns, mutably (an element that writes `C`; only `query_mut` has
+    /// one).
+    #[track_caller]
+    pub(crate) fn write<C: Component>(&mut self, id: ComponentId) -> &'w mut Vec<Vec<C>> {
+        match self.lend {
+            Lend::Shared(_) => unreachable!("a read-only query lends nothing mutably"),
+            Lend::Exclusive(_) => self.take::<C>(id),
+        }
+    }
+
+    /// Type `id`'s change marks (a row filter).
+    #[inline]
+    pub(crate) fn marks<C: Component>(&mut self, id: ComponentId) -> &'w TypeMarks {
+        match &mut self.lend {
+            Lend::Shared(storage) => {
+                let storage: &'w Storage = storage;
+                &storage.typed::<C>(id).marks
+            }
+            Lend::Exclusive(slots) => slots[id.index()].split::<C>().1,
+        }
+    }
+
+    /// Takes type `id`'s column vectors out of an exclusive source.
+    ///
+    /// # Panics
+    /// If an element took them already.
+    #[track_caller]
+    fn take<C: Component>(&mut self, id: ComponentId) -> &'w mut Vec<Vec<C>> {
+        let Lend::Exclusive(slots) = &mut self.lend else {
+            unreachable!("only an exclusive source lends columns one by one")
+        };
+        match slots[id.index()].split::<C>().0.take() {
+            Some(columns) => columns.downcast_mut().expect("columns of another type"),
+            None => named_twice(self.registry.info(id).name),
+        }
+    }
+}
+
+#[cold]
+#[track_caller]
+fn named_twice(name: &str) -> ! {
+    panic!(
+        "runsync: query_mut names component type `{name}` twice; a type may be read or \
+         written once per query"
+    )
+}
+
+/// The tables a query visits, in creation order.
+#[derive(Clone)]
+pub(crate) enum Candidates<'w> {
+    /// The table list of the query's rarest required type.
+    List(std::slice::Iter<'w, TableId>),
+    /// No required type: every table.
+    All(std::ops::Range<TableId>),
+}
+
+impl Iterator for Candidates<'_> {
+    type Item = TableId;
+    #[inline]
+    fn next(&mut self) -> Option<TableId> {
+        match self {
+            Candidates::List(it) => it.next().copied(),
+            Candidates::All(r) => r.next(),
+        }
+    }
+}
+
+/// A query `Q` over one world: its elements' state and the test a table must pass. Made
+/// together with the query's [`Candidates`], the tables to try.
+///
+/// For a [`QueryData`] query it is `Copy`, which the shared iterator uses to pass it by
+/// value to its out-of-line table step, and the parallel write paths to share it between
+/// workers. It holds only what that step needs: every word of it stays live across the
+/// user's row loop.
+pub(crate) struct QueryState<'w, Q: Fetch> {
+    /// Each element's ids and borrowed columns.
+    pub(crate) elements: Q::State<'w>,
+    /// The required and excluded types of the mask's inline block, and whether the query
+    /// names types beyond it.
+    mask: QueryMask,
+    tables: &'w Tables,
+}
+
+impl<'w, Q: QueryData> Clone for QueryState<'w, Q> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<'w, Q: QueryData> Copy for QueryState<'w, Q> {}
+
+impl<'w, Q: QueryData> QueryState<'w, Q> {
+    /// `Q` over `storage`, shared, and the tables to try.
+    ///
+    /// # Panics
+    /// If a type in `Q` is not registered.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn shared(storage: &'w Storage) -> (Self, Candidates<'w>) {
+        let mut source = Source {
+            registry: storage.registry(),
+            lend: Lend::Shared(storage),
+        };
+        let elements = Q::init(&mut source);
+        Self::new(elements, storage.tables(), |id| storage.tables_with(id))
+    }
+
+    /// `Q`'s part of `table` (a copy of the state takes it).
+    #[inline]
+    pub(crate) fn shared_columns(&self, table: TableRef<'w>) -> Q::Columns<'w> {
+        let mut elements = self.elements;
+        Q::columns(&mut elements, table)
+    }
+}
+
+impl<'w, Q: Fetch> QueryState<'w, Q> {
+    /// `Q` over `storage`, each type's columns lent to at most one element, and the tables
+    /// to try.
+    ///
+    /// # Panics
+    /// If a type in `Q` is not registered, or one that is read or written appears twice.
+    #[track_caller]
+    pub(crate) fn exclusive(storage: &'w mut Storage) -> (Self, Candidates<'w>) {
+        let split = storage.split_columns();
+        let slots = split
+            .columns
+            .iter_mut()
+            .map(|c| Slot {
+                whole: Some(&mut **c),
+                split: None,
+            })
+            .collect();
+        let mut source = Source {
+            registry: split.registry,
+            lend: Lend::Exclusive(slots),
+        };
+        let elements = Q::init(&mut source);
+        let tables_with = split.tables_with;
+        Self::new(elements, split.tables, |id| &tables_with[id.index()])
+    }
+
+    /// The mask and candidate tables of `elements`, from one walk over their filter: the
+    /// table list of the rarest required type, or every table.
+    #[inline]
+    fn new(
+        elements: Q::State<'w>,
+        tables: &'w Tables,
+        tables_with: impl Fn(ComponentId) -> &'w [TableId],
+    ) -> (Self, Candidates<'w>) {
+        let mut mask = QueryMask::default();
+        let mut rarest: Option<&'w [TableId]> = None;
+        Q::for_each_filter(&elements, &mut |id, required| {
+            if required {
+                mask.require(id);
+                let list = tables_with(id);
+                if rarest.is_none_or(|r| list.len() < r.len()) {
+                    rarest = Some(list);
+                }
+            } else {
+                mask.exclude(id);
+            }
+        });
+        let candidates = match rarest {
+            Some(list) => Candidates::List(list.iter()),
+            None => Candidates::All(0..tables.len() as TableId),
+        };
+        let state = QueryState {
+            elements,
+            mask,
+            tables,
+        };
+        (state, candidates)
+    }
+
+    #[inline]
+    pub(crate) fn table(&self, id: TableId) -> TableRef<'w> {
+        TableRef {
+            id,
+            table: self.tables.get(id),
+        }
+    }
+
+    /// Whether `table` matches: its signature against the mask (a few word operations,
+    /// whatever the number of types), then, only for a query naming a type beyond the
+    /// mask's inline block, type by type.
+    #[inline]
+    pub(crate) fn matches(&self, table: TableRef<'_>) -> bool {
+        table.table.signature().passes(&self.mask) && (!self.mask.wide || self.matches_each(table))
+    }
+
+    /// The same answer as [`matches`](Self::matches), type by type: cheaper for a query
+    /// of one or two types (`len()` tests every table ahead this way).
+    #[inline]
+    pub(crate) fn matches_each(&self, table: TableRef<'_>) -> bool {
+        Q::matches(&self.elements, table)
+    }
+
+    /// The next non-empty matching table in `tables` with a row that may pass the row
+    /// filters: its entities and `Q`'s part of it.
+    #[inline]
+    pub(crate) fn next_table(
+        &mut self,
+        tables: &mut Candidates<'w>,
+    ) -> Option<(&'w [Entity], Q::Columns<'w>)> {
+        for t in tables {
+            let table = self.table(t);
+            if table.len() > 0 && self.matches(table) {
+                let columns = Q::columns(&mut self.elements, table);
+                if Q::FILTERS_ROWS && Q::none_kept(&columns) {
+                    continue;
+                }
+                return Some((table.entities(), columns));
+            }
+        }
+        None
+    }
+
+    /// The non-empty tables among `candidates` that match, in creation order.
+    pub(crate) fn matching_tables(
+        &self,
+        candidates: Candidates<'w>,
+    ) -> impl Iterator<Item = TableRef<'w>> + '_ {
+        candidates
+            .map(|t| self.table(t))
+            .filter(|&t| t.len() > 0 && self.matches(t))
+    }
+}
