@@ -16,37 +16,75 @@
 //!
 //! # In the source
 //!
-//! One module per mechanism: `entity`, `component`, `merge`, `stats`,
-//! `checksum` (leaves); `storage/` (tables, columns, entity moves, storage snapshots);
-//! `output/` (what systems emit); `pool` (the workers); `fold/` (one typed fold per
-//! component type); `hooks` (on_add / on_remove); `world`, `query`, `bundle`,
-//! `snapshot` (save, restore, compare); `system`, `run` (phase 1), `sync/` (phase 2),
-//! `provenance` (what Sync records for watched entities), `runtime`, `profile`.
+//! For contributors: the crate reads bottom-up, one module per mechanism, and nothing
+//! imports a module of a higher layer. From the bottom:
+//!
+//! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
+//!   registry), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
+//!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
+//!   figures and errors) and `fixed_step`, which know only those.
+//! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
+//!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
+//! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
+//!   (the resource map and written-resource folds), `commands` (the one structural
+//!   command list and its `apply`, for systems' outputs and hooks alike).
+//! - **Output buffers** (`output::buffer`, `output::erased`: per-system, per-type runs of
+//!   rows), then **folds** (`fold/`: one typed fold per component type, knowing no
+//!   `World`).
+//! - **The world's face**, one thing in three modules that import each other: `world/`
+//!   (`mod`, `resources`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
+//!   `state`, `iter`: one engine for `query` and `query_mut`) and `hooks`.
+//! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
+//! - **The frame**: `provenance` (what Sync records for watched entities), `run`
+//!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
+//!
+//! The same list, checked against every `use` in `src/` by
+//! `cargo run -p runsync-tools --bin layers` (CI runs it through its test; it also
+//! fails on an import cycle of more than five files):
+//!
+//! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
+//! ```text
+//! 0 base:     entity component system::id primitive profile
+//! 1 leaves:   merge checksum stats fixed_step
+//! 2 storage:  storage pool
+//! 3 values:   bundle resource
+//! 4 commands: commands
+//! 5 buffers:  {output::buffer output::erased}
+//! 6 fold:     fold
+//! 7 world:    {world query hooks}
+//! 8 output:   output
+//! 9 system:   system
+//! 10 record:  provenance
+//! 11 phases:  run sync
+//! 12 loop:    runtime
+//! ```
 
 pub mod merge;
 
 // Leaves.
-mod checksum;
 mod component;
 mod entity;
-mod stats;
-// Where data lives, and what systems emit.
-mod output;
-mod storage;
-// Threads.
-mod pool;
 mod primitive;
-// Per-type folds, then the public world over storage + folds + resources.
+mod profile;
+// Leaves over those.
+mod checksum;
+mod fixed_step;
+mod stats;
+// Where data lives; the worker threads.
+mod pool;
+mod storage;
+// What values become: bundles, resources, structural commands.
 mod bundle;
 mod commands;
+mod resource;
+// What systems emit (the buffers), and the per-type folds of Sync.
 mod fold;
+mod output;
+// The world's face: the world, its queries and hooks.
 mod hooks;
 mod query;
-mod resource;
 mod world;
-// The frame: systems, the two phases, the loop, profiling.
-mod fixed_step;
-mod profile;
+// Systems and the frame.
 mod provenance;
 mod run;
 mod runtime;

@@ -18,11 +18,12 @@ use std::any::{Any, type_name};
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::output::{ErasedBuf, OutBuf};
+use crate::output::buffer::OutBuf;
+use crate::output::erased::ErasedBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 
-pub(crate) use paths::{FailedAt, Scratch};
+pub(crate) use paths::{FailedAt, FoldScratch};
 
 /// Outputs folded in and dropped by one type's fold.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,7 +41,7 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
     marks: TypeMarks,
     /// This frame's sources, `(system index, buffer)`, in system order.
     inbox: Vec<(u32, Box<OutBuf<C>>)>,
-    scratch: Scratch<C::Output>,
+    scratch: FoldScratch<C::Output>,
     /// The merge's profiling zone location, made once (nothing without `tracy`).
     zone: crate::profile::ZoneSite,
     /// The `Debug` formatter of `C::Output`, for write provenance; set by
@@ -57,7 +58,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             columns: Vec::new(),
             marks: TypeMarks::default(),
             inbox: Vec::new(),
-            scratch: Scratch::default(),
+            scratch: FoldScratch::default(),
             zone: Default::default(),
             show_output: None,
             failed: None,
@@ -153,14 +154,12 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     fn writes_to(&self, col: u32, row: u32, out: &mut Vec<(u32, Option<String>)>) {
         let show = self.show_output;
         for (system, src) in &self.inbox {
-            for k in 0..src.segments.len() {
-                for (r, values) in src.seg_runs(k) {
-                    if r.col != col || row < r.row || row - r.row >= values.len() as u32 {
-                        continue;
-                    }
-                    let v = &values[(row - r.row) as usize];
-                    out.push((*system, show.map(|f| Show(v, f).to_string())));
+            for (r, values) in src.runs_with_values() {
+                if r.col != col || row < r.row || row - r.row >= values.len() as u32 {
+                    continue;
                 }
+                let v = &values[(row - r.row) as usize];
+                out.push((*system, show.map(|f| Show(v, f).to_string())));
             }
         }
     }

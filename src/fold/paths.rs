@@ -43,7 +43,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::output::{OutBuf, Run, Segment};
+use crate::output::buffer::{OutBuf, RowRun, Segment, run_values};
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
@@ -96,7 +96,7 @@ impl Drop for OnUnwind<'_> {
 }
 
 /// Per-type scratch kept across frames (capacity only).
-pub(crate) struct Scratch<O> {
+pub(crate) struct FoldScratch<O> {
     keys: Vec<u64>,
     pairs: Vec<(u64, u32)>,
     group: Vec<O>,
@@ -106,9 +106,9 @@ pub(crate) struct Scratch<O> {
     cols: Vec<u32>,
 }
 
-impl<O> Default for Scratch<O> {
+impl<O> Default for FoldScratch<O> {
     fn default() -> Self {
-        Scratch {
+        FoldScratch {
             keys: Vec::new(),
             pairs: Vec::new(),
             group: Vec::new(),
@@ -118,7 +118,7 @@ impl<O> Default for Scratch<O> {
     }
 }
 
-impl<O> Scratch<O> {
+impl<O> FoldScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
         self.keys.capacity() * 8
@@ -155,7 +155,7 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
     columns: &mut [Vec<C>],
     marks: &mut TypeMarks,
     inbox: &mut [(u32, Box<OutBuf<C>>)],
-    scratch: &mut Scratch<C::Output>,
+    scratch: &mut FoldScratch<C::Output>,
     pool: &Pool,
     failed: &mut Option<FailedAt>,
 ) -> FoldCounts {
@@ -183,11 +183,9 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
 /// Marks every row a source's runs will merge into as changed: one range per run.
 fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
     for (_, src) in inbox {
-        for k in 0..src.segments.len() {
-            for (r, values) in src.seg_runs(k) {
-                let row = r.row as usize;
-                marks.mark_changed(r.col as usize, row..row + values.len());
-            }
+        for (r, values) in src.runs_with_values() {
+            let row = r.row as usize;
+            marks.mark_changed(r.col as usize, row..row + values.len());
         }
     }
 }
@@ -196,14 +194,12 @@ fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C
 #[inline]
 fn apply_runs<C: Component, M: Merge<C>>(
     merge: &M,
-    runs: &[Run],
+    runs: &[RowRun],
     values: &[C::Output],
     columns: &mut [Vec<C>],
     on_unwind: &mut OnUnwind<'_>,
 ) {
-    for (i, r) in runs.iter().enumerate() {
-        let end = runs.get(i + 1).map_or(values.len(), |n| n.start as usize);
-        let vals = &values[r.start as usize..end];
+    for (r, vals) in run_values(runs, values) {
         let row = r.row as usize;
         let rows = &mut columns[r.col as usize][row..row + vals.len()];
         for (k, (v, o)) in rows.iter_mut().zip(vals).enumerate() {
@@ -217,7 +213,7 @@ fn apply_runs<C: Component, M: Merge<C>>(
 #[inline]
 fn apply_runs_to_part<C: Component, M: Merge<C>>(
     merge: &M,
-    runs: &[Run],
+    runs: &[RowRun],
     values: &[C::Output],
     part: &mut Part<'_, C>,
 ) {
@@ -229,9 +225,7 @@ fn apply_runs_to_part<C: Component, M: Merge<C>>(
     } = part;
     let (col, lo, hi) = (*col, *lo, *lo + rows.len());
     let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(col));
-    for (i, r) in runs.iter().enumerate() {
-        let end = runs.get(i + 1).map_or(values.len(), |n| n.start as usize);
-        let vals = &values[r.start as usize..end];
+    for (r, vals) in run_values(runs, values) {
         let row = r.row as usize;
         let (a, b) = (row.max(lo), (row + vals.len()).min(hi));
         if r.col != col || a >= b {
@@ -251,7 +245,7 @@ fn apply_runs_to_part<C: Component, M: Merge<C>>(
 
 /// Whether a segment with these runs is one whole column of `columns`.
 #[inline]
-fn whole_column<C>(runs: &[Run], len: usize, columns: &[Vec<C>]) -> Option<usize> {
+fn whole_column<C>(runs: &[RowRun], len: usize, columns: &[Vec<C>]) -> Option<usize> {
     match runs {
         [r] if r.row == 0 && len > 0 && columns[r.col as usize].len() == len => {
             Some(r.col as usize)
@@ -269,12 +263,7 @@ fn in_order<C: Component, M: Merge<C>>(
 ) {
     let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
     for (_, src) in inbox.iter_mut() {
-        let OutBuf { segments, runs, .. } = &mut **src;
-        let mut from = 0usize;
-        for seg in segments.iter_mut() {
-            let to = seg.runs_end as usize;
-            let seg_runs = &runs[from..to];
-            from = to;
+        for (seg_runs, seg) in src.sealed_mut() {
             if let Some(col) = whole_column(seg_runs, seg.values.len(), columns) {
                 on_unwind.at = FailedAt::Column(col as u32);
                 if merge.replace_column(&mut columns[col], &mut seg.values) {
@@ -303,7 +292,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
     merge: &M,
     columns: &mut [Vec<C>],
     inbox: &mut [(u32, Box<OutBuf<C>>)],
-    scratch: &mut Scratch<C::Output>,
+    scratch: &mut FoldScratch<C::Output>,
     pool: &Pool,
     total: usize,
     failed: &mut Option<FailedAt>,
@@ -318,10 +307,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
     let cols = &mut scratch.cols;
     cols.clear();
     for (_, src) in inbox.iter() {
-        let mut from = 0usize;
-        for seg in &src.segments {
-            let seg_runs = &src.runs[from..seg.runs_end as usize];
-            from = seg.runs_end as usize;
+        for (seg_runs, seg) in src.sealed() {
             if M::REPLACES_COLUMNS && whole_column(seg_runs, seg.values.len(), columns).is_some() {
                 return false;
             }
@@ -365,10 +351,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
     let inbox: &[(u32, Box<OutBuf<C>>)] = inbox;
     let result = pool.for_each_mut(&mut parts[..n], &|_, part| {
         for (_, src) in inbox {
-            let mut from = 0usize;
-            for seg in &src.segments {
-                let seg_runs = &src.runs[from..seg.runs_end as usize];
-                from = seg.runs_end as usize;
+            for (seg_runs, seg) in src.sealed() {
                 apply_runs_to_part(merge, seg_runs, &seg.values, part);
             }
         }
@@ -387,10 +370,10 @@ fn keyed<C: Component, M: Merge<C>>(
     merge: &M,
     columns: &mut [Vec<C>],
     inbox: &mut [(u32, Box<OutBuf<C>>)],
-    scratch: &mut Scratch<C::Output>,
+    scratch: &mut FoldScratch<C::Output>,
     failed: &mut Option<FailedAt>,
 ) {
-    let Scratch {
+    let FoldScratch {
         keys,
         pairs,
         group,
@@ -401,11 +384,9 @@ fn keyed<C: Component, M: Merge<C>>(
     bounds.clear();
     for (_, src) in inbox.iter_mut() {
         let start = keys.len();
-        for k in 0..src.segments.len() {
-            for (r, values) in src.seg_runs(k) {
-                let base = key(r.col, r.row);
-                keys.extend((0..values.len() as u64).map(|d| base + d));
-            }
+        for (r, values) in src.runs_with_values() {
+            let base = key(r.col, r.row);
+            keys.extend((0..values.len() as u64).map(|d| base + d));
         }
         let end = keys.len();
         if !keys[start..end].is_sorted() {
@@ -665,7 +646,7 @@ mod tests {
                 &mut cols,
                 &mut marks,
                 &mut inbox,
-                &mut Scratch::default(),
+                &mut FoldScratch::default(),
                 &pool,
                 &mut None,
             );
@@ -724,7 +705,7 @@ mod tests {
         let all = shapes(&cols);
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
         let total = inbox.iter().map(|(_, b)| b.len()).sum();
-        let mut scratch = Scratch::default();
+        let mut scratch = FoldScratch::default();
         // Split whenever there is a second thread (none with `single-threaded`).
         let split = par_in_order(
             &merge::sum,
@@ -741,7 +722,7 @@ mod tests {
         let mut l: Vec<Vec<L>> = vec![(0..n as i64).map(L).collect()];
         let whole: Vec<(u32, u32, L)> = (0..n).map(|r| (0, r, L(7))).collect();
         let mut inbox = vec![(0, source::<L>(&whole))];
-        let mut scratch = Scratch::default();
+        let mut scratch = FoldScratch::default();
         let total = n as usize;
         assert!(!par_in_order(
             &merge::last,
@@ -810,7 +791,7 @@ mod tests {
                 let mut marks = marks_for(&cols);
                 let mut failed = None;
                 let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
-                    let mut scratch = Scratch::default();
+                    let mut scratch = FoldScratch::default();
                     if one_at_a_time {
                         fold(
                             &OneAtATime(sum_or_panic),
@@ -859,7 +840,7 @@ mod tests {
             &mut cols,
             &mut marks,
             &mut inbox,
-            &mut Scratch::default(),
+            &mut FoldScratch::default(),
             &pool,
             &mut None,
         );

@@ -29,10 +29,13 @@ use crate::storage::Storage;
 use super::erased::ErasedBuf;
 use crate::resource::AnyResBuf;
 
+/// Types remembered by an [`Output`], each with its write cursor.
+pub(crate) const CACHED_TYPES: usize = 4;
+
 /// Values for rows `row, row + 1, ..` of column `col`, starting at `values[start]` of
 /// their segment and running to the next run's `start` (or the segment's end).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Run {
+pub(crate) struct RowRun {
     pub(crate) col: u32,
     pub(crate) row: u32,
     pub(crate) start: u32,
@@ -84,7 +87,7 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) segments: Vec<Segment<C::Output>>,
     /// Every run, in emission order; sealed segment `k` owns
     /// `runs[segments[k-1].runs_end .. segments[k].runs_end]`.
-    pub(crate) runs: Vec<Run>,
+    pub(crate) runs: Vec<RowRun>,
     /// The values of the open segment.
     open: Vec<C::Output>,
     /// The open segment's runs start here.
@@ -169,7 +172,7 @@ impl<C: Component> OutBuf<C> {
                 }
             }
         }
-        self.runs.push(Run {
+        self.runs.push(RowRun {
             col,
             row,
             start: self.open.len() as u32,
@@ -193,7 +196,7 @@ impl<C: Component> OutBuf<C> {
     /// Appends a whole segment: `values[i]` goes to row `i` of column `col`.
     pub(crate) fn push_column(&mut self, col: u32, values: Vec<C::Output>) {
         self.seal();
-        self.runs.push(Run {
+        self.runs.push(RowRun {
             col,
             row: 0,
             start: 0,
@@ -210,21 +213,22 @@ impl<C: Component> OutBuf<C> {
         self.segments.iter().map(|s| s.values.len()).sum::<usize>() + self.open.len()
     }
 
-    /// The runs of sealed segment `k`, each with its values.
-    pub(crate) fn seg_runs(&self, k: usize) -> impl Iterator<Item = (Run, &[C::Output])> + '_ {
-        let seg = &self.segments[k];
-        let from = if k == 0 {
-            0
-        } else {
-            self.segments[k - 1].runs_end as usize
-        };
-        let runs = &self.runs[from..seg.runs_end as usize];
-        runs.iter().enumerate().map(move |(i, &r)| {
-            let end = runs
-                .get(i + 1)
-                .map_or(seg.values.len(), |n| n.start as usize);
-            (r, &seg.values[r.start as usize..end])
-        })
+    /// The sealed segments in emission order, each with its runs.
+    pub(crate) fn sealed(&self) -> impl Iterator<Item = (&[RowRun], &Segment<C::Output>)> + '_ {
+        with_runs(&self.runs, self.segments.iter())
+    }
+
+    /// [`sealed`](Self::sealed), with the segments' values mutable.
+    pub(crate) fn sealed_mut(
+        &mut self,
+    ) -> impl Iterator<Item = (&[RowRun], &mut Segment<C::Output>)> + '_ {
+        with_runs(&self.runs, self.segments.iter_mut())
+    }
+
+    /// Every sealed run with its values, in emission order.
+    pub(crate) fn runs_with_values(&self) -> impl Iterator<Item = (RowRun, &[C::Output])> + '_ {
+        self.sealed()
+            .flat_map(|(runs, seg)| run_values(runs, &seg.values))
     }
 
     /// Whether this (sealed) buffer's runs visit rows in strictly increasing
@@ -233,16 +237,14 @@ impl<C: Component> OutBuf<C> {
     pub(crate) fn is_ordered(&self) -> bool {
         debug_assert!(self.open.is_empty(), "an unsealed buffer");
         let mut last: Option<(u32, u32)> = None; // (col, last row written)
-        for k in 0..self.segments.len() {
-            for (r, values) in self.seg_runs(k) {
-                if values.is_empty() {
-                    continue;
-                }
-                if last.is_some_and(|(c, row)| (r.col, r.row) <= (c, row)) {
-                    return false;
-                }
-                last = Some((r.col, r.row + values.len() as u32 - 1));
+        for (r, values) in self.runs_with_values() {
+            if values.is_empty() {
+                continue;
             }
+            if last.is_some_and(|(c, row)| (r.col, r.row) <= (c, row)) {
+                return false;
+            }
+            last = Some((r.col, r.row + values.len() as u32 - 1));
         }
         true
     }
@@ -270,11 +272,8 @@ impl<C: Component> OutBuf<C> {
     pub(crate) fn append(&mut self, other: &mut OutBuf<C>) {
         self.seal();
         other.seal();
-        let mut from = 0usize;
-        for mut seg in other.segments.drain(..) {
-            let to = seg.runs_end as usize;
-            self.runs.extend_from_slice(&other.runs[from..to]);
-            from = to;
+        for (runs, mut seg) in with_runs(&other.runs, other.segments.drain(..)) {
+            self.runs.extend_from_slice(runs);
             seg.runs_end = self.runs.len() as u32;
             self.segments.push(seg);
             // Give `other` a vector back for the one it lost, so that a chunk buffer
@@ -288,6 +287,35 @@ impl<C: Component> OutBuf<C> {
         other.open_runs = 0;
         self.dropped += std::mem::take(&mut other.dropped);
     }
+}
+
+/// The one decoder of the run layout: each of a segment's `runs` with its values. Run `i`
+/// owns `values[runs[i].start..runs[i + 1].start]`, the last one up to the end.
+#[inline]
+pub(crate) fn run_values<'a, O>(
+    runs: &'a [RowRun],
+    values: &'a [O],
+) -> impl Iterator<Item = (RowRun, &'a [O])> + 'a {
+    runs.iter().enumerate().map(move |(i, &r)| {
+        let end = runs.get(i + 1).map_or(values.len(), |n| n.start as usize);
+        (r, &values[r.start as usize..end])
+    })
+}
+
+/// Pairs each segment (`&`, `&mut` or owned) with its runs: segment `k` owns
+/// `runs[segments[k - 1].runs_end..segments[k].runs_end]`.
+#[inline]
+fn with_runs<O, S: std::borrow::Borrow<Segment<O>>>(
+    runs: &[RowRun],
+    segments: impl Iterator<Item = S>,
+) -> impl Iterator<Item = (&[RowRun], S)> {
+    let mut from = 0usize;
+    segments.map(move |seg| {
+        let to = seg.borrow().runs_end as usize;
+        let mine = &runs[from..to];
+        from = to;
+        (mine, seg)
+    })
 }
 
 /// The type-erased face of [`OutBuf`].
@@ -340,7 +368,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             + self.segments.capacity() * size_of::<Segment<C::Output>>()
             + self.spare.iter().map(|v| v.capacity() * o).sum::<usize>()
             + self.spare.capacity() * size_of::<Vec<C::Output>>()
-            + self.runs.capacity() * size_of::<Run>()
+            + self.runs.capacity() * size_of::<RowRun>()
     }
 }
 
@@ -354,7 +382,7 @@ pub(crate) struct SystemOutputs {
     pub(crate) used: Vec<u32>,
     /// The types an [`Output`](super::Output) remembers, kept across frames so that a
     /// system's first write of a frame needs no registry lookup.
-    pub(crate) types: [(TypeId, ComponentId); super::CACHED_TYPES],
+    pub(crate) types: [(TypeId, ComponentId); CACHED_TYPES],
     /// The world (its `uid`) whose component ids key `buffers` and `types`.
     pub(crate) world: u64,
     /// Structural commands (spawn, despawn, insert, remove) with their values.
@@ -382,7 +410,7 @@ impl Default for SystemOutputs {
             buffers: Vec::new(),
             used: Vec::new(),
             // `()` is never a component: `Component` is not implemented for it.
-            types: [(TypeId::of::<()>(), ComponentId(u32::MAX)); super::CACHED_TYPES],
+            types: [(TypeId::of::<()>(), ComponentId(u32::MAX)); CACHED_TYPES],
             world: 0,
             commands: CommandList::default(),
             spawned: 0,
@@ -533,8 +561,8 @@ mod tests {
 
     fn runs_of(b: &mut OutBuf<P>) -> Vec<(u32, u32, Vec<u32>)> {
         b.seal();
-        (0..b.segments.len())
-            .flat_map(|k| b.seg_runs(k).map(|(r, v)| (r.col, r.row, v.to_vec())))
+        b.runs_with_values()
+            .map(|(r, v)| (r.col, r.row, v.to_vec()))
             .collect()
     }
 

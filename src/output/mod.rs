@@ -1,13 +1,13 @@
 //! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`];
 //! [`Output`] says which write path costs what.
 
-mod buffer;
-mod erased;
+pub(crate) mod buffer;
+pub(crate) mod erased;
 mod par;
 
 use std::any::TypeId;
 
-pub(crate) use buffer::{Chunk, OutBuf, Run, Segment, SystemOutputs};
+pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 pub(crate) use erased::ErasedBuf;
 
 use crate::bundle::Bundle;
@@ -16,9 +16,6 @@ use crate::entity::Entity;
 use crate::pool::Pool;
 use crate::world::World;
 use buffer::Cursor;
-
-/// Types remembered by an [`Output`], each with its write cursor.
-pub(crate) const CACHED_TYPES: usize = 4;
 
 /// One remembered type: its id and where its next in-order write goes.
 #[derive(Clone, Copy)]

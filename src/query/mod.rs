@@ -55,7 +55,7 @@ pub use iter::{QueryFiltered, QueryIter, QueryMutIter};
 pub(crate) use state::QueryState;
 
 #[cfg(doc)]
-use crate::World;
+use crate::world::World;
 
 #[cfg(test)]
 mod tests {

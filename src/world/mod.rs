@@ -120,7 +120,7 @@ impl World {
     /// # Panics
     /// If `C` is already registered.
     #[track_caller]
-    pub fn register_default<C: crate::DefaultMerge>(&mut self) -> ComponentId {
+    pub fn register_default<C: crate::merge::DefaultMerge>(&mut self) -> ComponentId {
         self.register::<C>(C::default_merge())
     }
 
