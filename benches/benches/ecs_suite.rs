@@ -423,10 +423,30 @@ fn contrib_bundle(i: usize) -> (contrib::Pos, contrib::Vel) {
 /// up in Sync, and a fourth integrates `Pos` from last frame's `Vel`; every system takes
 /// the plain `out.write` path.
 fn runsync_contrib(workers: usize) -> Runtime {
+    runsync_contrib_with(workers, |w| {
+        w.register::<contrib::Vel>(merge::sum);
+    })
+}
+
+/// A hand-written merge for `Vel`, as a user writes one: adds up the frame's deltas.
+fn add_deltas(v: &mut contrib::Vel, deltas: &[glam::Vec3]) {
+    for d in deltas {
+        v.0 += *d;
+    }
+}
+
+/// [`runsync_contrib`] with `Vel` merged by [`add_deltas`], a plain `fn`.
+fn runsync_contrib_fn(workers: usize) -> Runtime {
+    runsync_contrib_with(workers, |w| {
+        w.register::<contrib::Vel>(add_deltas);
+    })
+}
+
+fn runsync_contrib_with(workers: usize, register_vel: impl FnOnce(&mut World)) -> Runtime {
     use contrib::{Pos, Vel};
     let mut w = World::new();
     w.register::<Pos>(merge::last);
-    w.register::<Vel>(merge::sum);
+    register_vel(&mut w);
     for i in 0..CONTRIB {
         w.spawn(contrib_bundle(i));
     }
@@ -477,7 +497,9 @@ fn bevy_integrate(mut q: Query<(&mut contrib::Pos, &contrib::Vel)>) {
 }
 
 /// `contrib_100k_{workers}w`: several systems contributing to one component. runsync runs
-/// the four systems of [`runsync_contrib`] at once on `workers` threads; hecs makes the
+/// the four systems of [`runsync_contrib`] at once on `workers` threads, all on the plain
+/// `out.write` path: `runsync` with `Vel` merged by `merge::sum`, `runsync_fn_merge` by a
+/// hand-written `fn` ([`add_deltas`]); hecs makes the
 /// same four passes one after another in place; bevy_ecs (2 workers only) runs the same
 /// four systems in a multi-threaded `Schedule`, which serialises them because they all
 /// touch `Vel`.
@@ -486,6 +508,10 @@ fn contrib_100k(c: &mut Criterion, workers: usize) {
     g.throughput(Throughput::Elements(CONTRIB as u64));
     g.bench_function("runsync", |b| {
         let mut rt = runsync_contrib(workers);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_fn_merge", |b| {
+        let mut rt = runsync_contrib_fn(workers);
         b.iter(|| rt.frame())
     });
     g.bench_function("hecs", |b| {

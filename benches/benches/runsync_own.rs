@@ -200,8 +200,30 @@ impl AddAssign<f32> for Acc {
 }
 
 fn sync_throughput(c: &mut Criterion) {
+    sync_group(c, "sync_sum_1M", |w| {
+        w.register::<Acc>(merge::sum);
+    });
+}
+
+/// A hand-written merge for [`Acc`], as a user writes one.
+fn add_up(a: &mut Acc, deltas: &[f32]) {
+    for d in deltas {
+        a.0 += d;
+    }
+}
+
+/// `sync_sum_1M` with `Acc` merged by a hand-written `fn` ([`add_up`]).
+fn sync_fn_throughput(c: &mut Criterion) {
+    sync_group(c, "sync_fn_1M", |w| {
+        w.register::<Acc>(add_up);
+    });
+}
+
+/// The Sync phase alone, for 1M outputs from 1, 2, 4 or 8 systems on 1 worker, with
+/// `Acc` registered by `register`.
+fn sync_group(c: &mut Criterion, name: &str, register: fn(&mut World)) {
     const OUTPUTS: usize = 1_000_000;
-    let mut g = c.benchmark_group("sync_sum_1M");
+    let mut g = c.benchmark_group(name);
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(OUTPUTS as u64));
     for systems in [1usize, 2, 4, 8] {
@@ -211,7 +233,7 @@ fn sync_throughput(c: &mut Criterion) {
         let entities = OUTPUTS / systems;
         g.bench_with_input(BenchmarkId::new("runsync", systems), &systems, |b, &k| {
             let mut w = World::new();
-            w.register::<Acc>(merge::sum);
+            register(&mut w);
             for _ in 0..entities {
                 w.spawn((Acc(0.0),));
             }
@@ -500,6 +522,7 @@ criterion_group! {
     name = own;
     config = quick();
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
+        sync_fn_throughput,
         empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove, changed_query
 }
 criterion_main!(own);

@@ -10,8 +10,12 @@
 //!    `min`, `max`), is swapped in instead (no copy). Large types are split by row range
 //!    over the workers: entities are independent and every row sees the same merges in
 //!    the same order, so the result is bit-identical at any worker count.
-//! 2. **Keyed** — otherwise (several sources and a merge that must see all of an entity's
-//!    outputs at once, or one source that visits rows out of order or twice): each source's
+//! 2. **Gathered** — several sources that each visit rows in increasing order (query
+//!    loops, whatever rows each wrote) and a merge that must see all of an entity's outputs
+//!    at once (a hand-written `fn` or closure): the sources are walked together, row
+//!    intervals at a time, each row's outputs moved into one group in system order and
+//!    merged once; no keys, no sort (see `gather`).
+//! 3. **Keyed** — otherwise (a source that visits rows out of order or twice): each source's
 //!    outputs get their `(column, row)` key from its runs; a source whose keys are not
 //!    already ascending is sorted stably (so emission order survives within an entity);
 //!    then one scan over the sources, column-wise, gathers each entity's outputs in system
@@ -48,6 +52,7 @@ use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::FoldCounts;
+use super::gather::{self, GatherScratch};
 
 /// Where a fold's merge panicked: written while unwinding, read by Sync for the error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,20 +65,20 @@ pub(crate) enum FailedAt {
 
 /// Writes `at` into `failed` if dropped, which happens only while a merge unwinds: the
 /// normal path ends with [`disarm`](Self::disarm).
-struct OnUnwind<'a> {
+pub(super) struct OnUnwind<'a> {
     failed: &'a mut Option<FailedAt>,
     at: FailedAt,
 }
 
 impl<'a> OnUnwind<'a> {
     #[inline(always)]
-    fn new(failed: &'a mut Option<FailedAt>, at: FailedAt) -> Self {
+    pub(super) fn new(failed: &'a mut Option<FailedAt>, at: FailedAt) -> Self {
         OnUnwind { failed, at }
     }
 
     /// Before each merge call: the position it merges into.
     #[inline(always)]
-    fn at(&mut self, col: u32, row: usize) {
+    pub(super) fn at(&mut self, col: u32, row: usize) {
         self.at = FailedAt::Row {
             col,
             row: row as u32,
@@ -82,7 +87,7 @@ impl<'a> OnUnwind<'a> {
 
     /// The path finished: nothing to record.
     #[inline(always)]
-    fn disarm(self) {
+    pub(super) fn disarm(self) {
         std::mem::forget(self);
     }
 }
@@ -104,6 +109,8 @@ pub(crate) struct FoldScratch<O> {
     bounds: Vec<(usize, usize)>,
     /// Columns touched, for the parallel split.
     cols: Vec<u32>,
+    /// The gather path's.
+    gather: GatherScratch<O>,
 }
 
 impl<O> Default for FoldScratch<O> {
@@ -114,6 +121,7 @@ impl<O> Default for FoldScratch<O> {
             group: Vec::new(),
             bounds: Vec::new(),
             cols: Vec::new(),
+            gather: GatherScratch::default(),
         }
     }
 }
@@ -126,6 +134,7 @@ impl<O> FoldScratch<O> {
             + self.group.capacity() * size_of::<O>()
             + self.bounds.capacity() * size_of::<(usize, usize)>()
             + self.cols.capacity() * 4
+            + self.gather.capacity_bytes()
     }
 }
 
@@ -174,6 +183,8 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
         if !par_in_order(merge, columns, inbox, scratch, pool, total, failed) {
             in_order(merge, columns, inbox, failed);
         }
+    } else if gather::applies(inbox) {
+        gather::gather(merge, columns, inbox, &mut scratch.gather, failed);
     } else {
         keyed(merge, columns, inbox, scratch, failed);
     }
@@ -610,6 +621,12 @@ mod tests {
         let scatter: Vec<_> = (0..300u32)
             .map(|i| all[(i as usize * 7919) % all.len()])
             .collect();
+        // In order, with gaps of other lengths than `evens`' and a column left out.
+        let gaps: Vec<_> = all
+            .iter()
+            .copied()
+            .filter(|&(c, r)| c != 1 && r % 5 < 2)
+            .collect();
         vec![
             tag(1, &all),
             tag(2, &evens),
@@ -617,6 +634,7 @@ mod tests {
             tag(4, &twice),
             tag(5, &scatter),
             tag(6, &all),
+            tag(7, &gaps),
         ]
     }
 
@@ -684,6 +702,23 @@ mod tests {
     fn several_sources_gathered_column_wise() {
         check(hash, hash, &[0, 1, 5]);
         check(hash, hash, &[0, 2, 3, 4, 1]);
+    }
+
+    /// Ordered sources covering different rows (all, evens, gaps, none of a column) take
+    /// the gather path, in any system order.
+    #[test]
+    fn ordered_sources_with_any_coverage_are_gathered() {
+        let pick = [0, 1, 6];
+        assert!(gather::applies(
+            &pick
+                .iter()
+                .map(|&k| (0, source::<V>(&shapes(&columns())[k])))
+                .collect::<Vec<_>>()
+        ));
+        check(hash, hash, &[1, 6]);
+        check(hash, hash, &[6, 1, 0]);
+        check(hash, hash, &[1, 0, 6, 5]);
+        check(hash, hash, &[6, 6]);
     }
 
     #[test]
@@ -766,8 +801,9 @@ mod tests {
                     .for_each(|w| w.2 = -1);
                 src
             };
-            // Keyed (several sources, a merge that needs them all), one source in order
-            // (in place, or in parallel row ranges), one source out of order (keyed).
+            // Gathered (several ordered sources, a merge that needs them all), one source
+            // in order (in place, or in parallel row ranges), a source out of order
+            // (keyed).
             let cases: [(&[usize], bool); 4] = [
                 (&[0, 5], false),
                 (&[0], false),
