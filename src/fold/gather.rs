@@ -107,37 +107,31 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
     }
     let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
     let n = inbox.len();
+    let mut walk_lanes = |values: &mut [LaneValues<'_, C::Output>]| {
+        walk(
+            merge,
+            columns,
+            spans,
+            lanes,
+            cover,
+            group,
+            values,
+            &mut on_unwind,
+        )
+    };
     if n <= STACK_SOURCES {
         let mut values: [LaneValues<'_, C::Output>; STACK_SOURCES] =
             std::array::from_fn(|_| LaneValues::default());
         for (slot, (_, src)) in values.iter_mut().zip(inbox.iter_mut()) {
             *slot = LaneValues::new(&mut src.segments);
         }
-        walk(
-            merge,
-            columns,
-            spans,
-            lanes,
-            cover,
-            group,
-            &mut values[..n],
-            &mut on_unwind,
-        );
+        walk_lanes(&mut values[..n]);
     } else {
         let mut values: Vec<_> = inbox
             .iter_mut()
             .map(|(_, src)| LaneValues::new(&mut src.segments))
             .collect();
-        walk(
-            merge,
-            columns,
-            spans,
-            lanes,
-            cover,
-            group,
-            &mut values,
-            &mut on_unwind,
-        );
+        walk_lanes(&mut values);
     }
     on_unwind.disarm();
     group.clear();
