@@ -29,11 +29,13 @@
 //!   (the resource map and written-resource folds), `commands` (the one structural
 //!   command list and its `apply`, for systems' outputs and hooks alike).
 //! - **Output buffers** (`output::buffer`, `output::erased`: per-system, per-type runs of
-//!   rows), then **folds** (`fold/`: one typed fold per component type, knowing no
+//!   rows; `output::slots`: the row slots of `Output::query`, pending until settled into
+//!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
 //!   `World`).
 //! - **The world's face**, one thing in three modules that import each other: `world/`
 //!   (`mod`, `resources`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
-//!   `state`, `iter`: one engine for `query` and `query_mut`) and `hooks`.
+//!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
+//!   and `hooks`.
 //! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
 //! - **The frame**: `provenance` (what Sync records for watched entities), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
@@ -49,7 +51,7 @@
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource
 //! 4 commands: commands
-//! 5 buffers:  {output::buffer output::erased}
+//! 5 buffers:  {output::buffer output::erased output::slots}
 //! 6 fold:     fold
 //! 7 world:    {world query hooks}
 //! 8 output:   output
@@ -98,10 +100,11 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use hooks::Commands;
 pub use merge::{DefaultMerge, Merge};
-pub use output::{Output, Writer, WriterSet};
+pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
-    Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, With, Without,
+    Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
+    QueryOutIter, With, Without, Write,
 };
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
@@ -118,7 +121,7 @@ pub mod prelude {
     pub use crate::{
         Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
         Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
-        Without, World,
+        Without, World, Write,
     };
 }
 

@@ -26,6 +26,8 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
         }));
+        // Output slots a loop left pending become runs (counted, then seen by Sync).
+        slot.out.seal();
         let helped = Pool::helped().saturating_sub(helped_before);
         slot.time = start.elapsed().saturating_sub(helped);
         if let Err(payload) = result {

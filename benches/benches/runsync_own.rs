@@ -3,8 +3,9 @@
 //! from 1 to 2 workers, and change detection (`changed_query_1M`: a `Changed` query against
 //! the plain one over the same table).
 //!
-//! A function's name says which runsync API path it measures: `runsync` is the plain path
-//! a user writes first (`for (e, ..) in world.query() { out.write::<C>(e, ..) }`);
+//! A function's name says which runsync API path it measures: `runsync_query` is the
+//! README's lead loop (`for (e, (.., mut slot)) in out.query::<(.., Write<C>)>() {
+//! slot.set(..) }`); `runsync` is `out.write::<C>(e, ..)` in a `for` over `world.query()`;
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
 //! `out.write` inside (`_1w`: on one worker). `empty_systems` writes nothing. `hecs`
@@ -26,7 +27,7 @@ use common::out8::*;
 use common::*;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Changed, Commands, Component, Entity, Output, Runtime, World, merge};
+use runsync::{Changed, Commands, Component, Entity, Output, Runtime, World, Write, merge};
 
 const DT: f32 = 1.0 / 60.0;
 
@@ -38,7 +39,14 @@ fn movement_world(n: usize) -> World {
     w
 }
 
-/// The movement system as a user writes it first: `out.write` in a `for` over the query.
+/// The movement system as the README leads with it: output slots in the query.
+fn movement_query(_: &World, out: &mut Output) {
+    for (_, (p, v, mut pos)) in out.query::<(&Position, &Velocity, Write<Position>)>() {
+        pos.set(Position(p.0 + v.0 * DT));
+    }
+}
+
+/// The movement system with `out.write(e, ..)` in a `for` over `world.query`.
 fn movement_plain(w: &World, out: &mut Output) {
     for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
         out.write::<Position>(e, Position(p.0 + v.0 * DT));
@@ -105,7 +113,8 @@ fn movement(c: &mut Criterion, label: &str, n: usize) {
         g.sample_size(20).measurement_time(Duration::from_secs(3));
     }
     g.throughput(Throughput::Elements(n as u64));
-    let paths: [(&str, MovementSystem); 3] = [
+    let paths: [(&str, MovementSystem); 4] = [
+        ("runsync_query", movement_query),
         ("runsync", movement_plain),
         ("runsync_writer", movement_writer),
         ("runsync_write_each", movement_each),

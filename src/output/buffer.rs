@@ -27,6 +27,7 @@ use crate::entity::Entity;
 use crate::storage::Storage;
 
 use super::erased::ErasedBuf;
+use super::slots::{PendingColumn, SlotBase};
 use crate::resource::AnyResBuf;
 
 /// Types remembered by an [`Output`], each with its write cursor.
@@ -96,6 +97,11 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) spare: Vec<Vec<C::Output>>,
     /// Writes dropped in Run (dead target, or no such component).
     pub(crate) dropped: u64,
+    /// Output slots handed out by `Output::query` and not settled yet, one per table
+    /// visited, in emission order (after everything in `segments` and `open`).
+    pending: Vec<PendingColumn<C::Output>>,
+    /// Emptied presence flags of settled pending columns, for the next ones.
+    spare_present: Vec<Vec<u8>>,
 }
 
 impl<C: Component> Default for OutBuf<C> {
@@ -107,6 +113,8 @@ impl<C: Component> Default for OutBuf<C> {
             open_runs: 0,
             spare: Vec::new(),
             dropped: 0,
+            pending: Vec::new(),
+            spare_present: Vec::new(),
         }
     }
 }
@@ -160,6 +168,7 @@ impl<C: Component> OutBuf<C> {
 
     /// Starts a run at `(col, row)`, in a new segment if `new_segment`.
     pub(crate) fn start_run(&mut self, col: u32, row: u32, new_segment: bool) {
+        self.settle_pending();
         if new_segment {
             self.seal();
         }
@@ -179,8 +188,74 @@ impl<C: Component> OutBuf<C> {
         });
     }
 
-    /// Closes the open segment (if it has values) into `segments`.
+    /// Output slots for the `rows` rows of column `col` (a table an `Output::query` loop
+    /// enters), after everything emitted so far. They stay pending (see `output::slots`)
+    /// until this buffer is next written another way, sealed or cleared.
+    pub(crate) fn slots(&mut self, col: u32, rows: usize) -> SlotBase<C::Output> {
+        let values = self.spare.pop().unwrap_or_default();
+        let present = self.spare_present.pop().unwrap_or_default();
+        self.pending
+            .push(PendingColumn::new(col, rows, values, present));
+        self.pending.last_mut().expect("just pushed").base()
+    }
+
+    /// Turns the pending output slots into segments and runs, in emission order: a table
+    /// big enough for a segment of its own keeps its vector (a whole column when every
+    /// row was written, swapped in by Sync), a small one is copied into the open segment.
+    fn settle_pending(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        // Whatever was written before the slots comes first.
+        self.close_open();
+        let mut pending = std::mem::take(&mut self.pending);
+        for column in pending.drain(..) {
+            let own = column.rows() >= SEGMENT_MIN_ROWS;
+            if own {
+                // The runs pushed below belong to the table's own segment.
+                self.close_open();
+            }
+            let runs = &mut self.runs;
+            let first = self.open.len() as u32;
+            let mut start = if own { 0 } else { first };
+            let col = column.col();
+            let settled = column.settle(|row, len| {
+                runs.push(RowRun { col, row, start });
+                start += len;
+            });
+            if own && !settled.values.is_empty() {
+                self.segments.push(Segment {
+                    values: settled.values,
+                    runs_end: self.runs.len() as u32,
+                });
+                self.open_runs = self.runs.len() as u32;
+            } else {
+                let mut values = settled.values;
+                if !values.is_empty() {
+                    if self.open.capacity() == 0 {
+                        if let Some(v) = self.spare.pop() {
+                            self.open = v;
+                        }
+                    }
+                    self.open.append(&mut values);
+                }
+                self.spare.push(values);
+            }
+            self.spare_present.push(settled.present);
+        }
+        // Keep the list's capacity for the next query.
+        self.pending = pending;
+    }
+
+    /// Closes the open segment (if it has values) into `segments`, after settling any
+    /// pending output slots.
     pub(crate) fn seal(&mut self) {
+        self.settle_pending();
+        self.close_open();
+    }
+
+    /// Closes the open segment (if it has values) into `segments`.
+    fn close_open(&mut self) {
         if self.open.is_empty() {
             self.runs.truncate(self.open_runs as usize);
             return;
@@ -326,6 +401,8 @@ pub(crate) trait AnyBuffer: Send + Sync {
     fn writes(&self) -> usize;
     /// Clears writes, keeping capacity.
     fn clear_all(&mut self);
+    /// Settles pending output slots and closes the open segment.
+    fn seal_any(&mut self);
     /// A new empty buffer of the same type.
     fn empty_like(&self) -> ErasedBuf;
     /// Moves all of `other`'s writes to the end of `self`.
@@ -346,6 +423,9 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
     }
     fn clear_all(&mut self) {
         self.clear_writes();
+    }
+    fn seal_any(&mut self) {
+        self.seal();
     }
     fn empty_like(&self) -> ErasedBuf {
         ErasedBuf::new::<C>()
@@ -369,11 +449,18 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             + self.spare.iter().map(|v| v.capacity() * o).sum::<usize>()
             + self.spare.capacity() * size_of::<Vec<C::Output>>()
             + self.runs.capacity() * size_of::<RowRun>()
+            + self.pending.capacity() * size_of::<PendingColumn<C::Output>>()
+            + self
+                .spare_present
+                .iter()
+                .map(|v| v.capacity())
+                .sum::<usize>()
+            + self.spare_present.capacity() * size_of::<Vec<u8>>()
     }
 }
 
 /// Everything one system (or one chunk of a parallel iteration) emitted.
-pub(crate) struct SystemOutputs {
+pub struct SystemOutputs {
     /// Typed buffers by component id; `None` until the system first writes the type
     /// (and while Sync holds the buffer).
     pub(crate) buffers: Vec<Option<ErasedBuf>>,
@@ -493,6 +580,16 @@ impl SystemOutputs {
         }
     }
 
+    /// Seals every buffer (the system has returned): pending output slots become runs,
+    /// so that counts and Sync see every write.
+    pub(crate) fn seal(&mut self) {
+        for &id in &self.used {
+            if let Some(b) = &mut self.buffers[id as usize] {
+                b.as_dyn().seal_any();
+            }
+        }
+    }
+
     /// Appends `other` after everything in `self`, leaving `other` empty.
     pub(crate) fn absorb(&mut self, other: &mut SystemOutputs) {
         for &id in &other.used {
@@ -545,7 +642,11 @@ impl SystemOutputs {
         }
         if self.buffers[id.index()].is_none() {
             self.buffers[id.index()] = Some(ErasedBuf::new::<C>());
-            self.used.push(id.0);
+            // (Already listed if an `Output::query` iterator that held the buffer was
+            // leaked instead of dropped.)
+            if !self.used.contains(&id.0) {
+                self.used.push(id.0);
+            }
         }
     }
 }

@@ -4,22 +4,25 @@
 pub(crate) mod buffer;
 pub(crate) mod erased;
 mod par;
+pub(crate) mod slots;
 
 use std::any::TypeId;
 
 pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 pub(crate) use erased::ErasedBuf;
+pub use slots::Slot;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::pool::Pool;
+use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
 use buffer::Cursor;
 
 /// One remembered type: its id and where its next in-order write goes.
 #[derive(Clone, Copy)]
-struct Slot<'w> {
+struct TypeSlot<'w> {
     ty: TypeId,
     id: ComponentId,
     cursor: Cursor<'w>,
@@ -63,7 +66,7 @@ pub struct Output<'w> {
     /// inside [`par_for_each`](Self::par_for_each), where spawns cannot be numbered in
     /// order.
     system: Option<usize>,
-    slots: [Slot<'w>; CACHED_TYPES],
+    slots: [TypeSlot<'w>; CACHED_TYPES],
     /// The slot the next new type replaces (round robin).
     evict: usize,
 }
@@ -78,7 +81,7 @@ impl<'w> Output<'w> {
         // The types this system wrote last frame (their ids stay valid: ids are never
         // reassigned within a world); cursors start afresh.
         bufs.bind(world.uid());
-        let slot = |(ty, id)| Slot {
+        let slot = |(ty, id)| TypeSlot {
             ty,
             id,
             cursor: Cursor::NONE,
@@ -118,7 +121,7 @@ impl<'w> Output<'w> {
         let id = self.world.registry().id::<C>();
         let i = self.evict;
         self.evict = (i + 1) % CACHED_TYPES;
-        self.slots[i] = Slot {
+        self.slots[i] = TypeSlot {
             ty: TypeId::of::<C>(),
             id,
             cursor: Cursor::NONE,
@@ -190,6 +193,51 @@ impl<'w> Output<'w> {
             world: self.world,
             id: slot.id,
         }
+    }
+
+    /// A query whose [`Write<C>`](crate::Write) elements are this row's output slots: the
+    /// loop to write first. Reads (`&C`, `Option<&C>`) and filters are those of
+    /// [`World::query`]; each `Write<C>` yields a [`Slot`] whose
+    /// [`set`](Slot::set) emits the row's `C` output (merged in Sync like every write).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Vel(f32);
+    /// # impl Component for Vel { type Output = Vel; }
+    /// # let mut world = World::new();
+    /// # world.register::<Pos>(merge::last);
+    /// # world.register::<Vel>(merge::last);
+    /// # let e = world.spawn((Pos(1.0), Vel(-2.0)));
+    /// # let mut rt = Runtime::builder().build(world);
+    /// rt.add_system(|_: &World, out: &mut Output| {
+    ///     for (_e, (p, v, mut pos, mut vel)) in out.query::<(&Pos, &Vel, Write<Pos>, Write<Vel>)>() {
+    ///         pos.set(Pos(p.0 + v.0));
+    ///         if p.0 + v.0 < 0.0 {
+    ///             vel.set(Vel(-v.0)); // a conditional write: other rows get none
+    ///         }
+    ///     }
+    /// });
+    /// rt.frame();
+    /// # assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(-1.0)));
+    /// # assert_eq!(rt.world().get::<Vel>(e), Some(&Vel(2.0)));
+    /// ```
+    ///
+    /// Cost: a slot's `set` is a store and a bit set, with no target check, type lookup or
+    /// capacity check; a table whose every row was set becomes one whole output column,
+    /// which Sync swaps in (`last`) or merges row-aligned. Writes to other entities go
+    /// through [`write`](Self::write) (after the loop, or from a plain `world.query` loop);
+    /// both kinds mix freely in one system, in emission order.
+    ///
+    /// # Panics
+    /// If a type in `Q` is unregistered, or a type is written (`Write<C>`) twice.
+    #[track_caller]
+    pub fn query<Q: QueryOut>(&mut self) -> QueryOutIter<'_, Q> {
+        // Writes through slots are not where a cursor points: the next plain write of
+        // each type resolves its target (and settles the slots first).
+        self.reset_cursors();
+        QueryOutIter::new(self.world, self.bufs)
     }
 
     /// Emits `value` for resource `R`, folded in Sync by the merge registered with

@@ -19,6 +19,7 @@
 
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
+use crate::output::buffer::SystemOutputs;
 
 /// One element of a query, or a tuple of elements: the engine behind [`QueryData`] and
 /// [`QueryMut`]. Crate-private (it cannot be named outside), which seals both.
@@ -62,6 +63,10 @@ pub trait Fetch {
     fn none_kept(_columns: &Self::Columns<'_>) -> bool {
         false
     }
+    /// Gives back what [`init`](Self::init) took from a system's outputs (an output
+    /// slot's buffer), when the query ends.
+    #[inline]
+    fn release(_state: &mut Self::State<'_>, _outputs: &mut SystemOutputs) {}
 }
 
 /// A read-only query: what [`World::query`](crate::World::query),
@@ -102,6 +107,25 @@ pub trait QueryData:
         Columns<'w>: Copy + Send + Sync,
     >
 {
+    /// What the query yields per entity (besides the [`Entity`](crate::Entity) itself).
+    type Item<'w>;
+}
+
+/// What [`Output::query`](crate::Output::query) takes: a tuple of up to 12 of `&C`,
+/// `Option<&C>`, [`Write<C>`](crate::Write), [`With<C>`](crate::With),
+/// [`Without<C>`](crate::Without), [`Changed<C>`](crate::Changed) and
+/// [`Added<C>`](crate::Added). A type may be written (`Write<C>`) once per query; reading
+/// it too is fine (the read sees this frame's state, the write is merged in Sync).
+///
+/// Every [`QueryData`] element type is one too, with the same item. Sealed, like
+/// `QueryData`.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` is not a query `Output::query` can run",
+    label = "`Output::query` takes reads (`&C`, `Option<&C>`), filters and `Write<C>` slots",
+    note = "`&mut C` is for `World::query_mut` between frames; during Run, write a row \
+            through a `Write<C>` slot"
+)]
+pub trait QueryOut: for<'w> Fetch<Out<'w> = <Self as QueryOut>::Item<'w>> {
     /// What the query yields per entity (besides the [`Entity`](crate::Entity) itself).
     type Item<'w>;
 }
@@ -328,6 +352,12 @@ impl<C: Component> QueryMut for &mut C {
 impl<C: Component> QueryMut for Option<&mut C> {
     type Item<'w> = Option<&'w mut C>;
 }
+impl<C: Component> QueryOut for &C {
+    type Item<'w> = &'w C;
+}
+impl<C: Component> QueryOut for Option<&C> {
+    type Item<'w> = Option<&'w C>;
+}
 
 // ----- tuples -----
 
@@ -373,6 +403,10 @@ macro_rules! tuple_query {
             fn none_kept(columns: &Self::Columns<'_>) -> bool {
                 $($name::none_kept(&columns.$idx) ||)* false
             }
+            #[inline]
+            fn release(state: &mut Self::State<'_>, outputs: &mut SystemOutputs) {
+                $($name::release(&mut state.$idx, outputs);)*
+            }
         }
 
         impl<$($name: QueryData),*> QueryData for ($($name,)*) {
@@ -380,6 +414,10 @@ macro_rules! tuple_query {
         }
 
         impl<$($name: QueryMut),*> QueryMut for ($($name,)*) {
+            type Item<'w> = ($($name::Item<'w>,)*);
+        }
+
+        impl<$($name: QueryOut),*> QueryOut for ($($name,)*) {
             type Item<'w> = ($($name::Item<'w>,)*);
         }
     };

@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 
-use super::fetch::{Fetch, QueryData, QueryMut};
+use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
 use crate::storage::TypeMarks;
@@ -66,6 +66,10 @@ macro_rules! table_filter {
         }
 
         impl<C: Component> QueryMut for $name<C> {
+            type Item<'w> = ();
+        }
+
+        impl<C: Component> QueryOut for $name<C> {
             type Item<'w> = ();
         }
     };
@@ -220,6 +224,10 @@ macro_rules! mark_filter {
         }
 
         impl<C: Component> QueryMut for $name<C> {
+            type Item<'w> = ();
+        }
+
+        impl<C: Component> QueryOut for $name<C> {
             type Item<'w> = ();
         }
     };

@@ -3,9 +3,10 @@
 //! one table with [`TableRows`], which also skips the rows a row filter drops, a word (64
 //! rows) at a time.
 
-use super::fetch::{Fetch, QueryData, QueryMut};
+use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Candidates, QueryState};
 use crate::entity::Entity;
+use crate::output::buffer::SystemOutputs;
 use crate::world::World;
 
 /// Whether row `row` passes `Q`'s row filters.
@@ -326,5 +327,66 @@ impl<'w, Q: QueryMut> Iterator for QueryMutIter<'w, Q> {
                 None => return acc,
             }
         }
+    }
+}
+
+/// Iterator over `(Entity, Q::Item)` returned by [`Output::query`](crate::Output::query):
+/// the order is [`World::query`]'s; [`Write<C>`](crate::Write) elements yield the row's
+/// output slot.
+pub struct QueryOutIter<'o, Q: QueryOut> {
+    state: QueryState<'o, Q>,
+    tables: Candidates<'o>,
+    rows: TableRows<'o, Q>,
+    /// Where the `Write` elements give their buffers back.
+    outputs: &'o mut SystemOutputs,
+}
+
+impl<'o, Q: QueryOut> QueryOutIter<'o, Q> {
+    /// # Panics
+    /// If a type in `Q` is not registered, or is written twice.
+    #[track_caller]
+    pub(crate) fn new(world: &'o World, outputs: &'o mut SystemOutputs) -> Self {
+        let (state, tables, outputs) = QueryState::slots(world.storage(), outputs);
+        QueryOutIter {
+            state,
+            tables,
+            rows: TableRows::none(),
+            outputs,
+        }
+    }
+}
+
+impl<'o, Q: QueryOut> Iterator for QueryOutIter<'o, Q> {
+    type Item = (Entity, Q::Item<'o>);
+
+    #[inline]
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(&e) = self.rows.peek() {
+                return Some(self.rows.take(e));
+            }
+            self.rows = TableRows::new(self.state.next_table(&mut self.tables)?);
+        }
+    }
+
+    fn fold<B, F>(mut self, init: B, mut f: F) -> B
+    where
+        F: FnMut(B, Self::Item) -> B,
+    {
+        let mut acc = init;
+        loop {
+            let rows = std::mem::replace(&mut self.rows, TableRows::none());
+            acc = rows.fold(acc, &mut f);
+            match self.state.next_table(&mut self.tables) {
+                Some(found) => self.rows = TableRows::new(found),
+                None => return acc,
+            }
+        }
+    }
+}
+
+impl<Q: QueryOut> Drop for QueryOutIter<'_, Q> {
+    fn drop(&mut self) {
+        Q::release(&mut self.state.elements, self.outputs);
     }
 }

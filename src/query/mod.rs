@@ -47,12 +47,14 @@ mod fetch;
 mod filter;
 mod iter;
 mod state;
+mod write;
 
-pub use fetch::{QueryData, QueryMut};
+pub use fetch::{QueryData, QueryMut, QueryOut};
 pub use filter::{Added, Changed, With, Without};
 pub(crate) use iter::keeps;
-pub use iter::{QueryFiltered, QueryIter, QueryMutIter};
+pub use iter::{QueryFiltered, QueryIter, QueryMutIter, QueryOutIter};
 pub(crate) use state::QueryState;
+pub use write::Write;
 
 #[cfg(doc)]
 use crate::world::World;

@@ -10,23 +10,24 @@
 //! block also tests types one by one. So it never scans unrelated tables and never takes
 //! a lock.
 //!
-//! # Room for output slots
+//! # Output slots
 //!
-//! An element is free to carry per-query state of its own and to take per-table data in
+//! An element carries per-query state of its own and takes per-table data in
 //! [`Fetch::columns`], with `&mut` access to its state, table by table in creation order:
-//! that is how `&mut C` walks its type's columns. An element that writes into a system's
-//! output buffer (a per-row write handle bound to an output column, iterated together with
-//! the reads) fits the same shape: its state borrows the buffer from a third kind of
-//! [`Source`] (one holding the system's `Output`), its `columns` claims the output column
-//! for the table (the table's id is in [`TableRef`]), and `get` hands out the handle for
-//! the row. Such an element is not [`QueryData`] (its state is not `Copy`), so it iterates
-//! with the exclusive walk of [`QueryState::next_table`], as `query_mut` does.
+//! that is how `&mut C` walks its type's columns, and how [`Write<C>`](super::Write)
+//! hands out output slots. Its state takes the system's output buffer for `C` from a third
+//! kind of [`Source`] (built by [`QueryState::slots`] for `Output::query`, reads shared
+//! as in `&World` queries), its `columns` opens a pending output column for the table, and
+//! `get` hands out the row's slot. Such an element is not [`QueryData`] (its state is not
+//! `Copy`), so it iterates with the exclusive walk of [`QueryState::next_table`], as
+//! `query_mut` does, and gives the buffer back when the query ends (`Fetch::release`).
 
 use std::any::Any;
 
 use super::fetch::{Fetch, QueryData};
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::Entity;
+use crate::output::buffer::{OutBuf, SystemOutputs};
 use crate::storage::{
     AnyColumns, QueryMask, Storage, Table, TableId, Tables, TypeMarks, TypedColumns,
 };
@@ -78,6 +79,9 @@ pub struct Source<'w> {
 enum Lend<'w> {
     /// `&World`: every element reads (the query is [`QueryData`]).
     Shared(&'w Storage),
+    /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
+    /// elements take the output buffer of their type (`Output::query`).
+    Slots(&'w Storage, Option<&'w mut SystemOutputs>),
     /// `&mut World`: each type's columns lent to at most one element, by id.
     Exclusive(Vec<Slot<'w>>),
 }
@@ -122,7 +126,7 @@ impl<'w> Source<'w> {
     #[track_caller]
     pub(crate) fn read<C: Component>(&mut self, id: ComponentId) -> &'w [Vec<C>] {
         match &mut self.lend {
-            Lend::Shared(storage) => {
+            Lend::Shared(storage) | Lend::Slots(storage, _) => {
                 let storage: &'w Storage = storage;
                 &storage.typed::<C>(id).columns
             }
@@ -135,7 +139,9 @@ impl<'w> Source<'w> {
     #[track_caller]
     pub(crate) fn write<C: Component>(&mut self, id: ComponentId) -> &'w mut Vec<Vec<C>> {
         match self.lend {
-            Lend::Shared(_) => unreachable!("a read-only query lends nothing mutably"),
+            Lend::Shared(_) | Lend::Slots(..) => {
+                unreachable!("a read-only query lends nothing mutably")
+            }
             Lend::Exclusive(_) => self.take::<C>(id),
         }
     }
@@ -144,12 +150,32 @@ impl<'w> Source<'w> {
     #[inline]
     pub(crate) fn marks<C: Component>(&mut self, id: ComponentId) -> &'w TypeMarks {
         match &mut self.lend {
-            Lend::Shared(storage) => {
+            Lend::Shared(storage) | Lend::Slots(storage, _) => {
                 let storage: &'w Storage = storage;
                 &storage.typed::<C>(id).marks
             }
             Lend::Exclusive(slots) => slots[id.index()].split::<C>().1,
         }
+    }
+
+    /// Takes the system's output buffer for type `id` (a [`Write`](super::Write)
+    /// element), sealed: what the system wrote before comes first.
+    ///
+    /// # Panics
+    /// If another element of the query took it already.
+    #[track_caller]
+    pub(crate) fn take_out<C: Component>(&mut self, id: ComponentId) -> Box<OutBuf<C>> {
+        let Lend::Slots(_, Some(outputs)) = &mut self.lend else {
+            unreachable!("only `Output::query` has output slots")
+        };
+        let taken =
+            matches!(outputs.buffers.get(id.index()), Some(None)) && outputs.used.contains(&id.0);
+        if taken {
+            written_twice(self.registry.info(id).name);
+        }
+        outputs.typed::<C>(id).seal();
+        let buf = outputs.buffers[id.index()].take().expect("created above");
+        buf.into_typed::<C>()
     }
 
     /// Takes type `id`'s column vectors out of an exclusive source.
@@ -174,6 +200,15 @@ fn named_twice(name: &str) -> ! {
     panic!(
         "runsync: query_mut names component type `{name}` twice; a type may be read or \
          written once per query"
+    )
+}
+
+#[cold]
+#[track_caller]
+fn written_twice(name: &str) -> ! {
+    panic!(
+        "runsync: `Output::query` names `Write<{name}>` twice; a type may be written once \
+         per query"
     )
 }
 
@@ -246,6 +281,30 @@ impl<'w, Q: QueryData> QueryState<'w, Q> {
 }
 
 impl<'w, Q: Fetch> QueryState<'w, Q> {
+    /// `Q` over `storage`, its [`Write`](super::Write) elements holding their types'
+    /// buffers from `outputs` (handed back by `Q::release`), and the tables to try; then
+    /// `outputs` itself, for that release.
+    ///
+    /// # Panics
+    /// If a type in `Q` is not registered, or is written twice.
+    #[track_caller]
+    pub(crate) fn slots(
+        storage: &'w Storage,
+        outputs: &'w mut SystemOutputs,
+    ) -> (Self, Candidates<'w>, &'w mut SystemOutputs) {
+        let mut source = Source {
+            registry: storage.registry(),
+            lend: Lend::Slots(storage, Some(outputs)),
+        };
+        let elements = Q::init(&mut source);
+        let Lend::Slots(_, Some(outputs)) = source.lend else {
+            unreachable!("made above")
+        };
+        let (state, candidates) =
+            Self::new(elements, storage.tables(), |id| storage.tables_with(id));
+        (state, candidates, outputs)
+    }
+
     /// `Q` over `storage`, each type's columns lent to at most one element, and the tables
     /// to try.
     ///

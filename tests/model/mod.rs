@@ -53,8 +53,8 @@ use std::fmt;
 use std::ops::AddAssign;
 use std::sync::{Arc, Mutex};
 
-use runsync::QueryData;
 use runsync::prelude::*;
+use runsync::{QueryData, QueryOut};
 
 /// The worker counts every case runs at.
 pub const WORKERS: [usize; 3] = [1, 2, 8];
@@ -396,15 +396,24 @@ impl Shape {
 /// runtime, from the model's entity in the model (`None`: the entity does not match).
 pub trait QueryShape {
     type Q: QueryData;
+    /// The same query, for `Output::query` (generic code cannot bound one type by both
+    /// faces: their items are different projections).
+    type O: QueryOut;
     fn key(item: <Self::Q as QueryData>::Item<'_>) -> u64;
+    /// [`key`](Self::key) of the same item, as `Output::query` yields it.
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64;
     fn model_key(m: &MEnt) -> Option<u64>;
 }
 
 pub struct QHasC;
 impl QueryShape for QHasC {
     type Q = (&'static C,);
+    type O = (&'static C,);
     fn key((c,): <Self::Q as QueryData>::Item<'_>) -> u64 {
         c.0 as u64
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         m.c.map(|c| c as u64)
@@ -414,8 +423,12 @@ impl QueryShape for QHasC {
 pub struct QHasA;
 impl QueryShape for QHasA {
     type Q = (&'static A,);
+    type O = (&'static A,);
     fn key((a,): <Self::Q as QueryData>::Item<'_>) -> u64 {
         a.0
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         m.a
@@ -428,8 +441,12 @@ fn ab_key(a: u64, b: Option<f32>) -> u64 {
 pub struct QAMaybeB;
 impl QueryShape for QAMaybeB {
     type Q = (&'static A, Option<&'static B>);
+    type O = (&'static A, Option<&'static B>);
     fn key((a, b): <Self::Q as QueryData>::Item<'_>) -> u64 {
         ab_key(a.0, b.map(|b| b.0))
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         m.a.map(|a| ab_key(a, m.b.map(|b| b.0)))
@@ -442,8 +459,12 @@ fn f_key(f: Option<i64>) -> u64 {
 pub struct QNoZ;
 impl QueryShape for QNoZ {
     type Q = (Option<&'static F>, Without<Z>);
+    type O = (Option<&'static F>, Without<Z>);
     fn key((f, ()): <Self::Q as QueryData>::Item<'_>) -> u64 {
         f_key(f.map(|f| f.0))
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         (!m.z).then(|| f_key(m.f))
@@ -453,8 +474,12 @@ impl QueryShape for QNoZ {
 pub struct QChangedA;
 impl QueryShape for QChangedA {
     type Q = (&'static A, Changed<A>);
+    type O = (&'static A, Changed<A>);
     fn key((a, ()): <Self::Q as QueryData>::Item<'_>) -> u64 {
         a.0 ^ 0xc4a9
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         m.a.filter(|_| m.changed & Kind::A.bit() != 0)
@@ -465,8 +490,12 @@ impl QueryShape for QChangedA {
 pub struct QAddedB;
 impl QueryShape for QAddedB {
     type Q = (Added<B>, Option<&'static C>);
+    type O = (Added<B>, Option<&'static C>);
     fn key(((), c): <Self::Q as QueryData>::Item<'_>) -> u64 {
         c.map_or(0xadd, |c| c.0 as u64)
+    }
+    fn key_out(item: <Self::O as QueryOut>::Item<'_>) -> u64 {
+        Self::key(item)
     }
     fn model_key(m: &MEnt) -> Option<u64> {
         (m.b.is_some() && m.added & Kind::B.bit() != 0).then(|| m.c.map_or(0xadd, |c| c as u64))
@@ -537,6 +566,11 @@ pub enum Api {
     WriteEach,
     /// `out.par_for_each::<Q>(|e, item, out| ..)` per pass (forward only).
     ParForEach,
+    /// `for (e, (item, mut slot)) in out.query::<(Q, Write<K>)>()` per pass (forward only,
+    /// one type): each write sets the slot if its value passes a test (conditional
+    /// writes; a later set replaces an earlier one); the `extra` writes follow the loop
+    /// through `out.write`, in visiting order.
+    Slots,
 }
 
 /// A loop over a query: per pass, per visited entity: every write of `writes` in order
@@ -580,6 +614,12 @@ impl Loop {
                 self.despawn = false;
             }
             Api::ParForEach => self.reverse = false,
+            Api::Slots => {
+                let k = self.writes[0].0;
+                self.writes.iter_mut().for_each(|w| w.0 = k);
+                self.reverse = false;
+                self.despawn = false;
+            }
         }
         self
     }
@@ -840,7 +880,33 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
                 out.par_for_each::<Sh::Q>(|e, item, out| visit(out, l, pass, e, Sh::key(item)));
             }
         }
+        Api::Slots => with_kind!(l.l.writes[0].0, T => {
+            for pass in 0..l.l.passes {
+                let mut visited = Vec::new();
+                for (e, (item, mut slot)) in out.query::<(Sh::O, Write<T>)>() {
+                    let key = Sh::key_out(item);
+                    for &(_, seed) in &l.l.writes {
+                        if let Some(x) = slot_value(seed, pass, e, key) {
+                            slot.set(T::output(x));
+                        }
+                    }
+                    visited.push((e, key));
+                }
+                for (e, key) in visited {
+                    if let Some((k, x, h)) = extra_write(l, pass, e, key) {
+                        write_dyn(out, k, x, h);
+                    }
+                }
+            }
+        }),
     }
+}
+
+/// What a `Slots` loop sets a slot to for one of its writes, if anything (three writes
+/// in four).
+fn slot_value(seed: u64, pass: u8, e: Entity, key: u64) -> Option<u64> {
+    let x = mix(seed, pass, e, key);
+    (x % 4 != 0).then_some(x)
 }
 
 /// Runs one system's batches, in order; returns the ids `Output::spawn` returned.
@@ -1248,7 +1314,28 @@ impl Model {
                 }
             }
             RBatch::Loop(l) => with_shape!(l.l.shape, Q => {
-                if l.l.api == Api::WriteEach {
+                if l.l.api == Api::Slots {
+                    let k = l.l.writes[0].0;
+                    let order = self.order::<Q>(world, Some(k))?;
+                    for pass in 0..l.l.passes {
+                        for &(e, key) in &order {
+                            let last = l
+                                .l
+                                .writes
+                                .iter()
+                                .rev()
+                                .find_map(|&(_, seed)| slot_value(seed, pass, e, key));
+                            if let Some(x) = last {
+                                emits.push(Emit::Write(k, e, x));
+                            }
+                        }
+                        for &(e, key) in &order {
+                            if let Some((k, x, h)) = extra_write(l, pass, e, key) {
+                                emits.push(Emit::Write(k, x, h));
+                            }
+                        }
+                    }
+                } else if l.l.api == Api::WriteEach {
                     for pass in 0..l.l.passes {
                         for &(k, seed) in &l.l.writes {
                             for (e, key) in self.order::<Q>(world, Some(k))? {
