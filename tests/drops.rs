@@ -109,3 +109,65 @@ fn despawned_in_sync_and_respawned() {
     }
     assert_eq!(count(&token), 0);
 }
+
+/// Output slots own their values from `set` on: merged, replaced by a second `set`,
+/// settled among plain writes, or dropped with a system that panics mid-loop — each value
+/// dropped once.
+#[test]
+fn output_slots_drop_once_on_every_path() {
+    let token = Arc::new(());
+    {
+        let mut w = World::new();
+        w.register::<Owned>(merge::last);
+        w.register::<Name>(|n: &mut Name, s: &[String]| n.0 = s.concat());
+        let es: Vec<Entity> = (0..70)
+            .map(|i| w.spawn((Owned(token.clone()), Name(format!("{i}")))))
+            .collect();
+        let mut rt = Runtime::builder().workers(2).build(w);
+        let t = token.clone();
+        let first = es[0];
+        rt.add_system(move |_: &World, out: &mut Output| {
+            for (e, (mut owned, mut name)) in out.query::<(Write<Owned>, Write<Name>)>() {
+                owned.set(Owned(t.clone()));
+                if e.index() % 2 == 0 {
+                    owned.set(Owned(t.clone())); // replaces: the first is dropped now
+                    name.set("s".to_string());
+                }
+            }
+            out.write::<Name>(first, "w".to_string()); // settles the slots first
+        });
+        let t2 = token.clone();
+        let boom = rt.add_system(move |_: &World, out: &mut Output| {
+            for (i, (_, (mut owned,))) in out.query::<(Write<Owned>,)>().enumerate() {
+                owned.set(Owned(t2.clone()));
+                if i == 40 {
+                    panic!("mid-loop");
+                }
+            }
+        });
+        rt.set_enabled(boom, false);
+        rt.frame();
+        // 70 stored values, plus the clone each system closure holds.
+        assert_eq!(
+            count(&token),
+            72,
+            "one stored value per entity, nothing pending"
+        );
+        assert_eq!(
+            rt.world().get::<Name>(first).map(|n| n.0.as_str()),
+            Some("sw")
+        );
+        rt.set_enabled(boom, true);
+        assert!(
+            rt.try_frame().is_err(),
+            "the panicking system fails the frame"
+        );
+        assert_eq!(
+            count(&token),
+            72,
+            "the failed frame's slot values were dropped"
+        );
+        drop(rt);
+    }
+    assert_eq!(count(&token), 0);
+}

@@ -78,7 +78,8 @@ impl<'w> Output<'w> {
             let f = &f;
             let filled = pool.fill(&mut values, entities.len(), FILL_PART, move |row| {
                 let mut cols = cols;
-                f(entities[row], Q::get(&mut cols, row))
+                // SAFETY: `fill` asks for rows `< entities.len()`, the table's length.
+                f(entities[row], unsafe { Q::get(&mut cols, row) })
             });
             if let Err(p) = filled {
                 values.clear();
@@ -138,7 +139,8 @@ impl<'w> Output<'w> {
                 let mut cols = state.shared_columns(table);
                 for (row, &e) in table.entities().iter().enumerate() {
                     if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
-                        f(e, Q::get(&mut cols, row), &mut *out.0);
+                        // SAFETY: `row` indexes the table's entity list.
+                        f(e, unsafe { Q::get(&mut cols, row) }, &mut *out.0);
                     }
                 }
             }
@@ -177,7 +179,8 @@ impl<'w> Output<'w> {
             let (start, end) = (c.start as usize, c.end as usize);
             for (row, &e) in entities[start..end].iter().enumerate() {
                 if !Q::FILTERS_ROWS || keeps::<Q>(&cols, start + row) {
-                    f(e, Q::get(&mut cols, start + row), &mut out);
+                    // SAFETY: `start + row < end <= table.len()` (a chunk's rows).
+                    f(e, unsafe { Q::get(&mut cols, start + row) }, &mut out);
                 }
             }
         };

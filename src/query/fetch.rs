@@ -47,7 +47,15 @@ pub trait Fetch {
     /// Row `row` of `columns`. One value of `columns` is asked for rows in increasing
     /// order, each at most once (a read-only element's `Columns` is `Copy`: every copy
     /// starts afresh).
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w>;
+    ///
+    /// Reads are unchecked (no bounds check per column per row: measured 20 % of the
+    /// movement frame at 10k entities); the row loops check the row once, against the
+    /// table's entity list.
+    ///
+    /// # Safety
+    /// `row` is less than the length of the table `columns` was taken from (every column
+    /// of a table has the length of its entity list).
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w>;
 
     /// Whether this element keeps only some rows of a matching table (`Changed`,
     /// `Added`); when `false`, [`kept_word`](Self::kept_word) is never called.
@@ -175,9 +183,13 @@ impl<C: Component> Fetch for &C {
         &[]
     }
     #[inline]
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
         let column: &'w [C] = columns;
-        &column[row]
+        debug_assert!(row < column.len(), "row {row} of {}", column.len());
+        // SAFETY: `columns` is the table's column of `C` (the table holds `C`: it matched
+        // the query), as long as the table, and `row` is less than that (the caller's
+        // contract).
+        unsafe { column.get_unchecked(row) }
     }
 }
 
@@ -206,8 +218,10 @@ impl<C: Component> Fetch for Option<&C> {
         None
     }
     #[inline]
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
-        columns.map(|c| &c[row])
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+        // SAFETY: a present column is the table's column of `C`, as long as the table;
+        // `row` is less than that (the caller's contract).
+        columns.map(|c| unsafe { c.get_unchecked(row) })
     }
 }
 
@@ -297,7 +311,7 @@ impl<C: Component> Fetch for &mut C {
         RowsMut::new(&mut [])
     }
     #[inline]
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
         columns.get(row)
     }
 }
@@ -327,7 +341,7 @@ impl<C: Component> Fetch for Option<&mut C> {
         None
     }
     #[inline]
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
         columns.as_mut().map(|c| c.get(row))
     }
 }
@@ -391,8 +405,9 @@ macro_rules! tuple_query {
                 ($($name::no_columns(),)*)
             }
             #[inline]
-            fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
-                ($($name::get(&mut columns.$idx, row),)*)
+            unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+                // SAFETY: the caller's contract, the same for every element.
+                unsafe { ($($name::get(&mut columns.$idx, row),)*) }
             }
             const FILTERS_ROWS: bool = $($name::FILTERS_ROWS ||)* false;
             #[inline]

@@ -58,7 +58,7 @@ macro_rules! table_filter {
             #[inline]
             fn no_columns<'w>() -> Self::Columns<'w> {}
             #[inline]
-            fn get<'w>(_: &mut Self::Columns<'w>, _: usize) -> Self::Out<'w> {}
+            unsafe fn get<'w>(_: &mut Self::Columns<'w>, _: usize) -> Self::Out<'w> {}
         }
 
         impl<C: Component> QueryData for $name<C> {
@@ -207,7 +207,7 @@ macro_rules! mark_filter {
                 &[]
             }
             #[inline]
-            fn get<'w>(_: &mut Self::Columns<'w>, _: usize) -> Self::Out<'w> {}
+            unsafe fn get<'w>(_: &mut Self::Columns<'w>, _: usize) -> Self::Out<'w> {}
             const FILTERS_ROWS: bool = true;
             #[inline]
             fn kept_word(words: &Self::Columns<'_>, w: usize) -> u64 {

@@ -103,7 +103,9 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
     /// The row [`peek`](Self::peek) found, whose entity is `e`.
     #[inline(always)]
     fn take(&mut self, e: Entity) -> (Entity, Q::Out<'w>) {
-        let item = Q::get(&mut self.columns, self.row);
+        // SAFETY: `peek` found `self.row` inside the table (`entities.get`), and the
+        // columns are that table's.
+        let item = unsafe { Q::get(&mut self.columns, self.row) };
         self.row += 1;
         (e, item)
     }
@@ -123,14 +125,16 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
                     if r >= ents.len() {
                         break;
                     }
-                    acc = f(acc, (ents[r], Q::get(&mut self.columns, r)));
+                    // SAFETY: `r < ents.len()`, checked above.
+                    acc = f(acc, (ents[r], unsafe { Q::get(&mut self.columns, r) }));
                     bits &= bits - 1;
                 }
                 row = (w + 1) * 64;
             }
         } else {
             for (row, &e) in ents.iter().enumerate().skip(self.row) {
-                acc = f(acc, (e, Q::get(&mut self.columns, row)));
+                // SAFETY: `row` indexes `ents`, the table's entity list.
+                acc = f(acc, (e, unsafe { Q::get(&mut self.columns, row) }));
             }
         }
         acc

@@ -83,7 +83,7 @@ impl<C: Component> Fetch for Write<C> {
         SlotBase::none()
     }
     #[inline(always)]
-    fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
+    unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
         columns.slot(row)
     }
     fn release(state: &mut Self::State<'_>, outputs: &mut SystemOutputs) {
