@@ -3,8 +3,10 @@
 //! hecs and bevy_ecs on identical data in every group. Function names are the library
 //! names, so `bench-report` can line them up.
 //!
-//! A function's name says which runsync API path it measures: `runsync` is the plain path
-//! a user writes first (`for (e, ..) in world.query() { out.write::<C>(e, ..) }`);
+//! A function's name says which runsync API path it measures: `runsync_query` is the
+//! README's lead loop, output slots in the query (`for (e, (.., mut slot)) in
+//! out.query::<(.., Write<C>)>() { slot.set(..) }`); `runsync` is `out.write::<C>(e, ..)`
+//! in a `for` over `world.query()`;
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
 //! `out.write` inside. Exceptions, kept from issue 5: `simple_insert`'s `runsync` is
@@ -24,7 +26,7 @@ use bevy_ecs::system::Query;
 use common::*;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
-use runsync::{Output, Runtime, Without, World, merge};
+use runsync::{Output, Runtime, Without, World, Write, merge};
 
 const COUNT: usize = 10_000;
 
@@ -78,6 +80,19 @@ fn simple_iter(c: &mut Criterion) {
         rt.add_system(|w: &World, out: &mut Output| {
             for (e, (p, v)) in w.query::<(&Position, &Velocity)>() {
                 out.write::<Position>(e, Position(p.0 + v.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_query", |b| {
+        let mut w = runsync_world();
+        for _ in 0..COUNT {
+            w.spawn(suite_bundle());
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            for (_, (p, v, mut pos)) in out.query::<(&Position, &Velocity, Write<Position>)>() {
+                pos.set(Position(p.0 + v.0));
             }
         });
         b.iter(|| rt.frame())
@@ -148,6 +163,19 @@ fn fragmented_iter(c: &mut Criterion) {
         rt.add_system(|w: &World, out: &mut Output| {
             for (e, (d,)) in w.query::<(&Data,)>() {
                 out.write::<Data>(e, Data(d.0 * 2.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_query", |b| {
+        let mut w = runsync_world();
+        spawn_fragmented!(
+            w, A, B, C, D, E, F, G, H, I, J, K, L, M, N, O, P, Q, R, S, T, U, V, W, X, Y, Z
+        );
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            for (_, (d, mut slot)) in out.query::<(&Data, Write<Data>)>() {
+                slot.set(Data(d.0 * 2.0));
             }
         });
         b.iter(|| rt.frame())
@@ -357,6 +385,30 @@ fn schedule(c: &mut Criterion) {
         });
         b.iter(|| rt.frame())
     });
+    g.bench_function("runsync_query", |b| {
+        let mut w = runsync_world();
+        spawn_schedule!(w, spawn);
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|_: &World, out: &mut Output| {
+            for (_, (a, b, mut sa, mut sb)) in out.query::<(&A, &B, Write<A>, Write<B>)>() {
+                sa.set(A(b.0));
+                sb.set(B(a.0));
+            }
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            for (_, (c, d, mut sc, mut sd)) in out.query::<(&C, &D, Write<C>, Write<D>)>() {
+                sc.set(C(d.0));
+                sd.set(D(c.0));
+            }
+        });
+        rt.add_system(|_: &World, out: &mut Output| {
+            for (_, (c, x, mut sc, mut se)) in out.query::<(&C, &E, Write<C>, Write<E>)>() {
+                sc.set(C(x.0));
+                se.set(E(c.0));
+            }
+        });
+        b.iter(|| rt.frame())
+    });
     g.bench_function("runsync_write_each", |b| {
         let mut w = runsync_world();
         spawn_schedule!(w, spawn);
@@ -442,6 +494,44 @@ fn runsync_contrib_fn(workers: usize) -> Runtime {
     })
 }
 
+/// The same four systems written with output slots (`Output::query`), `Vel` merged by
+/// [`add_deltas`] (or `merge::sum` when `sum`).
+fn runsync_contrib_query(workers: usize, sum: bool) -> Runtime {
+    use contrib::{Pos, Vel};
+    let mut w = World::new();
+    w.register::<Pos>(merge::last);
+    if sum {
+        w.register::<Vel>(merge::sum);
+    } else {
+        w.register::<Vel>(add_deltas);
+    }
+    for i in 0..CONTRIB {
+        w.spawn(contrib_bundle(i));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(w);
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (_, (mut dv,)) in out.query::<(Write<Vel>,)>() {
+            dv.set(GRAVITY * DT);
+        }
+    });
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (_, (v, mut dv)) in out.query::<(&Vel, Write<Vel>)>() {
+            dv.set(v.0 * (-DRAG * DT));
+        }
+    });
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (_, (mut dv,)) in out.query::<(Write<Vel>,)>() {
+            dv.set(WIND * DT);
+        }
+    });
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (_, (p, v, mut pos)) in out.query::<(&Pos, &Vel, Write<Pos>)>() {
+            pos.set(Pos(p.0 + v.0 * DT));
+        }
+    });
+    rt
+}
+
 fn runsync_contrib_with(workers: usize, register_vel: impl FnOnce(&mut World)) -> Runtime {
     use contrib::{Pos, Vel};
     let mut w = World::new();
@@ -497,15 +587,24 @@ fn bevy_integrate(mut q: Query<(&mut contrib::Pos, &contrib::Vel)>) {
 }
 
 /// `contrib_100k_{workers}w`: several systems contributing to one component. runsync runs
-/// the four systems of [`runsync_contrib`] at once on `workers` threads, all on the plain
-/// `out.write` path: `runsync` with `Vel` merged by `merge::sum`, `runsync_fn_merge` by a
-/// hand-written `fn` ([`add_deltas`]); hecs makes the
+/// four systems at once on `workers` threads: `runsync_query_fn_merge` writes through
+/// output slots with `Vel` merged by a hand-written `fn` ([`add_deltas`]),
+/// `runsync_query` the same with `merge::sum`; `runsync` and `runsync_fn_merge` are the
+/// same pair on the `out.write` path ([`runsync_contrib`]); hecs makes the
 /// same four passes one after another in place; bevy_ecs (2 workers only) runs the same
 /// four systems in a multi-threaded `Schedule`, which serialises them because they all
 /// touch `Vel`.
 fn contrib_100k(c: &mut Criterion, workers: usize) {
     let mut g = c.benchmark_group(format!("contrib_100k_{workers}w"));
     g.throughput(Throughput::Elements(CONTRIB as u64));
+    g.bench_function("runsync_query_fn_merge", |b| {
+        let mut rt = runsync_contrib_query(workers, false);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_query", |b| {
+        let mut rt = runsync_contrib_query(workers, true);
+        b.iter(|| rt.frame())
+    });
     g.bench_function("runsync", |b| {
         let mut rt = runsync_contrib(workers);
         b.iter(|| rt.frame())

@@ -133,6 +133,25 @@ fn one_path_world() -> World {
     world
 }
 
+fn query_slots(workers: usize) -> Runtime {
+    let mut rt = Runtime::builder().workers(workers).build(one_path_world());
+    // Every row of a last-wins type (a whole column, swapped in), and conditional writes
+    // of a sum-merged type (runs), mixed with a plain write of it after the loop.
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (e, (p, v, mut pos, mut push)) in out.query::<(&Pos, &Vel, Write<Pos>, Write<Push>)>() {
+            pos.set(Pos(p.0 + v.0, p.1 + v.1));
+            if e.index() % 3 == 0 {
+                push.set(v.0);
+            }
+        }
+        let first = out.world().query::<(&Push,)>().next().map(|(e, _)| e);
+        if let Some(e) = first {
+            out.write::<Push>(e, 1.0);
+        }
+    });
+    rt
+}
+
 fn plain_write(workers: usize) -> Runtime {
     let mut rt = Runtime::builder().workers(workers).build(one_path_world());
     rt.add_system(|w: &World, out: &mut Output| {
@@ -256,7 +275,8 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 6] = [
+    let scenarios: [(&str, BuildRuntime, usize); 7] = [
+        ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
         ("write_each", write_each, 100),
