@@ -45,10 +45,14 @@ struct TypeSlot<'w> {
 ///
 /// | path | use it for | what one write costs | vs hecs, 10k / 1M |
 /// |---|---|---|---:|
-/// | [`Output::write`] in a `for` over [`World::query`] | everything: the path to write first | a type check against the last four types written, a handle compare, a `Vec::push` | 7.9× / 4.9× |
-/// | [`Output::writer`] | a hot loop over one type | a handle compare and a `Vec::push` | 4.0× / 2.9× |
-/// | [`Output::write_each`] | "every entity with `C` gets `f(..)`" | a store into a whole column, computed in parallel parts | 1.7× / 1.1× |
-/// | [`Output::par_for_each`] | heavy per-entity work | the plain path, on every worker | 4.0× at 1M on 2 workers; 0.88× on `heavy_compute` |
+/// | [`Output::query`] with [`Write<C>`](crate::Write) slots | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) | 1.5× / 2.0× |
+/// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` | 5.6× / 5.0× |
+/// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` | 3.4× / 3.2× |
+/// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column | 1.2× / 1.5× |
+/// | [`Output::par_for_each`] | heavy per-entity work | the `write` path, on every worker | 4.0× at 1M on 2 workers; 0.88× on `heavy_compute` |
+///
+/// Slots and `write` mix freely in one system (in emission order): a loop over
+/// `out.query` for the visited entities, `out.write` for the others, after it.
 ///
 /// A write in a query loop goes to the next row of the table being iterated, which the
 /// write path recognises by comparing the handle with that row's entity: the value joins
