@@ -52,6 +52,7 @@ fn api() -> impl Strategy<Value = Api> {
         2 => Just(Api::WriteEach),
         2 => Just(Api::ParForEach),
         3 => Just(Api::Slots),
+        2 => Just(Api::ParSlots),
     ]
 }
 

@@ -8,7 +8,8 @@
 //! slot.set(..) }`); `runsync` is `out.write::<C>(e, ..)` in a `for` over `world.query()`;
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
-//! `out.write` inside (`_1w`: on one worker). `empty_systems` writes nothing. `hecs`
+//! `out.write` inside, `runsync_par_for_each_query` with an output slot
+//! (`Write<Position>`) instead (`_1w`: on one worker). `empty_systems` writes nothing. `hecs`
 //! updates in place with `query_mut`; `raw` is a loop over two plain arrays.
 
 #![allow(
@@ -70,6 +71,14 @@ fn movement_each(_: &World, out: &mut Output) {
 fn movement_par(_: &World, out: &mut Output) {
     out.par_for_each::<(&Position, &Velocity)>(|e, (p, v), out| {
         out.write::<Position>(e, Position(p.0 + v.0 * DT));
+    });
+}
+
+/// The movement system through `par_for_each` with an output slot (the lead loop's
+/// shape, in parallel chunks).
+fn movement_par_query(_: &World, out: &mut Output) {
+    out.par_for_each::<(&Position, &Velocity, Write<Position>)>(|_, (p, v, mut pos), _| {
+        pos.set(Position(p.0 + v.0 * DT));
     });
 }
 
@@ -152,10 +161,16 @@ fn movement_1m_par(c: &mut Criterion) {
     let mut g = c.benchmark_group("movement_1M_par");
     g.sample_size(20).measurement_time(Duration::from_secs(3));
     g.throughput(Throughput::Elements(N as u64));
-    for (name, workers) in [("runsync_par_for_each", 2), ("runsync_par_for_each_1w", 1)] {
+    let rows: [(&str, usize, MovementSystem); 4] = [
+        ("runsync_par_for_each_query", 2, movement_par_query),
+        ("runsync_par_for_each_query_1w", 1, movement_par_query),
+        ("runsync_par_for_each", 2, movement_par),
+        ("runsync_par_for_each_1w", 1, movement_par),
+    ];
+    for (name, workers, system) in rows {
         g.bench_function(name, |b| {
             let mut rt = Runtime::builder().workers(workers).build(movement_world(N));
-            rt.add_system(movement_par);
+            rt.add_system(system);
             b.iter(|| rt.frame())
         });
     }
@@ -175,6 +190,20 @@ fn movement_5m_2w(c: &mut Criterion) {
         let mut rt = Runtime::builder().workers(2).build(movement_world(N));
         rt.add_system(movement_each);
         b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_par_for_each_query", |b| {
+        let mut rt = Runtime::builder().workers(2).build(movement_world(N));
+        rt.add_system(movement_par_query);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_query_1w", |b| {
+        let mut rt = Runtime::builder().workers(1).build(movement_world(N));
+        rt.add_system(movement_query);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("hecs_1w", |b| {
+        let mut w = hecs_movement_world(N);
+        b.iter(|| hecs_movement_step(&mut w))
     });
     g.bench_function("runsync_par_for_each", |b| {
         let mut rt = Runtime::builder().workers(2).build(movement_world(N));

@@ -483,10 +483,9 @@ pub struct SystemOutputs {
     pub(crate) chunk_ranges: Vec<Chunk>,
 }
 
-/// One rectangle of a parallel iteration: rows `start..end` of a table.
+/// One chunk of a parallel iteration: rows `start..end` of the table being visited.
 #[derive(Clone, Copy)]
 pub(crate) struct Chunk {
-    pub(crate) table: u32,
     pub(crate) start: u32,
     pub(crate) end: u32,
 }

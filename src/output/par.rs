@@ -4,7 +4,7 @@
 use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
-use crate::query::{QueryData, QueryState, With, keeps};
+use crate::query::{QueryData, QueryOut, QueryState, With, keeps};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
@@ -93,10 +93,13 @@ impl<'w> Output<'w> {
 
     /// Runs `f` for every entity matching `Q`, in parallel chunks on the worker pool.
     ///
-    /// Each chunk writes into its own sub-buffer with the plain write path; the
-    /// sub-buffers' value vectors are then moved (not copied) behind this system's, in
-    /// iteration order, so the result is exactly that of a sequential `for` loop over
-    /// `world.query::<Q>()`, whatever the worker count. With one worker it *is* that loop.
+    /// `Q` is what [`Output::query`] takes, output slots included: `f` sets a row's
+    /// [`Write<C>`](crate::Write) slots (each chunk writes its own rows of the table's
+    /// output column: no copy, no merge of chunks) and may emit any other write or
+    /// command through the `out` it is handed (a chunk's own buffer). The result is that
+    /// of a sequential loop over the query, at any worker count: the `out` writes of every
+    /// chunk are moved behind this system's in iteration order. Of one component type, the
+    /// slot writes come before the `out` writes of the same `par_for_each`.
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -107,85 +110,86 @@ impl<'w> Output<'w> {
     /// # for i in 0..1000 { world.spawn((Pos(i as f32),)); }
     /// # let mut rt = Runtime::builder().workers(2).build(world);
     /// rt.add_system(|_world: &World, out: &mut Output| {
-    ///     out.par_for_each::<(&Pos,)>(|e, (p,), out| out.write::<Pos>(e, Pos(p.0 * 2.0)));
+    ///     out.par_for_each::<(&Pos, Write<Pos>)>(|_e, (p, mut pos), _out| pos.set(Pos(p.0 * 2.0)));
     /// });
     /// rt.frame();
     /// # assert_eq!(rt.world().query::<(&Pos,)>().map(|(_, (p,))| p.0).sum::<f32>(), 999_000.0);
     /// ```
     ///
+    /// Cost: a slot write costs what it costs in [`Output::query`]; the chunks of one
+    /// table run together (tables smaller than a chunk run on this thread).
+    ///
     /// # Panics
-    /// If a type in `Q` is unregistered; a panic in `f` fails the frame like a panic in the
-    /// system itself.
+    /// If a type in `Q` is unregistered, or written twice; a panic in `f` fails the frame
+    /// like a panic in the system itself.
     #[track_caller]
-    pub fn par_for_each<Q: QueryData>(
+    pub fn par_for_each<Q: QueryOut>(
         &mut self,
-        f: impl Fn(Entity, Q::Item<'w>, &mut Output<'_>) + Sync,
+        f: impl Fn(Entity, Q::Item<'_>, &mut Output<'_>) + Sync,
     ) {
         let world = self.world;
-        let (state, tables) = QueryState::<Q>::shared(world.storage());
-        if self.pool.threads() == 1 {
-            // Nobody to share with: a plain loop gives the same outputs without chunks.
-            // `spawn` is refused as in chunks, so that a system behaves the same at any
-            // worker count (the guard restores it, also if `f` panics).
-            struct Restore<'a, 'w>(&'a mut Output<'w>, Option<usize>);
-            impl Drop for Restore<'_, '_> {
-                fn drop(&mut self) {
-                    self.0.system = self.1;
-                }
-            }
-            let system = self.system.take();
-            let out = Restore(self, system);
-            for table in state.matching_tables(tables) {
-                let mut cols = state.shared_columns(table);
-                for (row, &e) in table.entities().iter().enumerate() {
-                    if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
-                        // SAFETY: `row` indexes the table's entity list.
-                        f(e, unsafe { Q::get(&mut cols, row) }, &mut *out.0);
-                    }
-                }
-            }
-            return;
-        }
+        let pool = self.pool;
+        let threads = pool.threads();
+        let mut subs = std::mem::take(&mut self.bufs.chunks);
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
-        ranges.clear();
+        let (mut state, mut tables, outputs) =
+            QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
         let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
-        let target = (self.pool.threads() * 4).max(1);
-        let chunk = total.div_ceil(target).max(MIN_CHUNK);
-        for table in state.matching_tables(tables) {
-            let len = table.len() as u32;
+        let chunk = total.div_ceil(threads * 4).max(MIN_CHUNK);
+        // Sub-buffers used so far: chunk `k`'s `out` writes go to `subs[k]`, absorbed in
+        // this order at the end.
+        let mut used = 0;
+        let mut result = Ok(());
+        while let Some((entities, columns)) = state.next_table(&mut tables) {
+            ranges.clear();
             let mut start = 0;
-            while start < len {
-                let end = (start + chunk as u32).min(len);
+            while start < entities.len() {
+                let end = (start + chunk).min(entities.len());
                 ranges.push(Chunk {
-                    table: table.id(),
-                    start,
-                    end,
+                    start: start as u32,
+                    end: end as u32,
                 });
                 start = end;
             }
-        }
-        let n = ranges.len();
-        let mut subs = std::mem::take(&mut self.bufs.chunks);
-        if subs.len() < n {
-            subs.resize_with(n, SystemOutputs::default);
-        }
-        let pool = self.pool;
-        let run_chunk = |i: usize, sub: &mut SystemOutputs| {
-            let c = ranges[i];
-            let table = state.table(c.table);
-            let mut cols = state.shared_columns(table);
-            let entities = table.entities();
-            let mut out = Output::new(world, pool, sub, None);
-            let (start, end) = (c.start as usize, c.end as usize);
-            for (row, &e) in entities[start..end].iter().enumerate() {
-                if !Q::FILTERS_ROWS || keeps::<Q>(&cols, start + row) {
-                    // SAFETY: `start + row < end <= table.len()` (a chunk's rows).
-                    f(e, unsafe { Q::get(&mut cols, start + row) }, &mut out);
-                }
+            if subs.len() < used + ranges.len() {
+                subs.resize_with(used + ranges.len(), SystemOutputs::default);
             }
-        };
-        let result = pool.for_each_mut(&mut subs[..n], &run_chunk);
-        for sub in &mut subs[..n] {
+            let run_chunk = |i: usize, sub: &mut SystemOutputs| {
+                let c = ranges[i];
+                let mut cols = columns;
+                let mut out = Output::new(world, pool, sub, None);
+                let (start, end) = (c.start as usize, c.end as usize);
+                for (row, &e) in entities[start..end].iter().enumerate() {
+                    let row = start + row;
+                    if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
+                        // SAFETY: `row < entities.len()`, the table's length; the chunks
+                        // of a table cover disjoint rows, so each row's slot is made once.
+                        let item = unsafe { Q::get(&mut cols, row) };
+                        f(e, item, &mut out);
+                    }
+                }
+            };
+            let mine = &mut subs[used..used + ranges.len()];
+            result = if threads == 1 || mine.len() == 1 {
+                // Nobody to share with, or one chunk: on this thread.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    for (i, sub) in mine.iter_mut().enumerate() {
+                        run_chunk(i, sub);
+                    }
+                }))
+            } else {
+                pool.for_each_mut(mine, &run_chunk).map_err(|p| p.payload)
+            };
+            used += ranges.len();
+            if result.is_err() {
+                break;
+            }
+        }
+        // The slot columns go back to this system's buffers, then the chunks' writes
+        // follow, in iteration order.
+        Q::release(&mut state.elements, outputs);
+        drop(state);
+        for sub in &mut subs[..used] {
             if result.is_ok() {
                 self.bufs.absorb(sub);
             } else {
@@ -195,8 +199,8 @@ impl<'w> Output<'w> {
         self.bufs.chunks = subs;
         self.bufs.chunk_ranges = ranges;
         self.reset_cursors();
-        if let Err(p) = result {
-            std::panic::resume_unwind(p.payload);
+        if let Err(payload) = result {
+            std::panic::resume_unwind(payload);
         }
     }
 }

@@ -175,6 +175,14 @@ pub struct SlotBase<O> {
     rows: usize,
 }
 
+// SAFETY: a `SlotBase` is an address, not an access: slots made from it write only rows
+// handed out by the query engine, each row once (the contract of `slot`), so copies on
+// several threads (the chunks of `Output::par_for_each`) write disjoint elements and
+// disjoint flag bytes; the pool's join orders those writes before the column settles.
+unsafe impl<O: Send> Send for SlotBase<O> {}
+// SAFETY: as for `Send`: sharing the address shares no access.
+unsafe impl<O: Send> Sync for SlotBase<O> {}
+
 impl<O> Clone for SlotBase<O> {
     fn clone(&self) -> Self {
         *self

@@ -133,7 +133,9 @@ pub trait QueryData:
     note = "`&mut C` is for `World::query_mut` between frames; during Run, write a row \
             through a `Write<C>` slot"
 )]
-pub trait QueryOut: for<'w> Fetch<Out<'w> = <Self as QueryOut>::Item<'w>> {
+pub trait QueryOut:
+    for<'w> Fetch<Out<'w> = <Self as QueryOut>::Item<'w>, Columns<'w>: Copy + Send + Sync>
+{
     /// What the query yields per entity (besides the [`Entity`](crate::Entity) itself).
     type Item<'w>;
 }

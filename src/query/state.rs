@@ -32,20 +32,13 @@ use crate::storage::{
     AnyColumns, QueryMask, Storage, Table, TableId, Tables, TypeMarks, TypedColumns,
 };
 
-/// One table as a query element sees it: its id, entities and columns.
+/// One table as a query element sees it: its entities and columns.
 #[derive(Clone, Copy)]
 pub struct TableRef<'w> {
-    id: TableId,
     table: &'w Table,
 }
 
 impl<'w> TableRef<'w> {
-    /// The table's id (its index in creation order).
-    #[inline]
-    pub(crate) fn id(self) -> TableId {
-        self.id
-    }
-
     /// The entity in each row.
     #[inline]
     pub(crate) fn entities(self) -> &'w [Entity] {
@@ -366,7 +359,6 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     #[inline]
     pub(crate) fn table(&self, id: TableId) -> TableRef<'w> {
         TableRef {
-            id,
             table: self.tables.get(id),
         }
     }

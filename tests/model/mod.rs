@@ -571,6 +571,10 @@ pub enum Api {
     /// writes; a later set replaces an earlier one); the `extra` writes follow the loop
     /// through `out.write`, in visiting order.
     Slots,
+    /// The same writes through `out.par_for_each::<(Q, Write<K>)>(|e, (item, slot), out|
+    /// ..)`: slots set in the chunks, the `extra` writes through each chunk's `out` (of
+    /// one type, slot writes come first: the same outputs as `Slots`).
+    ParSlots,
 }
 
 /// A loop over a query: per pass, per visited entity: every write of `writes` in order
@@ -614,7 +618,7 @@ impl Loop {
                 self.despawn = false;
             }
             Api::ParForEach => self.reverse = false,
-            Api::Slots => {
+            Api::Slots | Api::ParSlots => {
                 let k = self.writes[0].0;
                 self.writes.iter_mut().for_each(|w| w.0 = k);
                 self.reverse = false;
@@ -877,9 +881,24 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
         }
         Api::ParForEach => {
             for pass in 0..l.l.passes {
-                out.par_for_each::<Sh::Q>(|e, item, out| visit(out, l, pass, e, Sh::key(item)));
+                out.par_for_each::<Sh::O>(|e, item, out| visit(out, l, pass, e, Sh::key_out(item)));
             }
         }
+        Api::ParSlots => with_kind!(l.l.writes[0].0, T => {
+            for pass in 0..l.l.passes {
+                out.par_for_each::<(Sh::O, Write<T>)>(|e, (item, mut slot), out| {
+                    let key = Sh::key_out(item);
+                    for &(_, seed) in &l.l.writes {
+                        if let Some(x) = slot_value(seed, pass, e, key) {
+                            slot.set(T::output(x));
+                        }
+                    }
+                    if let Some((k, x, h)) = extra_write(l, pass, e, key) {
+                        write_dyn(out, k, x, h);
+                    }
+                });
+            }
+        }),
         Api::Slots => with_kind!(l.l.writes[0].0, T => {
             for pass in 0..l.l.passes {
                 let mut visited = Vec::new();
@@ -1314,7 +1333,7 @@ impl Model {
                 }
             }
             RBatch::Loop(l) => with_shape!(l.l.shape, Q => {
-                if l.l.api == Api::Slots {
+                if matches!(l.l.api, Api::Slots | Api::ParSlots) {
                     let k = l.l.writes[0].0;
                     let order = self.order::<Q>(world, Some(k))?;
                     for pass in 0..l.l.passes {
