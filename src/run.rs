@@ -1,5 +1,6 @@
 //! The Run phase: every enabled system at once, on the pool, reading `&World`.
 
+use std::cell::Cell;
 use std::time::Instant;
 
 use crate::output::Output;
@@ -14,6 +15,10 @@ use crate::world::World;
 /// A system's time is its own: work its thread did for *other* systems while waiting for
 /// its own parallel parts (see [`Pool::helped`]) is subtracted.
 pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Result<(), Panicked> {
+    // Each worker chains its systems' clocks: a system starts when the one before it on
+    // the same thread, in this Run, ended (one clock read per system instead of two; with
+    // thousands of small systems the clock was a fifth of the frame).
+    let run = Instant::now();
     pool.for_each_mut(systems, &|s, slot| {
         slot.ran = slot.enabled;
         if !slot.enabled {
@@ -21,17 +26,28 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         }
         let _zone = crate::profile::enter!(&mut slot.zone, slot.name);
         let helped_before = Pool::helped();
-        let start = Instant::now();
+        let start = LAST_END
+            .with(|c| c.get())
+            .filter(|&t| t >= run)
+            .unwrap_or_else(Instant::now);
         let mut out = Output::new(world, pool, &mut slot.out, Some(s));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
         }));
         // Output slots a loop left pending become runs (counted, then seen by Sync).
         slot.out.seal();
+        slot.writes = slot.out.writes();
         let helped = Pool::helped().saturating_sub(helped_before);
-        slot.time = start.elapsed().saturating_sub(helped);
+        let end = Instant::now();
+        LAST_END.with(|c| c.set(Some(end)));
+        slot.time = end.saturating_duration_since(start).saturating_sub(helped);
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
         }
     })
+}
+
+thread_local! {
+    /// When the last system this thread ran ended.
+    static LAST_END: Cell<Option<Instant>> = const { Cell::new(None) };
 }

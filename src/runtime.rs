@@ -286,6 +286,7 @@ impl Runtime {
             enabled: true,
             ran: false,
             time: Duration::ZERO,
+            writes: 0,
             out: SystemOutputs::default(),
             zone: Default::default(),
         });
@@ -374,7 +375,7 @@ impl Runtime {
         for (slot, st) in self.systems.iter().zip(self.stats.systems.iter_mut()) {
             st.ran = slot.ran;
             st.time = if slot.ran { slot.time } else { Duration::ZERO };
-            st.writes = slot.out.writes();
+            st.writes = if slot.ran { slot.writes } else { 0 };
             st.commands = slot.out.commands.len();
         }
 

@@ -202,10 +202,16 @@ impl<C: Component> OutBuf<C> {
     /// Turns the pending output slots into segments and runs, in emission order: a table
     /// big enough for a segment of its own keeps its vector (a whole column when every
     /// row was written, swapped in by Sync), a small one is copied into the open segment.
+    #[inline]
     fn settle_pending(&mut self) {
-        if self.pending.is_empty() {
-            return;
+        if !self.pending.is_empty() {
+            self.settle_pending_now();
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn settle_pending_now(&mut self) {
         // Whatever was written before the slots comes first.
         self.close_open();
         let mut pending = std::mem::take(&mut self.pending);

@@ -101,6 +101,8 @@ pub(crate) struct SystemSlot {
     /// Whether the system ran this frame (its outputs count).
     pub(crate) ran: bool,
     pub(crate) time: Duration,
+    /// Writes it emitted this frame (counted on its worker, after it ran).
+    pub(crate) writes: usize,
     pub(crate) out: SystemOutputs,
     /// The system's profiling zone location, made once (nothing without `tracy`).
     pub(crate) zone: crate::profile::ZoneSite,
