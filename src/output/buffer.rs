@@ -719,6 +719,42 @@ mod tests {
     }
 
     #[test]
+    fn slots_settle_in_emission_order() {
+        let rows = SEGMENT_MIN_ROWS * 2;
+        let mut b = OutBuf::<P>::default();
+        b.start_run(9, 3, false); // a plain write before the slots
+        b.push_in_run(100);
+        b.seal();
+        // A big table, every row set: its own segment, one run (a whole column).
+        let whole = b.slots(0, rows);
+        for r in 0..rows {
+            whole.slot(r).set(r as u32);
+        }
+        // A big table, some rows: its own segment, a run per stretch.
+        let some = b.slots(1, rows);
+        for r in [1, 2, 5] {
+            some.slot(r).set(10 + r as u32);
+        }
+        // A small table: copied into the shared open segment.
+        let small = b.slots(2, 3);
+        small.slot(2).set(7);
+        // Nothing set: no run at all.
+        let _none = b.slots(3, rows);
+        let segments_before = b.segments.len();
+        b.start_run(9, 4, false); // a plain write after: settles the slots first
+        b.push_in_run(200);
+        assert!(b.segments.len() > segments_before, "settled into segments");
+        let got = runs_of(&mut b);
+        let mut want = vec![(9, 3, vec![100]), (0, 0, (0..rows as u32).collect())];
+        want.extend([(1, 1, vec![11, 12]), (1, 5, vec![15]), (2, 2, vec![7])]);
+        want.push((9, 4, vec![200]));
+        assert_eq!(got, want);
+        assert_eq!(b.len(), 1 + rows + 3 + 1 + 1);
+        b.clear_writes();
+        assert_eq!(b.len(), 0);
+    }
+
+    #[test]
     fn push_column_is_one_full_run() {
         let mut b = OutBuf::<P>::default();
         b.start_run(3, 0, true); // an empty run left by nothing written
