@@ -3,9 +3,12 @@
 //! A query is a tuple of up to 12 *elements*: `&C` (entities that have `C`; yields `&C`),
 //! `Option<&C>` (any entity; yields `Option<&C>`), the table filters [`With<C>`] and
 //! [`Without<C>`] and the row filters [`Changed<C>`] and [`Added<C>`] (yield `()`), and,
-//! through `&mut World` only, `&mut C` and `Option<&mut C>`. [`World::query`] and
+//! through `&mut World` only, `&mut C` and `Option<&mut C>`, and through a system's
+//! `Output` only, [`Write<C>`] (the row's output slot). [`World::query`] and
 //! [`World::query_filtered`] take the read-only ones ([`QueryData`]);
-//! [`World::query_mut`] takes them all ([`QueryMut`]). Both traits are sealed faces of one
+//! [`World::query_mut`] takes them all but `Write` ([`QueryMut`]);
+//! [`Output::query`](crate::Output::query) and `Output::par_for_each` take the read-only
+//! ones and `Write` ([`QueryOut`]). The three traits are sealed faces of one
 //! crate-private engine, so a query means the same thing whichever way it is run.
 //!
 //! **Order.** Iteration visits matching tables in creation order and rows in table order,
@@ -41,7 +44,8 @@
 //! Nor does asking a shared query for `&mut C` (see [`QueryData`]).
 //!
 //! The files: `fetch.rs` (the engine and the component elements), `filter.rs` (the
-//! filters), `state.rs` (borrowing columns, matching tables), `iter.rs` (the iterators).
+//! filters), `write.rs` (the output slot element), `state.rs` (borrowing columns,
+//! matching tables), `iter.rs` (the iterators).
 
 mod fetch;
 mod filter;
