@@ -138,3 +138,52 @@ fn spawning_an_unregistered_type_names_it() {
 fn a_negative_dt_is_an_error() {
     let _ = Runtime::builder().dt(-1.0);
 }
+
+#[test]
+fn a_slot_query_writing_a_type_twice_fails_the_frame_and_recovers() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let mut w = world();
+    let e = w.spawn((Pos(1.0),));
+    let mut rt = Runtime::builder().workers(2).build(w);
+    let fixed = Arc::new(AtomicBool::new(false));
+    let f = fixed.clone();
+    rt.add_system_named("twice", move |_: &World, out: &mut Output| {
+        if f.load(Ordering::Relaxed) {
+            for (_, (p, mut pos)) in out.query::<(&Pos, Write<Pos>)>() {
+                pos.set(Pos(p.0 + 1.0));
+            }
+        } else {
+            for (_, (mut a, _b)) in out.query::<(Write<Pos>, Write<Pos>)>() {
+                a.set(Pos(9.0));
+            }
+        }
+    });
+    let err = rt.try_frame().unwrap_err();
+    assert!(matches!(err, FrameError::SystemPanicked { .. }));
+    let msg = err.to_string();
+    assert!(
+        msg.contains("Write<") && msg.contains("Pos") && msg.contains("twice"),
+        "{msg}"
+    );
+    assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(1.0)), "nothing applied");
+    // The same system, fixed, writes through the buffer the failed query had taken.
+    fixed.store(true, Ordering::Relaxed);
+    rt.frame();
+    rt.frame();
+    assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(3.0)));
+}
+
+#[test]
+fn an_unregistered_slot_type_names_it() {
+    let mut w = world();
+    w.spawn((Pos(1.0),));
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system(
+        |_: &World, out: &mut Output| {
+            for (_, (_p, _s)) in out.query::<(&Pos, Write<NotRegistered>)>() {}
+        },
+    );
+    let err = rt.try_frame().unwrap_err();
+    assert!(err.to_string().contains("NotRegistered"), "{err}");
+}

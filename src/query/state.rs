@@ -74,7 +74,7 @@ enum Lend<'w> {
     Shared(&'w Storage),
     /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
     /// elements take the output buffer of their type (`Output::query`).
-    Slots(&'w Storage, Option<&'w mut SystemOutputs>),
+    Slots(&'w Storage, Option<&'w mut SystemOutputs>, Taken),
     /// `&mut World`: each type's columns lent to at most one element, by id.
     Exclusive(Vec<Slot<'w>>),
 }
@@ -119,7 +119,7 @@ impl<'w> Source<'w> {
     #[track_caller]
     pub(crate) fn read<C: Component>(&mut self, id: ComponentId) -> &'w [Vec<C>] {
         match &mut self.lend {
-            Lend::Shared(storage) | Lend::Slots(storage, _) => {
+            Lend::Shared(storage) | Lend::Slots(storage, ..) => {
                 let storage: &'w Storage = storage;
                 &storage.typed::<C>(id).columns
             }
@@ -143,7 +143,7 @@ impl<'w> Source<'w> {
     #[inline]
     pub(crate) fn marks<C: Component>(&mut self, id: ComponentId) -> &'w TypeMarks {
         match &mut self.lend {
-            Lend::Shared(storage) | Lend::Slots(storage, _) => {
+            Lend::Shared(storage) | Lend::Slots(storage, ..) => {
                 let storage: &'w Storage = storage;
                 &storage.typed::<C>(id).marks
             }
@@ -158,14 +158,14 @@ impl<'w> Source<'w> {
     /// If another element of the query took it already.
     #[track_caller]
     pub(crate) fn take_out<C: Component>(&mut self, id: ComponentId) -> Box<OutBuf<C>> {
-        let Lend::Slots(_, Some(outputs)) = &mut self.lend else {
+        let Lend::Slots(_, Some(outputs), taken) = &mut self.lend else {
             unreachable!("only `Output::query` has output slots")
         };
-        let taken =
-            matches!(outputs.buffers.get(id.index()), Some(None)) && outputs.used.contains(&id.0);
-        if taken {
+        if taken.ids[..taken.len].contains(&id) {
             written_twice(self.registry.info(id).name);
         }
+        taken.ids[taken.len] = id;
+        taken.len += 1;
         outputs.typed::<C>(id).seal();
         let buf = outputs.buffers[id.index()].take().expect("created above");
         buf.into_typed::<C>()
@@ -194,6 +194,12 @@ fn named_twice(name: &str) -> ! {
         "runsync: query_mut names component type `{name}` twice; a type may be read or \
          written once per query"
     )
+}
+
+/// The types a query's `Write` elements took (a query has at most 12 elements).
+struct Taken {
+    ids: [ComponentId; 12],
+    len: usize,
 }
 
 #[cold]
@@ -287,10 +293,17 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     ) -> (Self, Candidates<'w>, &'w mut SystemOutputs) {
         let mut source = Source {
             registry: storage.registry(),
-            lend: Lend::Slots(storage, Some(outputs)),
+            lend: Lend::Slots(
+                storage,
+                Some(outputs),
+                Taken {
+                    ids: [ComponentId(u32::MAX); 12],
+                    len: 0,
+                },
+            ),
         };
         let elements = Q::init(&mut source);
-        let Lend::Slots(_, Some(outputs)) = source.lend else {
+        let Lend::Slots(_, Some(outputs), _) = source.lend else {
             unreachable!("made above")
         };
         let (state, candidates) =
