@@ -32,10 +32,10 @@ pub fn arena_side(agents: usize) -> f32 {
 /// Builds the runtime with every system registered. The first frame spawns the first wave.
 ///
 /// Systems, in registration order (which is the order of their outputs in each merge):
-/// `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid), `Drag`,
-/// `BuildGrid`, `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`.
-/// `BuildGrid` indexes the agents once per frame in the [`SpatialGrid`] resource, which
-/// `Separation` and `Contact` both search in the next frame. (The field is seen
+/// `BuildGrid`, `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid),
+/// `Drag`, `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`. `BuildGrid`
+/// indexes the agents once per frame in the [`SpatialGrid`] resource, which `Separation`
+/// and `Contact` both search in the next frame. (The field is seen
 /// from above, so there is no [`Gravity`](runsync_systems::Gravity): it would only add
 /// 100,000 velocity writes a frame that cancel out against `Bounds`.)
 pub fn build(config: ArenaConfig) -> Runtime {
@@ -50,6 +50,9 @@ pub fn build(config: ArenaConfig) -> Runtime {
         .build(world);
 
     let per_team = config.agents / usize::from(TEAMS);
+    // First: the longest system that cannot split its work, so it starts at once and the
+    // others' parallel parts fill the other workers meanwhile.
+    rt.add_system(BuildGrid::default());
     rt.add_system(Spawner::new(SpawnerConfig {
         seed: config.seed,
         teams: TEAMS,
@@ -73,7 +76,6 @@ pub fn build(config: ArenaConfig) -> Runtime {
     }));
     rt.add_system_named("Steer", steer(6.0));
     rt.add_system(Drag { per_second: 0.6 });
-    rt.add_system(BuildGrid::default());
     rt.add_system(Separation::new(30.0));
     rt.add_system(Integrate);
     rt.add_system(Bounds {
@@ -153,7 +155,7 @@ mod tests {
         assert!(agents > 300, "waves keep the population up: {agents}");
         assert!(world.len() > agents, "projectiles are flying");
         let names: Vec<&str> = rt.stats().systems.iter().map(|s| &*s.name).collect();
-        assert_eq!(names[..4], ["Spawner", "Steer", "Drag", "BuildGrid"]);
+        assert_eq!(names[..4], ["BuildGrid", "Spawner", "Steer", "Drag"]);
     }
 
     #[test]
