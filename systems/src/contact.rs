@@ -4,7 +4,8 @@ use std::borrow::Cow;
 
 use runsync::prelude::*;
 
-use crate::{Collider, Damage, Grid, Health, Position, Projectile, Team};
+use crate::spatial::TeamBlocks;
+use crate::{Collider, Damage, Grid, Health, Position, Projectile, SpatialGrid, Team};
 
 /// Enemies in contact deal damage: every entity with [`Position`], [`Collider`], [`Team`]
 /// and [`Damage`] (an *attacker*) hurts every overlapping entity of another team that has
@@ -14,8 +15,17 @@ use crate::{Collider, Damage, Grid, Health, Position, Projectile, Team};
 /// A [`Projectile`] attacker hits only the first victim it touches (in grid order, which is
 /// deterministic) and is despawned in the same Sync.
 ///
-/// Victims are indexed in a [`Grid`] kept in the system and reused across frames; the
-/// attacker pass runs in parallel chunks.
+/// Where it finds the victims:
+/// - in the world's [`SpatialGrid`] when it is current (a [`BuildGrid`](crate::BuildGrid) system built it
+///   last frame): the grid is shared with [`Separation`](crate::Separation) and built
+///   once, and victims are where they were **one frame earlier** (victims that died since
+///   are skipped; those spawned last Sync can be hit from the next frame);
+/// - otherwise (no `SpatialGrid`, and in the first frame) in a [`Grid`] of its own,
+///   rebuilt from this frame's world into buffers reused across frames.
+///
+/// The attacker pass runs in parallel chunks ([`Output::par_for_each`]); an attacker
+/// whose surrounding cells hold no victim of another team (noted per block of cells when the
+/// grid is built) skips the search.
 ///
 /// ```
 /// use glam::Vec2;
@@ -35,18 +45,21 @@ use crate::{Collider, Damage, Grid, Health, Position, Projectile, Team};
 #[derive(Clone, Debug)]
 pub struct Contact {
     grid: Grid,
+    teams: TeamBlocks,
 }
 
 impl Default for Contact {
     fn default() -> Self {
         Contact {
             grid: Grid::new(2.0),
+            teams: TeamBlocks::default(),
         }
     }
 }
 
 impl Contact {
-    /// The victims' grid as last rebuilt (for inspection and tests).
+    /// Its own victims' grid as last rebuilt (for inspection and tests); not rebuilt while
+    /// a current [`SpatialGrid`] is used instead.
     pub fn grid(&self) -> &Grid {
         &self.grid
     }
@@ -68,25 +81,42 @@ type Attacker = (
 
 impl System for Contact {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
-        let mut max_r = 0.0f32;
-        self.grid
-            .rebuild(world.query::<Victim>().map(|(e, (p, c, t, ()))| {
-                max_r = max_r.max(c.radius);
-                (e, p.0, c.radius, u32::from(t.0))
-            }));
-        if self.grid.is_empty() {
+        let (grid, teams, shared) = match SpatialGrid::current_built(world) {
+            Some(b) => (&b.grid, &b.teams, true),
+            None => {
+                self.grid
+                    .rebuild(world.query::<Victim>().map(|(e, (p, c, t, ()))| {
+                        (e, p.0, c.radius, u32::from(t.0) | SpatialGrid::VICTIM)
+                    }));
+                self.teams.rebuild(&self.grid);
+                (&self.grid, &self.teams, false)
+            }
+        };
+        if grid.is_empty() {
             return;
         }
-        let grid = &self.grid;
+        let max_r = grid.max_radius();
         out.par_for_each::<Attacker>(|e, (p, c, team, dmg, shot), out| {
+            let reach = c.radius + max_r;
+            // Away from the fronts every victim around is a teammate: nothing to search.
+            if teams.only(p.0, reach, team.0) {
+                return;
+            }
             let team = u32::from(team.0);
             let mut hit = false;
-            grid.for_each_near(p.0, c.radius + max_r, |v| {
-                if v.tag == team || (hit && shot.is_some()) {
+            // Only items in reach of the largest collider come out, in grid order.
+            grid.for_each_within(p.0, reach, |v| {
+                if v.tag & SpatialGrid::VICTIM == 0
+                    || v.tag & SpatialGrid::TEAM_MASK == team
+                    || (hit && shot.is_some())
+                {
                     return;
                 }
                 let reach = c.radius + v.radius;
-                if p.0.distance_squared(v.pos) < reach * reach {
+                if p.0.distance_squared(v.pos) < reach * reach
+                    // A shared grid is a frame old: victims may have died since.
+                    && (!shared || world.is_alive(v.entity))
+                {
                     out.write::<Health>(v.entity, -dmg.0);
                     hit = true;
                 }
@@ -140,6 +170,32 @@ mod tests {
         assert_eq!(hp(&rt, e1), 100 - 1 - 50);
         assert_eq!(hp(&rt, e2), 100 - 1 - 50);
         assert_eq!(hp(&rt, far), 100);
+    }
+
+    #[test]
+    fn with_a_spatial_grid_victims_are_where_they_were_a_frame_earlier() {
+        let mut w = world();
+        crate::SpatialGrid::register(&mut w);
+        let red = agent(&mut w, 0.0, 0, 1);
+        let blue = agent(&mut w, 0.6, 1, 2);
+        let green = agent(&mut w, 20.0, 2, 3);
+        let gone = agent(&mut w, 20.5, 3, 4);
+        let mut rt = runtime(w);
+        rt.add_system(crate::BuildGrid::default());
+        rt.add_system(Contact::default());
+        rt.frame(); // no grid yet: its own, of this world
+        assert_eq!((hp(&rt, red), hp(&rt, blue)), (98, 99));
+        // Between frames blue moves away and `gone` dies; the grid built in frame 0 still
+        // has them where they were.
+        rt.world_mut().get_mut::<Position>(blue).unwrap().0 = Vec2::new(10.0, 0.0);
+        rt.world_mut().despawn(gone);
+        rt.frame();
+        assert_eq!(hp(&rt, blue), 98, "red hit blue where it was");
+        assert_eq!(hp(&rt, red), 98, "blue, now alone, hit no one");
+        assert_eq!(hp(&rt, green), 100 - 4, "hit in frame 0 only");
+        assert_eq!(rt.stats().dropped, 0, "no damage for the dead");
+        rt.frame(); // the grid of frame 1 saw the move
+        assert_eq!((hp(&rt, red), hp(&rt, blue)), (98, 98));
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //! | [`Collider`] | `Collider` | last write wins | (set at spawn) |
 //! | [`Damage`] | `Damage` | last write wins | (set at spawn) |
 //! | [`Projectile`] | `Projectile` | last write wins | (marker) |
+//! | [`SpatialGrid`] (a resource) | `SpatialGrid` | last write wins | [`BuildGrid`] |
 //!
 //! An output that is a *change* has a type of its own ([`Displace`], [`Impulse`],
 //! [`LifetimeDelta`]), so writing an absolute value where a delta is expected does not
@@ -27,6 +28,11 @@
 //! Properties that are *set* rather than accumulated use last-write-wins.
 //!
 //! Call [`register`] once to register all of them with these merges.
+//!
+//! The neighbour systems, [`Separation`] and [`Contact`], each index the world in a grid of
+//! their own every frame — unless a [`BuildGrid`] system builds one [`SpatialGrid`] for
+//! both (call [`SpatialGrid::register`] too): it is built once per frame and read in the
+//! next, so neighbours are seen as they were a frame earlier.
 //!
 //! ```
 //! use runsync::prelude::*;
@@ -60,13 +66,15 @@ mod grid;
 mod life;
 mod motion;
 mod separation;
+mod spatial;
 mod spawner;
 
 pub use contact::Contact;
-pub use grid::Grid;
+pub use grid::{Grid, GridItem};
 pub use life::{Death, Expire};
 pub use motion::{Bounds, BoundsMode, Drag, Gravity, Integrate};
 pub use separation::Separation;
+pub use spatial::{BuildGrid, SpatialGrid};
 pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig};
 
 /// Where an entity is, in world units.

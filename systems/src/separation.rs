@@ -5,17 +5,27 @@ use std::borrow::Cow;
 use glam::Vec2;
 use runsync::prelude::*;
 
-use crate::{Collider, Grid, Impulse, Position, Projectile, Velocity, dt};
+use crate::{Collider, Grid, Impulse, Position, Projectile, SpatialGrid, Velocity, dt};
 
 /// Pushes overlapping bodies apart: every entity with [`Position`], [`Velocity`] and
 /// [`Collider`] (projectiles excluded) whose circle overlaps others gets one [`Velocity`]
 /// change per frame, the sum over its neighbours of
 /// `strength * dt * overlap / (ra + rb)` along the direction away from each.
 ///
-/// Neighbours are found with a [`Grid`] kept in the system and rebuilt into the same
-/// buffers every frame (no allocation in a steady state); the per-entity pass runs in
-/// parallel chunks. Two bodies at exactly the same point push apart along x, ordered by
-/// entity id, so the result stays deterministic.
+/// Where it finds the neighbours:
+/// - in the world's [`SpatialGrid`] when it is current (a [`BuildGrid`](crate::BuildGrid)
+///   system built it last frame): the grid is shared with [`Contact`](crate::Contact) and
+///   built once, and the neighbours are as they were **one frame earlier** — where they
+///   were, and who was there: a body that died in the last Sync pushes one frame more, one
+///   spawned in it pushes from the next frame (checking each neighbour is still alive
+///   would cost a random memory access per overlap);
+/// - otherwise (no `SpatialGrid`, as when this is the only neighbour system, and in the
+///   first frame) in a [`Grid`] of its own, rebuilt from this frame's world into the same
+///   buffers every frame (no allocation in a steady state).
+///
+/// The per-body pass runs in parallel chunks ([`Output::par_for_each`]), each body's
+/// neighbours summed in grid order; two bodies at exactly the same point push apart along
+/// x, ordered by entity id. So the result is the same on any worker count.
 ///
 /// ```
 /// use glam::Vec2;
@@ -48,7 +58,8 @@ impl Separation {
         }
     }
 
-    /// The grid as last rebuilt (for inspection and tests).
+    /// Its own grid as last rebuilt (for inspection and tests); not rebuilt while a
+    /// current [`SpatialGrid`] is used instead.
     pub fn grid(&self) -> &Grid {
         &self.grid
     }
@@ -63,21 +74,27 @@ type Body = (
 
 impl System for Separation {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
-        let mut max_r = 0.0f32;
-        self.grid
-            .rebuild(world.query::<Body>().map(|(e, (p, c, (), ()))| {
-                max_r = max_r.max(c.radius);
-                (e, p.0, c.radius, 0)
-            }));
         let k = self.strength * dt(world);
-        if self.grid.is_empty() || k == 0.0 {
+        let grid = match SpatialGrid::current(world) {
+            Some(grid) => grid,
+            None => {
+                self.grid.rebuild(
+                    world
+                        .query::<Body>()
+                        .map(|(e, (p, c, (), ()))| (e, p.0, c.radius, SpatialGrid::BODY)),
+                );
+                &self.grid
+            }
+        };
+        if grid.is_empty() || k == 0.0 {
             return;
         }
-        let grid = &self.grid;
+        let max_r = grid.max_radius();
         out.par_for_each::<Body>(|e, (p, c, (), ()), out| {
             let mut push = Vec2::ZERO;
-            grid.for_each_near(p.0, c.radius + max_r, |other| {
-                if other.entity == e {
+            // Only items in reach of the largest collider come out, in grid order.
+            grid.for_each_within(p.0, c.radius + max_r, |other| {
+                if other.entity == e || other.tag & SpatialGrid::BODY == 0 {
                     return;
                 }
                 let reach = c.radius + other.radius;
@@ -158,6 +175,36 @@ mod tests {
         );
         assert_eq!(va, -vb);
         assert!(va.x != 0.0 && va.y == 0.0);
+    }
+
+    #[test]
+    fn with_a_spatial_grid_neighbours_are_where_they_were_a_frame_earlier() {
+        let mut w = world();
+        crate::SpatialGrid::register(&mut w);
+        let a = body(&mut w, 0.0, 0.0);
+        let b = body(&mut w, 0.5, 0.0);
+        let c = body(&mut w, 20.0, 0.0);
+        let d = body(&mut w, 20.5, 0.0);
+        let mut rt = runtime(w);
+        rt.add_system(crate::BuildGrid::default());
+        rt.add_system(Separation::new(4.0));
+        let v = |rt: &Runtime, e| rt.world().get::<Velocity>(e).unwrap().0;
+        rt.frame(); // no grid yet: its own, of this world
+        assert_eq!((v(&rt, a), v(&rt, b)), (Vec2::new(-1.0, 0.0), Vec2::X));
+        // Between frames b moves away and d dies; the grid built in frame 0 still has b
+        // overlapping a, and d beside c.
+        rt.world_mut().get_mut::<Position>(b).unwrap().0 = Vec2::new(10.0, 0.0);
+        rt.world_mut().despawn(d);
+        rt.frame();
+        assert_eq!(v(&rt, a), Vec2::new(-2.0, 0.0), "pushed by b where it was");
+        assert_eq!(v(&rt, b), Vec2::X, "b, now alone, finds no one near it");
+        assert_eq!(
+            v(&rt, c),
+            Vec2::new(-2.0, 0.0),
+            "d, dead since, pushes a last time"
+        );
+        rt.frame(); // the grid of frame 1 saw the move
+        assert_eq!(v(&rt, a), Vec2::new(-2.0, 0.0));
     }
 
     #[test]

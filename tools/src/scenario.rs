@@ -4,8 +4,9 @@
 use glam::Vec2;
 use runsync::prelude::*;
 use runsync_systems::{
-    AgentTemplate, Bounds, BoundsMode, Contact, Death, Drag, Expire, Health, Impulse, Integrate,
-    Position, ProjectileTemplate, Separation, Spawner, SpawnerConfig, Team, Velocity,
+    AgentTemplate, Bounds, BoundsMode, BuildGrid, Contact, Death, Drag, Expire, Health, Impulse,
+    Integrate, Position, ProjectileTemplate, Separation, SpatialGrid, Spawner, SpawnerConfig, Team,
+    Velocity,
 };
 
 /// Number of teams in the arena.
@@ -31,8 +32,10 @@ pub fn arena_side(agents: usize) -> f32 {
 /// Builds the runtime with every system registered. The first frame spawns the first wave.
 ///
 /// Systems, in registration order (which is the order of their outputs in each merge):
-/// `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid), `Drag`,
-/// `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`. (The field is seen
+/// `BuildGrid`, `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid),
+/// `Drag`, `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`. `BuildGrid`
+/// indexes the agents once per frame in the [`SpatialGrid`] resource, which `Separation`
+/// and `Contact` both search in the next frame. (The field is seen
 /// from above, so there is no [`Gravity`](runsync_systems::Gravity): it would only add
 /// 100,000 velocity writes a frame that cancel out against `Bounds`.)
 pub fn build(config: ArenaConfig) -> Runtime {
@@ -40,12 +43,16 @@ pub fn build(config: ArenaConfig) -> Runtime {
     let (min, max) = (Vec2::ZERO, Vec2::splat(side));
     let mut world = World::new();
     runsync_systems::register(&mut world);
+    SpatialGrid::register(&mut world);
     let mut rt = Runtime::builder()
         .workers(config.workers)
         .fixed_hz(60)
         .build(world);
 
     let per_team = config.agents / usize::from(TEAMS);
+    // First: the longest system that cannot split its work, so it starts at once and the
+    // others' parallel parts fill the other workers meanwhile.
+    rt.add_system(BuildGrid::default());
     rt.add_system(Spawner::new(SpawnerConfig {
         seed: config.seed,
         teams: TEAMS,
@@ -148,6 +155,32 @@ mod tests {
         assert!(agents > 300, "waves keep the population up: {agents}");
         assert!(world.len() > agents, "projectiles are flying");
         let names: Vec<&str> = rt.stats().systems.iter().map(|s| &*s.name).collect();
-        assert_eq!(names[..3], ["Spawner", "Steer", "Drag"]);
+        assert_eq!(names[..4], ["BuildGrid", "Spawner", "Steer", "Drag"]);
+    }
+
+    #[test]
+    fn a_rollback_replays_the_same_frames_with_the_shared_grid() {
+        let mut rt = build(ArenaConfig {
+            agents: 400,
+            seed: 5,
+            workers: 2,
+        });
+        for _ in 0..40 {
+            rt.frame();
+        }
+        // The snapshot holds the grid the next frame reads (it is opted in), so the
+        // re-simulated frames read the same grids as the first run did.
+        let saved = rt.snapshot().expect("the arena's types are opted in");
+        let run = |rt: &mut Runtime| {
+            (0..30)
+                .map(|_| {
+                    rt.frame();
+                    digest(rt.world())
+                })
+                .collect::<Vec<_>>()
+        };
+        let first = run(&mut rt);
+        rt.restore(&saved);
+        assert_eq!(run(&mut rt), first);
     }
 }
