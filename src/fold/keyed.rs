@@ -12,7 +12,9 @@
 //!    same for every item. Each pass counts, then scatters. With many items on several
 //!    workers each worker counts and scatters its own slice of the items; where an item
 //!    goes is fixed by the counts of the slices before it, so nothing depends on timing.
-//! 3. The values move from emission order to key order (`move_out::permute`).
+//! 3. The values move from emission order to key order (`move_out::permute`); on the
+//!    way, each key's row is marked changed (rows in increasing order, so a word of bits
+//!    at a time).
 //! 4. [`merge_groups`] — each key's outputs are now one slice, in system order then
 //!    emission order (the sort is stable): one merge call per key, rows in increasing
 //!    order. Large types merge in row ranges on the workers, like the in-order path.
@@ -59,8 +61,17 @@ impl Item {
     }
 }
 
-/// Widest radix digit: 2^11 counters per pass (8 KiB) stay in the first-level cache.
-const DIGIT_BITS: u32 = 11;
+/// Widest radix digit. Measured on 100k to 4M scattered keys: two passes of 9 or 10 bits
+/// beat three narrower ones, but 11-bit digits (2048 places written at once) took half
+/// as long again as three 8-bit passes at 4M.
+const DIGIT_BITS: u32 = 10;
+/// A sort runs in slices over the workers only with this many workers and items. On the
+/// 2-core machine the benchmarks run on, slicing never paid (100k to 4M items: 25-60%
+/// slower than one thread, whose passes stream; even a histogram alone went from 0.58 to
+/// 0.47 ns per item on 2 threads), so it is kept for wider machines, where each worker's
+/// share shrinks: this gate is a guess, not a measurement.
+const PAR_SORT_MIN_THREADS: usize = 4;
+const PAR_SORT_MIN_ITEMS: usize = 1 << 20;
 /// Most slices the items are split into for a parallel pass.
 const MAX_SLICES: usize = 16;
 
@@ -105,7 +116,9 @@ impl<O> KeyedScratch<O> {
             + self.counts.capacity() * 4
             + self.bases.capacity() * 4
             + self.cols.capacity() * 4
-            + (self.flat.capacity() + self.sorted.capacity()) * size_of::<O>()
+            // (Apart: a zero-sized `O` has a capacity of `usize::MAX`.)
+            + self.flat.capacity() * size_of::<O>()
+            + self.sorted.capacity() * size_of::<O>()
             + self.seen.capacity() * 8
     }
 }
@@ -161,16 +174,26 @@ pub(super) fn keyed<C: Component, M: Merge<C>>(
         sorted,
         seen,
     } = scratch;
-    let digits = keys(columns, marks, inbox, total, items, bases, cols, flat);
-    let pool = (pool.threads() > 1 && total >= PAR_MIN_WRITES).then_some(pool);
-    sort(items, spare, counts, digits, pool);
+    let digits = keys(columns, inbox, total, items, bases, flat, counts);
+    let threads = pool.threads();
+    let sort_on = (threads >= PAR_SORT_MIN_THREADS && total >= PAR_SORT_MIN_ITEMS).then_some(pool);
+    sort(items, spare, counts, digits, sort_on);
+    // Step 3, in one pass over the sorted items: the values move to key order, and each
+    // key's row is marked changed.
+    let mut rows = RowMarks::new(bases, marks, cols);
     permute(
         flat,
-        items.iter_mut().map(|i| Item(*i.get_mut()).index()),
+        items.iter_mut().map(|i| {
+            let it = Item(*i.get_mut());
+            rows.see(it.key());
+            it.index()
+        }),
         sorted,
         seen,
     );
+    rows.finish();
     let sorted = Emptied(sorted);
+    let merge_on = (threads > 1 && total >= PAR_MIN_WRITES).then_some(pool);
     merge_groups(
         merge,
         columns,
@@ -178,25 +201,25 @@ pub(super) fn keyed<C: Component, M: Merge<C>>(
         &sorted.0[..],
         bases,
         cols,
-        pool,
+        merge_on,
         failed,
     );
-    pool.is_some()
+    sort_on.is_some() || merge_on.is_some()
 }
 
 /// Step 1: the items of every source's `total` outputs, in system then emission order,
-/// and their values, moved into `flat` in the same order; the rows marked changed; the
-/// columns written (ascending). Returns the digits to sort the keys by.
+/// and their values, moved into `flat` in the same order; each digit's counts (pass by
+/// pass, in `counts`). Returns the digits to sort by: enough to tell the type's rows
+/// apart.
 #[allow(clippy::too_many_arguments)]
 fn keys<C: Component>(
     columns: &[Vec<C>],
-    marks: &mut TypeMarks,
     inbox: &mut [(u32, Box<OutBuf<C>>)],
     total: usize,
     items: &mut Vec<AtomicU64>,
     bases: &mut Vec<u32>,
-    cols: &mut Vec<u32>,
     flat: &mut Vec<C::Output>,
+    counts: &mut Vec<u32>,
 ) -> Digits {
     bases.clear();
     let mut rows = 0u64;
@@ -213,50 +236,69 @@ fn keys<C: Component>(
         total <= u32::MAX as usize,
         "fewer than 2^32 outputs of one type"
     );
+    let digits = Digits::new(32 - (rows.max(1) as u32 - 1).leading_zeros());
     items.truncate(total);
     items.resize_with(total, || AtomicU64::new(0));
-    cols.clear();
     flat.clear();
-    let (mut lo, mut hi) = (u32::MAX, 0);
-    let mut index = 0;
+    counts.clear();
+    counts.resize(digits.passes as usize * digits.buckets(), 0);
+    let keyed = items_of(inbox, bases, items);
+    assert_eq!(keyed, total, "one item per output");
+    // Counted in a loop of their own: inside the one above, the counters' increments
+    // doubled its time.
+    match digits.passes {
+        0 => {}
+        1 => count_digits::<1>(items, counts, digits),
+        2 => count_digits::<2>(items, counts, digits),
+        3 => count_digits::<3>(items, counts, digits),
+        _ => count_digits::<4>(items, counts, digits),
+    }
     for (_, src) in inbox.iter_mut() {
-        for (runs, seg) in src.sealed() {
-            let len = seg.values.len() as u32;
-            for (i, r) in runs.iter().enumerate() {
-                let n = runs.get(i + 1).map_or(len, |next| next.start) - r.start;
-                if n == 0 {
-                    continue;
-                }
-                let row = r.row as usize;
-                marks.mark_changed(r.col as usize, row..row + n as usize);
-                let first = bases[r.col as usize] + r.row;
-                for (d, it) in items[index..index + n as usize].iter_mut().enumerate() {
-                    *it.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
-                }
-                index += n as usize;
-                lo = lo.min(first);
-                hi = hi.max(first + n - 1);
-                if cols.last() != Some(&r.col) {
-                    cols.push(r.col);
-                }
-            }
-        }
         for seg in &mut src.segments {
             flat.append(&mut seg.values);
         }
     }
-    assert_eq!(index, total, "one item per output");
-    cols.sort_unstable();
-    cols.dedup();
-    Digits::new(if index == 0 {
-        0
-    } else {
-        32 - (lo ^ hi).leading_zeros()
-    })
+    digits
 }
 
-/// Step 2: sorts `items` by the low digits of their keys, stably. `spare` is the other
-/// buffer of each pass (they swap); on `pool`, in slices over its workers.
+/// [`keys`]' loop over the runs; returns the number of items.
+fn items_of<C: Component>(
+    inbox: &[(u32, Box<OutBuf<C>>)],
+    bases: &[u32],
+    items: &mut [AtomicU64],
+) -> usize {
+    let mut index = 0;
+    for (_, src) in inbox {
+        for (runs, seg) in src.sealed() {
+            let len = seg.values.len() as u32;
+            for (i, r) in runs.iter().enumerate() {
+                let n = (runs.get(i + 1).map_or(len, |next| next.start) - r.start) as usize;
+                let first = bases[r.col as usize] + r.row;
+                for (d, slot) in items[index..index + n].iter_mut().enumerate() {
+                    *slot.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
+                }
+                index += n;
+            }
+        }
+    }
+    index
+}
+
+/// The counts of each of `P` digits of `items`, pass by pass, into `counts` (zeroed).
+fn count_digits<const P: usize>(items: &mut [AtomicU64], counts: &mut [u32], digits: Digits) {
+    let (buckets, mask, width) = (digits.buckets(), digits.mask(), digits.width);
+    for it in items.iter_mut() {
+        let it = Item(*it.get_mut());
+        for p in 0..P {
+            counts[p * buckets + it.digit(p as u32 * width, mask)] += 1;
+        }
+    }
+}
+
+/// Step 2: sorts `items` by the digits of their keys, stably. `spare` is the other
+/// buffer of each pass (they swap). On one thread, `counts` holds every pass's digit
+/// counts (from [`keys`]); on `pool`, the items are counted and scattered in slices over
+/// its workers.
 fn sort(
     items: &mut Vec<AtomicU64>,
     spare: &mut Vec<AtomicU64>,
@@ -270,51 +312,33 @@ fn sort(
     let n = items.len();
     spare.truncate(n);
     spare.resize_with(n, || AtomicU64::new(0));
-    match pool {
-        None => {
-            // Every pass's counts in one read: they do not depend on the order.
-            match digits.passes {
-                1 => count_digits::<1>(items, counts, digits),
-                2 => count_digits::<2>(items, counts, digits),
-                _ => count_digits::<3>(items, counts, digits),
+    let Some(pool) = pool else {
+        let (buckets, mask) = (digits.buckets(), digits.mask());
+        for p in 0..digits.passes as usize {
+            let count = &mut counts[p * buckets..(p + 1) * buckets];
+            if count.iter().any(|&c| c as usize == n) {
+                continue; // every item has this digit
             }
-            let (buckets, mask) = (digits.buckets(), digits.mask());
-            for p in 0..digits.passes as usize {
-                let count = &mut counts[p * buckets..(p + 1) * buckets];
-                if count.iter().any(|&c| c as usize == n) {
-                    continue; // every item has this digit
-                }
-                starts(count);
-                let shift = p as u32 * digits.width;
-                for it in items.iter_mut() {
-                    let it = Item(*it.get_mut());
-                    let at = &mut count[it.digit(shift, mask)];
-                    *spare[*at as usize].get_mut() = it.0;
-                    *at += 1;
-                }
-                std::mem::swap(items, spare);
+            starts(count);
+            let shift = p as u32 * digits.width;
+            for it in items.iter_mut() {
+                let it = Item(*it.get_mut());
+                let at = &mut count[it.digit(shift, mask)];
+                *spare[*at as usize].get_mut() = it.0;
+                *at += 1;
             }
+            std::mem::swap(items, spare);
         }
-        Some(pool) => par_sort(items, spare, counts, digits, pool),
-    }
+        return;
+    };
+    par_sort(items, spare, counts, digits, pool);
 }
 
-/// The digit counts of `items` for each of `P` passes, in `counts` (pass by pass).
-fn count_digits<const P: usize>(items: &mut [AtomicU64], counts: &mut Vec<u32>, digits: Digits) {
-    let (buckets, mask, width) = (digits.buckets(), digits.mask(), digits.width);
-    counts.clear();
-    counts.resize(P * buckets, 0);
-    for it in items.iter_mut() {
-        let it = Item(*it.get_mut());
-        for p in 0..P {
-            counts[p * buckets + it.digit(p as u32 * width, mask)] += 1;
-        }
-    }
-}
-
-/// [`sort`] over `pool`: each pass counts, then scatters, each worker its own slice of the
-/// items; slice `k`'s items of digit `d` go after every item of a smaller digit and after
-/// slice `j < k`'s items of digit `d`, so the result is the sequential one.
+/// [`sort`] over `pool`: each worker scatters its own slice of the items in every pass;
+/// slice `k`'s items of digit `d` go after every item of a smaller digit and after slice
+/// `j < k`'s items of digit `d`, so the result is the sequential one. A worker counts the
+/// next pass's digits of what it writes, per slice of the destination, so a pass reads the
+/// items once.
 fn par_sort(
     items: &mut Vec<AtomicU64>,
     spare: &mut Vec<AtomicU64>,
@@ -324,28 +348,38 @@ fn par_sort(
 ) {
     let n = items.len();
     let (buckets, mask) = (digits.buckets(), digits.mask());
-    let slices = pool.threads().min(MAX_SLICES).min(n.div_ceil(4096)).max(1);
-    let len = n.div_ceil(slices);
+    // Slices of a power-of-two length, so that a destination's slice is a shift away.
+    let wanted = pool.threads().min(MAX_SLICES).min(n.div_ceil(4096)).max(1);
+    let len = n.div_ceil(wanted).next_power_of_two();
+    let (slices, log) = (n.div_ceil(len), len.trailing_zeros());
+    // Per worker `k`: `buckets` counters of its slice for this pass (then where its items
+    // of each digit go), then `slices × buckets` counters of the next pass's digits by
+    // destination slice.
+    let block = buckets * (1 + slices);
     counts.clear();
-    counts.resize(slices * buckets, 0);
+    counts.resize(slices * block, 0);
+    let mut need_counts = true;
     for p in 0..digits.passes {
         let shift = p * digits.width;
         let src: &[AtomicU64] = items;
-        counts.fill(0);
-        let (mut each, slices) = per_slice(counts, buckets);
-        pool.for_each_mut(&mut each[..slices], &|k, count| {
-            for it in src.chunks(len).nth(k).unwrap_or_default() {
-                count[Item(it.load(Relaxed)).digit(shift, mask)] += 1;
-            }
-        })
-        .unwrap_or_else(|p| std::panic::resume_unwind(p.payload));
+        if need_counts {
+            let (mut each, _) = per_slice(counts, block);
+            pool.for_each_mut(&mut each[..slices], &|k, block| {
+                let count = &mut block[..buckets];
+                count.fill(0);
+                for it in src.chunks(len).nth(k).unwrap_or_default() {
+                    count[Item(it.load(Relaxed)).digit(shift, mask)] += 1;
+                }
+            })
+            .unwrap_or_else(|p| std::panic::resume_unwind(p.payload));
+        }
         // Where each slice's items of each digit go: digit by digit, slice by slice.
         let mut at = 0u32;
         let mut whole = false;
         for d in 0..buckets {
             let mut in_digit = 0;
             for k in 0..slices {
-                let c = &mut counts[k * buckets + d];
+                let c = &mut counts[k * block + d];
                 in_digit += *c;
                 let here = *c;
                 *c = at;
@@ -354,29 +388,106 @@ fn par_sort(
             whole |= in_digit as usize == n;
         }
         if whole {
+            need_counts = true;
             continue; // every item has this digit
         }
+        let last = p + 1 == digits.passes;
+        let next_shift = shift + digits.width;
         let dst: &[AtomicU64] = spare;
-        let (mut each, slices) = per_slice(counts, buckets);
-        pool.for_each_mut(&mut each[..slices], &|k, next| {
+        let (mut each, _) = per_slice(counts, block);
+        pool.for_each_mut(&mut each[..slices], &|k, block| {
+            let (next, later) = block.split_at_mut(buckets);
+            later.fill(0);
             for it in src.chunks(len).nth(k).unwrap_or_default() {
                 let x = it.load(Relaxed);
                 let at = &mut next[Item(x).digit(shift, mask)];
                 dst[*at as usize].store(x, Relaxed);
+                if !last {
+                    let s = (*at >> log) as usize;
+                    later[s * buckets + Item(x).digit(next_shift, mask)] += 1;
+                }
                 *at += 1;
             }
         })
         .unwrap_or_else(|p| std::panic::resume_unwind(p.payload));
         std::mem::swap(items, spare);
+        if !last {
+            // The next pass's counts of slice `s`: what every worker wrote into it.
+            for s in 0..slices {
+                for d in 0..buckets {
+                    let total = (0..slices)
+                        .map(|k| counts[k * block + buckets + s * buckets + d])
+                        .sum();
+                    counts[s * block + d] = total;
+                }
+            }
+            need_counts = false;
+        }
     }
 }
 
-/// `counts` as one slice of `buckets` counters per slice of the items, and how many
-/// (at most [`MAX_SLICES`]), for [`Pool::for_each_mut`].
-fn per_slice(counts: &mut [u32], buckets: usize) -> ([&mut [u32]; MAX_SLICES], usize) {
+/// Marks the rows of sorted keys changed, and lists the columns written (ascending): rows
+/// come in increasing order, so their bits are gathered a word at a time.
+struct RowMarks<'m> {
+    bases: &'m [u32],
+    marks: &'m mut TypeMarks,
+    cols: &'m mut Vec<u32>,
+    col: usize,
+    /// The `(column, word)` being gathered, and its bits so far.
+    at: (usize, usize),
+    rows: u64,
+}
+
+impl<'m> RowMarks<'m> {
+    fn new(bases: &'m [u32], marks: &'m mut TypeMarks, cols: &'m mut Vec<u32>) -> Self {
+        cols.clear();
+        RowMarks {
+            bases,
+            marks,
+            cols,
+            col: 0,
+            at: (usize::MAX, 0),
+            rows: 0,
+        }
+    }
+
+    /// The next key (no smaller than the one before).
+    #[inline(always)]
+    fn see(&mut self, key: u32) {
+        while key >= self.bases[self.col + 1] {
+            self.col += 1;
+        }
+        let row = (key - self.bases[self.col]) as usize;
+        if (self.col, row / 64) != self.at {
+            self.flush();
+            if self.cols.last() != Some(&(self.col as u32)) {
+                self.cols.push(self.col as u32);
+            }
+            self.at = (self.col, row / 64);
+        }
+        self.rows |= 1 << (row % 64);
+    }
+
+    #[inline(never)]
+    fn flush(&mut self) {
+        if self.rows != 0 {
+            self.marks
+                .mark_changed_word(self.at.0, self.at.1, self.rows);
+            self.rows = 0;
+        }
+    }
+
+    fn finish(mut self) {
+        self.flush();
+    }
+}
+
+/// `counts` as one slice of `block` counters per slice of the items, and how many (at
+/// most [`MAX_SLICES`]), for [`Pool::for_each_mut`].
+fn per_slice(counts: &mut [u32], block: usize) -> ([&mut [u32]; MAX_SLICES], usize) {
     let mut each: [&mut [u32]; MAX_SLICES] = Default::default();
     let mut n = 0;
-    for (k, c) in counts.chunks_exact_mut(buckets).enumerate() {
+    for (k, c) in counts.chunks_exact_mut(block).enumerate() {
         each[k] = c;
         n = k + 1;
     }
@@ -526,6 +637,18 @@ mod tests {
         x ^ (x >> 31)
     }
 
+    /// Every pass's digit counts, as [`keys`] leaves them for a sort on one thread.
+    pub(super) fn count_all(items: &mut [AtomicU64], counts: &mut Vec<u32>, digits: Digits) {
+        counts.clear();
+        counts.resize(digits.passes as usize * digits.buckets(), 0);
+        match digits.passes {
+            1 => count_digits::<1>(items, counts, digits),
+            2 => count_digits::<2>(items, counts, digits),
+            3 => count_digits::<3>(items, counts, digits),
+            _ => count_digits::<4>(items, counts, digits),
+        }
+    }
+
     /// The sort against a stable comparison sort, for keys that differ in 1 to 32 low
     /// bits (one to three passes; repeated keys keep their emission order), on one thread
     /// and in slices over 2 and 8 workers.
@@ -550,7 +673,7 @@ mod tests {
             expect.sort_by_key(|it| it.key());
             let (lo, hi) = (keys.iter().min().unwrap(), keys.iter().max().unwrap());
             let digits = Digits::new(32 - (lo ^ hi).leading_zeros());
-            assert!(digits.passes as usize <= 3 && digits.width <= DIGIT_BITS);
+            assert!(digits.passes as usize <= 4 && digits.width <= DIGIT_BITS);
             for threads in [0, 2, 8] {
                 let pool = Pool::new(threads.max(1));
                 items.clear();
@@ -559,6 +682,9 @@ mod tests {
                         .enumerate()
                         .map(|(i, &k)| AtomicU64::new(Item::new(k, i as u32).0)),
                 );
+                if threads == 0 {
+                    count_all(&mut items, &mut counts, digits);
+                }
                 sort(
                     &mut items,
                     &mut spare,
