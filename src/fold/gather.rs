@@ -231,7 +231,7 @@ fn collect_spans<C: Component>(
     cols.dedup();
 }
 
-/// Where each source's walk stands while parts are laid out in increasing order.
+/// The spans of every source, for laying out parts.
 struct Plan<'s> {
     spans: &'s [Span],
     bounds: &'s [usize],

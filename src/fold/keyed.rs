@@ -6,12 +6,14 @@
 //!    among all the type's rows: its column's first row plus its row) packed with its
 //!    place in emission order over all sources (system order, then emission order). The
 //!    values move, in that order, into one vector.
-//! 2. [`sort`] — a stable LSD radix sort of the items on the key bits that differ between
-//!    the smallest and the largest key (17 bits for 100k rows), in digits of at most
-//!    [`DIGIT_BITS`] bits: two passes up to 4M rows, a pass skipped if its digit is the
-//!    same for every item. Each pass counts, then scatters. With many items on several
-//!    workers each worker counts and scatters its own slice of the items; where an item
-//!    goes is fixed by the counts of the slices before it, so nothing depends on timing.
+//! 2. [`sort`] — a stable LSD radix sort of the items on the significant bits of the key
+//!    only, those that tell the type's rows apart (17 for 100k rows), in digits of at most
+//!    [`DIGIT_BITS`] bits: two passes up to 1M rows, and a pass is skipped if its digit is
+//!    the same for every item (writes to a few rows of a large type). Each pass scatters
+//!    by its digit's counts, all counted in one pass. With many items on many workers
+//!    ([`PAR_SORT_MIN_THREADS`]), each worker counts and scatters its own slice of the
+//!    items; where an item goes is fixed by the counts of the slices before it, so
+//!    nothing depends on timing.
 //! 3. The values move from emission order to key order (`move_out::permute`); on the
 //!    way, each key's row is marked changed (rows in increasing order, so a word of bits
 //!    at a time).
@@ -65,12 +67,14 @@ impl Item {
 /// beat three narrower ones, but 11-bit digits (2048 places written at once) took half
 /// as long again as three 8-bit passes at 4M.
 const DIGIT_BITS: u32 = 10;
-/// A sort runs in slices over the workers only with this many workers and items. On the
+/// A sort runs in slices over the workers only with this many workers and
+/// ([`PAR_SORT_MIN_ITEMS`]) items. On the
 /// 2-core machine the benchmarks run on, slicing never paid (100k to 4M items: 25-60%
 /// slower than one thread, whose passes stream; even a histogram alone went from 0.58 to
 /// 0.47 ns per item on 2 threads), so it is kept for wider machines, where each worker's
 /// share shrinks: this gate is a guess, not a measurement.
 const PAR_SORT_MIN_THREADS: usize = 4;
+/// See [`PAR_SORT_MIN_THREADS`].
 const PAR_SORT_MIN_ITEMS: usize = 1 << 20;
 /// Most slices the items are split into for a parallel pass.
 const MAX_SLICES: usize = 16;
