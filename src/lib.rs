@@ -12,7 +12,8 @@
 //!    that folds runs of rows straight into columns, types and row ranges in parallel,
 //!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; unsafe code is
-//!    confined to the worker pool and one checked cast on the write path.
+//!    confined to the worker pool, one checked cast on the write path and one module that
+//!    moves output values out by position (`fold::move_out`).
 //!
 //! # In the source
 //!

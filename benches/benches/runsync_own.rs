@@ -303,6 +303,71 @@ fn sync_group(c: &mut Criterion, name: &str, register: fn(&mut World)) {
     g.finish();
 }
 
+/// `scatter_100k`'s pseudo-random target for entity `i` of `n`: a fixed permutation-free
+/// hash (splitmix64's finaliser), so some entities get several deltas and some none.
+fn scatter_target(i: usize, n: usize) -> usize {
+    let mut x = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ((x ^ (x >> 31)) % n as u64) as usize
+}
+
+/// `scatter_100k`: 100k entities, one system; each entity writes a delta (plain
+/// `out.write`) to a pseudo-random other entity, and `Acc` is merged by a closure that
+/// sums the deltas. The writes are scattered (targets in no order), so Sync keys and sorts
+/// them. `runsync_closure_merge_frame` times the whole frame, `runsync_closure_merge_sync`
+/// the Sync phase alone (`FrameStats::sync`); `/1` and `/2` are the worker counts.
+fn scatter_100k(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let mut g = c.benchmark_group("scatter_100k");
+    g.throughput(Throughput::Elements(N as u64));
+    let runtime = |workers: usize| {
+        let mut w = World::new();
+        w.register::<Acc>(|a: &mut Acc, deltas: &[f32]| {
+            for d in deltas {
+                a.0 += d;
+            }
+        });
+        let entities: Vec<Entity> = (0..N).map(|i| w.spawn((Acc(i as f32),))).collect();
+        let targets: Vec<Entity> = (0..N).map(|i| entities[scatter_target(i, N)]).collect();
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(move |w: &World, out: &mut Output| {
+            for ((_, (a,)), &t) in w.query::<(&Acc,)>().zip(&targets) {
+                out.write::<Acc>(t, a.0 * 1e-3 + 1.0);
+            }
+        });
+        rt.frame();
+        assert_eq!(rt.stats().merged, N as u64, "every output merges");
+        rt
+    };
+    for workers in [1usize, 2] {
+        g.bench_with_input(
+            BenchmarkId::new("runsync_closure_merge_frame", workers),
+            &workers,
+            |b, &n| {
+                let mut rt = runtime(n);
+                b.iter(|| rt.frame())
+            },
+        );
+        g.bench_with_input(
+            BenchmarkId::new("runsync_closure_merge_sync", workers),
+            &workers,
+            |b, &n| {
+                let mut rt = runtime(n);
+                b.iter_custom(|iters| {
+                    let mut total = Duration::ZERO;
+                    for _ in 0..iters {
+                        rt.frame();
+                        total += rt.stats().sync;
+                    }
+                    total
+                })
+            },
+        );
+    }
+    g.finish();
+}
+
 fn empty_systems(c: &mut Criterion) {
     for workers in [1usize, 2] {
         let mut g = c.benchmark_group(format!("empty_systems_{workers}w"));
@@ -560,7 +625,7 @@ criterion_group! {
     name = own;
     config = quick();
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
-        sync_fn_throughput,
+        sync_fn_throughput, scatter_100k,
         empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove, changed_query
 }
 criterion_main!(own);

@@ -1,9 +1,10 @@
 //! A warmed-up frame with a stable entity count performs zero heap allocations, on 1 and 2
 //! workers, whichever write path the systems take: plain `Output::write`, a `Writer`,
-//! `write_each`, `par_for_each`, several systems writing one sum-merged type, and all of
-//! them at once. Each path also gets a runtime of its own, so that the fast path Sync
-//! takes for it alone (a single source in query order, a swapped-in column, ...) is the
-//! one counted.
+//! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
+//! systems writing one type with a hand-written merge, scattered writes with a closure
+//! merge, and all of them at once. Each path also gets a runtime of its own, so that the
+//! fast path Sync takes for it alone (a single source in query order, a swapped-in
+//! column, ...) is the one counted.
 //!
 //! The same test also checks that snapshotting into a reused snapshot and restoring into
 //! a world of the same shape allocate nothing (`World::snapshot_into`, `World::restore`,
@@ -220,6 +221,54 @@ fn sum_of_several(workers: usize) -> Runtime {
     rt
 }
 
+/// A hand-written merge over several ordered sources (the gather path; five systems, 80k
+/// outputs, so that on 2 workers it splits by row range).
+fn fn_merge_of_several(workers: usize) -> Runtime {
+    let mut world = one_path_world();
+    world.register::<Health>(|h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    let all: Vec<Entity> = world.query::<(&Pos,)>().map(|(e, _)| e).collect();
+    for e in all {
+        world.insert(e, Health(100));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    for k in 0..5 {
+        rt.add_system(move |w: &World, out: &mut Output| {
+            for (e, (h,)) in w.query::<(&Health,)>() {
+                if (h.0 + k).rem_euclid(5) != 0 {
+                    out.write::<Health>(e, k - 1);
+                }
+            }
+        });
+    }
+    rt
+}
+
+/// Scattered writes with a closure merge (the keyed path): each entity adds four deltas
+/// to pseudo-random others.
+fn scattered(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register::<Health>(|h: &mut Health, d: &[i32]| {
+        for x in d {
+            h.0 = h.0.wrapping_mul(3).wrapping_add(*x);
+        }
+    });
+    let all: Vec<Entity> = (0..ONE_PATH_ENTITIES)
+        .map(|i| world.spawn((Health(i as i32),)))
+        .collect();
+    let targets: Vec<Entity> = (0..4 * ONE_PATH_ENTITIES)
+        .map(|i| all[(i * 7919 + i / 3) % ONE_PATH_ENTITIES])
+        .collect();
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(move |w: &World, out: &mut Output| {
+        for ((_, (h,)), t) in w.query::<(&Health,)>().zip(targets.chunks(4)) {
+            for &t in t {
+                out.write::<Health>(t, h.0 & 7);
+            }
+        }
+    });
+    rt
+}
+
 /// Every path at once, over two archetypes, with two sources for `Pos` and `Health`.
 fn mixed(workers: usize) -> Runtime {
     let mut world = World::new();
@@ -275,7 +324,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 7] = [
+    let scenarios: [(&str, BuildRuntime, usize); 9] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -284,6 +333,16 @@ fn steady_state_frame_does_not_allocate() {
         (
             "several systems writing one sum-merged type",
             sum_of_several,
+            100,
+        ),
+        (
+            "a hand-written merge over several systems (gathered)",
+            fn_merge_of_several,
+            100,
+        ),
+        (
+            "scattered writes with a closure merge (keyed)",
+            scattered,
             100,
         ),
         ("every path mixed", mixed, 300),

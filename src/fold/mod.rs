@@ -13,6 +13,8 @@
 //! [`paths`] for the list.
 
 mod gather;
+mod keyed;
+mod move_out;
 mod paths;
 
 use std::any::{Any, type_name};

@@ -14,16 +14,19 @@
 //!    loops, whatever rows each wrote) and a merge that must see all of an entity's outputs
 //!    at once (a hand-written `fn` or closure): the sources are walked together, row
 //!    intervals at a time, each row's outputs moved into one group in system order and
-//!    merged once; no keys, no sort (see `gather`).
-//! 3. **Keyed** — otherwise (a source that visits rows out of order or twice): each source's
-//!    outputs get their `(column, row)` key from its runs; a source whose keys are not
-//!    already ascending is sorted stably (so emission order survives within an entity);
-//!    then one scan over the sources, column-wise, gathers each entity's outputs in system
-//!    then emission order and calls the merge once.
+//!    merged once; no keys, no sort. Large types are split by row range over the workers
+//!    (see `gather`).
+//! 3. **Keyed** — otherwise (a source that visits rows out of order or twice: scattered
+//!    writes): every output gets a packed key (its row's place among the type's rows, and
+//!    its place in emission order), a stable radix sort on the keys' significant bits
+//!    puts each entity's outputs together in system then emission order, the values move
+//!    to that order, and one merge call per entity follows (see `keyed`). The sort's
+//!    passes and the merges are split over the workers when there are many outputs.
 //!
 //! Every path first marks the rows it is about to merge into as *changed* (see
 //! `storage::marks`): one range fill per run, from the runs alone, so the cost is
-//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill.
+//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill. (The keyed
+//! path marks each run while it keys it.)
 //!
 //! No path depends on thread timing.
 //!
@@ -33,26 +36,24 @@
 //! pool job of the type, where Sync catches it). On the way out, the path writes where it
 //! was — the row whose merge call panicked, or the column a [`Merge::replace_column`] was
 //! replacing — into the fold's [`FailedAt`], so the error can name the entity; nothing is
-//! undone. At no cost per output on the normal path:
-//! - the in-order paths hold an [`OnUnwind`] guard whose position is a local only the
-//!   unwinding path reads: where a merge cannot unwind (the ready-made ones on plain
-//!   numbers) the compiler drops the per-row updates, and the loops stay as they were
-//!   (`sync_sum_1M`-style timings unchanged); on the normal path it is disarmed, never
-//!   dropped;
-//! - the keyed scan runs under one `catch_unwind` per type and frame, and after a panic
-//!   reads the key it was merging back from its cursors ([`scanned_to`]): a guard inside
-//!   its loop added cleanup paths that cost 7% of a two-source closure merge.
-
-use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
+//! undone. Every path holds an [`OnUnwind`] guard whose position is a local only the
+//! unwinding path reads: where a merge cannot unwind (the ready-made ones on plain
+//! numbers) the compiler drops the per-row updates, and the loops stay as they were
+//! (`sync_sum_1M`-style timings unchanged); on the normal path it is disarmed, never
+//! dropped. A path split over the workers reports the lowest part that panicked, which
+//! holds the first row (in merge order) whose merge panicked: the same row as on one
+//! thread. (Parts that did not panic merged all their rows.) Outputs a panicking merge
+//! never saw are dropped, not leaked.
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::output::buffer::{OutBuf, RowRun, Segment, run_values};
+use crate::output::buffer::{OutBuf, RowRun, run_values};
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::FoldCounts;
 use super::gather::{self, GatherScratch};
+use super::keyed::{self, KeyedScratch};
 
 /// Where a fold's merge panicked: written while unwinding, read by Sync for the error.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -102,59 +103,73 @@ impl Drop for OnUnwind<'_> {
 
 /// Per-type scratch kept across frames (capacity only).
 pub(crate) struct FoldScratch<O> {
-    keys: Vec<u64>,
-    pairs: Vec<(u64, u32)>,
-    group: Vec<O>,
-    /// `(next, end)` of each source's keys during the keyed scan.
-    bounds: Vec<(usize, usize)>,
     /// Columns touched, for the parallel split.
     cols: Vec<u32>,
     /// The gather path's.
     gather: GatherScratch<O>,
+    /// The keyed path's.
+    keyed: KeyedScratch<O>,
 }
 
 impl<O> Default for FoldScratch<O> {
     fn default() -> Self {
         FoldScratch {
-            keys: Vec::new(),
-            pairs: Vec::new(),
-            group: Vec::new(),
-            bounds: Vec::new(),
             cols: Vec::new(),
             gather: GatherScratch::default(),
+            keyed: KeyedScratch::default(),
         }
     }
 }
 
 impl<O> FoldScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
-        use std::mem::size_of;
-        self.keys.capacity() * 8
-            + self.pairs.capacity() * size_of::<(u64, u32)>()
-            + self.group.capacity() * size_of::<O>()
-            + self.bounds.capacity() * size_of::<(usize, usize)>()
-            + self.cols.capacity() * 4
-            + self.gather.capacity_bytes()
+        self.cols.capacity() * 4 + self.gather.capacity_bytes() + self.keyed.capacity_bytes()
     }
 }
 
 /// Types with fewer outputs than this fold on one thread.
-const PAR_MIN_WRITES: usize = if cfg!(miri) { 48 } else { 64 * 1024 };
+pub(super) const PAR_MIN_WRITES: usize = if cfg!(miri) { 48 } else { 64 * 1024 };
 /// Smallest row range given to one worker.
 const PART_MIN_ROWS: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
 /// Most parts one type is split into (they live in a stack array).
-const MAX_PARTS: usize = 64;
-/// Sources kept on the stack in the keyed scan (more take a `Vec`).
-const STACK_SOURCES: usize = 16;
+pub(super) const MAX_PARTS: usize = 64;
 
-#[inline]
-fn key(col: u32, row: u32) -> u64 {
-    (u64::from(col) << 32) | u64::from(row)
+/// Splits the columns `wanted` (ascending, no repeats) of `columns` into row ranges for
+/// `threads` workers: a column into up to `2 × threads` ranges of at least
+/// [`PART_MIN_ROWS`] rows (or one). Calls `part(col, first row, rows)` for each, in
+/// increasing order, and stops, returning `false`, as soon as `part` does.
+pub(super) fn row_ranges<'a, C>(
+    columns: &'a mut [Vec<C>],
+    wanted: &[u32],
+    threads: usize,
+    mut part: impl FnMut(u32, usize, &'a mut [C]) -> bool,
+) -> bool {
+    let per_column = threads * 2;
+    let mut wanted = wanted.iter().peekable();
+    for (c, column) in columns.iter_mut().enumerate() {
+        if wanted.next_if(|&&w| w as usize == c).is_none() {
+            continue;
+        }
+        let len = column.len();
+        let k = (len / PART_MIN_ROWS).clamp(1, per_column);
+        let size = len.div_ceil(k).max(1);
+        for (i, rows) in column.chunks_mut(size).enumerate() {
+            if !part(c as u32, i * size, rows) {
+                return false;
+            }
+        }
+    }
+    true
 }
 
-#[inline]
-fn split_key(k: u64) -> (usize, usize) {
-    ((k >> 32) as usize, k as u32 as usize)
+/// A vector of outputs emptied when dropped: at the end of a path, or while a merge
+/// unwinds (so the outputs it held are dropped then, not next frame).
+pub(super) struct Emptied<'g, O>(pub(super) &'g mut Vec<O>);
+
+impl<O> Drop for Emptied<'_, O> {
+    fn drop(&mut self) {
+        self.0.clear();
+    }
 }
 
 /// Folds `inbox` (in system order) into `columns`; see the module docs. If a merge
@@ -177,16 +192,35 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
     if counts.merged == 0 {
         return counts;
     }
-    mark_changed(marks, inbox);
+    let total = counts.merged as usize;
     if M::ONE_AT_A_TIME || (inbox.len() == 1 && inbox[0].1.is_ordered()) {
-        let total = counts.merged as usize;
+        mark_changed(marks, inbox);
         if !par_in_order(merge, columns, inbox, scratch, pool, total, failed) {
             in_order(merge, columns, inbox, failed);
         }
     } else if gather::applies(inbox) {
-        gather::gather(merge, columns, inbox, &mut scratch.gather, failed);
+        mark_changed(marks, inbox);
+        gather::gather(
+            merge,
+            columns,
+            inbox,
+            &mut scratch.gather,
+            pool,
+            total,
+            failed,
+        );
     } else {
-        keyed(merge, columns, inbox, scratch, failed);
+        // Marks rows as it keys them (one pass over the runs, not two).
+        keyed::keyed(
+            merge,
+            columns,
+            marks,
+            inbox,
+            &mut scratch.keyed,
+            pool,
+            total,
+            failed,
+        );
     }
     counts
 }
@@ -334,30 +368,24 @@ fn par_in_order<C: Component, M: Merge<C>>(
         rows: &mut [],
         failed: None,
     });
-    let per_column = pool.threads() * 2;
     let mut n = 0;
-    let mut wanted = cols.iter().peekable();
-    for (c, column) in columns.iter_mut().enumerate() {
-        if wanted.next_if(|&&w| w as usize == c).is_none() {
-            continue;
+    let fits = row_ranges(columns, cols, pool.threads(), |col, lo, rows| {
+        if n == MAX_PARTS {
+            return false;
         }
-        let len = column.len();
-        let k = (len / PART_MIN_ROWS).clamp(1, per_column);
-        let part = len.div_ceil(k).max(1);
-        for (i, rows) in column.chunks_mut(part).enumerate() {
-            if n == MAX_PARTS {
-                // Too many parts for the stack array: nothing was merged yet, so the
-                // sequential path can still take over.
-                return false;
-            }
-            parts[n] = Part {
-                col: c as u32,
-                lo: i * part,
-                rows,
-                failed: None,
-            };
-            n += 1;
-        }
+        parts[n] = Part {
+            col,
+            lo,
+            rows,
+            failed: None,
+        };
+        n += 1;
+        true
+    });
+    if !fits {
+        // Too many parts for the stack array: nothing was merged yet, so the sequential
+        // path can still take over.
+        return false;
     }
     let inbox: &[(u32, Box<OutBuf<C>>)] = inbox;
     let result = pool.for_each_mut(&mut parts[..n], &|_, part| {
@@ -375,162 +403,11 @@ fn par_in_order<C: Component, M: Merge<C>>(
     true
 }
 
-/// The keyed path: keys from runs, a stable sort only for sources not already in key
-/// order, then one column-wise scan gathering each entity's outputs.
-fn keyed<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
-    scratch: &mut FoldScratch<C::Output>,
-    failed: &mut Option<FailedAt>,
-) {
-    let FoldScratch {
-        keys,
-        pairs,
-        group,
-        bounds,
-        ..
-    } = scratch;
-    keys.clear();
-    bounds.clear();
-    for (_, src) in inbox.iter_mut() {
-        let start = keys.len();
-        for (r, values) in src.runs_with_values() {
-            let base = key(r.col, r.row);
-            keys.extend((0..values.len() as u64).map(|d| base + d));
-        }
-        let end = keys.len();
-        if !keys[start..end].is_sorted() {
-            sort_source(src, &mut keys[start..end], pairs);
-        }
-        bounds.push((start, end));
-    }
-    let n = inbox.len();
-    // One `catch_unwind` per type and frame, around the whole scan: a guard inside it
-    // would put cleanup paths in its loop (measured: 7% slower). After a panic, where the
-    // scan stopped is read back from `bounds`.
-    let scanned = catch_unwind(AssertUnwindSafe(|| {
-        if n <= STACK_SOURCES {
-            let mut iters: [Option<_>; STACK_SOURCES] = std::array::from_fn(|_| None);
-            for (slot, (_, src)) in iters.iter_mut().zip(inbox.iter_mut()) {
-                *slot = Some(drain_values(&mut src.segments));
-            }
-            scan(merge, columns, keys, bounds, &mut iters[..n], group);
-        } else {
-            let mut iters: Vec<_> = inbox
-                .iter_mut()
-                .map(|(_, src)| Some(drain_values(&mut src.segments)))
-                .collect();
-            scan(merge, columns, keys, bounds, &mut iters, group);
-        }
-    }));
-    if let Err(payload) = scanned {
-        *failed = scanned_to(keys, bounds).map(|k| {
-            let (col, row) = split_key(k);
-            FailedAt::Row {
-                col: col as u32,
-                row: row as u32,
-            }
-        });
-        resume_unwind(payload);
-    }
-}
-
-/// After a panic in [`scan`]: the key it was merging, the largest key any source had
-/// consumed (each source's keys are `keys[previous end..end]`, consumed up to `next`).
-fn scanned_to(keys: &[u64], bounds: &[(usize, usize)]) -> Option<u64> {
-    let mut start = 0;
-    let mut last = None;
-    for &(next, end) in bounds {
-        if next > start {
-            last = last.max(Some(keys[next - 1]));
-        }
-        start = end;
-    }
-    last
-}
-
-/// Every value of `segments`, moved out in emission order.
-fn drain_values<O>(segments: &mut [Segment<O>]) -> impl Iterator<Item = O> + '_ {
-    segments.iter_mut().flat_map(|s| s.values.drain(..))
-}
-
-/// Walks the sources' ascending keys together: for the smallest key left, gathers that
-/// entity's outputs from every source in system order (several from one source if it wrote
-/// the entity several times, in emission order) and merges them once.
-fn scan<C: Component, M: Merge<C>, I: Iterator<Item = C::Output>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    keys: &[u64],
-    bounds: &mut [(usize, usize)],
-    iters: &mut [Option<I>],
-    group: &mut Vec<C::Output>,
-) {
-    loop {
-        let mut min = u64::MAX;
-        for &(next, end) in bounds.iter() {
-            if next < end && keys[next] < min {
-                min = keys[next];
-            }
-        }
-        if min == u64::MAX {
-            break;
-        }
-        group.clear();
-        for ((next, end), it) in bounds.iter_mut().zip(iters.iter_mut()) {
-            let it = it.as_mut().expect("one iterator per source");
-            while *next < *end && keys[*next] == min {
-                group.push(it.next().expect("one value per key"));
-                *next += 1;
-            }
-        }
-        let (col, row) = split_key(min);
-        merge.merge(&mut columns[col][row], group);
-    }
-    group.clear();
-}
-
-/// Puts one source's values (and `keys`, theirs) in ascending key order, stably, as a
-/// single segment.
-fn sort_source<C: Component>(src: &mut OutBuf<C>, keys: &mut [u64], pairs: &mut Vec<(u64, u32)>) {
-    let mut flat = src.spare.pop().unwrap_or_default();
-    flat.clear();
-    for mut seg in src.segments.drain(..) {
-        flat.append(&mut seg.values);
-        src.spare.push(seg.values);
-    }
-    src.runs.clear();
-    pairs.clear();
-    pairs.extend(keys.iter().enumerate().map(|(i, &k)| (k, i as u32)));
-    // (key, emission index) pairs are distinct, so an unstable sort is a stable one.
-    pairs.sort_unstable();
-    // Apply the permutation in place: position i takes the element at pairs[i].1.
-    for i in 0..pairs.len() {
-        if pairs[i].1 as usize == i {
-            continue;
-        }
-        let mut cur = i;
-        loop {
-            let next = pairs[cur].1 as usize;
-            pairs[cur].1 = cur as u32;
-            if next == i {
-                break;
-            }
-            keys.swap(cur, next);
-            flat.swap(cur, next);
-            cur = next;
-        }
-    }
-    src.segments.push(Segment {
-        values: flat,
-        runs_end: 0,
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::merge;
+    use std::panic::AssertUnwindSafe;
 
     #[derive(Clone, Debug, PartialEq)]
     struct V(i64);
@@ -627,6 +504,11 @@ mod tests {
             .copied()
             .filter(|&(c, r)| c != 1 && r % 5 < 2)
             .collect();
+        // As many writes as rows, each to a pseudo-random row of any column: some rows
+        // get several, some none (enough to sort and merge on several workers).
+        let spray: Vec<_> = (0..all.len())
+            .map(|i| all[(mix(i as u64) % all.len() as u64) as usize])
+            .collect();
         vec![
             tag(1, &all),
             tag(2, &evens),
@@ -635,8 +517,20 @@ mod tests {
             tag(5, &scatter),
             tag(6, &all),
             tag(7, &gaps),
+            tag(8, &spray),
         ]
     }
+
+    /// A fixed hash (splitmix64's finaliser), for pseudo-random targets.
+    fn mix(i: u64) -> u64 {
+        let mut x = i.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        x ^ (x >> 31)
+    }
+
+    /// Worker counts every comparison with the model runs at.
+    const THREADS: [usize; 3] = [1, 2, 8];
 
     fn marks_for<C>(cols: &[Vec<C>]) -> TypeMarks {
         let mut marks = TypeMarks::default();
@@ -645,42 +539,74 @@ mod tests {
     }
 
     fn check<M: Merge<V>>(m: M, reference: impl Fn(&mut V, &[i64]) + Copy, pick: &[usize]) {
-        for threads in [1, 2] {
+        let cols = columns();
+        let all = shapes(&cols);
+        let chosen: Vec<_> = pick.iter().map(|&k| all[k].clone()).collect();
+        check_sources(&m, reference, &cols, &chosen, &format!("sources {pick:?}"));
+    }
+
+    /// Folds `chosen` (one source each, in system order) into `cols` at every worker count
+    /// of [`THREADS`]: the result must be the model's, and the rows written marked.
+    fn check_sources<M: Merge<V>>(
+        m: &M,
+        reference: impl Fn(&mut V, &[i64]) + Copy,
+        cols: &[Vec<V>],
+        chosen: &[Vec<(u32, u32, i64)>],
+        what: &str,
+    ) {
+        let mut expect = cols.to_vec();
+        model(&mut expect, chosen, reference);
+        let written: std::collections::BTreeSet<(u32, u32)> =
+            chosen.iter().flatten().map(|&(c, r, _)| (c, r)).collect();
+        let total: usize = chosen.iter().map(Vec::len).sum();
+        for threads in THREADS {
             let pool = Pool::new(threads);
-            let mut cols = columns();
-            let all = shapes(&cols);
-            let chosen: Vec<_> = pick.iter().map(|&k| all[k].clone()).collect();
-            let mut expect = cols.clone();
-            model(&mut expect, &chosen, reference);
+            let mut cols = cols.to_vec();
             let mut inbox: Vec<(u32, Box<OutBuf<V>>)> = chosen
                 .iter()
                 .enumerate()
                 .map(|(s, w)| (s as u32, source::<V>(w)))
                 .collect();
-            let total: usize = chosen.iter().map(Vec::len).sum();
             let mut marks = marks_for(&cols);
-            let counts = fold(
-                &m,
-                &mut cols,
-                &mut marks,
-                &mut inbox,
-                &mut FoldScratch::default(),
-                &pool,
-                &mut None,
-            );
-            assert_eq!(counts.merged as usize, total);
-            assert!(cols == expect, "sources {pick:?}, {threads} threads");
-            // Exactly the rows some source wrote are marked changed, none added.
-            let written: std::collections::BTreeSet<(u32, u32)> =
-                chosen.iter().flatten().map(|&(c, r, _)| (c, r)).collect();
-            for (c, col) in cols.iter().enumerate() {
-                let m = &marks.columns[c];
-                for r in 0..col.len() {
-                    let w = written.contains(&(c as u32, r as u32));
-                    assert_eq!(m.changed.get(r), w, "col {c} row {r}, sources {pick:?}");
-                    assert!(!m.added.get(r));
+            let mut scratch = FoldScratch::default();
+            // Twice with the same scratch (as next frame would), from the first's result.
+            for round in 0..2 {
+                if round == 1 {
+                    inbox = chosen
+                        .iter()
+                        .enumerate()
+                        .map(|(s, w)| (s as u32, source::<V>(w)))
+                        .collect();
+                    marks = marks_for(&cols);
                 }
-                assert!(m.changed.words().len() <= col.len().div_ceil(64));
+                let counts = fold(
+                    m,
+                    &mut cols,
+                    &mut marks,
+                    &mut inbox,
+                    &mut scratch,
+                    &pool,
+                    &mut None,
+                );
+                assert_eq!(counts.merged as usize, total);
+                let want = if round == 0 {
+                    expect.clone()
+                } else {
+                    let mut twice = expect.clone();
+                    model(&mut twice, chosen, reference);
+                    twice
+                };
+                assert!(cols == want, "{what}, {threads} threads, round {round}");
+                // Exactly the rows some source wrote are marked changed, none added.
+                for (c, col) in cols.iter().enumerate() {
+                    let m = &marks.columns[c];
+                    for r in 0..col.len() {
+                        let w = written.contains(&(c as u32, r as u32));
+                        assert_eq!(m.changed.get(r), w, "col {c} row {r}, {what}");
+                        assert!(!m.added.get(r));
+                    }
+                    assert!(m.changed.words().len() <= col.len().div_ceil(64));
+                }
             }
         }
     }
@@ -702,6 +628,94 @@ mod tests {
     fn several_sources_gathered_column_wise() {
         check(hash, hash, &[0, 1, 5]);
         check(hash, hash, &[0, 2, 3, 4, 1]);
+    }
+
+    /// Scattered writes (targets in no order, some rows written several times) take the
+    /// keyed path: radix-sorted and merged on every worker count like the model.
+    #[test]
+    fn scattered_writes_are_radix_sorted_on_any_worker_count() {
+        let cols = columns();
+        let all = shapes(&cols);
+        assert!(!gather::applies(&[(0, source::<V>(&all[7]))]));
+        check(hash, hash, &[7]);
+        check(hash, hash, &[7, 0]);
+        check(hash, hash, &[2, 7, 4]);
+    }
+
+    /// On more than one worker, a large gather and a large keyed fold split over them.
+    #[test]
+    fn large_gathers_and_keyed_folds_split_over_the_workers() {
+        let pool = Pool::new(2);
+        let mut cols = columns();
+        let all = shapes(&cols);
+        let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
+        let total = inbox.iter().map(|(_, b)| b.len()).sum();
+        let split = gather::gather(
+            &hash,
+            &mut cols,
+            &mut inbox,
+            &mut GatherScratch::default(),
+            &pool,
+            total,
+            &mut None,
+        );
+        assert_eq!(split, pool.threads() > 1);
+        let mut inbox = vec![(0, source::<V>(&all[7]))];
+        let total = inbox[0].1.len();
+        let split = keyed::keyed(
+            &hash,
+            &mut cols,
+            &mut marks_for(&columns()),
+            &mut inbox,
+            &mut KeyedScratch::default(),
+            &pool,
+            total,
+            &mut None,
+        );
+        assert_eq!(split, pool.threads() > 1);
+    }
+
+    /// Many sources: gathered with a fixed array per row (up to eight covering lanes), in
+    /// blocks (up to sixteen) or one output at a time (more, with long spans); many sparse
+    /// sources are keyed instead.
+    #[test]
+    fn many_lanes_are_gathered_or_keyed() {
+        let n = if cfg!(miri) { 30 } else { 40_000 };
+        let cols = vec![(0..n).map(V).collect::<Vec<_>>(), (0..5).map(V).collect()];
+        let all: Vec<(u32, u32)> = cols
+            .iter()
+            .enumerate()
+            .flat_map(|(c, col)| (0..col.len() as u32).map(move |r| (c as u32, r)))
+            .collect();
+        let source_of = |k: usize, keep: &dyn Fn(usize, u32) -> bool| -> Vec<(u32, u32, i64)> {
+            all.iter()
+                .filter(|&&(_, r)| keep(k, r))
+                .map(|&(c, r)| (c, r, (k as i64) << 40 | i64::from(c) << 20 | i64::from(r)))
+                .collect()
+        };
+        // Source `k` skips every `(k + 2)`-th row: every count of covering lanes occurs.
+        let gaps = |k: usize, r: u32| (r as usize + k) % (k + 2) != 0;
+        let full = |_: usize, _: u32| true;
+        let sparse = |k: usize, r: u32| r as usize % 20 == k;
+        type Keep<'k> = &'k dyn Fn(usize, u32) -> bool;
+        // `None`: either path (17 sources with gaps: gathered when their spans are long
+        // enough, which depends on the column sizes).
+        let cases: [(usize, Keep<'_>, Option<bool>); 6] = [
+            (3, &gaps, Some(true)),
+            (8, &gaps, Some(true)),
+            (9, &gaps, Some(true)),
+            (17, &gaps, None),
+            (17, &full, Some(true)),
+            (20, &sparse, Some(false)),
+        ];
+        for (lanes, keep, gathered) in cases {
+            let chosen: Vec<_> = (0..lanes).map(|k| source_of(k, keep)).collect();
+            let inbox: Vec<_> = chosen.iter().map(|w| (0, source::<V>(w))).collect();
+            if let Some(gathered) = gathered {
+                assert_eq!(gather::applies(&inbox), gathered, "{lanes} lanes");
+            }
+            check_sources(&hash, hash, &cols, &chosen, &format!("{lanes} lanes"));
+        }
     }
 
     /// Ordered sources covering different rows (all, evens, gaps, none of a column) take
@@ -789,35 +803,54 @@ mod tests {
             }
             const ONE_AT_A_TIME: bool = true;
         }
-        let (col, row) = (2u32, if cfg!(miri) { 13 } else { 1234 });
-        for threads in [1, 2] {
+        // Two poisoned rows of column 2, in different parts of a split over the workers:
+        // the first (in merge order) is the one reported, at any worker count.
+        let col = 2u32;
+        let (row, later) = if cfg!(miri) { (3, 13) } else { (1234, 30_000) };
+        for threads in THREADS {
             let pool = Pool::new(threads);
             let cols = columns();
             let all = shapes(&cols);
-            let poison = |src: &[(u32, u32, i64)]| -> Vec<(u32, u32, i64)> {
+            // In place where the source writes the row (it stays ordered), else appended
+            // (out of order: only for the keyed cases).
+            let poison = |src: &[(u32, u32, i64)], append: bool| -> Vec<(u32, u32, i64)> {
                 let mut src = src.to_vec();
-                src.iter_mut()
-                    .filter(|w| (w.0, w.1) == (col, row))
-                    .for_each(|w| w.2 = -1);
+                for r in [row, later] {
+                    match src.iter_mut().find(|w| (w.0, w.1) == (col, r)) {
+                        Some(w) => w.2 = -1,
+                        None => {
+                            assert!(append, "the source writes row {r}");
+                            src.push((col, r, -1));
+                        }
+                    }
+                }
                 src
             };
             // Gathered (several ordered sources, a merge that needs them all), one source
-            // in order (in place, or in parallel row ranges), a source out of order
-            // (keyed).
-            let cases: [(&[usize], bool); 4] = [
+            // in order (in place, or in parallel row ranges), sources out of order (keyed:
+            // a few writes, then as many as rows, sorted and merged on the workers).
+            let cases: [(&[usize], bool); 6] = [
                 (&[0, 5], false),
+                (&[1, 6, 0], false),
                 (&[0], false),
                 (&[0, 5], true),
                 (&[4, 0], false),
+                (&[7], false),
             ];
             for (pick, one_at_a_time) in cases {
                 let mut cols = columns();
+                let keyed = !gather::applies(
+                    &pick
+                        .iter()
+                        .map(|&k| (0, source::<V>(&all[k])))
+                        .collect::<Vec<_>>(),
+                );
                 let mut inbox: Vec<(u32, Box<OutBuf<V>>)> = pick
                     .iter()
                     .enumerate()
                     .map(|(s, &k)| {
                         let w = if s == pick.len() - 1 {
-                            poison(&all[k])
+                            poison(&all[k], keyed)
                         } else {
                             all[k].clone()
                         };
@@ -850,12 +883,94 @@ mod tests {
                         );
                     }
                 }));
-                assert!(r.is_err(), "{pick:?}");
+                let payload = r.expect_err("the merge panics");
+                assert_eq!(
+                    crate::pool::payload_message(&*payload),
+                    "bad output",
+                    "{pick:?}"
+                );
                 assert_eq!(
                     failed,
                     Some(FailedAt::Row { col, row }),
                     "{pick:?}, {threads} threads"
                 );
+            }
+        }
+    }
+
+    /// A merge of heap values that panics, on every path that moves values: the outputs
+    /// it never saw are dropped once (Miri checks: no leak, no double free), and the
+    /// outputs it did see reach it in order.
+    #[test]
+    fn outputs_a_panicking_merge_never_saw_are_dropped() {
+        #[derive(Clone, Debug, PartialEq)]
+        struct W(u64);
+        impl Component for W {
+            type Output = String;
+        }
+        let merge = |w: &mut W, outs: &[String]| {
+            assert!(outs.iter().all(|o| o != "bad"), "bad output");
+            for o in outs {
+                w.0 =
+                    w.0.wrapping_mul(31)
+                        .wrapping_add(o.len() as u64 + o.as_bytes()[0] as u64);
+            }
+        };
+        let n = if cfg!(miri) { 40 } else { 70_000 };
+        let rows = |f: &dyn Fn(u32) -> bool, tag: &str| -> Vec<(u32, u32, String)> {
+            (0..n as u32)
+                .filter(|&r| f(r))
+                .map(|r| (0, r, format!("{tag}{r}")))
+                .collect()
+        };
+        let spray = |tag: &str| -> Vec<(u32, u32, String)> {
+            (0..n as u64)
+                .map(|i| (0, (mix(i) % n as u64) as u32, format!("{tag}{i}")))
+                .collect()
+        };
+        for threads in THREADS {
+            let pool = Pool::new(threads);
+            // Gathered (2, 3 and 9 lanes: fixed arrays, blocks), then keyed.
+            let cases: Vec<Vec<Vec<(u32, u32, String)>>> = vec![
+                vec![rows(&|_| true, "a"), rows(&|r| r % 3 != 0, "b")],
+                vec![
+                    rows(&|_| true, "a"),
+                    rows(&|r| r % 2 == 0, "b"),
+                    rows(&|_| true, "c"),
+                ],
+                (0..9).map(|k| rows(&|r| r % (k + 2) != 0, "l")).collect(),
+                vec![spray("s"), rows(&|_| true, "a")],
+            ];
+            for (case, sources) in cases.into_iter().enumerate() {
+                for poisoned in [false, true] {
+                    let mut sources = sources.clone();
+                    if poisoned {
+                        let last = sources.last_mut().unwrap();
+                        let k = last.len() / 2;
+                        last[k].2 = "bad".to_string();
+                    }
+                    let mut cols: Vec<Vec<W>> = vec![(0..n as u64).map(W).collect()];
+                    let mut inbox: Vec<(u32, Box<OutBuf<W>>)> = sources
+                        .iter()
+                        .enumerate()
+                        .map(|(s, w)| (s as u32, source::<W>(w)))
+                        .collect();
+                    let mut marks = marks_for(&cols);
+                    let mut failed = None;
+                    let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                        fold(
+                            &merge,
+                            &mut cols,
+                            &mut marks,
+                            &mut inbox,
+                            &mut FoldScratch::default(),
+                            &pool,
+                            &mut failed,
+                        )
+                    }));
+                    assert_eq!(r.is_err(), poisoned, "case {case}, {threads} threads");
+                    assert_eq!(failed.is_some(), poisoned);
+                }
             }
         }
     }

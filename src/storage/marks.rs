@@ -228,6 +228,19 @@ impl TypeMarks {
         }
     }
 
+    /// The rows of column `col` whose bits are set in `rows` (bit `i` for row
+    /// `64 * word + i`) were written: [`mark_changed`](Self::mark_changed) for a word of
+    /// scattered rows (the keyed fold gathers its rows' bits a word at a time).
+    #[inline]
+    pub(crate) fn mark_changed_word(&mut self, col: usize, word: usize, rows: u64) {
+        self.dirty = true;
+        let words = &mut self.columns[col].changed.0;
+        if words.len() <= word {
+            words.resize(word + 1, 0);
+        }
+        words[word] |= rows;
+    }
+
     /// Rows `rows` of column `col` gained the component (changed too).
     pub(crate) fn mark_added(&mut self, col: usize, rows: Range<usize>) {
         if !rows.is_empty() {
