@@ -28,7 +28,7 @@ for s in "${steps[@]}"; do
         # (ferrilab/bitvec#193); everything else runs under Tree Borrows (`miri-tb`).
         step "Miri, Stacked Borrows, strict provenance (tests that do not reach bitvec)"
         MIRIFLAGS="-Zmiri-strict-provenance" \
-            cargo +nightly miri test -p runsync --lib --no-fail-fast -- pool:: output::
+            cargo +nightly miri test -p runsync --lib --no-fail-fast -- pool:: output:: fold::
         ;;
     miri-tb)
         ensure_miri
