@@ -1,6 +1,7 @@
 //! runsync's own workloads: the movement frame through every write path against hecs in
-//! place and the memory-bandwidth floor, Sync throughput, per-system overhead, and scaling
-//! from 1 to 2 workers, and change detection (`changed_query_1M`: a `Changed` query against
+//! place and the memory-bandwidth floor, Sync throughput (outputs in query order, and
+//! scattered ones: `scatter_100k`), per-system overhead, and scaling from 1 to 2 workers,
+//! and change detection (`changed_query_1M`: a `Changed` query against
 //! the plain one over the same table).
 //!
 //! A function's name says which runsync API path it measures: `runsync_query` is the
