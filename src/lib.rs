@@ -48,7 +48,7 @@
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
 //! 0 base:     entity component system::id primitive profile
-//! 1 leaves:   merge checksum stats fixed_step
+//! 1 leaves:   merge checksum clock stats fixed_step
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource
 //! 4 commands: commands
@@ -71,6 +71,7 @@ mod primitive;
 mod profile;
 // Leaves over those.
 mod checksum;
+mod clock;
 mod fixed_step;
 mod stats;
 // Where data lives; the worker threads.

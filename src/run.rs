@@ -1,7 +1,8 @@
 //! The Run phase: every enabled system at once, on the pool, reading `&World`.
 
 use std::cell::Cell;
-use std::time::Instant;
+
+use crate::clock::{Clock, Tick};
 
 use crate::output::Output;
 use crate::pool::{Panicked, Pool};
@@ -18,7 +19,8 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
     // Each worker chains its systems' clocks: a system starts when the one before it on
     // the same thread, in this Run, ended (one clock read per system instead of two; with
     // thousands of small systems the clock was a fifth of the frame).
-    let run = Instant::now();
+    let clock = Clock::get();
+    let run = clock.now();
     pool.for_each_mut(systems, &|s, slot| {
         slot.ran = slot.enabled;
         if !slot.enabled {
@@ -29,7 +31,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         let start = LAST_END
             .with(|c| c.get())
             .filter(|&t| t >= run)
-            .unwrap_or_else(Instant::now);
+            .unwrap_or_else(|| clock.now());
         let mut out = Output::new(world, pool, &mut slot.out, Some(s));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
@@ -38,9 +40,9 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         slot.out.seal();
         slot.writes = slot.out.writes();
         let helped = Pool::helped().saturating_sub(helped_before);
-        let end = Instant::now();
+        let end = clock.now();
         LAST_END.with(|c| c.set(Some(end)));
-        slot.time = end.saturating_duration_since(start).saturating_sub(helped);
+        slot.time = clock.between(start, end).saturating_sub(helped);
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
         }
@@ -49,5 +51,5 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
 
 thread_local! {
     /// When the last system this thread ran ended.
-    static LAST_END: Cell<Option<Instant>> = const { Cell::new(None) };
+    static LAST_END: Cell<Option<Tick>> = const { Cell::new(None) };
 }
