@@ -68,10 +68,17 @@ pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> String {
     }
 }
 
+/// Each claim of a batch takes at most `1 / (threads × CLAIM_SPLIT)` of its unclaimed
+/// jobs (see [`Batch::work`]), so the last claims, which decide how evenly the threads
+/// finish, are small.
+const CLAIM_SPLIT: usize = 4;
+
 /// One batch of jobs, owned by the submitting thread's stack frame.
 struct Batch<'f> {
     run: &'f (dyn Fn(usize) + Sync),
     count: usize,
+    /// A claim takes `1/split` of the jobs not yet claimed (at least one).
+    split: usize,
     next: CachePadded<AtomicUsize>,
     /// Tickets handed out and not yet released.
     refs: CachePadded<AtomicUsize>,
@@ -80,16 +87,29 @@ struct Batch<'f> {
 
 impl Batch<'_> {
     /// Claims and runs jobs until none are left.
+    ///
+    /// A claim takes a share of what is left (guided self-scheduling): one job at a time
+    /// when jobs are few (a frame's handful of systems, `par_for_each`'s chunks), long
+    /// runs of consecutive jobs when they are many. With 6,000 one-write systems on 2
+    /// workers, claiming one at a time bounced `next`'s cache line between the cores on
+    /// every system, and neighbouring systems' slots with it.
     fn work(&self) {
         loop {
-            let i = self.next.fetch_add(1, Ordering::Relaxed);
-            if i >= self.count {
+            let seen = self.next.load(Ordering::Relaxed);
+            if seen >= self.count {
                 return;
             }
-            if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
-                let mut slot = self.panic.lock();
-                if slot.as_ref().is_none_or(|p| i < p.index) {
-                    *slot = Some(Panicked { index: i, payload });
+            let want = ((self.count - seen) / self.split).max(1);
+            let first = self.next.fetch_add(want, Ordering::Relaxed);
+            if first >= self.count {
+                return;
+            }
+            for i in first..(first + want).min(self.count) {
+                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
+                    let mut slot = self.panic.lock();
+                    if slot.as_ref().is_none_or(|p| i < p.index) {
+                        *slot = Some(Panicked { index: i, payload });
+                    }
                 }
             }
         }
@@ -200,6 +220,7 @@ impl Pool {
         let batch = Batch {
             run: f,
             count,
+            split: self.threads() * CLAIM_SPLIT,
             next: CachePadded::new(AtomicUsize::new(0)),
             refs: CachePadded::new(AtomicUsize::new(0)),
             panic: Mutex::new(None),
