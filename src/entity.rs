@@ -65,6 +65,17 @@ impl Entity {
         self.generation.get()
     }
 
+    /// States to the optimiser what the type guarantees: the generation is not zero. A
+    /// query loop yields `Option<(Entity, ..)>`, whose `None` is a zero generation; an
+    /// entity loaded from a table as one 64-bit word carries no such fact, so without
+    /// this every row loaded its generation and tested it, even in a loop that ignores
+    /// the entity.
+    #[inline(always)]
+    pub(crate) fn hint_valid(self) {
+        // SAFETY: `generation` is a `NonZeroU32`, which is never zero.
+        unsafe { std::hint::assert_unchecked(self.generation.get() != 0) }
+    }
+
     /// Packs the handle into 64 bits (generation high, index low), e.g. for hashing a
     /// world state or saving it.
     #[inline]

@@ -107,6 +107,7 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
         // columns are that table's.
         let item = unsafe { Q::get(&mut self.columns, self.row) };
         self.row += 1;
+        e.hint_valid();
         (e, item)
     }
 
