@@ -1,10 +1,19 @@
-//! Reading criterion's saved estimates and turning them into a comparison table, the issue-8
-//! target checks ("plain write path at in-place speed"), and an SVG chart. Used by the
+//! Reading criterion's saved estimates and turning them into a comparison table, the
+//! issue-16 target checks ("output slots at in-place speed"), and an SVG chart. Used by the
 //! `bench-report` binary.
 //!
-//! A bench function's name says which runsync API path it measures: `runsync` is the plain
-//! path (`out.write` in a `for` over `world.query`), `runsync_writer`, `runsync_write_each`,
-//! `runsync_par_for_each` (…`_1w`: one worker) the others; see [`PATH_ORDER`].
+//! A bench function's name says which runsync API path (and, where the group chooses one,
+//! which merge) it measures; [`PATHS_NOTE`] explains every name and [`PATH_ORDER`] orders
+//! them: `runsync_query` is the README's lead loop, output slots in the query
+//! (`for (_, (p, v, mut pos)) in out.query::<(&Pos, &Vel, Write<Pos>)>() { pos.set(..) }`;
+//! `runsync_query_1w`: on one worker); `runsync` is the plain path (`out.write` in a `for`
+//! over `world.query`); `runsync_writer`, `runsync_write_each`,
+//! `runsync_par_for_each_query` (slots in `par_for_each`) and `runsync_par_for_each`
+//! (`out.write` in `par_for_each`; `_1w`: one worker) the others. A `_fn_merge` suffix
+//! (`contrib_100k_*`) means the same path with the summed component merged by a
+//! hand-written `fn` instead of `merge::sum`; `scatter_100k`'s `runsync_closure_merge_*`
+//! merge by a closure. `hecs_1w` (`movement_5M_2w`) is hecs on one thread and fills the
+//! hecs column, as `hecs` (also on one thread) does in the other movement groups.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -14,29 +23,68 @@ use std::path::Path;
 use plotters::prelude::*;
 use serde_json::Value;
 
-/// The libraries that get a column, in column order. A bench function named otherwise
-/// (e.g. `runsync_writer`) becomes its own row, compared like `runsync`.
+/// The libraries that get a column, in column order. The `runsync` column holds the time
+/// of the row's own bench function: every function that is not another library's (e.g.
+/// `runsync_query`, `runsync`, `runsync_writer`) becomes its own row.
 pub const LIBRARIES: [&str; 4] = ["runsync", "hecs", "bevy_ecs", "raw"];
 
-/// The order of a group's rows, by bench function: the plain path first, then the other
-/// write paths from the closest to it to the furthest. Functions not listed follow, by
-/// name.
-pub const PATH_ORDER: [&str; 5] = [
+/// Bench functions that fill another library's column under another name: `hecs_1w`
+/// (`movement_5M_2w`: hecs in place on one thread, the same as `hecs` elsewhere).
+const COLUMN_ALIASES: [(&str, &str); 1] = [("hecs_1w", "hecs")];
+
+/// The column (index into [`LIBRARIES`], never 0) a bench function fills, if it is not a
+/// runsync row.
+fn library_column(function: &str) -> Option<usize> {
+    let library = COLUMN_ALIASES
+        .iter()
+        .find(|(alias, _)| *alias == function)
+        .map_or(function, |(_, library)| library);
+    LIBRARIES[1..]
+        .iter()
+        .position(|l| *l == library)
+        .map(|i| i + 1)
+}
+
+/// The order of a group's rows, by bench function: the README's lead loop (output slots)
+/// first, then the plain `out.write` path, then the other write paths from the closest to
+/// it to the furthest; a `_fn_merge` variant right after its `merge::sum` base. Functions
+/// not listed follow, by name.
+pub const PATH_ORDER: [&str; 11] = [
+    "runsync_query",
+    "runsync_query_1w",
+    "runsync_query_fn_merge",
     "runsync",
+    "runsync_fn_merge",
     "runsync_writer",
     "runsync_write_each",
+    "runsync_par_for_each_query",
+    "runsync_par_for_each_query_1w",
     "runsync_par_for_each",
     "runsync_par_for_each_1w",
 ];
 
 /// What the bench function names mean, for a line under the table.
-pub const PATHS_NOTE: &str = "Rows named after their group alone measure runsync's plain \
-path (`out.write` in a `for` over `world.query`); a row marked `runsync_writer`, \
-`runsync_write_each` or `runsync_par_for_each` runs the same workload through \
-`out.writer()`, `Output::write_each` or `Output::par_for_each` (`_1w`: on one worker). \
-Exceptions: `simple_insert`'s plain row uses `World::spawn_batch` (`runsync_spawn`: \
+pub const PATHS_NOTE: &str = "Each row names the runsync bench function it times. \
+`runsync_query` is the README's lead loop, output slots in the query (`for (_, (p, v, mut \
+pos)) in out.query::<(&Pos, &Vel, Write<Pos>)>() { pos.set(..) }`; `runsync_query_1w`: on \
+one worker); `runsync` is the plain path, `out.write` in a `for` over `world.query`; \
+`runsync_writer` hoists `out.writer()` out of that loop; `runsync_write_each` is \
+`Output::write_each`; `runsync_par_for_each_query` sets an output slot in \
+`Output::par_for_each`, `runsync_par_for_each` calls `out.write` there (`_1w`: on one \
+worker). Merges: `contrib_100k_*` sums `Vel` with `merge::sum` in its `runsync_query` and \
+`runsync` rows and with a hand-written `fn` in `runsync_query_fn_merge` and \
+`runsync_fn_merge` (same paths otherwise); `scatter_100k` writes (`out.write`) to \
+scattered entities whose deltas a closure merge adds up, `runsync_closure_merge_frame` \
+timing the frame and `runsync_closure_merge_sync` Sync alone (parameter: workers); \
+`sync_sum_1M` / `sync_fn_1M` time Sync alone merging by `merge::sum` / a hand-written \
+`fn` (parameter: overlapping systems); elsewhere components merge by `merge::last`. \
+Exceptions: `simple_insert`'s `runsync` uses `World::spawn_batch` (`runsync_spawn`: \
 `World::spawn` in a loop), `add_remove`'s emits `Output::insert`/`remove`, \
-`empty_systems` writes nothing.";
+`empty_systems` writes nothing. hecs and bevy_ecs update in place; hecs runs on one \
+thread (`movement_5M_2w`'s `hecs_1w`, in the hecs column) except in `heavy_compute` \
+(2 threads). The chart shows one row per \
+group: the lead loop's (`query`) where the group has one, else the plain path's \
+(`plain`), else the first in this order.";
 
 /// Sort key of a bench function within its group; see [`PATH_ORDER`].
 fn path_rank(function: &str) -> (usize, &str) {
@@ -120,10 +168,11 @@ fn read_estimate(new: &Path) -> Option<Estimate> {
 /// One line of the comparison: a workload and each library's mean time (ns).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Row {
-    /// Group, with the parameter and a non-library function name appended.
+    /// Group, with the parameter and the row's bench function appended
+    /// (``movement_10k `runsync_query` ``); the group alone when it has no runsync row.
     pub name: String,
-    /// The runsync bench function in the `runsync` column: `runsync` (the plain path) or
-    /// a variant such as `runsync_writer`.
+    /// The bench function timed in the `runsync` column (e.g. `runsync_query`, the lead
+    /// loop, or `runsync`, the plain path); empty when the group has none.
     pub function: String,
     /// Criterion group.
     pub group: String,
@@ -148,57 +197,49 @@ impl Row {
     }
 }
 
-/// Lines up estimates into rows: one per (group, parameter), plus one per extra runsync
-/// variant (named ``group `function` ``), which shares the group's other columns. Within
-/// a group the plain path comes first, then the variants in [`PATH_ORDER`]; a group that
-/// has variants but no plain-path row gets no row of its own (its variants carry the
-/// other libraries' times).
+/// Lines up estimates into rows: one per runsync bench function of each (group,
+/// parameter), named ``group `function` ``, all sharing the group's other columns, in
+/// [`PATH_ORDER`] (the lead loop first). A group with no runsync function gets one row
+/// named after the group.
 pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
-    let mut base: BTreeMap<(String, Option<String>), Row> = BTreeMap::new();
-    let mut variants: Vec<(String, Option<String>, String, f64)> = Vec::new();
+    type Group = (Row, Vec<(String, f64)>);
+    let mut groups: BTreeMap<(String, Option<String>), Group> = BTreeMap::new();
     for e in estimates {
         let key = (e.group.clone(), e.parameter.clone());
-        let row = base.entry(key).or_insert_with(|| Row {
-            name: match &e.parameter {
-                Some(p) => format!("{} ({p})", e.group),
-                None => e.group.clone(),
-            },
-            function: LIBRARIES[0].to_owned(),
-            group: e.group.clone(),
-            parameter: e.parameter.clone(),
-            ..Row::default()
+        let (row, functions) = groups.entry(key).or_insert_with(|| {
+            let row = Row {
+                name: match &e.parameter {
+                    Some(p) => format!("{} ({p})", e.group),
+                    None => e.group.clone(),
+                },
+                group: e.group.clone(),
+                parameter: e.parameter.clone(),
+                ..Row::default()
+            };
+            (row, Vec::new())
         });
         if e.elements.is_some() {
             row.elements = e.elements;
         }
-        match LIBRARIES.iter().position(|l| *l == e.function) {
+        match library_column(&e.function) {
             Some(i) => row.times[i] = Some(e.mean_ns),
-            None => variants.push((
-                e.group.clone(),
-                e.parameter.clone(),
-                e.function.clone(),
-                e.mean_ns,
-            )),
+            None => functions.push((e.function.clone(), e.mean_ns)),
         }
     }
-    variants.sort_by(|a, b| path_rank(&a.2).cmp(&path_rank(&b.2)));
     let mut out = Vec::new();
-    for ((group, param), row) in base {
-        let extra: Vec<Row> = variants
-            .iter()
-            .filter(|(g, p, _, _)| *g == group && *p == param)
-            .map(|(_, _, f, t)| {
-                let mut v = row.clone();
-                v.name = format!("{} `{f}`", row.name);
-                v.function = f.clone();
-                v.times[0] = Some(*t);
-                v
-            })
-            .collect();
-        if row.times[0].is_some() || extra.is_empty() {
+    for (row, mut functions) in groups.into_values() {
+        if functions.is_empty() {
             out.push(row);
+            continue;
         }
-        out.extend(extra);
+        functions.sort_by(|a, b| path_rank(&a.0).cmp(&path_rank(&b.0)));
+        out.extend(functions.into_iter().map(|(f, t)| {
+            let mut r = row.clone();
+            r.name = format!("{} `{f}`", row.name);
+            r.function = f;
+            r.times[0] = Some(t);
+            r
+        }));
     }
     out
 }
@@ -253,146 +294,200 @@ fn find<'a>(rows: &'a [Row], name: &str) -> Option<&'a Row> {
     rows.iter().find(|r| r.name == name)
 }
 
-/// One target of the issue: what it says, the measured value, the limit, and whether
-/// lower values are better.
+/// The runsync time (ns) of the row named `name`.
+fn time_of(rows: &[Row], name: &str) -> Option<f64> {
+    find(rows, name)?.time("runsync")
+}
+
+/// Outputs per `scatter_100k` frame: one per entity.
+const SCATTER_OUTPUTS: f64 = 100_000.0;
+
+/// How a target's measured value must compare with its limit.
+#[derive(Clone, Copy)]
+enum Limit {
+    /// `measured ≤ limit`.
+    AtMost(f64),
+    /// `measured < limit`.
+    Below(f64),
+}
+
+/// One target of the issue: what it says, the measured value and its limit.
 struct Target {
     what: String,
     measured: Option<f64>,
-    limit: f64,
-    lower_is_better: bool,
+    limit: Limit,
     unit: &'static str,
 }
 
-/// A "≤ limit × other" target on `row`'s ratio to `library`.
-fn at_most(rows: &[Row], what: &str, row: &str, library: &str, limit: f64) -> Target {
+impl Target {
+    fn met(&self, v: f64) -> bool {
+        match self.limit {
+            Limit::AtMost(l) => v <= l,
+            Limit::Below(l) => v < l,
+        }
+    }
+}
+
+/// A "≤ limit × library" target on the ratio of row `row`'s runsync time to `library`'s.
+fn vs_library(rows: &[Row], what: String, row: &str, library: &str, limit: f64) -> Target {
     Target {
-        what: what.to_owned(),
+        what,
         measured: find(rows, row).and_then(|r| r.ratio(library)),
-        limit,
-        lower_is_better: true,
+        limit: Limit::AtMost(limit),
         unit: "×",
     }
 }
 
-/// The issue-8 targets ("plain write path at in-place speed"), each with its measured
-/// value and whether it is met. runsync times whole frames (Run + Sync) unless the target
-/// says Sync.
+/// A target on the ratio of row `a`'s runsync time to row `b`'s.
+fn vs_row(rows: &[Row], what: String, a: &str, b: &str, limit: Limit) -> Target {
+    Target {
+        what,
+        measured: time_of(rows, a).zip(time_of(rows, b)).map(|(a, b)| a / b),
+        limit,
+        unit: "×",
+    }
+}
+
+/// The issue-16 targets ("output slots at in-place speed"), each with its measured value
+/// and whether it is met; a target whose estimates are missing reads "not measured".
+/// runsync times whole frames (Run + Sync) unless the target says Sync; hecs runs in place
+/// on one thread.
 pub fn targets_table(rows: &[Row]) -> String {
-    let runsync = |name: &str| find(rows, name).and_then(|r| r.time("runsync"));
-    let sync_ns = |k: usize| {
-        find(rows, &format!("sync_sum_1M ({k})"))
-            .and_then(|r| Some(r.time("runsync")? / r.elements? as f64))
-    };
-    let par_speedup = runsync("movement_1M_par `runsync_par_for_each_1w`")
-        .zip(runsync("movement_1M_par `runsync_par_for_each`"))
-        .map(|(one, two)| one / two);
     let mut checks = Vec::new();
-    for n in ["10k", "1M"] {
-        let g = format!("movement_{n}");
+    for g in ["movement_10k", "movement_1M"] {
+        checks.push(vs_library(
+            rows,
+            format!("{g}: lead loop `runsync_query` ≤ 1.0 × hecs"),
+            &format!("{g} `runsync_query`"),
+            "hecs",
+            1.0,
+        ));
+    }
+    checks.push(vs_library(
+        rows,
+        "movement_5M_2w: `runsync_par_for_each_query` (2 workers) ≤ 0.6 × `hecs_1w`".to_owned(),
+        "movement_5M_2w `runsync_par_for_each_query`",
+        "hecs",
+        0.6,
+    ));
+    for g in ["movement_10k", "movement_1M"] {
         checks.extend([
-            at_most(
+            vs_library(
                 rows,
-                &format!("{g}: plain `write` ≤ 1.5 × hecs"),
-                &g,
+                format!("{g}: plain `runsync` (`out.write`) ≤ 2.0 × hecs"),
+                &format!("{g} `runsync`"),
+                "hecs",
+                2.0,
+            ),
+            vs_library(
+                rows,
+                format!("{g}: `runsync_writer` ≤ 1.5 × hecs"),
+                &format!("{g} `runsync_writer`"),
                 "hecs",
                 1.5,
             ),
-            at_most(
+        ]);
+    }
+    // The slot path with a hand-written `fn` merge, then the same checks on the plain
+    // path (extra lines).
+    for (fn_merge, sum, path, extra) in [
+        ("runsync_query_fn_merge", "runsync_query", "slots", ""),
+        ("runsync_fn_merge", "runsync", "plain", " (extra)"),
+    ] {
+        let row = |w: &str, f: &str| format!("contrib_100k_{w} `{f}`");
+        checks.extend([
+            vs_library(
                 rows,
-                &format!("{g}: `writer` ≤ 1.2 × hecs"),
-                &format!("{g} `runsync_writer`"),
+                format!("contrib_100k_1w: `{fn_merge}` ≤ 1.2 × hecs{extra}"),
+                &row("1w", fn_merge),
                 "hecs",
                 1.2,
             ),
-            at_most(
+            vs_library(
                 rows,
-                &format!("{g}: `write_each` ≤ 0.6 × hecs"),
-                &format!("{g} `runsync_write_each`"),
+                format!("contrib_100k_2w: `{fn_merge}` ≤ 0.8 × hecs{extra}"),
+                &row("2w", fn_merge),
                 "hecs",
-                0.6,
+                0.8,
+            ),
+            vs_library(
+                rows,
+                format!("contrib_100k_2w: `{fn_merge}` ≤ 0.9 × bevy_ecs{extra}"),
+                &row("2w", fn_merge),
+                "bevy_ecs",
+                0.9,
             ),
         ]);
+        for w in ["1w", "2w"] {
+            checks.push(vs_row(
+                rows,
+                format!(
+                    "contrib_100k_{w}: {path} path, `fn` merge ≤ 1.2 × `merge::sum` \
+                     (`{fn_merge}` ÷ `{sum}`){extra}"
+                ),
+                &row(w, fn_merge),
+                &row(w, sum),
+                Limit::AtMost(1.2),
+            ));
+        }
     }
     checks.extend([
-        at_most(
-            rows,
-            "movement_1M_par: `par_for_each` (2 workers) ≤ 1.0 × hecs (1 thread)",
-            "movement_1M_par `runsync_par_for_each`",
-            "hecs",
-            1.0,
-        ),
         Target {
-            what: "movement_1M_par: `par_for_each` 2 workers ≥ 1.5 × faster than 1".to_owned(),
-            measured: par_speedup,
-            limit: 1.5,
-            lower_is_better: false,
-            unit: "×",
+            what: "scatter_100k: Sync ≤ 8 ns/output (`runsync_closure_merge_sync` (1), \
+                   100k scattered outputs)"
+                .to_owned(),
+            measured: time_of(rows, "scatter_100k (1) `runsync_closure_merge_sync`")
+                .map(|ns| ns / SCATTER_OUTPUTS),
+            limit: Limit::AtMost(8.0),
+            unit: " ns",
         },
-        at_most(
+        vs_row(
             rows,
-            "contrib_100k_2w: plain `write` ≤ 1.0 × bevy_ecs",
-            "contrib_100k_2w",
-            "bevy_ecs",
-            1.0,
+            "scatter_100k: Sync on 2 workers faster than on 1 \
+             (`runsync_closure_merge_sync` (2) ÷ (1) < 1)"
+                .to_owned(),
+            "scatter_100k (2) `runsync_closure_merge_sync`",
+            "scatter_100k (1) `runsync_closure_merge_sync`",
+            Limit::Below(1.0),
         ),
-        at_most(
+        vs_library(
             rows,
-            "contrib_100k_2w: plain `write` ≤ 0.8 × hecs",
-            "contrib_100k_2w",
+            "movement_1M_par: `runsync_par_for_each_query` (2 workers) ≤ 0.8 × hecs".to_owned(),
+            "movement_1M_par `runsync_par_for_each_query`",
             "hecs",
             0.8,
         ),
-        at_most(
+        vs_row(
             rows,
-            "contrib_100k_1w: plain `write` ≤ 1.5 × hecs",
-            "contrib_100k_1w",
-            "hecs",
-            1.5,
+            "movement_1M_par: `runsync_par_for_each_query_1w` ≤ 1.0 × movement_1M \
+             `runsync_query`"
+                .to_owned(),
+            "movement_1M_par `runsync_par_for_each_query_1w`",
+            "movement_1M `runsync_query`",
+            Limit::AtMost(1.0),
         ),
     ]);
-    for k in [2, 4, 8] {
-        checks.push(Target {
-            what: format!("Sync ≤ 2 ns/output (1M outputs, sum, {k} overlapping sources)"),
-            measured: sync_ns(k),
-            limit: 2.0,
-            lower_is_better: true,
-            unit: " ns",
-        });
+    for g in ["movement_10k", "movement_1M"] {
+        checks.push(vs_library(
+            rows,
+            format!("{g}: `runsync_write_each` ≤ 0.6 × hecs"),
+            &format!("{g} `runsync_write_each`"),
+            "hecs",
+            0.6,
+        ));
     }
-    checks.extend([
-        at_most(
-            rows,
-            "simple_iter: plain `write` ≤ 1.5 × hecs",
-            "simple_iter",
-            "hecs",
-            1.5,
-        ),
-        at_most(
-            rows,
-            "fragmented_iter: plain `write` ≤ 1.5 × hecs",
-            "fragmented_iter",
-            "hecs",
-            1.5,
-        ),
-        Target {
-            what: "many_systems_2w: 6,000 systems ≤ 1 ms per frame".to_owned(),
-            measured: runsync("many_systems_2w").map(|ns| ns / 1e6),
-            limit: 1.0,
-            lower_is_better: true,
-            unit: " ms",
-        },
-        at_most(rows, "add_remove ≤ 0.7 × hecs", "add_remove", "hecs", 0.7),
-    ]);
+    checks.push(Target {
+        what: "many_systems_2w: 6,000 systems ≤ 1 ms per frame".to_owned(),
+        measured: time_of(rows, "many_systems_2w `runsync`").map(|ns| ns / 1e6),
+        limit: Limit::AtMost(1.0),
+        unit: " ms",
+    });
     let mut s = String::from("| target | measured | met |\n|---|---:|:---:|\n");
     for t in checks {
         let (measured, met) = match t.measured {
             Some(v) => (
-                format!("{v:.2}{}", t.unit),
-                if (t.lower_is_better && v <= t.limit) || (!t.lower_is_better && v >= t.limit) {
-                    "yes"
-                } else {
-                    "**no**"
-                },
+                format!("{v:.3}{}", t.unit),
+                if t.met(v) { "yes" } else { "**no**" },
             ),
             None => ("not measured".to_owned(), "–"),
         };
@@ -402,9 +497,10 @@ pub fn targets_table(rows: &[Row]) -> String {
 }
 
 /// Writes a grouped bar chart to `path`: for every (group, parameter) measured against
-/// another library, its first row as [`rows`] orders them — the plain path when the group
-/// has one, else the variant first in [`PATH_ORDER`] (named on its label) — each library's
-/// time divided by runsync's (runsync = 1; higher bars are slower).
+/// another library, its first row as [`rows`] orders them — the lead loop
+/// (`runsync_query`, or `runsync_query_1w`) where the group has one, else the plain path
+/// (`runsync`), else the function first in [`PATH_ORDER`]; each label names the path —
+/// each library's time divided by runsync's (runsync = 1; higher bars are slower).
 /// Uses only plotters' SVG backend and its built-in text layout: no font libraries.
 pub fn write_svg(rows: &[Row], path: &Path) -> io::Result<()> {
     let mut compared: Vec<&Row> = Vec::new();
@@ -426,8 +522,8 @@ const COLORS: [RGBColor; 4] = [
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
-/// A row's name on the chart: the workload, and the API path unless it is the plain one
-/// (`par_for_each`, not `runsync_par_for_each`, to keep labels apart).
+/// A row's name on the chart: the workload and the API path, without the `runsync_`
+/// prefix (`query`, `par_for_each_query`); `plain` for `runsync`, the plain path.
 fn chart_label(r: &Row) -> String {
     let workload = match &r.parameter {
         Some(p) => format!("{} ({p})", r.group),
@@ -435,7 +531,18 @@ fn chart_label(r: &Row) -> String {
     };
     match r.function.strip_prefix("runsync_") {
         Some(path) => format!("{workload}: {path}"),
+        None if r.function == "runsync" => format!("{workload}: plain"),
         None => workload,
+    }
+}
+
+/// The legend's name for a column: runsync's says which row of its group the chart
+/// shows.
+fn legend_label(library: &str) -> &str {
+    if library == LIBRARIES[0] {
+        "runsync (lead loop `query`, else `plain`)"
+    } else {
+        library
     }
 }
 
@@ -482,7 +589,7 @@ fn draw(rows: &[&Row], path: &Path) -> Result<(), Box<dyn std::error::Error>> {
         });
         chart
             .draw_series(bars)?
-            .label(*lib)
+            .label(legend_label(lib))
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], color.filled()));
     }
     chart
@@ -513,113 +620,168 @@ mod tests {
     }
 
     #[test]
-    fn rows_line_up_libraries_and_variants() {
+    fn rows_line_up_libraries_and_functions() {
         let e = [
             est("simple_iter", "runsync", None, 20.0),
             est("simple_iter", "hecs", None, 10.0),
             est("simple_iter", "runsync_writer", None, 40.0),
             est("empty", "runsync", Some("10"), 5.0),
-        ];
-        let rows = rows(&e);
-        assert_eq!(
-            names(&rows),
-            ["empty (10)", "simple_iter", "simple_iter `runsync_writer`"]
-        );
-        assert_eq!(rows[1].function, "runsync");
-        assert_eq!(rows[1].ratio("hecs"), Some(2.0));
-        assert_eq!(rows[2].function, "runsync_writer");
-        assert_eq!(rows[2].ratio("hecs"), Some(4.0));
-        let table = markdown_table(&rows);
-        assert!(table.contains("| simple_iter | 20.0 ns | 10.0 ns | – | – | – | 2.00× |"));
-        assert!(table.contains("| simple_iter `runsync_writer` | 40.0 ns | 10.0 ns |"));
-    }
-
-    #[test]
-    fn plain_path_rows_come_first() {
-        // `load` hands estimates over sorted by name: the plain path is not first there.
-        let mut e = vec![
-            est("movement_10k", "hecs", None, 10.0),
-            est("movement_10k", "raw", None, 8.0),
-            est("movement_10k", "runsync", None, 15.0),
-            est("movement_10k", "runsync_other", None, 50.0),
-            est("movement_10k", "runsync_par_for_each", None, 9.0),
-            est("movement_10k", "runsync_write_each", None, 5.0),
-            est("movement_10k", "runsync_writer", None, 12.0),
-        ];
-        e.reverse();
-        let rows = rows(&e);
-        assert_eq!(
-            names(&rows),
-            [
-                "movement_10k",
-                "movement_10k `runsync_writer`",
-                "movement_10k `runsync_write_each`",
-                "movement_10k `runsync_par_for_each`",
-                "movement_10k `runsync_other`",
-            ]
-        );
-        assert_eq!(rows[2].ratio("hecs"), Some(0.5));
-        assert_eq!(rows[2].ratio("raw"), Some(5.0 / 8.0));
-    }
-
-    #[test]
-    fn a_group_without_a_plain_path_row_lists_its_variants_only() {
-        let e = [
-            est("movement_1M_par", "hecs", None, 10.0),
-            est("movement_1M_par", "runsync_par_for_each", None, 5.0),
-            est("movement_1M_par", "runsync_par_for_each_1w", None, 9.0),
             est("hecs_only", "hecs", None, 1.0),
         ];
         let rows = rows(&e);
         assert_eq!(
             names(&rows),
             [
+                "empty (10) `runsync`",
                 "hecs_only",
-                "movement_1M_par `runsync_par_for_each`",
-                "movement_1M_par `runsync_par_for_each_1w`",
+                "simple_iter `runsync`",
+                "simple_iter `runsync_writer`",
             ]
         );
-        assert_eq!(rows[1].ratio("hecs"), Some(0.5));
+        assert_eq!(rows[1].function, "");
+        assert_eq!(rows[2].function, "runsync");
+        assert_eq!(rows[2].ratio("hecs"), Some(2.0));
+        assert_eq!(rows[3].function, "runsync_writer");
+        assert_eq!(rows[3].ratio("hecs"), Some(4.0));
+        let table = markdown_table(&rows);
+        assert!(
+            table.contains("| simple_iter `runsync` | 20.0 ns | 10.0 ns | – | – | – | 2.00× |")
+        );
+        assert!(table.contains("| simple_iter `runsync_writer` | 40.0 ns | 10.0 ns |"));
     }
 
     #[test]
-    fn targets_report_the_issue_8_checks() {
+    fn the_lead_loop_comes_first_and_fn_merges_follow_their_base() {
+        // `load` hands estimates over sorted by name: the lead loop is not first there.
         let mut e = vec![
-            est("movement_10k", "runsync", None, 14.0),
+            est("g", "hecs", None, 10.0),
+            est("g", "raw", None, 8.0),
+            est("g", "runsync", None, 15.0),
+            est("g", "runsync_fn_merge", None, 16.0),
+            est("g", "runsync_other", None, 50.0),
+            est("g", "runsync_par_for_each", None, 9.0),
+            est("g", "runsync_par_for_each_1w", None, 9.5),
+            est("g", "runsync_par_for_each_query", None, 4.0),
+            est("g", "runsync_par_for_each_query_1w", None, 6.0),
+            est("g", "runsync_query", None, 11.0),
+            est("g", "runsync_query_fn_merge", None, 12.0),
+            est("g", "runsync_write_each", None, 5.0),
+            est("g", "runsync_writer", None, 12.0),
+        ];
+        e.reverse();
+        let rows = rows(&e);
+        let functions: Vec<&str> = rows.iter().map(|r| r.function.as_str()).collect();
+        assert_eq!(
+            functions,
+            [
+                "runsync_query",
+                "runsync_query_fn_merge",
+                "runsync",
+                "runsync_fn_merge",
+                "runsync_writer",
+                "runsync_write_each",
+                "runsync_par_for_each_query",
+                "runsync_par_for_each_query_1w",
+                "runsync_par_for_each",
+                "runsync_par_for_each_1w",
+                "runsync_other",
+            ]
+        );
+        assert_eq!(rows[0].name, "g `runsync_query`");
+        assert_eq!(rows[0].ratio("hecs"), Some(1.1));
+        assert_eq!(rows[5].ratio("raw"), Some(5.0 / 8.0));
+    }
+
+    #[test]
+    fn hecs_1w_fills_the_hecs_column() {
+        let e = [
+            est("movement_5M_2w", "hecs_1w", None, 10.0),
+            est("movement_5M_2w", "raw", None, 4.0),
+            est("movement_5M_2w", "runsync_par_for_each_query", None, 5.0),
+            est("movement_5M_2w", "runsync_query_1w", None, 12.0),
+        ];
+        let rows = rows(&e);
+        assert_eq!(
+            names(&rows),
+            [
+                "movement_5M_2w `runsync_query_1w`",
+                "movement_5M_2w `runsync_par_for_each_query`",
+            ]
+        );
+        assert_eq!(rows[0].ratio("hecs"), Some(1.2));
+        assert_eq!(rows[1].ratio("hecs"), Some(0.5));
+        let t = targets_table(&rows);
+        let line = "| movement_5M_2w: `runsync_par_for_each_query` (2 workers) ≤ 0.6 × `hecs_1w` \
+                    | 0.500× | yes |";
+        assert!(t.contains(line), "missing `{line}` in\n{t}");
+    }
+
+    #[test]
+    fn targets_report_the_issue_16_checks() {
+        let e = [
+            est("movement_10k", "runsync_query", None, 9.0),
+            est("movement_10k", "runsync", None, 21.0),
             est("movement_10k", "runsync_writer", None, 13.0),
             est("movement_10k", "runsync_write_each", None, 5.0),
             est("movement_10k", "hecs", None, 10.0),
-            est("movement_1M_par", "runsync_par_for_each", None, 8.0),
-            est("movement_1M_par", "runsync_par_for_each_1w", None, 16.0),
-            est("movement_1M_par", "hecs", None, 10.0),
-            est("contrib_100k_2w", "runsync", None, 9.0),
+            est("movement_1M", "runsync_query", None, 1000.0),
+            est("movement_1M_par", "runsync_par_for_each_query", None, 700.0),
+            est(
+                "movement_1M_par",
+                "runsync_par_for_each_query_1w",
+                None,
+                1100.0,
+            ),
+            est("movement_1M_par", "hecs", None, 1000.0),
+            est("contrib_100k_2w", "runsync_query_fn_merge", None, 8.5),
+            est("contrib_100k_2w", "runsync_query", None, 6.0),
+            est("contrib_100k_2w", "runsync_fn_merge", None, 7.0),
+            est("contrib_100k_2w", "runsync", None, 7.0),
             est("contrib_100k_2w", "hecs", None, 10.0),
-            est("contrib_100k_2w", "bevy_ecs", None, 12.0),
-            est("many_systems_2w", "runsync", None, 1.5e6),
-            est("add_remove", "runsync", None, 6.0),
-            est("add_remove", "hecs", None, 10.0),
+            est("contrib_100k_2w", "bevy_ecs", None, 10.0),
+            est(
+                "scatter_100k",
+                "runsync_closure_merge_sync",
+                Some("1"),
+                700_000.0,
+            ),
+            est(
+                "scatter_100k",
+                "runsync_closure_merge_sync",
+                Some("2"),
+                770_000.0,
+            ),
+            est("many_systems_2w", "runsync", None, 1_000_800.0),
         ];
-        let mut sync = est("sync_sum_1M", "runsync", Some("4"), 1.8e6);
-        sync.elements = Some(1_000_000);
-        e.push(sync);
         let t = targets_table(&rows(&e));
         for line in [
-            "| movement_10k: plain `write` ≤ 1.5 × hecs | 1.40× | yes |",
-            "| movement_10k: `writer` ≤ 1.2 × hecs | 1.30× | **no** |",
-            "| movement_10k: `write_each` ≤ 0.6 × hecs | 0.50× | yes |",
-            "| movement_1M: plain `write` ≤ 1.5 × hecs | not measured | – |",
-            "| movement_1M_par: `par_for_each` (2 workers) ≤ 1.0 × hecs (1 thread) | 0.80× | yes |",
-            "| movement_1M_par: `par_for_each` 2 workers ≥ 1.5 × faster than 1 | 2.00× | yes |",
-            "| contrib_100k_2w: plain `write` ≤ 1.0 × bevy_ecs | 0.75× | yes |",
-            "| contrib_100k_2w: plain `write` ≤ 0.8 × hecs | 0.90× | **no** |",
-            "| Sync ≤ 2 ns/output (1M outputs, sum, 4 overlapping sources) | 1.80 ns | yes |",
-            "| Sync ≤ 2 ns/output (1M outputs, sum, 8 overlapping sources) | not measured | – |",
-            "| many_systems_2w: 6,000 systems ≤ 1 ms per frame | 1.50 ms | **no** |",
-            "| add_remove ≤ 0.7 × hecs | 0.60× | yes |",
+            "| movement_10k: lead loop `runsync_query` ≤ 1.0 × hecs | 0.900× | yes |",
+            "| movement_1M: lead loop `runsync_query` ≤ 1.0 × hecs | not measured | – |",
+            "| movement_10k: plain `runsync` (`out.write`) ≤ 2.0 × hecs | 2.100× | **no** |",
+            "| movement_10k: `runsync_writer` ≤ 1.5 × hecs | 1.300× | yes |",
+            "| contrib_100k_1w: `runsync_query_fn_merge` ≤ 1.2 × hecs | not measured | – |",
+            "| contrib_100k_2w: `runsync_query_fn_merge` ≤ 0.8 × hecs | 0.850× | **no** |",
+            "| contrib_100k_2w: `runsync_query_fn_merge` ≤ 0.9 × bevy_ecs | 0.850× | yes |",
+            "| contrib_100k_2w: slots path, `fn` merge ≤ 1.2 × `merge::sum` \
+             (`runsync_query_fn_merge` ÷ `runsync_query`) | 1.417× | **no** |",
+            "| contrib_100k_2w: `runsync_fn_merge` ≤ 0.8 × hecs (extra) | 0.700× | yes |",
+            "| contrib_100k_2w: plain path, `fn` merge ≤ 1.2 × `merge::sum` \
+             (`runsync_fn_merge` ÷ `runsync`) (extra) | 1.000× | yes |",
+            "| scatter_100k: Sync ≤ 8 ns/output (`runsync_closure_merge_sync` (1), \
+             100k scattered outputs) | 7.000 ns | yes |",
+            "| scatter_100k: Sync on 2 workers faster than on 1 \
+             (`runsync_closure_merge_sync` (2) ÷ (1) < 1) | 1.100× | **no** |",
+            "| movement_1M_par: `runsync_par_for_each_query` (2 workers) ≤ 0.8 × hecs \
+             | 0.700× | yes |",
+            "| movement_1M_par: `runsync_par_for_each_query_1w` ≤ 1.0 × movement_1M \
+             `runsync_query` | 1.100× | **no** |",
+            "| movement_10k: `runsync_write_each` ≤ 0.6 × hecs | 0.500× | yes |",
+            "| many_systems_2w: 6,000 systems ≤ 1 ms per frame | 1.001 ms | **no** |",
         ] {
             assert!(t.contains(line), "missing `{line}` in\n{t}");
         }
-        assert!(!t.contains("5M movement"), "the issue-5 targets are gone");
+        assert!(!t.contains("add_remove"), "the issue-8 targets are gone");
+        assert!(!t.contains("sync_sum_1M"), "the issue-8 targets are gone");
     }
 
     #[test]
@@ -628,7 +790,10 @@ mod tests {
             est("a", "runsync", None, 20.0),
             est("a", "hecs", None, 10.0),
             est("a", "bevy_ecs", None, 30.0),
+            est("a", "runsync_query", None, 15.0),
             est("a", "runsync_writer", None, 25.0),
+            est("b", "runsync", None, 20.0),
+            est("b", "hecs", None, 10.0),
             est("par", "runsync_par_for_each", None, 5.0),
             est("par", "hecs", None, 10.0),
         ];
@@ -638,9 +803,12 @@ mod tests {
         let svg = std::fs::read_to_string(&path).unwrap();
         std::fs::remove_file(&path).unwrap();
         assert!(svg.starts_with("<svg") && svg.contains("bevy_ecs"));
-        // One cluster per group: the plain path, or the first variant when there is none.
-        assert!(svg.contains("\na\n"));
+        // One cluster per group: the lead loop, else the plain path, else the first
+        // function in `PATH_ORDER`.
+        assert!(svg.contains("\na: query\n"));
+        assert!(svg.contains("\nb: plain\n"));
         assert!(svg.contains("\npar: par_for_each\n"));
-        assert!(!svg.contains("writer"));
+        assert!(!svg.contains("writer") && !svg.contains("a: plain"));
+        assert!(svg.contains("runsync (lead loop `query`, else `plain`)"));
     }
 }
