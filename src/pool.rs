@@ -468,11 +468,15 @@ mod tests {
     use super::*;
     use std::sync::atomic::AtomicU64;
 
+    /// Enough jobs for claims of many at once.
+    const MANY: usize = if cfg!(miri) { 2_000 } else { 10_000 };
+
     #[test]
     fn runs_every_job_once() {
         for workers in [1, 2, 4] {
             let pool = Pool::new(workers);
-            for count in [0, 1, 2, 7, 100] {
+            // The last: claims of many jobs at once (guided shares).
+            for count in [0, 1, 2, 7, 100, MANY] {
                 let hits: Vec<AtomicU64> = (0..count).map(|_| AtomicU64::new(0)).collect();
                 pool.for_each_index(count, &|i| {
                     hits[i].fetch_add(1, Ordering::Relaxed);
@@ -526,6 +530,20 @@ mod tests {
         assert_eq!(err.index, 3);
         assert_eq!(err.message(), "job 3 failed");
         assert_eq!(ran.load(Ordering::Relaxed), 10, "other jobs still ran");
+        // Jobs claimed in one share with a panicking one still run, and the lowest
+        // panic wins however the shares fell.
+        ran.store(0, Ordering::Relaxed);
+        let err = pool
+            .for_each_index(MANY, &|i| {
+                ran.fetch_add(1, Ordering::Relaxed);
+                if i % 1000 == 999 {
+                    panic!("job {i} failed");
+                }
+            })
+            .err()
+            .unwrap();
+        assert_eq!(err.index, 999);
+        assert_eq!(ran.load(Ordering::Relaxed), MANY as u64);
         // The pool survives.
         pool.for_each_index(5, &|_| {}).ok().unwrap();
     }
