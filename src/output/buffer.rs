@@ -121,8 +121,22 @@ impl<C: Component> Default for OutBuf<C> {
 
 impl<C: Component> OutBuf<C> {
     /// Appends `value` to the current run (the caller's cursor matched).
+    ///
+    /// The capacity check comes first so that `Vec::push`'s own (growing, a call) folds
+    /// away: with a call on the hot path the value was spilled to the stack and read back
+    /// on every write.
     #[inline(always)]
     pub(crate) fn push_in_run(&mut self, value: C::Output) {
+        if self.open.len() < self.open.capacity() {
+            self.open.push(value);
+        } else {
+            self.push_growing(value);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn push_growing(&mut self, value: C::Output) {
         self.open.push(value);
     }
 
