@@ -37,8 +37,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
             slot.system.run(world, &mut out)
         }));
         // Output slots a loop left pending become runs (counted, then seen by Sync).
-        slot.out.seal();
-        slot.writes = slot.out.writes();
+        slot.writes = slot.out.seal();
         let helped = Pool::helped().saturating_sub(helped_before);
         let end = clock.now();
         LAST_END.with(|c| c.set(Some(end)));

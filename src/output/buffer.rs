@@ -421,8 +421,9 @@ pub(crate) trait AnyBuffer: Send + Sync {
     fn writes(&self) -> usize;
     /// Clears writes, keeping capacity.
     fn clear_all(&mut self);
-    /// Settles pending output slots and closes the open segment.
-    fn seal_any(&mut self);
+    /// Settles pending output slots and closes the open segment, and returns
+    /// [`writes`](Self::writes) (one call where the Run phase needs both).
+    fn seal_any(&mut self) -> usize;
     /// A new empty buffer of the same type.
     fn empty_like(&self) -> ErasedBuf;
     /// Moves all of `other`'s writes to the end of `self`.
@@ -444,8 +445,9 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
     fn clear_all(&mut self) {
         self.clear_writes();
     }
-    fn seal_any(&mut self) {
+    fn seal_any(&mut self) -> usize {
         self.seal();
+        self.writes()
     }
     fn empty_like(&self) -> ErasedBuf {
         ErasedBuf::new::<C>()
@@ -548,19 +550,6 @@ impl SystemOutputs {
             .filter_map(|&id| self.buffers[id as usize].as_ref())
     }
 
-    /// Total writes over all types (dropped ones included), resources included.
-    pub(crate) fn writes(&self) -> usize {
-        self.existing()
-            .map(|b| b.as_dyn_ref().writes())
-            .sum::<usize>()
-            + self
-                .resources
-                .iter()
-                .flatten()
-                .map(|r| r.len())
-                .sum::<usize>()
-    }
-
     /// Bytes reserved by all buffers, commands and chunk sub-buffers.
     pub(crate) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -600,13 +589,23 @@ impl SystemOutputs {
     }
 
     /// Seals every buffer (the system has returned): pending output slots become runs,
-    /// so that counts and Sync see every write.
-    pub(crate) fn seal(&mut self) {
+    /// so that counts and Sync see every write. Returns the writes over all types (dropped
+    /// ones included), resources included: one pass (with thousands of one-write
+    /// systems, a second walk over the buffers showed in the profile).
+    pub(crate) fn seal(&mut self) -> usize {
+        let mut writes = 0;
         for &id in &self.used {
             if let Some(b) = &mut self.buffers[id as usize] {
-                b.as_dyn().seal_any();
+                writes += b.as_dyn().seal_any();
             }
         }
+        writes
+            + self
+                .resources
+                .iter()
+                .flatten()
+                .map(|r| r.len())
+                .sum::<usize>()
     }
 
     /// Appends `other` after everything in `self`, leaving `other` empty.
