@@ -76,22 +76,33 @@ struct Batch<'f> {
     /// Tickets handed out and not yet released.
     refs: CachePadded<AtomicUsize>,
     panic: Mutex<Option<Panicked>>,
+    /// Where each job's profiling zone goes: the chunks of a batch started inside a
+    /// system or merge are named after it (nothing without `tracy`).
+    zone: crate::profile::ChunkSite,
 }
 
 impl Batch<'_> {
-    /// Claims and runs jobs until none are left.
-    fn work(&self) {
+    /// Claims and runs jobs until none are left. `helping`: this thread runs them while
+    /// waiting for a batch of its own, so its profiling zone is ended around them — only
+    /// once a job is claimed, so that a ticket with nothing left does not split it.
+    fn work(&self, helping: bool) {
+        let mut suspended = None;
         loop {
             let i = self.next.fetch_add(1, Ordering::Relaxed);
             if i >= self.count {
-                return;
+                return; // reopens the zone (drops `suspended`) after the last job
             }
+            if helping && suspended.is_none() {
+                suspended = Some(crate::profile::suspend());
+            }
+            let zone = crate::profile::chunk(self.zone);
             if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
                 let mut slot = self.panic.lock();
                 if slot.as_ref().is_none_or(|p| i < p.index) {
                     *slot = Some(Panicked { index: i, payload });
                 }
             }
+            zone.end(format_args!("chunk={i}"));
         }
     }
 }
@@ -105,16 +116,16 @@ struct Ticket(*const Batch<'static>);
 unsafe impl Send for Ticket {}
 
 impl Ticket {
-    /// Runs the ticket's batch, then releases it.
+    /// Runs the ticket's batch (see [`Batch::work`] for `helping`), then releases it.
     ///
     /// # Safety
     /// The batch must still be alive: its owner waits for `refs == 0`, and this ticket was
     /// counted in `refs` and has not been released yet.
-    unsafe fn execute(self) {
+    unsafe fn execute(self, helping: bool) {
         // SAFETY: the caller guarantees the batch is alive; this ticket's count in `refs`
         // keeps the owner from returning until the `fetch_sub` below.
         let batch = unsafe { &*self.0 };
-        batch.work();
+        batch.work(helping);
         // Last touch: after this the owner may free the batch.
         batch.refs.fetch_sub(1, Ordering::Release);
     }
@@ -137,7 +148,7 @@ impl Shared {
             Some(t) => {
                 // SAFETY: every ticket in the queue was counted in its batch's `refs`
                 // when pushed, and is released by exactly this one `execute`.
-                unsafe { t.execute() };
+                unsafe { t.execute(false) };
                 true
             }
             None => false,
@@ -203,6 +214,7 @@ impl Pool {
             next: CachePadded::new(AtomicUsize::new(0)),
             refs: CachePadded::new(AtomicUsize::new(0)),
             panic: Mutex::new(None),
+            zone: crate::profile::chunk_site(),
         };
         let tickets = count.saturating_sub(1).min(self.handles.len());
         if tickets > 0 {
@@ -226,10 +238,10 @@ impl Pool {
                 let _g = self.shared.lock.lock();
                 self.shared.wake.notify_all();
             }
-            batch.work();
+            batch.work(false);
             drop(guard);
         } else {
-            batch.work();
+            batch.work(false);
         }
         match batch.panic.into_inner() {
             Some(p) => Err(p),
@@ -360,16 +372,15 @@ impl Drop for WaitGuard<'_> {
                 // `work` to the end before waiting), so this only releases it.
                 // SAFETY: popped from the queue, where it was counted in `refs` when
                 // pushed; released by exactly this one `execute`.
-                unsafe { ticket.execute() };
+                unsafe { ticket.execute(false) };
             } else {
-                // Another batch's job. Its time is not ours: count it as helping, and end
-                // this thread's profiling zone around it so that Tracy shows it beside,
-                // not inside, the job we are waiting in.
-                let _suspended = crate::profile::suspend();
+                // Another batch's job. Its time is not ours: count it as helping, and
+                // (`helping`) end this thread's profiling zone around its jobs so that
+                // Tracy shows them beside, not inside, the job we are waiting in.
                 let before = Pool::helped();
                 let start = Instant::now();
                 // SAFETY: as above.
-                unsafe { ticket.execute() };
+                unsafe { ticket.execute(true) };
                 // Count the whole job once: it may itself have helped (raising `HELPED`),
                 // which its elapsed time already includes.
                 HELPED.with(|h| h.set(before + start.elapsed()));
@@ -409,6 +420,7 @@ impl Drop for Pool {
 const IDLE_ROUNDS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 fn worker_main(shared: &Shared) {
+    crate::profile::name_worker();
     let backoff = Backoff::new();
     let mut idle = 0;
     loop {
