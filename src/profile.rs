@@ -44,6 +44,8 @@
 //!   them. A thread that calls `frame()` is named `runsync-frame` in Tracy (which also
 //!   sets the OS name) unless it already has a name, which is then registered; Tracy
 //!   shows the main thread as `Main thread` whatever its name.
+//! - **Allocations**, with the `tracy-memory` feature: a `#[global_allocator]` reporting
+//!   to Tracy (`memory`, the only item of that feature).
 //!
 //! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`],
 //! [`ChunkSite`] and [`Suspended`] are field-less unit structs, the macros expand to them, and every hook is
@@ -431,6 +433,19 @@ mod imp {
         }};
     }
     pub(crate) use plot;
+
+    /// Tracy's allocation tracking, with the `tracy-memory` feature: every allocation and
+    /// free of the process goes through the system allocator and is reported to Tracy
+    /// (without call stacks, which would cost far more per allocation).
+    #[cfg(feature = "tracy-memory")]
+    mod memory {
+        use std::alloc::System;
+
+        use tracy_client::ProfiledAllocator;
+
+        #[global_allocator]
+        static ALLOCATOR: ProfiledAllocator<System> = ProfiledAllocator::new(System, 0);
+    }
 
     #[cfg(test)]
     mod tests {

@@ -85,3 +85,13 @@ fn parallel_parts_run_in_chunk_zones() {
     let sum: f32 = rt.world().query::<(&Pos,)>().map(|(_, (p,))| p.0).sum();
     assert_eq!(sum, (0..5000).map(|i| i as f32 + 9.0).sum::<f32>());
 }
+
+/// With `tracy-memory`, every allocation goes through Tracy's allocator wrapper.
+#[cfg(feature = "tracy-memory")]
+#[test]
+fn allocations_are_tracked_and_work() {
+    let v: Vec<u64> = (0..10_000).collect();
+    assert_eq!(v.iter().sum::<u64>(), 49_995_000);
+    drop(v);
+    frames_run_with_tracy_zones();
+}
