@@ -26,8 +26,11 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
         }
         let zone = crate::profile::enter!(&mut slot.zone, slot.name);
         let helped_before = Pool::helped();
+        // `take`: a system this thread runs while the current one waits (helping) finds no
+        // end to chain from and reads the clock; chaining it from the system before the
+        // current one would count the current one's time so far as its own.
         let start = LAST_END
-            .with(|c| c.get())
+            .with(Cell::take)
             .filter(|&t| t >= run)
             .unwrap_or_else(Instant::now);
         let mut out = Output::new(world, pool, &mut slot.out, Some(s));
