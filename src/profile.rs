@@ -315,8 +315,7 @@ mod imp {
         ];
         for w in words.into_iter().flatten() {
             if t.len > 0 {
-                t.buf[t.len] = b' ';
-                t.len += 1;
+                let _ = t.write_str(" ");
             }
             let _ = t.write_str(w);
         }
