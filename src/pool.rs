@@ -83,34 +83,45 @@ struct Batch<'f> {
     /// Tickets handed out and not yet released.
     refs: CachePadded<AtomicUsize>,
     panic: Mutex<Option<Panicked>>,
+    /// Where each job's profiling zone goes: the chunks of a batch started inside a
+    /// system or merge are named after it (nothing without `tracy`).
+    zone: crate::profile::ChunkSite,
 }
 
 impl Batch<'_> {
-    /// Claims and runs jobs until none are left.
+    /// Claims and runs jobs until none are left. `helping`: this thread runs them while
+    /// waiting for a batch of its own, so its profiling zone is ended around them — only
+    /// once a job is claimed, so that a ticket with nothing left does not split it.
     ///
     /// A claim takes a share of what is left (guided self-scheduling): one job at a time
     /// when jobs are few (a frame's handful of systems, `par_for_each`'s chunks), long
     /// runs of consecutive jobs when they are many. With 6,000 one-write systems on 2
     /// workers, claiming one at a time bounced `next`'s cache line between the cores on
     /// every system, and neighbouring systems' slots with it.
-    fn work(&self) {
+    fn work(&self, helping: bool) {
+        let mut suspended = None;
         loop {
             let seen = self.next.load(Ordering::Relaxed);
             if seen >= self.count {
-                return;
+                return; // reopens the zone (drops `suspended`) after the last job
             }
             let want = ((self.count - seen) / self.split).max(1);
             let first = self.next.fetch_add(want, Ordering::Relaxed);
             if first >= self.count {
                 return;
             }
+            if helping && suspended.is_none() {
+                suspended = Some(crate::profile::suspend());
+            }
             for i in first..(first + want).min(self.count) {
+                let zone = crate::profile::chunk(self.zone);
                 if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
                     let mut slot = self.panic.lock();
                     if slot.as_ref().is_none_or(|p| i < p.index) {
                         *slot = Some(Panicked { index: i, payload });
                     }
                 }
+                zone.end(format_args!("chunk={i}"));
             }
         }
     }
@@ -125,16 +136,16 @@ struct Ticket(*const Batch<'static>);
 unsafe impl Send for Ticket {}
 
 impl Ticket {
-    /// Runs the ticket's batch, then releases it.
+    /// Runs the ticket's batch (see [`Batch::work`] for `helping`), then releases it.
     ///
     /// # Safety
     /// The batch must still be alive: its owner waits for `refs == 0`, and this ticket was
     /// counted in `refs` and has not been released yet.
-    unsafe fn execute(self) {
+    unsafe fn execute(self, helping: bool) {
         // SAFETY: the caller guarantees the batch is alive; this ticket's count in `refs`
         // keeps the owner from returning until the `fetch_sub` below.
         let batch = unsafe { &*self.0 };
-        batch.work();
+        batch.work(helping);
         // Last touch: after this the owner may free the batch.
         batch.refs.fetch_sub(1, Ordering::Release);
     }
@@ -157,7 +168,7 @@ impl Shared {
             Some(t) => {
                 // SAFETY: every ticket in the queue was counted in its batch's `refs`
                 // when pushed, and is released by exactly this one `execute`.
-                unsafe { t.execute() };
+                unsafe { t.execute(false) };
                 true
             }
             None => false,
@@ -224,6 +235,7 @@ impl Pool {
             next: CachePadded::new(AtomicUsize::new(0)),
             refs: CachePadded::new(AtomicUsize::new(0)),
             panic: Mutex::new(None),
+            zone: crate::profile::chunk_site(),
         };
         let tickets = count.saturating_sub(1).min(self.handles.len());
         if tickets > 0 {
@@ -247,10 +259,10 @@ impl Pool {
                 let _g = self.shared.lock.lock();
                 self.shared.wake.notify_all();
             }
-            batch.work();
+            batch.work(false);
             drop(guard);
         } else {
-            batch.work();
+            batch.work(false);
         }
         match batch.panic.into_inner() {
             Some(p) => Err(p),
@@ -381,16 +393,15 @@ impl Drop for WaitGuard<'_> {
                 // `work` to the end before waiting), so this only releases it.
                 // SAFETY: popped from the queue, where it was counted in `refs` when
                 // pushed; released by exactly this one `execute`.
-                unsafe { ticket.execute() };
+                unsafe { ticket.execute(false) };
             } else {
-                // Another batch's job. Its time is not ours: count it as helping, and end
-                // this thread's profiling zone around it so that Tracy shows it beside,
-                // not inside, the job we are waiting in.
-                let _suspended = crate::profile::suspend();
+                // Another batch's job. Its time is not ours: count it as helping, and
+                // (`helping`) end this thread's profiling zone around its jobs so that
+                // Tracy shows them beside, not inside, the job we are waiting in.
                 let before = Pool::helped();
                 let start = Instant::now();
                 // SAFETY: as above.
-                unsafe { ticket.execute() };
+                unsafe { ticket.execute(true) };
                 // Count the whole job once: it may itself have helped (raising `HELPED`),
                 // which its elapsed time already includes.
                 HELPED.with(|h| h.set(before + start.elapsed()));
@@ -430,6 +441,7 @@ impl Drop for Pool {
 const IDLE_ROUNDS: u32 = if cfg!(loom) { 0 } else { 64 };
 
 fn worker_main(shared: &Shared) {
+    crate::profile::name_worker();
     let backoff = Backoff::new();
     let mut idle = 0;
     loop {

@@ -14,24 +14,41 @@
 //! - A system or merge zone is a *job zone*: while its thread waits for the job's own
 //!   parallel parts, the pool may have it run another batch's job (another system, another
 //!   type's merge) so that nested batches cannot deadlock. The job zone is then **ended
-//!   before and reopened after** the foreign job ([`suspend`], called by the pool), so the
-//!   timeline shows `Steer`, `Bounds`, `Steer` side by side instead of `Bounds` nested
-//!   inside `Steer`; the reopened part carries the text `resumed`. `stats()` subtracts the
-//!   same helping time from the system's own time ([`crate::pool::Pool`] `helped`).
+//!   before and reopened after** the foreign job ([`suspend`], called by the pool once it
+//!   has claimed a foreign job), so the timeline shows `Steer`, `Bounds`, `Steer` side by
+//!   side instead of `Bounds` nested inside `Steer`. `stats()` subtracts the same helping
+//!   time from the system's own time ([`crate::pool::Pool`] `helped`).
 //!   A zone the *user* opens inside a system around a parallel iteration cannot be seen
 //!   by this, so Tracy's strict nesting would end that zone instead: open your own zones
 //!   around sequential code, or accept that helping splits them.
+//! - **Chunk zones**: a batch started inside a job (`par_for_each`, `write_each`, a
+//!   row-range merge) takes the job's chunk location ([`chunk_site`], kept in the batch),
+//!   and every job of it runs in a zone named `"{name} chunk"` ([`chunk`]) on whichever
+//!   thread runs it, so that a worker busy with another system's parts does not look idle.
+//!   Batches started outside a job (Run's systems, Sync's types) get none: their jobs open
+//!   their own zones. A chunk zone is a job zone too, so helping inside it splits it.
+//! - **One text per piece**, set just before the piece ends, so that `csvexport -u` (which
+//!   repeats the last text on a row without one) reads right: `suspended` if the piece
+//!   ends because its thread helps, `resumed` first if it was reopened, and on a job's
+//!   last piece its counts ([`JobZone::end`]: a system's writes, visited rows and own
+//!   time, a merge's merged and dropped outputs, a chunk's index), formatted into a stack
+//!   buffer. Visited rows are counted per table entered by a query ([`visited`]), per
+//!   thread, each job keeping only its own (what it counted while helping is given back).
 //! - A Tracy **message** when a frame fails (a system, merge or `Drop` panicked), so a
 //!   stutter can be read from the timeline; **plots** of entities, writes, commands, merged
-//!   and dropped outputs and a **frame mark** per frame (set by the runtime through
-//!   [`plot!`] and [`frame_mark`]: this module knows no ECS type).
+//!   and dropped outputs and of `Runtime::memory()`, and a **frame mark** per frame (set by
+//!   the runtime through [`plot!`] and [`frame_mark`]: this module knows no ECS type).
 //! - **Thread names**: workers are `runsync-w{i}` (Linux keeps 15 bytes of a thread name;
-//!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker). A thread that
-//!   calls `frame()` is named `runsync-frame` in Tracy (which also sets the OS name) unless
-//!   it already has a name; Tracy shows the main thread as `Main thread` whatever its name.
+//!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker), registered with
+//!   Tracy ([`name_worker`]) so that a profiler connecting after they exited still shows
+//!   them. A thread that calls `frame()` is named `runsync-frame` in Tracy (which also
+//!   sets the OS name) unless it already has a name, which is then registered; Tracy
+//!   shows the main thread as `Main thread` whatever its name.
+//! - **Allocations**, with the `tracy-memory` feature: a `#[global_allocator]` reporting
+//!   to Tracy (`memory`, the only item of that feature).
 //!
-//! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`] and
-//! [`Suspended`] are field-less unit structs, the macros expand to them, and every hook is
+//! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`],
+//! [`ChunkSite`] and [`Suspended`] are field-less unit structs, the macros expand to them, and every hook is
 //! an empty `#[inline(always)]` function: the call sites compile to nothing and no type
 //! gains a byte.
 
@@ -40,6 +57,7 @@ mod imp {
     use std::cell::{Cell, RefCell};
     use std::collections::HashMap;
     use std::ffi::CString;
+    use std::fmt;
     use std::sync::{LazyLock, Mutex};
 
     use tracy_client::{Client, Span, SpanLocation};
@@ -64,18 +82,26 @@ mod imp {
     }
     pub(crate) use zone;
 
+    /// The two source locations of a job site, both at the site's call site: the job's own
+    /// zone, named for the system or type, and its parallel chunks' zones, named
+    /// `"{name} chunk"`.
+    pub(crate) struct Locations {
+        job: SpanLocation,
+        chunk: SpanLocation,
+    }
+
     /// Where a job zone (one system, one type's merge) is entered: its interned source
-    /// location, made on first entry and kept for every later one.
+    /// locations, made on first entry and kept for every later one.
     #[derive(Default)]
-    pub(crate) struct ZoneSite(pub(crate) Option<&'static SpanLocation>);
+    pub(crate) struct ZoneSite(pub(crate) Option<&'static Locations>);
 
     /// Enters the job zone kept in `site` (a `&mut ZoneSite`), named `name`, with this call
     /// site as its source location (built once per site and name, then reused).
     macro_rules! enter {
         ($site:expr, $name:expr) => {{
             let site: &mut $crate::profile::ZoneSite = $site;
-            let loc = match site.0 {
-                Some(loc) => loc,
+            let locs = match site.0 {
+                Some(locs) => locs,
                 None => *site.0.insert($crate::profile::intern(
                     &$name,
                     {
@@ -86,77 +112,221 @@ mod imp {
                     line!(),
                 )),
             };
-            $crate::profile::JobZone::enter(loc)
+            $crate::profile::JobZone::enter(locs)
         }};
     }
     pub(crate) use enter;
 
     type Key = (Box<str>, &'static str, &'static str, u32);
 
-    /// Source locations of job zones, one per (name, function, file, line), leaked once:
-    /// Tracy keeps a pointer to each for the whole session.
-    static LOCATIONS: LazyLock<Mutex<HashMap<Key, &'static SpanLocation>>> =
+    /// Source locations of job zones, one pair per (name, function, file, line), leaked
+    /// once: Tracy keeps a pointer to each for the whole session.
+    static LOCATIONS: LazyLock<Mutex<HashMap<Key, &'static Locations>>> =
         LazyLock::new(Default::default);
 
-    /// The interned location for `name` at the call site described by `function` (a
+    /// The interned locations for `name` at the call site described by `function` (a
     /// `type_name` of a local item, as `span_location!` uses), `file` (NUL-terminated) and
-    /// `line`.
+    /// `line`. The only place a zone name is formatted: once per site, never per frame.
     pub(crate) fn intern(
         name: &str,
         function: &'static str,
         file: &'static str,
         line: u32,
-    ) -> &'static SpanLocation {
+    ) -> &'static Locations {
         let mut map = LOCATIONS.lock().unwrap_or_else(|e| e.into_inner());
         let key: Key = (name.into(), function, file, line);
-        if let Some(&loc) = map.get(&key) {
-            return loc;
+        if let Some(&locs) = map.get(&key) {
+            return locs;
         }
-        let cname = CString::new(name.replace('\0', " ")).expect("NULs replaced");
-        let cname: &'static std::ffi::CStr = Box::leak(cname.into_boxed_c_str());
-        let loc: &'static SpanLocation =
-            Box::leak(Box::new(tracy_client::internal::make_span_location(
+        let location = |name: String| {
+            let cname = CString::new(name.replace('\0', " ")).expect("NULs replaced");
+            let cname: &'static std::ffi::CStr = Box::leak(cname.into_boxed_c_str());
+            tracy_client::internal::make_span_location(
                 function,
                 cname.as_ptr().cast(),
                 file.as_ptr(),
                 line,
-            )));
-        map.insert(key, loc);
-        loc
+            )
+        };
+        let locs: &'static Locations = Box::leak(Box::new(Locations {
+            job: location(name.to_owned()),
+            chunk: location(format!("{name} chunk")),
+        }));
+        map.insert(key, locs);
+        locs
     }
 
-    /// The innermost job zone of this thread: its location and, unless suspended, its
+    /// The innermost job zone of this thread: its locations and, unless suspended, its
     /// open span.
     struct Open {
         loc: &'static SpanLocation,
+        /// The location of the chunk zones of batches this job starts.
+        chunk: &'static SpanLocation,
         span: Option<Span>,
+        /// Whether the open piece is a reopened one (its text starts with `resumed`).
+        resumed: bool,
     }
 
     thread_local! {
         static CURRENT: RefCell<Option<Open>> = const { RefCell::new(None) };
         static NAMED: Cell<bool> = const { Cell::new(false) };
+        /// Rows of the tables this thread's queries entered (see [`visited`]).
+        static VISITED: Cell<u64> = const { Cell::new(0) };
     }
 
-    /// An open job zone (see the module docs); it closes when dropped.
+    /// An open job zone (see the module docs); it closes when dropped, or with counts
+    /// through [`JobZone::end`].
     pub(crate) struct JobZone {
         outer: Option<Open>,
+        /// False for a chunk of a batch started outside any job: no zone.
+        active: bool,
+        /// [`VISITED`] when the zone opened.
+        visited_at: u64,
     }
 
     impl JobZone {
-        pub(crate) fn enter(loc: &'static SpanLocation) -> JobZone {
+        /// Opens a job zone for a system or a type's merge.
+        pub(crate) fn enter(locs: &'static Locations) -> JobZone {
+            JobZone::open(&locs.job, &locs.chunk)
+        }
+
+        fn open(loc: &'static SpanLocation, chunk: &'static SpanLocation) -> JobZone {
             let span = client().span(loc, 0);
             let outer = CURRENT.replace(Some(Open {
                 loc,
+                chunk,
                 span: Some(span),
+                resumed: false,
             }));
-            JobZone { outer }
+            JobZone {
+                outer,
+                active: true,
+                visited_at: VISITED.get(),
+            }
+        }
+
+        /// Rows of the tables that this job's queries entered on this thread so far (not
+        /// those of jobs it helped with while waiting).
+        pub(crate) fn visited(&self) -> u64 {
+            VISITED.get().wrapping_sub(self.visited_at)
+        }
+
+        /// Ends the zone with `text` (the job's counts) on its last piece. Formatted into a
+        /// stack buffer (cut at 160 bytes): no allocation.
+        pub(crate) fn end(mut self, text: fmt::Arguments<'_>) {
+            self.close(Some(text));
+        }
+
+        fn close(&mut self, text: Option<fmt::Arguments<'_>>) {
+            if !std::mem::take(&mut self.active) {
+                return;
+            }
+            let this = CURRENT.replace(self.outer.take());
+            if let Some(Open {
+                span: Some(span),
+                resumed,
+                ..
+            }) = this
+            {
+                emit(&span, resumed, false, text);
+                drop(span); // ends this zone
+            }
+            // What this job visited is not its caller's (a job it helped, a chunk).
+            VISITED.set(self.visited_at);
         }
     }
 
     impl Drop for JobZone {
         fn drop(&mut self) {
-            let this = CURRENT.replace(self.outer.take());
-            drop(this); // ends this zone (or nothing, if it is suspended)
+            self.close(None);
+        }
+    }
+
+    /// Where the chunk zones of a batch go: the chunk location of the job that started it,
+    /// or none for a batch started outside any job (Run's batch of systems, Sync's batch of
+    /// types, whose jobs open zones of their own).
+    #[derive(Clone, Copy)]
+    pub(crate) struct ChunkSite(Option<&'static SpanLocation>);
+
+    /// The chunk site for a batch this thread starts now.
+    #[inline]
+    pub(crate) fn chunk_site() -> ChunkSite {
+        ChunkSite(CURRENT.with_borrow(|c| c.as_ref().map(|o| o.chunk)))
+    }
+
+    /// Opens the zone of one chunk (a job of a batch) at `site`, if it has one. A chunk
+    /// zone is a job zone: it is split like one if its thread helps while inside it.
+    #[inline]
+    pub(crate) fn chunk(site: ChunkSite) -> JobZone {
+        match site.0 {
+            Some(loc) => JobZone::open(loc, loc),
+            None => JobZone {
+                outer: None,
+                active: false,
+                visited_at: 0,
+            },
+        }
+    }
+
+    /// Counts `rows` as visited by the job running on this thread: called once per table a
+    /// query enters (with the table's length), so it costs nothing per row.
+    #[inline]
+    pub(crate) fn visited(rows: usize) {
+        VISITED.set(VISITED.get().wrapping_add(rows as u64));
+    }
+
+    /// A zone text built without allocating: cut at its capacity.
+    struct Text {
+        buf: [u8; 160],
+        len: usize,
+    }
+
+    impl fmt::Write for Text {
+        fn write_str(&mut self, s: &str) -> fmt::Result {
+            let n = s.len().min(self.buf.len() - self.len);
+            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
+            self.len += n;
+            Ok(())
+        }
+    }
+
+    impl Text {
+        fn as_str(&self) -> &str {
+            let bytes = &self.buf[..self.len];
+            // A cut may split a character: keep what is whole.
+            std::str::from_utf8(bytes).unwrap_or_else(|e| {
+                std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here")
+            })
+        }
+    }
+
+    /// Sets the text of a job zone's piece, just before it ends: `resumed` if the piece was
+    /// reopened, `suspended` if it ends because its thread helps, then `counts`, separated
+    /// by spaces — one text per piece, as `csvexport -u` shows one.
+    fn emit(span: &Span, resumed: bool, suspended: bool, counts: Option<fmt::Arguments<'_>>) {
+        use fmt::Write as _;
+        let mut t = Text {
+            buf: [0; 160],
+            len: 0,
+        };
+        let words = [
+            resumed.then_some("resumed"),
+            suspended.then_some("suspended"),
+        ];
+        for w in words.into_iter().flatten() {
+            if t.len > 0 {
+                let _ = t.write_str(" ");
+            }
+            let _ = t.write_str(w);
+        }
+        if let Some(counts) = counts {
+            if t.len > 0 {
+                let _ = t.write_str(" ");
+            }
+            let _ = t.write_fmt(counts);
+        }
+        if t.len > 0 {
+            span.emit_text(t.as_str());
         }
     }
 
@@ -166,9 +336,14 @@ mod imp {
     /// Ends this thread's job zone, if one is open, until the guard is dropped: called by
     /// the pool around a job of another batch that it runs while waiting for its own.
     pub(crate) fn suspend() -> Suspended {
-        Suspended(
-            CURRENT.with_borrow_mut(|c| c.as_mut().is_some_and(|open| open.span.take().is_some())),
-        )
+        Suspended(CURRENT.with_borrow_mut(|c| {
+            let Some(open) = c else { return false };
+            let Some(span) = open.span.take() else {
+                return false;
+            };
+            emit(&span, open.resumed, true, None);
+            true
+        }))
     }
 
     impl Drop for Suspended {
@@ -176,9 +351,8 @@ mod imp {
             if self.0 {
                 CURRENT.with_borrow_mut(|c| {
                     if let Some(open) = c {
-                        let span = client().span(open.loc, 0);
-                        span.emit_text("resumed");
-                        open.span = Some(span);
+                        open.span = Some(client().span(open.loc, 0));
+                        open.resumed = true;
                     }
                 });
             }
@@ -192,12 +366,27 @@ mod imp {
         Client::start()
     }
 
-    /// Names the calling thread `runsync-frame` in Tracy, once per thread — if it has no
-    /// name: a thread the user named keeps its name, and Tracy always shows the process's
-    /// main thread as `Main thread` (renaming it would only change the process's name).
+    /// Registers a worker's name (`runsync-w{i}`, its OS name) with Tracy, which keeps it
+    /// for a profiler that connects after the worker has exited; the OS name alone is
+    /// read from `/proc` at connection time, and is gone by then.
+    pub(crate) fn name_worker() {
+        if let Some(name) = std::thread::current().name() {
+            client().set_thread_name(name);
+        }
+    }
+
+    /// Names the calling thread in Tracy, once per thread: `runsync-frame` if it has no
+    /// name, else its own name (registered, so that a profiler that connects late still
+    /// shows it). The process's main thread is left alone: Tracy always shows it as
+    /// `Main thread`, and renaming it would only rename the process.
     pub(crate) fn name_frame_thread() {
-        if !NAMED.replace(true) && std::thread::current().name().is_none() {
-            client().set_thread_name("runsync-frame");
+        if NAMED.replace(true) {
+            return;
+        }
+        match std::thread::current().name() {
+            None => client().set_thread_name("runsync-frame"),
+            Some("main") => {}
+            Some(name) => client().set_thread_name(name),
         }
     }
 
@@ -213,19 +402,49 @@ mod imp {
         client().plot(name, value);
     }
 
+    /// Shows the plot named `name` in bytes (KiB, MiB, ...) rather than as a number.
+    #[cold]
+    pub(crate) fn plot_in_bytes(name: tracy_client::PlotName) {
+        use tracy_client::{PlotConfiguration, PlotFormat};
+        client().plot_config(
+            name,
+            PlotConfiguration::default().format(PlotFormat::Memory),
+        );
+    }
+
     /// Ends the frame on the Tracy timeline.
     #[inline]
     pub(crate) fn frame_mark() {
         client().frame_mark();
     }
 
-    /// Sets a Tracy plot, named by a string literal, to a value (`f64`).
+    /// Sets a Tracy plot, named by a string literal, to a value (`f64`); with `bytes`
+    /// first, the plot shows bytes (configured once per call site).
     macro_rules! plot {
         ($name:literal, $value:expr) => {
             $crate::profile::plot_value(::tracy_client::plot_name!($name), $value)
         };
+        (bytes $name:literal, $value:expr) => {{
+            static CONFIGURED: ::std::sync::Once = ::std::sync::Once::new();
+            let name = ::tracy_client::plot_name!($name);
+            CONFIGURED.call_once(|| $crate::profile::plot_in_bytes(name));
+            $crate::profile::plot_value(name, $value)
+        }};
     }
     pub(crate) use plot;
+
+    /// Tracy's allocation tracking, with the `tracy-memory` feature: every allocation and
+    /// free of the process goes through the system allocator and is reported to Tracy
+    /// (without call stacks, which would cost far more per allocation).
+    #[cfg(feature = "tracy-memory")]
+    mod memory {
+        use std::alloc::System;
+
+        use tracy_client::ProfiledAllocator;
+
+        #[global_allocator]
+        static ALLOCATOR: ProfiledAllocator<System> = ProfiledAllocator::new(System, 0);
+    }
 
     #[cfg(test)]
     mod tests {
@@ -241,7 +460,7 @@ mod imp {
             let mut locs = Vec::new();
             for _ in 0..3 {
                 let _z = enter!(&mut site, "Sys");
-                locs.push(site.0.expect("made on first entry") as *const SpanLocation);
+                locs.push(site.0.expect("made on first entry") as *const Locations);
             }
             assert!(locs.windows(2).all(|w| w[0] == w[1]));
             // Interned: the same name at the same call site is one location (a second
@@ -275,6 +494,62 @@ mod imp {
             drop(suspend());
             assert_eq!(job_zone_open(), None);
         }
+
+        #[test]
+        fn chunks_take_the_site_of_the_job_that_started_their_batch() {
+            assert!(chunk_site().0.is_none(), "no job: no chunk zones");
+            let mut site = ZoneSite::default();
+            let job = enter!(&mut site, "Steer");
+            let chunks = chunk_site();
+            let locs = site.0.expect("made on entry");
+            assert!(std::ptr::eq(chunks.0.expect("inside a job"), &locs.chunk));
+            {
+                let _chunk = chunk(chunks);
+                assert_eq!(job_zone_open(), Some(true));
+                // A batch started inside a chunk has chunk zones of the same name.
+                assert!(std::ptr::eq(chunk_site().0.unwrap(), &locs.chunk));
+            }
+            job.end(format_args!("writes={}", 1));
+            assert_eq!(job_zone_open(), None);
+            let none = chunk(chunk_site());
+            assert!(!none.active);
+        }
+
+        #[test]
+        fn a_job_counts_the_rows_it_visited_not_those_of_jobs_it_helped() {
+            let mut outer_site = ZoneSite::default();
+            let mut inner_site = ZoneSite::default();
+            let outer = enter!(&mut outer_site, "Steer");
+            visited(100);
+            {
+                let _helping = suspend();
+                let inner = enter!(&mut inner_site, "Bounds");
+                visited(7);
+                assert_eq!(inner.visited(), 7);
+            }
+            visited(5);
+            assert_eq!(outer.visited(), 105);
+        }
+
+        #[test]
+        fn zone_texts_are_cut_on_a_character_boundary() {
+            use fmt::Write as _;
+            let mut t = Text {
+                buf: [0; 160],
+                len: 0,
+            };
+            for _ in 0..100 {
+                let _ = t.write_str("é");
+            }
+            assert_eq!(t.len, 160);
+            assert_eq!(t.as_str().chars().count(), 80);
+            let mut t = Text {
+                buf: [b'a'; 160],
+                len: 159,
+            };
+            let _ = t.write_str("é");
+            assert_eq!(t.as_str().len(), 159, "half a character is dropped");
+        }
     }
 }
 
@@ -307,6 +582,35 @@ mod imp {
     /// Nothing: profiling is off.
     pub(crate) struct JobZone;
 
+    impl JobZone {
+        /// Nothing: profiling is off.
+        #[inline(always)]
+        pub(crate) fn visited(&self) -> u64 {
+            0
+        }
+
+        /// Nothing (and nothing is formatted): profiling is off.
+        #[inline(always)]
+        pub(crate) fn end(self, _text: std::fmt::Arguments<'_>) {}
+    }
+
+    /// Nothing: profiling is off.
+    #[derive(Clone, Copy)]
+    pub(crate) struct ChunkSite;
+
+    #[inline(always)]
+    pub(crate) fn chunk_site() -> ChunkSite {
+        ChunkSite
+    }
+
+    #[inline(always)]
+    pub(crate) fn chunk(_site: ChunkSite) -> JobZone {
+        JobZone
+    }
+
+    #[inline(always)]
+    pub(crate) fn visited(_rows: usize) {}
+
     /// Nothing: profiling is off.
     pub(crate) struct Suspended;
 
@@ -314,6 +618,9 @@ mod imp {
     pub(crate) fn suspend() -> Suspended {
         Suspended
     }
+
+    #[inline(always)]
+    pub(crate) fn name_worker() {}
 
     #[inline(always)]
     pub(crate) fn name_frame_thread() {}
@@ -328,6 +635,9 @@ mod imp {
         ($name:literal, $value:expr) => {{
             let _ = || $value;
         }};
+        (bytes $name:literal, $value:expr) => {{
+            let _ = || $value;
+        }};
     }
     pub(crate) use plot;
 
@@ -336,7 +646,8 @@ mod imp {
 }
 
 pub(crate) use imp::{
-    JobZone, Zone, ZoneSite, enter, frame_mark, message, name_frame_thread, plot, suspend, zone,
+    ChunkSite, JobZone, Zone, ZoneSite, chunk, chunk_site, enter, frame_mark, message,
+    name_frame_thread, name_worker, plot, suspend, visited, zone,
 };
 #[cfg(feature = "tracy")]
-pub(crate) use imp::{intern, plot_value};
+pub(crate) use imp::{intern, plot_in_bytes, plot_value};

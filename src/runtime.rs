@@ -441,7 +441,7 @@ impl Runtime {
         if let Some(message) = report.drop_panic {
             return Err(self.frame_failed(FrameError::DropPanicked { message }));
         }
-        profile_frame_end(&self.stats);
+        self.profile_frame_end();
         Ok(())
     }
 
@@ -453,7 +453,7 @@ impl Runtime {
             "runsync: frame {} failed: {error}",
             self.stats.frame
         ));
-        profile_frame_end(&self.stats);
+        self.profile_frame_end();
         error
     }
 
@@ -684,19 +684,29 @@ impl Runtime {
     }
 }
 
-/// The end of a frame on the Tracy timeline (nothing without `tracy`): the frame's plots,
-/// then its frame mark.
-fn profile_frame_end(stats: &FrameStats) {
-    crate::profile::plot!("runsync entities", stats.entities as f64);
-    crate::profile::plot!(
-        "runsync writes",
-        stats.systems.iter().map(|s| s.writes).sum::<usize>() as f64
-    );
-    crate::profile::plot!(
-        "runsync commands",
-        stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
-    );
-    crate::profile::plot!("runsync merged", stats.merged as f64);
-    crate::profile::plot!("runsync dropped", stats.dropped as f64);
-    crate::profile::frame_mark();
+impl Runtime {
+    /// The end of a frame on the Tracy timeline (nothing without `tracy`): the frame's
+    /// plots, then its frame mark.
+    fn profile_frame_end(&self) {
+        let stats = &self.stats;
+        crate::profile::plot!("runsync entities", stats.entities as f64);
+        crate::profile::plot!(
+            "runsync writes",
+            stats.systems.iter().map(|s| s.writes).sum::<usize>() as f64
+        );
+        crate::profile::plot!(
+            "runsync commands",
+            stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
+        );
+        crate::profile::plot!("runsync merged", stats.merged as f64);
+        crate::profile::plot!("runsync dropped", stats.dropped as f64);
+        // `memory()` walks every column and buffer: with `tracy` only, once per frame.
+        #[cfg(feature = "tracy")]
+        {
+            let memory = self.memory();
+            crate::profile::plot!(bytes "runsync component bytes", memory.component_bytes as f64);
+            crate::profile::plot!(bytes "runsync output bytes", memory.output_bytes as f64);
+        }
+        crate::profile::frame_mark();
+    }
 }

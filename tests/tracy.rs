@@ -62,3 +62,36 @@ fn an_unnamed_frame_thread_is_named_for_its_role() {
     .unwrap();
     assert_eq!(comm.trim_end(), "runsync-frame");
 }
+
+/// The parallel paths run their parts in chunk zones named after the system (on the
+/// worker and the calling thread), with the same results as without the feature.
+#[test]
+fn parallel_parts_run_in_chunk_zones() {
+    let mut world = World::new();
+    world.register::<Pos>(|p: &mut Pos, d: &[f32]| p.0 += d.iter().sum::<f32>());
+    for i in 0..5000 {
+        world.spawn((Pos(i as f32),));
+    }
+    let mut rt = Runtime::builder().workers(2).build(world);
+    rt.add_system_named("Each", |_: &World, out: &mut Output| {
+        out.write_each::<Pos, (&Pos,)>(|_, _| 1.0);
+    });
+    rt.add_system_named("Chunks", |_: &World, out: &mut Output| {
+        out.par_for_each::<(&Pos,)>(|e, (_,), out| out.write::<Pos>(e, 2.0));
+    });
+    for _ in 0..3 {
+        rt.frame();
+    }
+    let sum: f32 = rt.world().query::<(&Pos,)>().map(|(_, (p,))| p.0).sum();
+    assert_eq!(sum, (0..5000).map(|i| i as f32 + 9.0).sum::<f32>());
+}
+
+/// With `tracy-memory`, every allocation goes through Tracy's allocator wrapper.
+#[cfg(feature = "tracy-memory")]
+#[test]
+fn allocations_are_tracked_and_work() {
+    let v: Vec<u64> = (0..10_000).collect();
+    assert_eq!(v.iter().sum::<u64>(), 49_995_000);
+    drop(v);
+    frames_run_with_tracy_zones();
+}

@@ -119,8 +119,8 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn fold(&mut self, pool: &Pool) -> FoldCounts {
-        let _zone = crate::profile::enter!(&mut self.zone, type_name::<C>());
-        paths::fold(
+        let zone = crate::profile::enter!(&mut self.zone, type_name::<C>());
+        let counts = paths::fold(
             &self.merge,
             &mut self.columns,
             &mut self.marks,
@@ -128,7 +128,14 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             &mut self.scratch,
             pool,
             &mut self.failed,
-        )
+        );
+        zone.end(format_args!(
+            "merged={} dropped={} sources={}",
+            counts.merged,
+            counts.dropped,
+            self.inbox.len()
+        ));
+        counts
     }
 
     fn failed_at(&self) -> Option<FailedAt> {

@@ -71,6 +71,7 @@ impl<'w> Output<'w> {
         for table in state.matching_tables(tables) {
             let (cols, ()) = state.shared_columns(table);
             let entities = table.entities();
+            crate::profile::visited(entities.len());
             let col = table.column(id).expect("the query requires C");
             let mut values = buf.spare.pop().unwrap_or_default();
             // `move`: the closure holds copies of the column and entity slices, not

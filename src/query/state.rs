@@ -405,6 +405,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
                 if Q::FILTERS_ROWS && Q::none_kept(&columns) {
                     continue;
                 }
+                crate::profile::visited(table.len());
                 return Some((table.entities(), columns));
             }
         }

@@ -60,6 +60,12 @@ struct Args {
     /// world comes out bit-identical and report the cost per frame. 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     rollback: u64,
+    /// Make one system (`FailAt`, added for this) panic in frame N (the first frame is 0,
+    /// as in runsync's messages): the frame fails, its outputs are discarded, the run goes
+    /// on, and the failure is reported (and shown in Tracy with `--features tracy`). The
+    /// exit status is then 1. Changes the game, so not with the checks that compare runs.
+    #[arg(long, value_name = "N", conflicts_with_all = ["check_determinism", "rollback"])]
+    fail_at: Option<u64>,
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -160,6 +166,8 @@ struct JsonReport<'a> {
     summary: &'a Summary,
     determinism: Option<&'a str>,
     rollback: Option<&'a str>,
+    /// One line per failed frame (`--fail-at`).
+    failures: &'a [String],
     frames: &'a [FrameRecord],
 }
 
@@ -229,6 +237,20 @@ fn main() -> ExitCode {
     };
 
     let mut rt = build(config);
+    if let Some(n) = args.fail_at {
+        // Once: a failed frame does not advance the frame count, so the retry is frame N
+        // again.
+        let mut failed = false;
+        rt.add_system_named(
+            "FailAt",
+            move |world: &runsync::World, _: &mut runsync::Output| {
+                if !failed && world.get_resource::<runsync::Time>().map(|t| t.frame) == Some(n) {
+                    failed = true;
+                    panic!("arena: --fail-at {n}: this frame fails on purpose");
+                }
+            },
+        );
+    }
     let workers = rt.workers();
     if !args.json {
         println!(
@@ -247,10 +269,14 @@ fn main() -> ExitCode {
     let mut records = Vec::with_capacity(args.frames as usize);
     let mut digests = Vec::new();
     let mut rollback = (args.rollback > 0).then(|| Rollback::new(args.rollback));
+    let mut failures = Vec::new();
     for _ in 0..args.frames {
         let start = Instant::now();
-        rt.frame();
+        let result = rt.try_frame();
         let wall = start.elapsed();
+        if let Err(e) = result {
+            failures.push(format!("frame {} failed: {e}", rt.stats().frame));
+        }
         records.push(FrameRecord::new(rt.stats(), wall));
         if args.check_determinism {
             digests.push(digest(rt.world()));
@@ -338,6 +364,7 @@ fn main() -> ExitCode {
             summary: &summary,
             determinism: determinism.as_deref(),
             rollback: rollback_report.as_deref(),
+            failures: &failures,
             frames: &records,
         };
         println!(
@@ -359,6 +386,17 @@ fn main() -> ExitCode {
         if let Some(r) = &rollback_report {
             println!("rollback {:<7} {r}", args.rollback);
         }
+        for f in &failures {
+            println!("failed           {f}");
+        }
+    }
+    if !failures.is_empty() {
+        if args.json {
+            for f in &failures {
+                eprintln!("arena: {f}");
+            }
+        }
+        return ExitCode::from(1);
     }
     if mismatch {
         if args.json {
