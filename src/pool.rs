@@ -437,8 +437,9 @@ impl Drop for Pool {
 }
 
 /// Spins, then yields, for this many rounds with nothing to do before parking (none under
-/// loom, where every round is a state to explore).
-const IDLE_ROUNDS: u32 = if cfg!(loom) { 0 } else { 64 };
+/// loom, where every round is a state to explore, nor under Miri, where every round is
+/// interpreted: idle workers of the tests' pools spun through most of CI's Miri time).
+const IDLE_ROUNDS: u32 = if cfg!(loom) || cfg!(miri) { 0 } else { 64 };
 
 fn worker_main(shared: &Shared) {
     crate::profile::name_worker();
