@@ -482,7 +482,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
 }
 
 /// Everything one system (or one chunk of a parallel iteration) emitted.
-pub struct SystemOutputs {
+pub(crate) struct SystemOutputs {
     /// Typed buffers by component id; `None` until the system first writes the type
     /// (and while Sync holds the buffer).
     pub(crate) buffers: Vec<Option<ErasedBuf>>,

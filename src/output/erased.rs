@@ -68,17 +68,6 @@ impl ErasedBuf {
         &*self.buf
     }
 
-    /// The typed box (an `Output::query` holds it while it hands out slots).
-    ///
-    /// # Panics
-    /// If it holds another type (see [`typed_mut`](Self::typed_mut)).
-    pub(crate) fn into_typed<C: Component>(self) -> Box<OutBuf<C>> {
-        match self.buf.into_any().downcast::<OutBuf<C>>() {
-            Ok(b) => b,
-            Err(_) => wrong_type(),
-        }
-    }
-
     /// The box, for its fold (which downcasts it once per frame).
     pub(crate) fn into_box(self) -> Box<dyn AnyBuffer> {
         self.buf

@@ -133,8 +133,7 @@ impl<'w> Output<'w> {
         let threads = pool.threads();
         let mut subs = std::mem::take(&mut self.bufs.chunks);
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
-        let (mut state, mut tables, outputs) =
-            QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
+        let (mut state, mut tables) = QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
         let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
         let chunk = total.div_ceil(threads * 4).max(MIN_CHUNK);
         // Sub-buffers used so far: chunk `k`'s `out` writes go to `subs[k]`, absorbed in
@@ -186,9 +185,8 @@ impl<'w> Output<'w> {
                 break;
             }
         }
-        // The slot columns go back to this system's buffers, then the chunks' writes
-        // follow, in iteration order.
-        Q::release(&mut state.elements, outputs);
+        // The slot columns are in this system's buffers already; the chunks' writes
+        // follow them, in iteration order.
         drop(state);
         for sub in &mut subs[..used] {
             if result.is_ok() {

@@ -19,7 +19,6 @@
 
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
-use crate::output::buffer::SystemOutputs;
 
 /// One element of a query, or a tuple of elements: the engine behind [`QueryData`] and
 /// [`QueryMut`]. Crate-private (it cannot be named outside), which seals both.
@@ -71,10 +70,6 @@ pub trait Fetch {
     fn none_kept(_columns: &Self::Columns<'_>) -> bool {
         false
     }
-    /// Gives back what [`init`](Self::init) took from a system's outputs (an output
-    /// slot's buffer), when the query ends.
-    #[inline]
-    fn release(_state: &mut Self::State<'_>, _outputs: &mut SystemOutputs) {}
 }
 
 /// A read-only query: what [`World::query`](crate::World::query),
@@ -419,10 +414,6 @@ macro_rules! tuple_query {
             #[inline]
             fn none_kept(columns: &Self::Columns<'_>) -> bool {
                 $($name::none_kept(&columns.$idx) ||)* false
-            }
-            #[inline]
-            fn release(state: &mut Self::State<'_>, outputs: &mut SystemOutputs) {
-                $($name::release(&mut state.$idx, outputs);)*
             }
         }
 

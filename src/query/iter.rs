@@ -3,6 +3,8 @@
 //! one table with [`TableRows`], which also skips the rows a row filter drops, a word (64
 //! rows) at a time.
 
+use std::marker::PhantomData;
+
 use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Candidates, QueryState};
 use crate::entity::Entity;
@@ -173,16 +175,18 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
 /// A table found by [`QueryState::next_table`]: its entities and `Q`'s part of it.
 type Found<'w, Q> = Option<(&'w [Entity], <Q as Fetch>::Columns<'w>)>;
 
-/// The next matching table after `tables`' position, and the cursor after it. Out of
-/// line and borrowing nothing of the iterator (everything by value), so that
-/// `QueryIter::next` inlines into the user's loop with its row state in registers.
+/// The next matching table after `tables`' position, the cursor after it, and the state
+/// back. Out of line and borrowing nothing of the iterator (everything by value), so that
+/// `next` inlines into the user's loop with its row state in registers: a pointer into
+/// the iterator passed to a call would keep the whole iterator in memory, and the loop
+/// would store its row to it and reload its columns every row.
 #[inline(never)]
-fn next_table<'w, Q: QueryData>(
+fn next_table<'w, Q: Fetch>(
     mut tables: Candidates<'w>,
     mut state: QueryState<'w, Q>,
-) -> (Candidates<'w>, Found<'w, Q>) {
+) -> (Candidates<'w>, QueryState<'w, Q>, Found<'w, Q>) {
     let found = state.next_table(&mut tables);
-    (tables, found)
+    (tables, state, found)
 }
 
 impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
@@ -194,7 +198,7 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             if let Some(item) = self.rows.next() {
                 return Some(item);
             }
-            let (tables, found) = next_table::<Q>(self.tables.clone(), self.state);
+            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
             self.tables = tables;
             self.rows = TableRows::new(found?);
         }
@@ -227,7 +231,7 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
         let mut acc = init;
         loop {
             acc = self.rows.fold(acc, &mut f);
-            let (tables, found) = next_table::<Q>(self.tables.clone(), self.state);
+            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
             self.tables = tables;
             match found {
                 Some(found) => self.rows = TableRows::new(found),
@@ -285,9 +289,7 @@ impl<Q: QueryData, F: QueryData> ExactSizeIterator for QueryFiltered<'_, Q, F> {
 /// Iterator over `(Entity, Q::Item)` returned by [`World::query_mut`]: the order is
 /// [`World::query`]'s.
 pub struct QueryMutIter<'w, Q: QueryMut> {
-    state: QueryState<'w, Q>,
-    tables: Candidates<'w>,
-    rows: TableRows<'w, Q>,
+    walk: OwnedWalk<'w, Q>,
 }
 
 impl<'w, Q: QueryMut> QueryMutIter<'w, Q> {
@@ -297,9 +299,7 @@ impl<'w, Q: QueryMut> QueryMutIter<'w, Q> {
     pub(crate) fn new(world: &'w mut World) -> Self {
         let (state, tables) = QueryState::exclusive(world.storage_mut());
         QueryMutIter {
-            state,
-            tables,
-            rows: TableRows::none(),
+            walk: OwnedWalk::new(state, tables),
         }
     }
 }
@@ -309,50 +309,78 @@ impl<'w, Q: QueryMut> Iterator for QueryMutIter<'w, Q> {
 
     #[inline]
     fn next(&mut self) -> Option<Self::Item> {
-        next_row(&mut self.state, &mut self.tables, &mut self.rows)
+        self.walk.next()
     }
 
-    fn fold<B, F>(mut self, init: B, f: F) -> B
+    fn fold<B, F>(self, init: B, f: F) -> B
     where
         F: FnMut(B, Self::Item) -> B,
     {
-        fold_rows(&mut self.state, &mut self.tables, &mut self.rows, init, f)
+        self.walk.fold(init, f)
     }
 }
 
-/// The next row of a query walk that owns its state (`QueryMutIter`, `QueryOutIter`):
-/// the current table's next row, else the first row of the next table that has one.
-///
-/// `peek` and `take` rather than `rows.next()` (which `QueryIter` uses): each is the
-/// shorter loop for its iterator, measured with callgrind (for `&mut P, &V`: 27
-/// instructions per row against 55; for `&P, &V`: 36 against 40).
-#[inline(always)]
-fn next_row<'w, Q: Fetch>(
-    state: &mut QueryState<'w, Q>,
-    tables: &mut Candidates<'w>,
-    rows: &mut TableRows<'w, Q>,
-) -> Option<(Entity, Q::Out<'w>)> {
-    loop {
-        if let Some(&e) = rows.peek() {
-            return Some(rows.take(e));
+/// The walk of a query iterator whose state is not `Copy` (`QueryMutIter`,
+/// `QueryOutIter`): the state moves out to the out-of-line [`next_table`] and back, so
+/// nothing of the walk is borrowed by a call (see there). `None` only while that call
+/// runs, or after it panicked.
+struct OwnedWalk<'w, Q: Fetch> {
+    state: Option<QueryState<'w, Q>>,
+    tables: Candidates<'w>,
+    rows: TableRows<'w, Q>,
+}
+
+impl<'w, Q: Fetch> OwnedWalk<'w, Q> {
+    fn new(state: QueryState<'w, Q>, tables: Candidates<'w>) -> Self {
+        OwnedWalk {
+            state: Some(state),
+            tables,
+            rows: TableRows::none(),
         }
-        *rows = TableRows::new(state.next_table(tables)?);
     }
-}
 
-/// [`next_row`]'s walk as a fold: table by table, each table's rows in one loop.
-fn fold_rows<'w, Q: Fetch, B>(
-    state: &mut QueryState<'w, Q>,
-    tables: &mut Candidates<'w>,
-    rows: &mut TableRows<'w, Q>,
-    mut acc: B,
-    mut f: impl FnMut(B, (Entity, Q::Out<'w>)) -> B,
-) -> B {
-    loop {
-        acc = std::mem::replace(rows, TableRows::none()).fold(acc, &mut f);
-        match state.next_table(tables) {
-            Some(found) => *rows = TableRows::new(found),
-            None => return acc,
+    /// The next table that has a row, or `false` at the end.
+    #[inline(always)]
+    fn advance(&mut self) -> bool {
+        let Some(state) = self.state.take() else {
+            return false;
+        };
+        let (tables, state, found) = next_table::<Q>(self.tables.clone(), state);
+        self.tables = tables;
+        self.state = Some(state);
+        match found {
+            Some(found) => {
+                self.rows = TableRows::new(found);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The current table's next row, else the first row of the next table that has one.
+    ///
+    /// `peek` and `take` rather than `rows.next()` (which `QueryIter` uses): each is the
+    /// shorter loop for its iterator, measured with callgrind.
+    #[inline(always)]
+    fn next(&mut self) -> Option<(Entity, Q::Out<'w>)> {
+        loop {
+            if let Some(&e) = self.rows.peek() {
+                return Some(self.rows.take(e));
+            }
+            if !self.advance() {
+                return None;
+            }
+        }
+    }
+
+    /// [`next`](Self::next)'s walk as a fold: table by table, each table's rows in one
+    /// loop.
+    fn fold<B>(mut self, mut acc: B, mut f: impl FnMut(B, (Entity, Q::Out<'w>)) -> B) -> B {
+        loop {
+            acc = std::mem::replace(&mut self.rows, TableRows::none()).fold(acc, &mut f);
+            if !self.advance() {
+                return acc;
+            }
         }
     }
 }
@@ -361,11 +389,9 @@ fn fold_rows<'w, Q: Fetch, B>(
 /// the order is [`World::query`]'s; [`Write<C>`](crate::Write) elements yield the row's
 /// output slot.
 pub struct QueryOutIter<'o, Q: QueryOut> {
-    state: QueryState<'o, Q>,
-    tables: Candidates<'o>,
-    rows: TableRows<'o, Q>,
-    /// Where the `Write` elements give their buffers back.
-    outputs: &'o mut SystemOutputs,
+    walk: OwnedWalk<'o, Q>,
+    /// The `Write` elements' buffers are the system's, borrowed for `'o`.
+    _outputs: PhantomData<&'o mut SystemOutputs>,
 }
 
 impl<'o, Q: QueryOut> QueryOutIter<'o, Q> {
@@ -373,12 +399,10 @@ impl<'o, Q: QueryOut> QueryOutIter<'o, Q> {
     /// If a type in `Q` is not registered, or is written twice.
     #[track_caller]
     pub(crate) fn new(world: &'o World, outputs: &'o mut SystemOutputs) -> Self {
-        let (state, tables, outputs) = QueryState::slots(world.storage(), outputs);
+        let (state, tables) = QueryState::slots(world.storage(), outputs);
         QueryOutIter {
-            state,
-            tables,
-            rows: TableRows::none(),
-            outputs,
+            walk: OwnedWalk::new(state, tables),
+            _outputs: PhantomData,
         }
     }
 }
@@ -390,19 +414,13 @@ impl<'o, Q: QueryOut> Iterator for QueryOutIter<'o, Q> {
     // measured a quarter of the contrib frame.
     #[inline(always)]
     fn next(&mut self) -> Option<Self::Item> {
-        next_row(&mut self.state, &mut self.tables, &mut self.rows)
+        self.walk.next()
     }
 
-    fn fold<B, F>(mut self, init: B, f: F) -> B
+    fn fold<B, F>(self, init: B, f: F) -> B
     where
         F: FnMut(B, Self::Item) -> B,
     {
-        fold_rows(&mut self.state, &mut self.tables, &mut self.rows, init, f)
-    }
-}
-
-impl<Q: QueryOut> Drop for QueryOutIter<'_, Q> {
-    fn drop(&mut self) {
-        Q::release(&mut self.state.elements, self.outputs);
+        self.walk.fold(init, f)
     }
 }

@@ -19,10 +19,12 @@
 //! kind of [`Source`] (built by [`QueryState::slots`] for `Output::query`, reads shared
 //! as in `&World` queries), its `columns` opens a pending output column for the table, and
 //! `get` hands out the row's slot. Such an element is not [`QueryData`] (its state is not
-//! `Copy`), so it iterates with the exclusive walk of [`QueryState::next_table`], as
-//! `query_mut` does, and gives the buffer back when the query ends (`Fetch::release`).
+//! `Copy`), so it iterates with the owning walk of [`QueryState::next_table`], as
+//! `query_mut` does. The buffer stays in the system's outputs, which the query borrows
+//! exclusively.
 
 use std::any::Any;
+use std::ptr::NonNull;
 
 use super::fetch::{Fetch, QueryData};
 use crate::component::{Component, ComponentId, Registry};
@@ -74,7 +76,7 @@ enum Lend<'w> {
     Shared(&'w Storage),
     /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
     /// elements take the output buffer of their type (`Output::query`).
-    Slots(&'w Storage, Option<&'w mut SystemOutputs>, Taken),
+    Slots(&'w Storage, &'w mut SystemOutputs, Taken),
     /// `&mut World`: each type's columns lent to at most one element, by id.
     Exclusive(Vec<Slot<'w>>),
 }
@@ -151,14 +153,17 @@ impl<'w> Source<'w> {
         }
     }
 
-    /// Takes the system's output buffer for type `id` (a [`Write`](super::Write)
-    /// element), sealed: what the system wrote before comes first.
+    /// Where the system's output buffer for type `id` is (a [`Write`](super::Write)
+    /// element), sealed: what the system wrote before comes first. The buffer stays in
+    /// the system's outputs, which the query borrows exclusively for `'w`; the pointer is
+    /// unique to the element (each type is written by one element) and the buffer neither
+    /// moves nor is freed during `'w` (its box stays in the outputs' list).
     ///
     /// # Panics
-    /// If another element of the query took it already.
+    /// If another element of the query writes `id` too.
     #[track_caller]
-    pub(crate) fn take_out<C: Component>(&mut self, id: ComponentId) -> Box<OutBuf<C>> {
-        let Lend::Slots(_, Some(outputs), taken) = &mut self.lend else {
+    pub(crate) fn out_buf<C: Component>(&mut self, id: ComponentId) -> NonNull<OutBuf<C>> {
+        let Lend::Slots(_, outputs, taken) = &mut self.lend else {
             unreachable!("only `Output::query` has output slots")
         };
         if taken.ids[..taken.len].contains(&id) {
@@ -166,9 +171,9 @@ impl<'w> Source<'w> {
         }
         taken.ids[taken.len] = id;
         taken.len += 1;
-        outputs.typed::<C>(id).seal();
-        let buf = outputs.buffers[id.index()].take().expect("created above");
-        buf.into_typed::<C>()
+        let buf = outputs.typed::<C>(id);
+        buf.seal();
+        NonNull::from(buf)
     }
 
     /// Takes type `id`'s column vectors out of an exclusive source.
@@ -280,9 +285,8 @@ impl<'w, Q: QueryData> QueryState<'w, Q> {
 }
 
 impl<'w, Q: Fetch> QueryState<'w, Q> {
-    /// `Q` over `storage`, its [`Write`](super::Write) elements holding their types'
-    /// buffers from `outputs` (handed back by `Q::release`), and the tables to try; then
-    /// `outputs` itself, for that release.
+    /// `Q` over `storage`, its [`Write`](super::Write) elements pointing at their types'
+    /// buffers in `outputs`, and the tables to try.
     ///
     /// # Panics
     /// If a type in `Q` is not registered, or is written twice.
@@ -290,12 +294,12 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     pub(crate) fn slots(
         storage: &'w Storage,
         outputs: &'w mut SystemOutputs,
-    ) -> (Self, Candidates<'w>, &'w mut SystemOutputs) {
+    ) -> (Self, Candidates<'w>) {
         let mut source = Source {
             registry: storage.registry(),
             lend: Lend::Slots(
                 storage,
-                Some(outputs),
+                outputs,
                 Taken {
                     ids: [ComponentId(u32::MAX); 12],
                     len: 0,
@@ -303,12 +307,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
             ),
         };
         let elements = Q::init(&mut source);
-        let Lend::Slots(_, Some(outputs), _) = source.lend else {
-            unreachable!("made above")
-        };
-        let (state, candidates) =
-            Self::new(elements, storage.tables(), |id| storage.tables_with(id));
-        (state, candidates, outputs)
+        Self::new(elements, storage.tables(), |id| storage.tables_with(id))
     }
 
     /// `Q` over `storage`, each type's columns lent to at most one element, and the tables

@@ -1,18 +1,19 @@
 //! The write element of [`Output::query`](crate::Output::query): [`Write<C>`], the row's
 //! output slot for `C`.
 //!
-//! Its state holds the system's output buffer for `C` for the length of the query (taken
-//! out of the system's outputs by [`Source::take_out`], given back by
-//! [`Fetch::release`]); its part of each table is a pending column of that buffer (see
-//! `output::slots`); `get` hands out the row's [`Slot`].
+//! Its state points at the system's output buffer for `C`, which stays in the system's
+//! outputs (see [`Source::out_buf`]); its part of each table is a pending column of that
+//! buffer (see `output::slots`); `get` hands out the row's [`Slot`]. Nothing of it needs
+//! dropping or handing back, so a query iterator holding it has no drop glue: the
+//! compiler keeps the loop's row state in registers even when the loop body may panic.
 
 use std::marker::PhantomData;
+use std::ptr::NonNull;
 
 use super::fetch::{Fetch, QueryOut};
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
-use crate::output::buffer::{OutBuf, SystemOutputs};
-use crate::output::erased::ErasedBuf;
+use crate::output::buffer::OutBuf;
 use crate::output::slots::{Slot, SlotBase};
 
 /// A query element of [`Output::query`](crate::Output::query): the row's output slot for
@@ -40,16 +41,17 @@ use crate::output::slots::{Slot, SlotBase};
 /// ```
 pub struct Write<C>(PhantomData<fn() -> C>);
 
-/// The state of a [`Write<C>`] element: `C`'s id and, while the query runs, the system's
-/// buffer for `C`.
-pub struct WriteState<C: Component> {
+/// The state of a [`Write<C>`] element: `C`'s id and the system's buffer for `C`.
+pub struct WriteState<'w, C: Component> {
     id: ComponentId,
-    buf: Option<Box<OutBuf<C>>>,
+    /// From [`Source::out_buf`]: valid, and used by this element only, for `'w`.
+    buf: NonNull<OutBuf<C>>,
+    _outputs: PhantomData<&'w mut OutBuf<C>>,
 }
 
 impl<C: Component> Fetch for Write<C> {
     type Out<'w> = Slot<'w, C::Output>;
-    type State<'w> = WriteState<C>;
+    type State<'w> = WriteState<'w, C>;
     type Columns<'w> = SlotBase<C::Output>;
 
     #[track_caller]
@@ -57,7 +59,8 @@ impl<C: Component> Fetch for Write<C> {
         let id = source.id::<C>();
         WriteState {
             id,
-            buf: Some(source.take_out::<C>(id)),
+            buf: source.out_buf::<C>(id),
+            _outputs: PhantomData,
         }
     }
     fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
@@ -72,11 +75,11 @@ impl<C: Component> Fetch for Write<C> {
         let col = table
             .column(state.id)
             .expect("a matching table holds every required type");
-        state
-            .buf
-            .as_mut()
-            .expect("the buffer is held until the query ends")
-            .slots(col, table.len())
+        // SAFETY: `buf` comes from `Source::out_buf`: the buffer lives, unmoved, for
+        // `'w`, the query borrows the system's outputs exclusively for `'w`, and no other
+        // element of the query writes `C`; so this is the only reference to it now.
+        let buf = unsafe { state.buf.as_mut() };
+        buf.slots(col, table.len())
     }
     #[inline]
     fn no_columns<'w>() -> Self::Columns<'w> {
@@ -85,11 +88,6 @@ impl<C: Component> Fetch for Write<C> {
     #[inline(always)]
     unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
         columns.slot(row)
-    }
-    fn release(state: &mut Self::State<'_>, outputs: &mut SystemOutputs) {
-        if let Some(buf) = state.buf.take() {
-            outputs.buffers[state.id.index()] = Some(ErasedBuf::from_typed(buf));
-        }
     }
 }
 
