@@ -12,8 +12,10 @@
 //!    that folds runs of rows straight into columns, types and row ranges in parallel,
 //!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; unsafe code is
-//!    confined to the worker pool, one checked cast on the write path and one module that
-//!    moves output values out by position (`fold::move_out`).
+//!    confined to the worker pool, the write path (output slots in `output::slots`, the
+//!    typed buffer's cast and remembered address in `output::erased`), the query engine's
+//!    unchecked row access (`query`), and one module that moves output values out by
+//!    position (`fold::move_out`); Miri checks each (`.ci/run`).
 //!
 //! # In the source
 //!

@@ -9,6 +9,7 @@ pub(crate) mod slots;
 use std::any::TypeId;
 
 pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
+use erased::BufAddr;
 pub(crate) use erased::ErasedBuf;
 pub use slots::Slot;
 
@@ -20,12 +21,17 @@ use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
 use buffer::Cursor;
 
-/// One remembered type: its id and where its next in-order write goes.
+/// One remembered type: its id, where its next in-order write goes, and the system's
+/// buffer for it once a plain write has found it.
 #[derive(Clone, Copy)]
 struct TypeSlot<'w> {
     ty: TypeId,
     id: ComponentId,
     cursor: Cursor<'w>,
+    /// The buffer of type `ty`, or none: set by `write` from `bufs`; forgotten (by
+    /// `reset_cursors`, or `writer` for its type) before anything else reaches the
+    /// buffers, so it is only ever used while it is the one way to the buffer.
+    buf: BufAddr,
 }
 
 /// Where a system sends its outputs during Run.
@@ -89,6 +95,7 @@ impl<'w> Output<'w> {
             ty,
             id,
             cursor: Cursor::NONE,
+            buf: BufAddr::NONE,
         };
         let t = bufs.types;
         let slots = [slot(t[0]), slot(t[1]), slot(t[2]), slot(t[3])];
@@ -129,6 +136,7 @@ impl<'w> Output<'w> {
             ty: TypeId::of::<C>(),
             id,
             cursor: Cursor::NONE,
+            buf: BufAddr::NONE,
         };
         self.bufs.types[i] = (TypeId::of::<C>(), id);
         i
@@ -142,10 +150,12 @@ impl<'w> Output<'w> {
         self.slots[i].id
     }
 
-    /// Forgets every write cursor (after runs were appended by other means).
+    /// Forgets every write cursor (after runs were appended by other means) and every
+    /// remembered buffer address (before the buffers are reached by other means).
     fn reset_cursors(&mut self) {
         for s in &mut self.slots {
             s.cursor = Cursor::NONE;
+            s.buf = BufAddr::NONE;
         }
     }
 
@@ -168,7 +178,20 @@ impl<'w> Output<'w> {
     pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
         let i = self.slot::<C>();
         let slot = &mut self.slots[i];
-        let buf = self.bufs.typed::<C>(slot.id);
+        // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
+        // `ty` is `C`'s (set together in `remember`, which clears `buf`); the buffer's
+        // box stays in `bufs` for the life of this `Output`; and every other way to the
+        // buffers forgets `buf` first (see `TypeSlot::buf`).
+        let buf = match unsafe { slot.buf.get::<C>() } {
+            Some(buf) => buf,
+            None => {
+                // The first plain write of `C` in this run: every later one uses the
+                // address, so this one does too (one way to the buffer, not two).
+                slot.buf = BufAddr::of(self.bufs.typed::<C>(slot.id));
+                // SAFETY: as above; the address was made just now.
+                unsafe { slot.buf.get::<C>() }.expect("just set")
+            }
+        };
         if slot.cursor.advance(e) {
             buf.push_in_run(value);
         } else {
@@ -191,6 +214,8 @@ impl<'w> Output<'w> {
         // resolves its target once. (No hand-back on drop: a `Drop` impl would keep `out`
         // borrowed to the end of the scope.)
         let cursor = std::mem::replace(&mut slot.cursor, Cursor::NONE);
+        // The writer reaches the buffer its own way.
+        slot.buf = BufAddr::NONE;
         Writer {
             buf: self.bufs.typed::<C>(slot.id),
             cursor,

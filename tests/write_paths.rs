@@ -1,0 +1,113 @@
+//! Every write path of one system, interleaved with the plain `out.write`, which
+//! remembers where each type's buffer is between writes: the results must be those of the
+//! same writes made one by one, in emission order. Runs under Miri (Tree Borrows, strict
+//! provenance) in `.ci/run`: the remembered address must never be used after another path
+//! reached the buffer.
+
+use runsync::prelude::*;
+
+macro_rules! components {
+    ($($name:ident),*) => {$(
+        #[derive(Clone, Copy, Debug, PartialEq)]
+        struct $name(u32);
+        impl Component for $name {
+            type Output = u32;
+        }
+    )*};
+}
+components!(A, B, C, D, E, F);
+
+/// Each output appended as a decimal digit (wrapping), in merge order: the order is
+/// visible.
+fn digits(v: &mut u32, outs: &[u32]) {
+    for &o in outs {
+        *v = v.wrapping_mul(10).wrapping_add(o);
+    }
+}
+
+fn world(n: u32) -> (World, Vec<Entity>) {
+    let mut w = World::new();
+    w.register::<A>(|a: &mut A, o: &[u32]| digits(&mut a.0, o));
+    w.register::<B>(|b: &mut B, o: &[u32]| digits(&mut b.0, o));
+    w.register::<C>(|c: &mut C, o: &[u32]| digits(&mut c.0, o));
+    w.register::<D>(|d: &mut D, o: &[u32]| digits(&mut d.0, o));
+    w.register::<E>(|e: &mut E, o: &[u32]| digits(&mut e.0, o));
+    w.register::<F>(|f: &mut F, o: &[u32]| digits(&mut f.0, o));
+    let es = (0..n)
+        .map(|_| w.spawn((A(0), B(0), C(0), D(0), E(0), F(0))))
+        .collect();
+    (w, es)
+}
+
+/// One system, every path, `A` written between each: plain, writer, plain, slots, plain,
+/// write_each, plain, par_for_each, plain; and six types through the plain path, more
+/// than it remembers at once.
+fn all_paths(w: &World, out: &mut Output) {
+    let es: Vec<Entity> = w.query::<(&A,)>().map(|(e, _)| e).collect();
+    for &e in &es {
+        out.write::<A>(e, 1);
+    }
+    {
+        let mut wr = out.writer::<A>();
+        for &e in &es {
+            wr.write(e, 2);
+        }
+    }
+    for &e in &es {
+        out.write::<A>(e, 3);
+    }
+    for (_, (mut a,)) in out.query::<(Write<A>,)>() {
+        a.set(4);
+    }
+    for &e in es.iter().rev() {
+        out.write::<A>(e, 5);
+    }
+    out.write_each::<A, (&B,)>(|_, _| 6);
+    for &e in &es {
+        out.write::<A>(e, 7);
+    }
+    out.par_for_each::<(Write<A>,)>(|_, (mut a,), _| a.set(8));
+    for &e in &es {
+        out.write::<A>(e, 9);
+        out.write::<B>(e, 1);
+        out.write::<C>(e, 2);
+        out.write::<D>(e, 3);
+        out.write::<E>(e, 4);
+        out.write::<F>(e, 5);
+        out.write::<A>(e, 1);
+        out.write::<B>(e, 6);
+    }
+}
+
+#[test]
+fn every_path_around_plain_writes_keeps_emission_order() {
+    let n = if cfg!(miri) { 3 } else { 200 };
+    for workers in [1, 2] {
+        let (w, es) = world(n);
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(all_paths);
+        for frame in 0..2 {
+            rt.try_frame().expect("the frame runs");
+            for &e in &es {
+                let w = rt.world();
+                // The digits of one frame, in emission order; each frame appends.
+                let mut expect_a = 0;
+                for _ in 0..=frame {
+                    digits(&mut expect_a, &[1, 2, 3, 4, 5, 6, 7, 8, 9, 1]);
+                }
+                assert_eq!(
+                    w.get::<A>(e),
+                    Some(&A(expect_a)),
+                    "A of {e:?}, frame {frame}, {workers} workers"
+                );
+                if frame == 0 {
+                    assert_eq!(w.get::<B>(e), Some(&B(16)));
+                    assert_eq!(w.get::<C>(e), Some(&C(2)));
+                    assert_eq!(w.get::<D>(e), Some(&D(3)));
+                    assert_eq!(w.get::<E>(e), Some(&E(4)));
+                    assert_eq!(w.get::<F>(e), Some(&F(5)));
+                }
+            }
+        }
+    }
+}
