@@ -174,6 +174,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "arithmetic only, no unsafe code: 2.7 minutes of CI's Miri step"
+    )]
     fn a_rate_pays_exactly_n_frames_for_n_steps() {
         let sec = Duration::from_secs(1);
         // Whole steps rounded to the nanosecond either way, added up: no drift.

@@ -15,13 +15,13 @@
 //! An element carries per-query state of its own and takes per-table data in
 //! [`Fetch::columns`], with `&mut` access to its state, table by table in creation order:
 //! that is how `&mut C` walks its type's columns, and how [`Write<C>`](super::Write)
-//! hands out output slots. Its state takes the system's output buffer for `C` from a third
-//! kind of [`Source`] (built by [`QueryState::slots`] for `Output::query`, reads shared
-//! as in `&World` queries), its `columns` opens a pending output column for the table, and
-//! `get` hands out the row's slot. Such an element is not [`QueryData`] (its state is not
-//! `Copy`), so it iterates with the owning walk of [`QueryState::next_table`], as
-//! `query_mut` does. The buffer stays in the system's outputs, which the query borrows
-//! exclusively.
+//! hands out output slots. Its state points at the system's output buffer for `C`, found
+//! through a third kind of [`Source`] (built by [`QueryState::slots`] for `Output::query`,
+//! reads shared as in `&World` queries; the buffer stays in the system's outputs, which
+//! the query borrows exclusively), its `columns` opens a pending output column for the
+//! table, and `get` hands out the row's slot. Such an element is not [`QueryData`] (it
+//! must not be copied: its state is a unique pointer), so it iterates with the owning walk
+//! of [`QueryState::next_table`], as `query_mut` does.
 
 use std::any::Any;
 use std::ptr::NonNull;

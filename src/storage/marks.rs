@@ -301,9 +301,15 @@ mod tests {
     #[test]
     fn set_range_agrees_with_a_bool_model() {
         let edges = [0, 1, 5, 63, 64, 65, 127, 128, 130, 191, 192, 250];
-        let n = if cfg!(miri) { 4 } else { edges.len() };
-        for &a1 in &edges[..n] {
-            for &b1 in &edges {
+        // Under Miri (2+ minutes with every pair): starts at the first word's edges, ends
+        // on both sides of each word boundary.
+        let (starts, ends): (&[usize], &[usize]) = if cfg!(miri) {
+            (&edges[..4], &[1, 63, 64, 65, 128, 250])
+        } else {
+            (&edges, &edges)
+        };
+        for &a1 in starts {
+            for &b1 in ends {
                 for &(a2, b2) in &[(0, 0), (3, 70), (64, 128), (100, 260), (200, 201)] {
                     let mut bits = Bits::default();
                     let mut model = vec![false; 300];
