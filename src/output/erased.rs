@@ -124,9 +124,9 @@ mod tests {
 ///
 /// The address is taken from a `&mut OutBuf<C>` ([`of`](Self::of)) and used as one again
 /// ([`get`](Self::get)); in between, nothing else may touch the buffer: whoever holds a
-/// `BufAddr` forgets it (sets [`NONE`](Self::NONE)) before the buffer is reached any other
-/// way (under Tree Borrows, another `&mut` to the buffer would end this one's right to
-/// write).
+/// `BufAddr` forgets it (sets [`NONE`](Self::NONE)) when the buffer is reached any other
+/// way, before using it again (under Tree Borrows, another `&mut` to the buffer ends this
+/// one's right to write).
 #[derive(Clone, Copy)]
 pub(crate) struct BufAddr(Option<NonNull<()>>);
 

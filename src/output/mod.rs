@@ -29,8 +29,9 @@ struct TypeSlot<'w> {
     id: ComponentId,
     cursor: Cursor<'w>,
     /// The buffer of type `ty`, or none: set by `write` from `bufs`; forgotten (by
-    /// `reset_cursors`, or `writer` for its type) before anything else reaches the
-    /// buffers, so it is only ever used while it is the one way to the buffer.
+    /// `reset_cursors`, or `writer` for its type) whenever anything else reaches the
+    /// buffers, before the next plain write, so it is only ever used while it is the one
+    /// way to the buffer.
     buf: BufAddr,
 }
 
@@ -181,7 +182,7 @@ impl<'w> Output<'w> {
         // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
         // `ty` is `C`'s (set together in `remember`, which clears `buf`); the buffer's
         // box stays in `bufs` for the life of this `Output`; and every other way to the
-        // buffers forgets `buf` first (see `TypeSlot::buf`).
+        // buffers forgets `buf` before the next plain write (see `TypeSlot::buf`).
         let buf = match unsafe { slot.buf.get::<C>() } {
             Some(buf) => buf,
             None => {

@@ -75,7 +75,7 @@ enum Lend<'w> {
     /// `&World`: every element reads (the query is [`QueryData`]).
     Shared(&'w Storage),
     /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
-    /// elements take the output buffer of their type (`Output::query`).
+    /// elements point at the output buffer of their type (`Output::query`).
     Slots(&'w Storage, &'w mut SystemOutputs, Taken),
     /// `&mut World`: each type's columns lent to at most one element, by id.
     Exclusive(Vec<Slot<'w>>),
