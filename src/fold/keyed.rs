@@ -1,6 +1,7 @@
 //! The keyed path: outputs not in row order — a source that visits rows out of order or
 //! twice (scattered writes: each entity writing to some other one), or many sparse
-//! sources — merged by a hand-written merge.
+//! sources — to a type of many more rows than outputs (else the
+//! [`bucket`](super::bucket) path sorts them in one pass), merged by a hand-written merge.
 //!
 //! 1. [`keys`] — every output becomes an [`Item`]: its *dense key* (the target's place
 //!    among all the type's rows: its column's first row plus its row) packed with its
@@ -32,6 +33,7 @@ use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
+use super::bucket::dense_bases;
 use super::move_out::permute;
 use super::paths::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
 
@@ -225,17 +227,7 @@ fn keys<C: Component>(
     flat: &mut Vec<C::Output>,
     counts: &mut Vec<u32>,
 ) -> Digits {
-    bases.clear();
-    let mut rows = 0u64;
-    for c in columns {
-        bases.push(rows as u32);
-        rows += c.len() as u64;
-        assert!(
-            rows <= u64::from(u32::MAX),
-            "fewer than 2^32 rows of one type"
-        );
-    }
-    bases.push(rows as u32);
+    let rows = dense_bases(columns, bases) as u64;
     assert!(
         total <= u32::MAX as usize,
         "fewer than 2^32 outputs of one type"

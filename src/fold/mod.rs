@@ -12,6 +12,7 @@
 //! ([`Merge::ONE_AT_A_TIME`], [`Merge::replace_column`]) and the shape of the sources; see
 //! [`paths`] for the list.
 
+mod bucket;
 mod gather;
 mod keyed;
 mod move_out;

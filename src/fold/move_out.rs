@@ -4,7 +4,9 @@
 //! - the gather ([`Taken`], [`Claim`], [`Rows`]): several workers move the values of the
 //!   same sources at once, each its own stretch of every source (an ordered source's
 //!   values for a row range are a contiguous stretch of its emission order);
-//! - the keyed path ([`permute`]): values move from emission order to key order.
+//! - the keyed path ([`permute`]): values move from emission order to key order;
+//! - the bucket path ([`group_by_key`]): values move from emission order straight into
+//!   their row's group (a counting sort).
 //!
 //! Safe code cannot do either without copying every value once more: `Vec::drain` takes
 //! the whole vector, and `&mut [O]` lends values without letting them go.
@@ -450,6 +452,58 @@ pub(super) fn permute<O>(
     drop(guard);
 }
 
+/// Moves every value of `from` into `to` (emptied first), grouped by key and stably: the
+/// values of key 0 in their order in `from`, then those of key 1, and so on. `keys[i]` is
+/// the key of `from[i]`. On return `ends[k]` is where key `k`'s group ends in `to` (it
+/// starts where key `k - 1`'s ends, or at 0); `ends.len()` is the number of keys. `from`
+/// is left empty, capacity kept.
+///
+/// Every place in `to` is computed here, from counts of `keys` themselves (a counting
+/// sort), so no caller's arithmetic can make two values meet in one place.
+///
+/// # Panics
+///
+/// If `keys` and `from` differ in length, or a key is not below `ends.len()`: before any
+/// value has moved.
+pub(super) fn group_by_key<O>(from: &mut Vec<O>, keys: &[u32], ends: &mut [u32], to: &mut Vec<O>) {
+    let n = from.len();
+    assert_eq!(keys.len(), n, "one key per value");
+    assert!(n <= u32::MAX as usize, "fewer than 2^32 values");
+    ends.fill(0);
+    for &k in keys {
+        ends[k as usize] += 1; // a key out of range panics here, before anything moves
+    }
+    // Each key's first place: the counts of the keys before it.
+    let mut at = 0u32;
+    for e in ends.iter_mut() {
+        let count = *e;
+        *e = at;
+        at += count;
+    }
+    debug_assert_eq!(at as usize, n);
+    to.clear();
+    to.reserve(n);
+    // SAFETY: a length of 0 is within any capacity and claims no element is initialised;
+    // the `n` values stay in the buffer and are moved out below, each once. Nothing below
+    // can panic (every key was checked above), and if it could, the values would leak,
+    // never be dropped twice.
+    unsafe { from.set_len(0) };
+    let (src, dst) = (from.as_ptr(), to.as_mut_ptr());
+    for (i, &k) in keys.iter().enumerate() {
+        let place = &mut ends[k as usize];
+        // SAFETY: `i < n`: an initialised value of `from`'s buffer, read once (`i` goes up).
+        // Key `k`'s places are its first place (the counts of the smaller keys) plus
+        // 0..count(k), and exactly count(k) values have key `k`, so `place` stays inside
+        // them: the places of different keys are disjoint, each is written once, and all
+        // are below `n <= to.capacity()`.
+        unsafe { dst.add(*place as usize).write(src.add(i).read()) };
+        *place += 1;
+    }
+    // SAFETY: the loop wrote each of the places `0..n` once (the keys' places cover them:
+    // their counts sum to `n`), so the first `n` elements are initialised.
+    unsafe { to.set_len(n) };
+}
+
 /// The values of a taken vector not moved out by [`permute`] (their bits clear): dropped
 /// with it.
 struct Unmoved<'s, O> {
@@ -620,6 +674,39 @@ mod tests {
             }));
             assert!(r.is_err());
             drop(to);
+            assert!(keep.iter().all(|v| Rc::strong_count(v) == 1), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn group_by_key_moves_each_value_once_stably() {
+        let keys: Vec<u32> = (0..70u32).map(|i| (i * 7) % 9).collect();
+        let mut from: Vec<String> = (0..70).map(|i| i.to_string()).collect();
+        let (mut ends, mut to) = (vec![9; 11], vec!["old".to_string()]);
+        group_by_key(&mut from, &keys, &mut ends, &mut to);
+        assert!(from.is_empty() && from.capacity() >= 70);
+        // Key by key (keys 9 and 10 have none), each key's values in their old order.
+        let mut want: Vec<usize> = (0..70).collect();
+        want.sort_by_key(|&i| keys[i]);
+        assert!(to.iter().zip(&want).all(|(v, &i)| *v == i.to_string()));
+        for k in 0..11 {
+            let n = keys.iter().filter(|&&x| x == k).count() as u32;
+            let start = if k == 0 { 0 } else { ends[k as usize - 1] };
+            assert_eq!(ends[k as usize] - start, n, "key {k}");
+        }
+        assert_eq!(ends[10], 70);
+        // A key out of range, or a key missing: a panic before anything moved; the
+        // values stay where they were (dropped once, with `from`).
+        for bad in [vec![0, 3, 1], vec![2, 0]] {
+            let mut from: Vec<Rc<u8>> = (0..3).map(Rc::new).collect();
+            let keep: Vec<Rc<u8>> = from.clone();
+            let mut to = Vec::new();
+            let r = catch_unwind(AssertUnwindSafe(|| {
+                group_by_key(&mut from, &bad, &mut [0; 3], &mut to)
+            }));
+            assert!(r.is_err());
+            assert_eq!(from.len(), 3, "{bad:?}");
+            drop((from, to));
             assert!(keep.iter().all(|v| Rc::strong_count(v) == 1), "{bad:?}");
         }
     }

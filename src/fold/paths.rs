@@ -16,17 +16,23 @@
 //!    intervals at a time, each row's outputs moved into one group in system order and
 //!    merged once; no keys, no sort. Large types are split by row range over the workers
 //!    (see `gather`).
-//! 3. **Keyed** — otherwise (a source that visits rows out of order or twice: scattered
-//!    writes): every output gets a packed key (its row's place among the type's rows, and
-//!    its place in emission order), a stable radix sort on the keys' significant bits
-//!    puts each entity's outputs together in system then emission order, the values move
-//!    to that order, and one merge call per entity follows (see `keyed`). The sort's
-//!    passes and the merges are split over the workers when there are many outputs.
+//! 3. **Bucketed** — otherwise (a source that visits rows out of order or twice:
+//!    scattered writes), when the type has at most a few rows per output: one counting
+//!    sort by row moves every value straight into its row's group, in system then
+//!    emission order, and one merge call per row with outputs follows, rows in order
+//!    (see `bucket`). The merges are split by row range over the workers when there are
+//!    many outputs.
+//! 4. **Keyed** — scattered writes to a type of many more rows than outputs: every output
+//!    gets a packed key (its row's place among the type's rows, and its place in emission
+//!    order), a stable radix sort on the keys' significant bits puts each entity's
+//!    outputs together in system then emission order, the values move to that order, and
+//!    one merge call per entity follows (see `keyed`). The sort's passes and the merges
+//!    are split over the workers when there are many outputs.
 //!
 //! Every path first marks the rows it is about to merge into as *changed* (see
 //! `storage::marks`): one range fill per run, from the runs alone, so the cost is
-//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill. (The keyed
-//! path marks each run while it keys it.)
+//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill. (The
+//! bucketed and keyed paths mark rows from what they sorted.)
 //!
 //! No path depends on thread timing.
 //!
@@ -52,6 +58,7 @@ use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::FoldCounts;
+use super::bucket::{self, BucketScratch};
 use super::gather::{self, GatherScratch};
 use super::keyed::{self, KeyedScratch};
 
@@ -107,6 +114,8 @@ pub(crate) struct FoldScratch<O> {
     cols: Vec<u32>,
     /// The gather path's.
     gather: GatherScratch<O>,
+    /// The bucket path's.
+    bucket: BucketScratch<O>,
     /// The keyed path's.
     keyed: KeyedScratch<O>,
 }
@@ -116,6 +125,7 @@ impl<O> Default for FoldScratch<O> {
         FoldScratch {
             cols: Vec::new(),
             gather: GatherScratch::default(),
+            bucket: BucketScratch::default(),
             keyed: KeyedScratch::default(),
         }
     }
@@ -123,7 +133,10 @@ impl<O> Default for FoldScratch<O> {
 
 impl<O> FoldScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
-        self.cols.capacity() * 4 + self.gather.capacity_bytes() + self.keyed.capacity_bytes()
+        self.cols.capacity() * 4
+            + self.gather.capacity_bytes()
+            + self.bucket.capacity_bytes()
+            + self.keyed.capacity_bytes()
     }
 }
 
@@ -209,8 +222,19 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
             total,
             failed,
         );
+    } else if bucket::applies(columns.iter().map(Vec::len).sum(), total) {
+        // Both mark the rows they merge into themselves, from what they sorted.
+        bucket::bucket(
+            merge,
+            columns,
+            marks,
+            inbox,
+            &mut scratch.bucket,
+            pool,
+            total,
+            failed,
+        );
     } else {
-        // Marks rows as it keys them (one pass over the runs, not two).
         keyed::keyed(
             merge,
             columns,
@@ -636,16 +660,22 @@ mod tests {
         check(hash, hash, &[0, 2, 3, 4, 1]);
     }
 
-    /// Scattered writes (targets in no order, some rows written several times) take the
-    /// keyed path: radix-sorted and merged on every worker count like the model.
+    /// Scattered writes (targets in no order, some rows written several times): as many
+    /// as rows are bucketed (one counting sort by row), a few hundred into 100k rows are
+    /// radix-sorted; either way merged on every worker count like the model.
     #[test]
-    fn scattered_writes_are_radix_sorted_on_any_worker_count() {
+    fn scattered_writes_are_sorted_on_any_worker_count() {
         let cols = columns();
         let all = shapes(&cols);
+        let rows = cols.iter().map(Vec::len).sum();
         assert!(!gather::applies(&[(0, source::<V>(&all[7]))]));
+        assert!(bucket::applies(rows, all[7].len()));
         check(hash, hash, &[7]);
         check(hash, hash, &[7, 0]);
         check(hash, hash, &[2, 7, 4]);
+        assert!(!bucket::applies(rows, all[3].len() + all[4].len()));
+        check(hash, hash, &[3, 4]);
+        check(hash, hash, &[4]);
     }
 
     /// On more than one worker, a large gather and a large keyed fold split over them.
@@ -679,6 +709,80 @@ mod tests {
             &mut None,
         );
         assert_eq!(split, pool.threads() > 1);
+        let mut inbox = vec![(0, source::<V>(&all[7]))];
+        let split = bucket::bucket(
+            &hash,
+            &mut cols,
+            &mut marks_for(&columns()),
+            &mut inbox,
+            &mut BucketScratch::default(),
+            &pool,
+            total,
+            &mut None,
+        );
+        assert_eq!(split, pool.threads() > 1);
+    }
+
+    /// The keyed path, called directly on writes it would not get from [`fold`] (as many
+    /// as rows: the bucket path's), agrees with the model on every worker count, and a
+    /// merge that panics there (in a part split over the workers) is reported at the
+    /// first row in merge order.
+    #[test]
+    fn keyed_path_on_many_outputs_agrees_and_says_where() {
+        let cols = columns();
+        let all = shapes(&cols);
+        let (col, rows) = (2u32, if cfg!(miri) { [3, 13] } else { [1234, 30_000] });
+        let mut spray = all[7].clone();
+        for r in rows {
+            spray.push((col, r, -1));
+        }
+        let bad = |v: &mut V, outs: &[i64]| {
+            assert!(!outs.contains(&-1), "bad output");
+            hash(v, outs);
+        };
+        for &threads in THREADS {
+            let pool = Pool::new(threads);
+            let mut got = columns();
+            let mut inbox = vec![(0, source::<V>(&all[7]))];
+            let total = inbox[0].1.len();
+            keyed::keyed(
+                &hash,
+                &mut got,
+                &mut marks_for(&cols),
+                &mut inbox,
+                &mut KeyedScratch::default(),
+                &pool,
+                total,
+                &mut None,
+            );
+            let mut want = columns();
+            model(&mut want, &[all[7].clone()], hash);
+            assert!(got == want, "{threads} threads");
+
+            let mut got = columns();
+            let mut inbox = vec![(0, source::<V>(&spray))];
+            let total = inbox[0].1.len();
+            let mut failed = None;
+            let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
+                keyed::keyed(
+                    &bad,
+                    &mut got,
+                    &mut marks_for(&cols),
+                    &mut inbox,
+                    &mut KeyedScratch::default(),
+                    &pool,
+                    total,
+                    &mut failed,
+                )
+            }));
+            assert!(r.is_err());
+            let row = rows[0];
+            assert_eq!(
+                failed,
+                Some(FailedAt::Row { col, row }),
+                "{threads} threads"
+            );
+        }
     }
 
     /// Many sources: gathered with a fixed array per row (up to eight covering lanes), in
@@ -936,7 +1040,7 @@ mod tests {
         };
         for &threads in THREADS {
             let pool = Pool::new(threads);
-            // Gathered (2, 3 and 9 lanes: fixed arrays, blocks), then keyed.
+            // Gathered (2, 3 and 9 lanes: fixed arrays, blocks), bucketed, then keyed.
             let cases: Vec<Vec<Vec<(u32, u32, String)>>> = vec![
                 vec![rows(&|_| true, "a"), rows(&|r| r % 3 != 0, "b")],
                 vec![
@@ -946,6 +1050,8 @@ mod tests {
                 ],
                 (0..9).map(|k| rows(&|r| r % (k + 2) != 0, "l")).collect(),
                 vec![spray("s"), rows(&|_| true, "a")],
+                // Few scattered outputs into many rows: keyed, not bucketed.
+                vec![spray("k").into_iter().step_by(9).collect()],
             ];
             for (case, sources) in cases.into_iter().enumerate() {
                 for poisoned in [false, true] {
