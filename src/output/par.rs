@@ -134,8 +134,14 @@ impl<'w> Output<'w> {
         let mut subs = std::mem::take(&mut self.bufs.chunks);
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
         let (mut state, mut tables) = QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
-        let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
-        let chunk = total.div_ceil(threads * 4).max(MIN_CHUNK);
+        // On one worker, one chunk a table: the same outputs (chunks are absorbed in
+        // order), without the chunks' bookkeeping.
+        let chunk = if threads == 1 {
+            usize::MAX
+        } else {
+            let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
+            total.div_ceil(threads * 4).max(MIN_CHUNK)
+        };
         // Sub-buffers used so far: chunk `k`'s `out` writes go to `subs[k]`, absorbed in
         // this order at the end.
         let mut used = 0;
@@ -144,7 +150,7 @@ impl<'w> Output<'w> {
             ranges.clear();
             let mut start = 0;
             while start < entities.len() {
-                let end = (start + chunk).min(entities.len());
+                let end = start + chunk.min(entities.len() - start);
                 ranges.push(Chunk {
                     start: start as u32,
                     end: end as u32,
@@ -159,8 +165,7 @@ impl<'w> Output<'w> {
                 let mut cols = columns;
                 let mut out = Output::new(world, pool, sub, None);
                 let (start, end) = (c.start as usize, c.end as usize);
-                for (row, &e) in entities[start..end].iter().enumerate() {
-                    let row = start + row;
+                for (&e, row) in entities[start..end].iter().zip(start..end) {
                     if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
                         // SAFETY: `row < entities.len()`, the table's length; the chunks
                         // of a table cover disjoint rows, so each row's slot is made once.
