@@ -122,47 +122,45 @@ impl<C: Component> Default for OutBuf<C> {
 impl<C: Component> OutBuf<C> {
     /// Appends `value` to the current run (the caller's cursor matched).
     ///
-    /// The capacity check comes first so that `Vec::push`'s own (growing, a call) folds
-    /// away: with a call on the hot path the value was spilled to the stack and read back
-    /// on every write.
+    /// No call on the way takes the value: a cold path that did (the old `push_resolving`
+    /// and a growing push) made the compiler build every value on the stack first, on the
+    /// hot path too, and copy it from there.
     #[inline(always)]
     pub(crate) fn push_in_run(&mut self, value: C::Output) {
-        if self.open.len() < self.open.capacity() {
-            self.open.push(value);
-        } else {
-            self.push_growing(value);
+        if self.open.len() == self.open.capacity() {
+            self.grow();
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn push_growing(&mut self, value: C::Output) {
         self.open.push(value);
     }
 
-    /// A write whose target is not the cursor's next row: resolves `e` in `storage`, then
-    /// starts a run there and returns the cursor after it, or drops the write and returns
-    /// `cursor` unchanged. (By value, not through `&mut`, so that a caller's cursor never
-    /// has its address taken and can live in registers.)
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self) {
+        self.open.reserve(1);
+    }
+
+    /// A write whose target is not the cursor's next row: resolves `e` in `storage` and
+    /// starts a run there, returning the cursor after its first row (the caller pushes the
+    /// value); or, if `e` is dead or has no `C`, counts the write dropped and returns
+    /// `None`. (The cursor goes by value, not through `&mut`, so that a caller's cursor
+    /// never has its address taken and can live in registers.)
     #[cold]
     #[inline(never)]
     #[must_use]
-    pub(crate) fn push_resolving<'w>(
+    pub(crate) fn resolve_run<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
         e: Entity,
-        value: C::Output,
-        cursor: Cursor<'w>,
-    ) -> Cursor<'w> {
+    ) -> Option<Cursor<'w>> {
         let Some(loc) = storage.entities.location(e) else {
             self.dropped += 1;
-            return cursor;
+            return None;
         };
         let table = storage.tables.get(loc.table);
         let Some(col) = table.column(id) else {
             self.dropped += 1;
-            return cursor;
+            return None;
         };
         // A loop entering a table big enough for a column swap to pay starts a segment of
         // its own, with room for the whole table (so the pushes that follow never regrow);
@@ -173,11 +171,30 @@ impl<C: Component> OutBuf<C> {
         if whole {
             self.open.reserve(table.entities.len());
         }
-        self.push_in_run(value);
-        Cursor {
+        Some(Cursor {
             rows: &table.entities,
             next: loc.row as usize + 1,
+        })
+    }
+
+    /// Emits `value` for `e` through `cursor`: into the current run if `e` is its next
+    /// row, else into a run started at `e` (see [`resolve_run`](Self::resolve_run)).
+    #[inline(always)]
+    pub(crate) fn write<'w>(
+        &mut self,
+        storage: &'w Storage,
+        id: ComponentId,
+        cursor: &mut Cursor<'w>,
+        e: Entity,
+        value: C::Output,
+    ) {
+        if !cursor.advance(e) {
+            match self.resolve_run(storage, id, e) {
+                Some(c) => *cursor = c,
+                None => return, // dropped (and counted)
+            }
         }
+        self.push_in_run(value);
     }
 
     /// Starts a run at `(col, row)`, in a new segment if `new_segment`.

@@ -193,11 +193,7 @@ impl<'w> Output<'w> {
                 unsafe { slot.buf.get::<C>() }.expect("just set")
             }
         };
-        if slot.cursor.advance(e) {
-            buf.push_in_run(value);
-        } else {
-            slot.cursor = buf.push_resolving(self.world.storage(), slot.id, e, value, slot.cursor);
-        }
+        buf.write(self.world.storage(), slot.id, &mut slot.cursor, e, value);
     }
 
     /// A writer for one component type, for hot loops: each [`Writer::write`] is a handle
@@ -548,12 +544,7 @@ impl<C: Component> Writer<'_, '_, C> {
     /// Emits `value` for `e`; see [`Output::write`].
     #[inline(always)]
     pub fn write(&mut self, e: Entity, value: C::Output) {
-        if self.cursor.advance(e) {
-            self.buf.push_in_run(value);
-        } else {
-            self.cursor =
-                self.buf
-                    .push_resolving(self.world.storage(), self.id, e, value, self.cursor);
-        }
+        self.buf
+            .write(self.world.storage(), self.id, &mut self.cursor, e, value);
     }
 }
