@@ -2,7 +2,7 @@
 //! workers, whichever write path the systems take: plain `Output::write`, a `Writer`,
 //! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
 //! systems writing one type with a hand-written merge, scattered writes with a closure
-//! merge, and all of them at once. Each path also gets a runtime of its own, so that the
+//! merge (many: bucketed; few: keyed), and all of them at once. Each path also gets a runtime of its own, so that the
 //! fast path Sync takes for it alone (a single source in query order, a swapped-in
 //! column, ...) is the one counted.
 //!
@@ -243,9 +243,18 @@ fn fn_merge_of_several(workers: usize) -> Runtime {
     rt
 }
 
-/// Scattered writes with a closure merge (the keyed path): each entity adds four deltas
-/// to pseudo-random others.
+/// Scattered writes with a closure merge: each entity adds four deltas to pseudo-random
+/// others (the bucket path); with `every` > 1 only every `every`-th entity writes one
+/// (few outputs to many rows: the keyed path).
 fn scattered(workers: usize) -> Runtime {
+    scattered_every(workers, 1)
+}
+
+fn scattered_sparse(workers: usize) -> Runtime {
+    scattered_every(workers, 16)
+}
+
+fn scattered_every(workers: usize, every: usize) -> Runtime {
     let mut world = World::new();
     world.register::<Health>(|h: &mut Health, d: &[i32]| {
         for x in d {
@@ -260,8 +269,13 @@ fn scattered(workers: usize) -> Runtime {
         .collect();
     let mut rt = Runtime::builder().workers(workers).build(world);
     rt.add_system(move |w: &World, out: &mut Output| {
-        for ((_, (h,)), t) in w.query::<(&Health,)>().zip(targets.chunks(4)) {
-            for &t in t {
+        let writes = if every == 1 { 4 } else { 1 };
+        let rows = w
+            .query::<(&Health,)>()
+            .zip(targets.chunks(4))
+            .step_by(every);
+        for ((_, (h,)), t) in rows {
+            for &t in &t[..writes] {
                 out.write::<Health>(t, h.0 & 7);
             }
         }
@@ -324,7 +338,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 9] = [
+    let scenarios: [(&str, BuildRuntime, usize); 10] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -341,8 +355,13 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         (
-            "scattered writes with a closure merge (keyed)",
+            "scattered writes with a closure merge (bucketed)",
             scattered,
+            100,
+        ),
+        (
+            "few scattered writes with a closure merge (keyed)",
+            scattered_sparse,
             100,
         ),
         ("every path mixed", mixed, 300),
