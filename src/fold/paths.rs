@@ -673,7 +673,12 @@ mod tests {
         check(hash, hash, &[7]);
         check(hash, hash, &[7, 0]);
         check(hash, hash, &[2, 7, 4]);
-        assert!(!bucket::applies(rows, all[3].len() + all[4].len()));
+        // (Under Miri's 67 rows these are many writes too: the keyed path's own test
+        // below calls it directly.)
+        assert_eq!(
+            bucket::applies(rows, all[3].len() + all[4].len()),
+            cfg!(miri)
+        );
         check(hash, hash, &[3, 4]);
         check(hash, hash, &[4]);
     }
