@@ -171,27 +171,33 @@ fn spawns_get_deterministic_ids_and_appear_next_frame() {
     let run = |workers: usize| {
         let mut rt = Runtime::builder().workers(workers).build(world());
         let counted = Arc::new(Mutex::new(Vec::new()));
-        let returned = Arc::new(Mutex::new(Vec::new()));
-        let (c, r) = (counted.clone(), returned.clone());
+        // One list per system: the two run at the same time, so one shared list would
+        // interleave their ids in whatever order the threads happened to take.
+        let first = Arc::new(Mutex::new(Vec::new()));
+        let second = Arc::new(Mutex::new(Vec::new()));
+        let (c, r) = (counted.clone(), first.clone());
         rt.add_system(move |world: &World, out: &mut Output| {
             c.lock().unwrap().push(world.query::<(&Pos,)>().count());
             let a = out.spawn((Pos(1.0),));
             let b = out.spawn((Pos(2.0), Hp(1)));
-            r.lock().unwrap().extend([a, b]);
+            r.lock().unwrap().push([a, b]);
         });
-        let r = returned.clone();
+        let r = second.clone();
         rt.add_system(move |_: &World, out: &mut Output| {
             let t = out.spawn((Tag,));
             r.lock().unwrap().push(t);
         });
         rt.frame();
         rt.frame();
+        let returned: Vec<Entity> = (first.lock().unwrap().iter())
+            .zip(second.lock().unwrap().iter())
+            .flat_map(|(&[a, b], &t)| [a, b, t])
+            .collect();
         assert_eq!(*counted.lock().unwrap(), vec![0, 2]);
         assert_eq!(rt.stats().spawned, 3);
         assert_eq!(rt.stats().entities, 6);
         // The ids `spawn` returned are exactly the entities that appeared, with what each
         // spawn put there.
-        let returned = returned.lock().unwrap().clone();
         let mut alive: Vec<Entity> = rt
             .world()
             .query::<(Option<&Pos>, Option<&Tag>)>()
