@@ -103,20 +103,38 @@ pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use hooks::Commands;
-pub use merge::{DefaultMerge, Merge};
+pub use merge::Merge;
 pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
     QueryOutIter, With, Without, Write,
 };
+/// `#[derive(Checksum)]`: [`Checksum`] by writing every field in declaration order (an
+/// enum writes its variant's index first), each with its own `Checksum` impl — floats by
+/// their bits. Type parameters get a `Checksum` bound.
+///
+/// ```
+/// use runsync::{Checksum, Checksummer, Entity};
+/// #[derive(Checksum)]
+/// struct Pos { x: f32, y: f32 }
+/// #[derive(Checksum)]
+/// enum Order { Idle, Move(f32, f32), Attack { target: Option<Entity> } }
+///
+/// let sum = |v: &dyn Fn(&mut Checksummer)| { let mut h = Checksummer::new(); v(&mut h); h.finish() };
+/// assert_eq!(sum(&|h| Pos { x: 1.0, y: 2.0 }.checksum(h)), sum(&|h| (1.0f32, 2.0f32).checksum(h)));
+/// assert_ne!(sum(&|h| Order::Idle.checksum(h)), sum(&|h| Order::Move(0.0, 0.0).checksum(h)));
+/// ```
+pub use runsync_derive::Checksum;
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
-/// [`World::register_default`]. See [`DefaultMerge`] for an example.
+/// [`World::register_default`], and the flags `snapshot`, `checksum` and `debug`, which
+/// `register_default` applies. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
+pub use world::declare::DefaultMerge;
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.

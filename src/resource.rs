@@ -98,6 +98,10 @@ pub(crate) trait AnyResourceFold: Send + Sync {
         sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
     ) -> ResourceCounts;
     fn capacity_bytes(&self) -> usize;
+    /// The resource type.
+    fn type_id(&self) -> TypeId;
+    /// The resource type's name, for messages.
+    fn type_name(&self) -> &'static str;
 }
 
 impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
@@ -136,6 +140,14 @@ impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
 
     fn capacity_bytes(&self) -> usize {
         self.all.capacity() * std::mem::size_of::<R::Output>()
+    }
+
+    fn type_id(&self) -> TypeId {
+        TypeId::of::<R>()
+    }
+
+    fn type_name(&self) -> &'static str {
+        type_name::<R>()
     }
 }
 

@@ -216,6 +216,8 @@ pub(crate) trait AnyColumns: Send + Sync {
     /// Writes every value of column `col` into `h`, in row order; `false` (nothing
     /// written) if the type was not opted into checksums.
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
+    /// Whether the type was opted into checksums.
+    fn is_checksummed(&self) -> bool;
     /// The checksum of one value, if the type was opted into checksums.
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64>;
     /// One value, formatted with `Debug`, if the type was opted into checksums.
@@ -376,6 +378,10 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             sum(v, h);
         }
         true
+    }
+
+    fn is_checksummed(&self) -> bool {
+        self.ops.checksum.is_some()
     }
 
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64> {

@@ -3,11 +3,13 @@
 //! `mod.rs` holds the world's state and what a user meets first: registering types,
 //! spawning, reading, structural edits between frames, queries. The rest is split by what
 //! a user asks: [`resources`], [`snapshot`] (save and restore), [`checksum`] (digests and
-//! desync reports), [`debug`] (`Debug` text). Hooks ([`World::on_add`]) live beside their
+//! desync reports), [`debug`] (`Debug` text), [`declare`] (types that declare their
+//! merge and opt-ins). Hooks ([`World::on_add`]) live beside their
 //! machinery in `hooks.rs`; queries in `query/`.
 
 mod checksum;
 mod debug;
+pub(crate) mod declare;
 mod resources;
 mod snapshot;
 
@@ -112,16 +114,6 @@ impl World {
             }
             Err(_) => registered_twice::<C>(),
         }
-    }
-
-    /// Registers `C` with the merge it declares ([`DefaultMerge`](crate::DefaultMerge),
-    /// which `#[derive(Component)]` implements for `#[component(merge = ..)]`).
-    ///
-    /// # Panics
-    /// If `C` is already registered.
-    #[track_caller]
-    pub fn register_default<C: crate::merge::DefaultMerge>(&mut self) -> ComponentId {
-        self.register::<C>(C::default_merge())
     }
 
     /// Whether `C` is registered.
