@@ -23,7 +23,7 @@
 //! imports a module of a higher layer. From the bottom:
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
-//!   registry), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
+//!   registry), `input` (the per-frame input resource), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
 //!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors) and `fixed_step`, which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
@@ -49,7 +49,7 @@
 //!
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
-//! 0 base:     entity component system::id primitive profile
+//! 0 base:     entity component input system::id primitive profile
 //! 1 leaves:   merge checksum clock stats fixed_step
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource
@@ -69,6 +69,7 @@ pub mod merge;
 // Leaves.
 mod component;
 mod entity;
+mod input;
 mod primitive;
 mod profile;
 // Leaves over those.
@@ -103,6 +104,7 @@ pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use hooks::Commands;
+pub use input::Input;
 pub use merge::Merge;
 pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
@@ -142,8 +144,8 @@ pub mod prelude {
     pub use crate::merge;
     pub use crate::{
         Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
-        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
-        Without, World, Write,
+        Entity, FrameError, FrameStats, Input, Output, Runtime, Snapshot, System, SystemId, Time,
+        With, Without, World, Write,
     };
 }
 

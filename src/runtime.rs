@@ -343,6 +343,74 @@ impl Runtime {
         }
     }
 
+    /// Runs one frame with `input` as its input: sets the resource
+    /// [`Input<I>`](crate::Input) (see [`World::set_input`]), which systems read with
+    /// [`World::input`], then runs the frame as [`frame`](Self::frame). The input stays
+    /// until the next one is set, and is part of snapshots: after a
+    /// [`restore`](Self::restore), the world holds the input it held then.
+    ///
+    /// Rollback (GGRS-style) in a few lines: keep a snapshot before each frame, and when
+    /// a confirmed input contradicts a prediction, restore frame k and run again:
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::RuntimeSnapshot;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+    /// #[component(output = i32, merge = merge::sum, snapshot, checksum)]
+    /// struct X(i32);
+    /// impl std::ops::AddAssign<i32> for X { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<X>();
+    ///     world.spawn((X(0),));
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         let step = *w.input::<i32>();
+    ///         for (e, _) in w.query::<(&X,)>() { out.write::<X>(e, step); }
+    ///     });
+    ///     rt
+    /// };
+    /// let confirmed = [1, 2, 3, 4, 5, 6];
+    /// let mut rt = game();
+    /// let mut ring: Vec<RuntimeSnapshot> = (0..6).map(|_| RuntimeSnapshot::new()).collect();
+    /// for f in 0..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();   // the state before frame f
+    ///     rt.frame_with(0);                           // predicted input
+    /// }
+    /// let k = 2;                                      // inputs of k.. arrive: roll back
+    /// rt.restore(&ring[k]);
+    /// for f in k..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();
+    ///     rt.frame_with(confirmed[f]);
+    /// }
+    /// let mut truth = game();
+    /// for f in 0..6 { truth.frame_with(if f < k { 0 } else { confirmed[f] }); }
+    /// assert_eq!(rt.world().checksum(), truth.world().checksum());
+    /// ```
+    ///
+    /// # Panics
+    /// As [`frame`](Self::frame).
+    #[track_caller]
+    pub fn frame_with<I: Clone + Send + Sync + 'static>(&mut self, input: I) {
+        if let Err(e) = self.try_frame_with(input) {
+            panic!("runsync: {e}");
+        }
+    }
+
+    /// [`frame_with`](Self::frame_with), reporting a failure instead of panicking (see
+    /// [`try_frame`](Self::try_frame)). The input is set whether or not the frame fails.
+    ///
+    /// # Errors
+    /// As [`try_frame`](Self::try_frame).
+    pub fn try_frame_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        input: I,
+    ) -> Result<(), FrameError> {
+        self.world.set_input(input);
+        self.try_frame()
+    }
+
     /// Runs one frame: Run, then Sync; reports a failure instead of panicking.
     ///
     /// If a system panics, every system's outputs for this frame are discarded and the world
@@ -553,9 +621,74 @@ impl Runtime {
     /// If the fixed step is zero (`dt(0.0)`).
     #[track_caller]
     pub fn try_advance(&mut self, elapsed: Duration) -> Result<Advance, FrameError> {
+        self.advance_inner(elapsed, |_, _| {})
+    }
+
+    /// [`advance`](Self::advance) with one input per simulated frame: before each frame it
+    /// runs, `input(frame)` gives that frame's input (`frame` is its index, as
+    /// [`frame_count`](Self::frame_count) before it), set as by
+    /// [`frame_with`](Self::frame_with). Called exactly once per frame run, in order; a
+    /// frame that is re-run after [`FrameError::SystemPanicked`] asks again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Pad(u64);
+    ///
+    /// let mut rt = Runtime::builder().fixed_hz(60).workers(1).build(World::new());
+    /// let mut asked = Vec::new();
+    /// let step = rt.advance_with(Duration::from_secs(1) / 20, |frame| {
+    ///     asked.push(frame);
+    ///     Pad(frame * 10) // e.g. `input_queue.pop_front()`, or the frame's recorded input
+    /// });
+    /// assert_eq!((step.frames, asked), (3, vec![0, 1, 2]));
+    /// assert_eq!(rt.world().input::<Pad>(), &Pad(20));
+    /// ```
+    ///
+    /// # Panics
+    /// As [`advance`](Self::advance).
+    #[track_caller]
+    pub fn advance_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        elapsed: Duration,
+        input: impl FnMut(u64) -> I,
+    ) -> Advance {
+        match self.try_advance_with(elapsed, input) {
+            Ok(a) => a,
+            Err(e) => panic!("runsync: {e}"),
+        }
+    }
+
+    /// [`advance_with`](Self::advance_with), reporting a failed frame instead of
+    /// panicking, as [`try_advance`](Self::try_advance) does.
+    ///
+    /// # Errors
+    /// As [`try_advance`](Self::try_advance).
+    ///
+    /// # Panics
+    /// If the fixed step is zero (`dt(0.0)`).
+    #[track_caller]
+    pub fn try_advance_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        elapsed: Duration,
+        mut input: impl FnMut(u64) -> I,
+    ) -> Result<Advance, FrameError> {
+        self.advance_inner(elapsed, |world, frame| world.set_input(input(frame)))
+    }
+
+    /// The loop of [`try_advance`](Self::try_advance): `before(world, frame)` runs before
+    /// each frame.
+    #[track_caller]
+    fn advance_inner(
+        &mut self,
+        elapsed: Duration,
+        mut before: impl FnMut(&mut World, u64),
+    ) -> Result<Advance, FrameError> {
         let (due, dropped) = self.clock.add(elapsed);
         for _ in 0..due {
             let counted = self.frame;
+            before(&mut self.world, self.frame);
             let result = self.try_frame();
             // A frame that counts as done (the counter moved: every failure but a
             // system's panic) has simulated its step, failed or not: charge it once.
