@@ -504,6 +504,45 @@ impl Entities {
         Some(loc)
     }
 
+    /// The overflow lanes of the last frame: `(lane_base, lanes)` (for save files).
+    pub(crate) fn lanes(&self) -> (u32, u32) {
+        (self.lane_base, self.lanes)
+    }
+
+    /// An allocator from saved parts, already checked by the loader: every slot's
+    /// generation and location (`Location::NONE` if not alive), the free list, the
+    /// retired count, the reservations `(ids, spawned_last)` and the lanes.
+    pub(crate) fn from_parts(
+        slots: Vec<(NonZeroU32, Location)>,
+        free: Vec<u32>,
+        retired: usize,
+        reserved: Vec<(Vec<u32>, u32)>,
+        (lane_base, lanes): (u32, u32),
+    ) -> Entities {
+        let alive = slots.iter().filter(|s| s.1 != Location::NONE).count();
+        Entities {
+            slots: slots
+                .into_iter()
+                .map(|(generation, location)| Slot {
+                    generation,
+                    location,
+                })
+                .collect(),
+            free,
+            alive,
+            retired,
+            reserved: reserved
+                .into_iter()
+                .map(|(ids, spawned_last)| Reservation { ids, spawned_last })
+                .collect(),
+            lane_base,
+            lanes,
+            undo: ReserveUndo::default(),
+            #[cfg(test)]
+            limit: None,
+        }
+    }
+
     /// The location of a live entity, or `None` if the handle is stale.
     #[inline]
     pub(crate) fn location(&self, e: Entity) -> Option<Location> {

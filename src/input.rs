@@ -42,3 +42,16 @@ impl<I> DerefMut for Input<I> {
         &mut self.0
     }
 }
+
+/// An input saves as its value (a replay records the input of every frame).
+impl<I: serde::Serialize> serde::Serialize for Input<I> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de, I: serde::Deserialize<'de>> serde::Deserialize<'de> for Input<I> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        I::deserialize(d).map(Input)
+    }
+}

@@ -25,7 +25,8 @@
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
 //!   registry), `input` (the per-frame input resource), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
 //!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
-//!   figures and errors) and `fixed_step`, which know only those.
+//!   figures and errors), `fixed_step` and `savefile` (the save-file framing and its
+//!   errors), which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
 //!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
@@ -50,7 +51,7 @@
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
 //! 0 base:     entity component input system::id primitive profile
-//! 1 leaves:   merge checksum clock stats fixed_step
+//! 1 leaves:   merge checksum clock stats fixed_step savefile
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource
 //! 4 commands: commands
@@ -76,6 +77,7 @@ mod profile;
 mod checksum;
 mod clock;
 mod fixed_step;
+mod savefile;
 mod stats;
 // Where data lives; the worker threads.
 mod pool;
@@ -134,6 +136,7 @@ pub use runsync_derive::Checksum;
 /// `register_default` applies. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
+pub use savefile::{LoadError, SaveError};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
 pub use world::declare::DefaultMerge;

@@ -257,3 +257,49 @@ impl ResourceSum {
         }
     }
 }
+
+/// How to save and load one resource type opted into save files.
+pub(crate) struct ResourceSerde {
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    /// Appends the value (postcard) if present; returns whether it was.
+    pub(crate) encode: fn(&Resources, &mut Vec<u8>) -> Result<bool, String>,
+    /// Decodes a value from all of the bytes.
+    pub(crate) decode: fn(&[u8]) -> Result<AnyBox, String>,
+    /// Puts a decoded value in (or removes the resource, for `None`).
+    pub(crate) put: fn(&mut Resources, Option<AnyBox>),
+}
+
+impl ResourceSerde {
+    pub(crate) fn of<R>() -> Self
+    where
+        R: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    {
+        ResourceSerde {
+            type_id: TypeId::of::<R>(),
+            name: type_name::<R>(),
+            encode: |res, out| match res.get::<R>() {
+                None => Ok(false),
+                Some(r) => {
+                    crate::savefile::encode_values(std::slice::from_ref(r), out).map(|_| true)
+                }
+            },
+            decode: |bytes| {
+                let mut v: Vec<R> = Vec::with_capacity(1);
+                crate::savefile::decode_values(bytes, 1, &mut v)?;
+                Ok(Box::new(v.pop().expect("one value decoded")))
+            },
+            put: |res, value| match value {
+                None => {
+                    res.remove::<R>();
+                }
+                Some(b) => {
+                    let r = b
+                        .downcast::<R>()
+                        .expect("a decoded resource of another type");
+                    res.insert(*r);
+                }
+            },
+        }
+    }
+}

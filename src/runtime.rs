@@ -10,6 +10,7 @@ use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
+use crate::savefile::{LoadError, Put, Reader, SaveError};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 use crate::system::{System, SystemId, SystemSlot};
 use crate::world::World;
@@ -780,6 +781,98 @@ impl Runtime {
             (None, _) => {
                 self.world.remove_resource::<Time>();
             }
+        }
+        Ok(())
+    }
+
+    /// Writes a save file ([`World::save`]) that also holds the frame counter and
+    /// [`Time`]: [`load`](Self::load) makes a runtime with the same systems continue
+    /// exactly as this one does from here.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// #[component(output = i32, merge = merge::sum, save, checksum)]
+    /// struct Hp(i32);
+    /// impl std::ops::AddAssign<i32> for Hp { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<Hp>();
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         for (e, _) in w.query::<(&Hp,)>() { out.write::<Hp>(e, -1); }
+    ///     });
+    ///     rt
+    /// };
+    /// let mut rt = game();
+    /// rt.world_mut().spawn((Hp(100),));
+    /// rt.frame();
+    /// let mut file = Vec::new();
+    /// rt.save(&mut file).unwrap();
+    /// rt.frame();
+    ///
+    /// let mut other = game();
+    /// other.load(&mut file.as_slice()).unwrap();
+    /// assert_eq!(other.frame_count(), 1);
+    /// other.frame();
+    /// assert_eq!(other.world().checksum(), rt.world().checksum());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::save`].
+    pub fn save(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
+        let mut out = Vec::new();
+        self.write_save(&mut out)?;
+        w.write_all(&out)?;
+        Ok(())
+    }
+
+    /// Loads a save made by [`save`](Self::save): the world ([`World::load`]), the frame
+    /// counter and [`Time`]. Systems, their enabled flags and their own state are not
+    /// touched (as [`restore`](Self::restore)).
+    ///
+    /// # Errors
+    /// As [`World::load`], and [`LoadError::NotARuntimeSave`] for a save made by
+    /// [`World::save`]. The runtime is then as it was.
+    pub fn load(&mut self, r: &mut impl std::io::Read) -> Result<(), LoadError> {
+        let bytes = crate::savefile::read_all(r)?;
+        let mut reader = Reader::new(&bytes);
+        self.read_save(&mut reader)?;
+        reader.finish()
+    }
+
+    /// A runtime save into `out`.
+    fn write_save(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
+        let mut part = Vec::with_capacity(21);
+        part.put_u64(self.frame);
+        let time = self.world.get_resource::<Time>();
+        part.put_u8(u8::from(time.is_some()));
+        let t = time.copied().unwrap_or(Time { dt: 0.0, frame: 0 });
+        part.put_u32(t.dt.to_bits());
+        part.put_u64(t.frame);
+        self.world.write_save(out, Some(&part))
+    }
+
+    /// Reads a runtime save from `r` (which may go on after it) and applies it.
+    fn read_save(&mut self, r: &mut Reader<'_>) -> Result<(), LoadError> {
+        let parsed = self.world.parse_save_from(r)?;
+        let mut part = Reader::new(parsed.runtime.ok_or(LoadError::NotARuntimeSave)?);
+        let frame = part.u64("the frame counter")?;
+        let has_time = part.u8("the time")?;
+        let dt = f32::from_bits(part.u32("the time")?);
+        let time_frame = part.u64("the time")?;
+        part.finish()?;
+        self.world.apply_save(parsed);
+        self.frame = frame;
+        match has_time {
+            0 => {
+                self.world.remove_resource::<Time>();
+            }
+            _ => self.world.insert_resource(Time {
+                dt,
+                frame: time_frame,
+            }),
         }
         Ok(())
     }

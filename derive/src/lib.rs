@@ -14,8 +14,9 @@
 //! - `output = Type` sets `Component::Output` (default: `Self`).
 //! - `merge = expr` (optional) makes the type `runsync::DefaultMerge`, so
 //!   `world.register_default::<Pos>()` registers it with that merge.
-//! - flags, with `merge`: `snapshot`, `checksum`, `debug` — `register_default` then also
-//!   calls `world.snapshotting::<T>()`, `checksumming::<T>()`, `debugging::<T>()`.
+//! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save` — `register_default`
+//!   then also calls `world.snapshotting::<T>()`, `checksumming::<T>()`,
+//!   `debugging::<T>()`, `saving::<T>()`.
 //!
 //! `#[derive(Checksum)]` implements `runsync::Checksum` by writing every field in
 //! declaration order (an enum writes its variant index first).
@@ -36,10 +37,11 @@ pub fn derive_component(input: TokenStream) -> TokenStream {
 }
 
 /// The opt-in flags of `#[component(..)]`, in the order `register_default` applies them.
-const FLAGS: [(&str, &str); 3] = [
+const FLAGS: [(&str, &str); 4] = [
     ("snapshot", "snapshotting"),
     ("checksum", "checksumming"),
     ("debug", "debugging"),
+    ("save", "saving"),
 ];
 
 fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
@@ -69,7 +71,7 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             } else {
                 Err(meta.error(
                     "unknown `component` attribute: expected `output = Type`, `merge = expr`, \
-                     or a flag: `snapshot`, `checksum`, `debug`",
+                     or a flag: `snapshot`, `checksum`, `debug`, `save`",
                 ))
             }
         })?;
@@ -90,7 +92,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             span,
             "`component` flags are applied by `World::register_default`, which needs the \
              type's merge: add `merge = ..` (e.g. `merge = runsync::merge::last`), or call \
-             `world.snapshotting::<T>()` / `checksumming` / `debugging` after `register`",
+             `world.snapshotting::<T>()` / `checksumming` / `debugging` / `saving` after \
+             `register`",
         ));
     }
     let opt_in = (!flags.is_empty()).then(|| {

@@ -8,7 +8,8 @@
 //!   ([`AnyColumns`]), with the per-type opt-ins (snapshot, checksum, `Debug`);
 //! - `mask.rs` — table signatures and query masks (`bitvec` words);
 //! - `marks.rs` — change marks (`Changed` / `Added`), row-aligned bit sets per column;
-//! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports.
+//! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports;
+//! - `save.rs` — the storage's part of save files: written, parsed and checked, applied.
 //!
 //! Entities with the same set of component types share a table: a list of entities and,
 //! for each of its component types, one column (a `Vec<C>`) in that type's
@@ -24,6 +25,7 @@
 mod column;
 mod marks;
 mod mask;
+mod save;
 mod snapshot;
 mod table;
 
@@ -32,7 +34,8 @@ use std::any::type_name;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
-pub(crate) use snapshot::{LoadError, StorageSnapshot};
+pub(crate) use save::ParsedStorage;
+pub(crate) use snapshot::{RestoreError, StorageSnapshot};
 pub(crate) use table::{Table, TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};

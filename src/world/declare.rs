@@ -39,7 +39,8 @@ use crate::merge::Merge;
 /// Flags beside the merge opt the type in where it is declared, so one attribute says
 /// everything the world needs to know about it (each flag needs the trait its call
 /// needs: `snapshot` `Clone`, `checksum` [`Checksum`](crate::Checksum) and `Debug`,
-/// `debug` `Debug` on the type and its output):
+/// `debug` `Debug` on the type and its output, `save` serde's `Serialize` and
+/// `Deserialize`):
 ///
 /// ```
 /// use runsync::prelude::*;
@@ -77,8 +78,9 @@ pub trait DefaultMerge: Component + Sized {
 
     /// What the type opts into, run by [`World::register_default`] right after
     /// registering it: `#[component(..)]`'s flags `snapshot`
-    /// ([`World::snapshotting`]), `checksum` ([`World::checksumming`]) and `debug`
-    /// ([`World::debugging`]) each add that call. Nothing by default.
+    /// ([`World::snapshotting`]), `checksum` ([`World::checksumming`]), `debug`
+    /// ([`World::debugging`]) and `save` ([`World::saving`]) each add that call. Nothing
+    /// by default.
     fn opt_in(world: &mut World) {
         let _ = world;
     }
@@ -87,7 +89,7 @@ pub trait DefaultMerge: Component + Sized {
 impl World {
     /// Registers `C` with the merge it declares ([`DefaultMerge`], which
     /// `#[derive(Component)]` implements for `#[component(merge = ..)]`), then opts it
-    /// into what its flags name (`snapshot`, `checksum`, `debug`:
+    /// into what its flags name (`snapshot`, `checksum`, `debug`, `save`:
     /// [`DefaultMerge::opt_in`]). Returns the type's id.
     ///
     /// # Panics

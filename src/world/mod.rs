@@ -3,7 +3,7 @@
 //! `mod.rs` holds the world's state and what a user meets first: registering types,
 //! spawning, reading, structural edits between frames, queries. The rest is split by what
 //! a user asks: [`resources`], [`snapshot`] (save and restore), [`checksum`] (digests and
-//! desync reports), [`debug`] (`Debug` text), [`declare`] (types that declare their
+//! desync reports), [`save`] (save files), [`debug`] (`Debug` text), [`declare`] (types that declare their
 //! merge and opt-ins). Hooks ([`World::on_add`]) live beside their
 //! machinery in `hooks.rs`; queries in `query/`.
 
@@ -11,6 +11,7 @@ mod checksum;
 mod debug;
 pub(crate) mod declare;
 mod resources;
+pub(crate) mod save;
 mod snapshot;
 
 pub use snapshot::{Snapshot, SnapshotError};
@@ -23,7 +24,7 @@ use crate::fold::{AnyFold, Fold};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
-use crate::resource::{AnyResourceFold, ResourceHook, ResourceSum, Resources};
+use crate::resource::{AnyResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
@@ -63,6 +64,8 @@ pub struct World {
     resource_hooks: Vec<ResourceHook>,
     /// Resource types opted into checksums, in opt-in order.
     resource_sums: Vec<ResourceSum>,
+    /// Resource types opted into save files, in opt-in order.
+    resource_serde: Vec<ResourceSerde>,
     /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
     hooks: Hooks,
     scratch_ids: Vec<ComponentId>,
@@ -87,6 +90,7 @@ impl World {
             resource_ids: TypeIdMap::default(),
             resource_hooks: Vec::new(),
             resource_sums: Vec::new(),
+            resource_serde: Vec::new(),
             hooks: Hooks::default(),
             scratch_ids: Vec::new(),
         }

@@ -39,7 +39,7 @@ use std::fmt;
 
 use crate::component::Component;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
-use crate::storage::{LoadError, StorageSnapshot};
+use crate::storage::{RestoreError, StorageSnapshot};
 use crate::world::World;
 
 /// A copy of a world's entities, components and opted-in resources, made by
@@ -403,11 +403,11 @@ impl World {
             return Err(SnapshotError::ResourceNotSnapshotting { type_name });
         }
         self.storage.load(&snapshot.storage).map_err(|e| match e {
-            LoadError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
+            RestoreError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
                 snapshot,
                 world: storage,
             },
-            LoadError::NotSnapshotting(id) => SnapshotError::NotSnapshotting {
+            RestoreError::NotSnapshotting(id) => SnapshotError::NotSnapshotting {
                 type_name: self.storage.type_name(id),
             },
         })?;
