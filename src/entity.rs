@@ -98,6 +98,21 @@ impl fmt::Debug for Entity {
     }
 }
 
+/// An entity saves as its [`to_bits`](Entity::to_bits); a zero generation does not load.
+impl serde::Serialize for Entity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.to_bits())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Entity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bits = u64::deserialize(d)?;
+        Entity::from_bits(bits)
+            .ok_or_else(|| serde::de::Error::custom(format!("not an entity: {bits:#x}")))
+    }
+}
+
 impl fmt::Display for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)

@@ -41,7 +41,8 @@
 //!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
 //!   and `hooks`.
 //! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
-//! - **The frame**: `provenance` (what Sync records for watched entities), `run`
+//! - **The frame**: `provenance` (what Sync records for watched entities), `replay`
+//!   (replay files, their recorder and reports), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
 //!
 //! The same list, checked against every `use` in `src/` by
@@ -60,7 +61,7 @@
 //! 7 world:    {world query hooks}
 //! 8 output:   output
 //! 9 system:   system
-//! 10 record:  provenance
+//! 10 record:  provenance replay
 //! 11 phases:  run sync
 //! 12 loop:    runtime
 //! ```
@@ -95,6 +96,7 @@ mod query;
 mod world;
 // Systems and the frame.
 mod provenance;
+mod replay;
 mod run;
 mod runtime;
 mod sync;
@@ -114,6 +116,7 @@ pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
     QueryOutIter, With, Without, Write,
 };
+pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 /// `#[derive(Checksum)]`: [`Checksum`] by writing every field in declaration order (an
 /// enum writes its variant's index first), each with its own `Checksum` impl — floats by
 /// their bits. Type parameters get a `Checksum` bound.

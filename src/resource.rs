@@ -232,6 +232,7 @@ fn load_resource<R: Clone + Send + Sync + 'static>(
 }
 
 /// How to checksum and show one resource type opted into checksums.
+#[derive(Clone, Copy)]
 pub(crate) struct ResourceSum {
     pub(crate) type_id: TypeId,
     pub(crate) name: &'static str,
@@ -259,6 +260,7 @@ impl ResourceSum {
 }
 
 /// How to save and load one resource type opted into save files.
+#[derive(Clone, Copy)]
 pub(crate) struct ResourceSerde {
     pub(crate) type_id: TypeId,
     pub(crate) name: &'static str,

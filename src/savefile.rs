@@ -43,6 +43,9 @@ pub enum SaveError {
         /// What serde said.
         message: String,
     },
+    /// [`Runtime::finish_replay`](crate::Runtime::finish_replay) with no replay being
+    /// recorded.
+    NotRecording,
     /// Writing failed.
     Io(std::io::Error),
 }
@@ -71,6 +74,10 @@ impl fmt::Display for SaveError {
                     "runsync: a `{type_name}` could not be serialized: {message}"
                 )
             }
+            SaveError::NotRecording => write!(
+                f,
+                "runsync: no replay is being recorded; start one with `rt.record_replay::<I>()`"
+            ),
             SaveError::Io(e) => write!(f, "runsync: writing the save failed: {e}"),
         }
     }

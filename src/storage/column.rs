@@ -274,6 +274,8 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn marks(&self) -> &TypeMarks;
     /// Bytes the values take in memory (a save's size estimate).
     fn value_bytes(&self) -> usize;
+    /// Empty columns of the same type with the same opt-ins.
+    fn empty_like(&self) -> Box<dyn AnyColumns>;
     /// The checksum of one value, if the type was opted into checksums.
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64>;
     /// One value, formatted with `Debug`, if the type was opted into checksums.
@@ -479,6 +481,18 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn marks(&self) -> &TypeMarks {
         &self.marks
+    }
+
+    fn empty_like(&self) -> Box<dyn AnyColumns> {
+        Box::new(TypedColumns::<C> {
+            ops: TypeOps {
+                clone: self.ops.clone,
+                checksum: self.ops.checksum,
+                debug: self.ops.debug,
+                serde: self.ops.serde,
+            },
+            ..TypedColumns::default()
+        })
     }
 
     fn value_bytes(&self) -> usize {

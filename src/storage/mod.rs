@@ -55,6 +55,17 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
+    /// An empty storage with the same registered types and opt-ins (no entities).
+    pub(crate) fn empty_like(&self) -> Storage {
+        Storage {
+            entities: Entities::default(),
+            registry: self.registry.clone(),
+            columns: self.columns.iter().map(|c| c.empty_like()).collect(),
+            tables: Tables::default(),
+            tables_with: vec![Vec::new(); self.columns.len()],
+        }
+    }
+
     /// Registers `C`, returning its new id, or `Err` with the existing id.
     pub(crate) fn add_type<C: Component>(&mut self) -> Result<ComponentId, ComponentId> {
         let id = self.registry.add::<C>()?;

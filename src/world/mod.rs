@@ -436,6 +436,12 @@ impl World {
         &self.storage.registry
     }
 
+    /// The resources.
+    #[inline]
+    pub(crate) fn resources(&self) -> &Resources {
+        &self.resources
+    }
+
     /// Entities, tables and columns.
     #[inline]
     pub(crate) fn storage(&self) -> &Storage {

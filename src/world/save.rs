@@ -240,6 +240,17 @@ impl World {
         }
     }
 
+    /// A world with this one's component types and save, checksum and `Debug` opt-ins,
+    /// but no entities, merges, hooks or resources: somewhere to load a save beside
+    /// this world and compare the two ([`first_difference`](Self::first_difference)).
+    pub(crate) fn shadow(&self) -> World {
+        let mut w = World::new();
+        w.storage = self.storage.empty_like();
+        w.resource_sums = self.resource_sums.clone();
+        w.resource_serde = self.resource_serde.clone();
+        w
+    }
+
     /// The first resource systems write (by registration order) not opted into saves.
     fn written_resource_not_saving(&self) -> Option<&'static str> {
         self.resource_folds
