@@ -10,10 +10,11 @@
 //! cargo run --example rollback
 //! ```
 //!
-//! What makes this work: every component is opted into snapshots
-//! (`World::snapshotting`) and checksums (`World::checksumming`); the inputs of the
-//! frame are a resource written by the owner before each frame; systems keep no state of
-//! their own across frames (a system's `self` is not in the snapshot).
+//! What makes this work: every component opts into snapshots and checksums where it is
+//! declared (`#[component(.., snapshot, checksum)]`, `#[derive(Checksum)]`); the inputs of
+//! a frame are given with `Runtime::frame_with`, which makes them the `Input<Inputs>`
+//! resource systems read (`World::input`) and part of every snapshot; systems keep no
+//! state of their own across frames (a system's `self` is not in the snapshot).
 
 use runsync::RuntimeSnapshot;
 use runsync::prelude::*;
@@ -23,45 +24,24 @@ const FRAMES: u64 = 120;
 const DELAY: u64 = 4;
 
 /// A player's position on a line; systems emit moves (summed).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = i32, merge = |p: &mut Pos, moves: &[i32]| p.0 += moves.iter().sum::<i32>(), snapshot, checksum)]
 struct Pos(i32);
-impl Component for Pos {
-    type Output = i32;
-}
-impl Checksum for Pos {
-    fn checksum(&self, h: &mut Checksummer) {
-        self.0.checksum(h);
-    }
-}
 
 /// Which player (0 local, 1 remote) an entity is.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last, snapshot, checksum)]
 struct Player(u8);
-impl Component for Player {
-    type Output = Player;
-}
-impl Checksum for Player {
-    fn checksum(&self, h: &mut Checksummer) {
-        self.0.checksum(h);
-    }
-}
 
 /// A shot: flies, and despawns when its time is up.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last, snapshot, checksum)]
 struct Shot {
     speed: i32,
     frames_left: u32,
 }
-impl Component for Shot {
-    type Output = Shot;
-}
-impl Checksum for Shot {
-    fn checksum(&self, h: &mut Checksummer) {
-        (self.speed, self.frames_left).checksum(h);
-    }
-}
 
-/// One frame's inputs, written by the owner before the frame: -1 / 0 / +1 moves, 2 fires.
+/// One frame's inputs: -1 / 0 / +1 moves, 2 fires.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 struct Inputs([i8; 2]);
 
@@ -73,22 +53,18 @@ fn pressed(player: usize, f: u64) -> i8 {
 
 fn game() -> Runtime {
     let mut world = World::new();
-    world.register::<Pos>(|p: &mut Pos, moves: &[i32]| p.0 += moves.iter().sum::<i32>());
-    world.register::<Player>(merge::last);
-    world.register::<Shot>(merge::last);
-    world
-        .snapshotting::<Pos>()
-        .snapshotting::<Player>()
-        .snapshotting::<Shot>()
-        .checksumming::<Pos>()
-        .checksumming::<Player>()
-        .checksumming::<Shot>();
-    world.insert_resource(Inputs::default());
+    world.register_default::<Pos>();
+    world.register_default::<Player>();
+    world.register_default::<Shot>();
+    assert!(
+        world.unchecksummed().is_empty(),
+        "every type counts in the checksum"
+    );
     world.spawn((Pos(0), Player(0)));
     world.spawn((Pos(100), Player(1)));
     let mut rt = Runtime::builder().workers(2).build(world);
     rt.add_system_named("players", |w: &World, out: &mut Output| {
-        let inputs = w.resource::<Inputs>().0;
+        let inputs = w.input::<Inputs>().0;
         for (e, (p, player)) in w.query::<(&Pos, &Player)>() {
             match inputs[usize::from(player.0)] {
                 2 => {
@@ -123,17 +99,11 @@ fn game() -> Runtime {
     rt
 }
 
-/// Runs frame `f` with `inputs`.
-fn step(rt: &mut Runtime, inputs: [i8; 2]) {
-    *rt.world_mut().resource_mut::<Inputs>() = Inputs(inputs);
-    rt.frame();
-}
-
 fn main() {
     // The game as it would be with every input known in time.
     let mut truth = game();
     for f in 0..FRAMES {
-        step(&mut truth, [pressed(0, f), pressed(1, f)]);
+        truth.frame_with(Inputs([pressed(0, f), pressed(1, f)]));
     }
 
     // The networked game.
@@ -160,7 +130,7 @@ fn main() {
                     used_remote[j as usize] = confirmed_remote;
                     rt.snapshot_into(&mut ring[j as usize % len])
                         .expect("every type is opted in");
-                    step(&mut rt, [pressed(0, j), confirmed_remote]);
+                    rt.frame_with(Inputs([pressed(0, j), confirmed_remote]));
                     resimulated += 1;
                 }
             }
@@ -169,7 +139,7 @@ fn main() {
             rt.snapshot_into(&mut ring[f as usize % len])
                 .expect("every type is opted in");
             used_remote.push(confirmed_remote); // predict: the last confirmed input repeats
-            step(&mut rt, [pressed(0, f), confirmed_remote]);
+            rt.frame_with(Inputs([pressed(0, f), confirmed_remote]));
         }
     }
 

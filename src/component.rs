@@ -70,7 +70,7 @@ pub(crate) struct ComponentInfo {
 }
 
 /// Maps component types to dense ids.
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct Registry {
     by_type: TypeIdMap<ComponentId>,
     infos: Vec<ComponentInfo>,

@@ -98,6 +98,21 @@ impl fmt::Debug for Entity {
     }
 }
 
+/// An entity saves as its [`to_bits`](Entity::to_bits); a zero generation does not load.
+impl serde::Serialize for Entity {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_u64(self.to_bits())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Entity {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let bits = u64::deserialize(d)?;
+        Entity::from_bits(bits)
+            .ok_or_else(|| serde::de::Error::custom(format!("not an entity: {bits:#x}")))
+    }
+}
+
 impl fmt::Display for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         fmt::Debug::fmt(self, f)
@@ -502,6 +517,45 @@ impl Entities {
             None => self.retired += 1,
         }
         Some(loc)
+    }
+
+    /// The overflow lanes of the last frame: `(lane_base, lanes)` (for save files).
+    pub(crate) fn lanes(&self) -> (u32, u32) {
+        (self.lane_base, self.lanes)
+    }
+
+    /// An allocator from saved parts, already checked by the loader: every slot's
+    /// generation and location (`Location::NONE` if not alive), the free list, the
+    /// retired count, the reservations `(ids, spawned_last)` and the lanes.
+    pub(crate) fn from_parts(
+        slots: Vec<(NonZeroU32, Location)>,
+        free: Vec<u32>,
+        retired: usize,
+        reserved: Vec<(Vec<u32>, u32)>,
+        (lane_base, lanes): (u32, u32),
+    ) -> Entities {
+        let alive = slots.iter().filter(|s| s.1 != Location::NONE).count();
+        Entities {
+            slots: slots
+                .into_iter()
+                .map(|(generation, location)| Slot {
+                    generation,
+                    location,
+                })
+                .collect(),
+            free,
+            alive,
+            retired,
+            reserved: reserved
+                .into_iter()
+                .map(|(ids, spawned_last)| Reservation { ids, spawned_last })
+                .collect(),
+            lane_base,
+            lanes,
+            undo: ReserveUndo::default(),
+            #[cfg(test)]
+            limit: None,
+        }
     }
 
     /// The location of a live entity, or `None` if the handle is stale.

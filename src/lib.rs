@@ -23,9 +23,10 @@
 //! imports a module of a higher layer. From the bottom:
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
-//!   registry), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
+//!   registry), `input` (the per-frame input resource), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
 //!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
-//!   figures and errors) and `fixed_step`, which know only those.
+//!   figures and errors), `fixed_step` and `savefile` (the save-file framing and its
+//!   errors), which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
 //!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
@@ -40,7 +41,8 @@
 //!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
 //!   and `hooks`.
 //! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
-//! - **The frame**: `provenance` (what Sync records for watched entities), `run`
+//! - **The frame**: `provenance` (what Sync records for watched entities), `replay`
+//!   (replay files, their recorder and reports), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
 //!
 //! The same list, checked against every `use` in `src/` by
@@ -49,8 +51,8 @@
 //!
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
-//! 0 base:     entity component system::id primitive profile
-//! 1 leaves:   merge checksum clock stats fixed_step
+//! 0 base:     entity component input system::id primitive profile
+//! 1 leaves:   merge checksum clock stats fixed_step savefile
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource
 //! 4 commands: commands
@@ -59,7 +61,7 @@
 //! 7 world:    {world query hooks}
 //! 8 output:   output
 //! 9 system:   system
-//! 10 record:  provenance
+//! 10 record:  provenance replay
 //! 11 phases:  run sync
 //! 12 loop:    runtime
 //! ```
@@ -69,12 +71,14 @@ pub mod merge;
 // Leaves.
 mod component;
 mod entity;
+mod input;
 mod primitive;
 mod profile;
 // Leaves over those.
 mod checksum;
 mod clock;
 mod fixed_step;
+mod savefile;
 mod stats;
 // Where data lives; the worker threads.
 mod pool;
@@ -92,6 +96,7 @@ mod query;
 mod world;
 // Systems and the frame.
 mod provenance;
+mod replay;
 mod run;
 mod runtime;
 mod sync;
@@ -103,20 +108,41 @@ pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use hooks::Commands;
-pub use merge::{DefaultMerge, Merge};
+pub use input::Input;
+pub use merge::Merge;
 pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
     QueryOutIter, With, Without, Write,
 };
+pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
+/// `#[derive(Checksum)]`: [`Checksum`] by writing every field in declaration order (an
+/// enum writes its variant's index first), each with its own `Checksum` impl — floats by
+/// their bits. Type parameters get a `Checksum` bound.
+///
+/// ```
+/// use runsync::{Checksum, Checksummer, Entity};
+/// #[derive(Checksum)]
+/// struct Pos { x: f32, y: f32 }
+/// #[derive(Checksum)]
+/// enum Order { Idle, Move(f32, f32), Attack { target: Option<Entity> } }
+///
+/// let sum = |v: &dyn Fn(&mut Checksummer)| { let mut h = Checksummer::new(); v(&mut h); h.finish() };
+/// assert_eq!(sum(&|h| Pos { x: 1.0, y: 2.0 }.checksum(h)), sum(&|h| (1.0f32, 2.0f32).checksum(h)));
+/// assert_ne!(sum(&|h| Order::Idle.checksum(h)), sum(&|h| Order::Move(0.0, 0.0).checksum(h)));
+/// ```
+pub use runsync_derive::Checksum;
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
-/// [`World::register_default`]. See [`DefaultMerge`] for an example.
+/// [`World::register_default`], and the flags `snapshot`, `checksum` and `debug`, which
+/// `register_default` applies. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
+pub use savefile::{LoadError, SaveError};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
+pub use world::declare::DefaultMerge;
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.
@@ -124,8 +150,8 @@ pub mod prelude {
     pub use crate::merge;
     pub use crate::{
         Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
-        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
-        Without, World, Write,
+        Entity, FrameError, FrameStats, Input, Output, Runtime, Snapshot, System, SystemId, Time,
+        With, Without, World, Write,
     };
 }
 

@@ -97,50 +97,6 @@ use std::ops::AddAssign;
 
 use crate::component::Component;
 
-/// A component that declares its own merge, so that
-/// [`World::register_default`](crate::World::register_default) registers it in one short
-/// call. `#[derive(Component)]` with `#[component(merge = ..)]` implements it.
-///
-/// ```
-/// use runsync::prelude::*;
-///
-/// #[derive(Component, Clone, Copy, Debug, PartialEq)]
-/// #[component(merge = merge::last)] // Output = Self
-/// struct Pos(f32, f32);
-///
-/// #[derive(Component, Debug, PartialEq)]
-/// #[component(output = i32, merge = |h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>())]
-/// struct Health(i32);
-///
-/// let mut world = World::new();
-/// world.register_default::<Pos>();
-/// world.register_default::<Health>();
-/// let e = world.spawn((Pos(0.0, 0.0), Health(10)));
-/// let mut rt = Runtime::builder().workers(1).build(world);
-/// rt.add_system(|w: &World, out: &mut Output| {
-///     for (e, _) in w.query::<(&Health,)>() {
-///         out.write::<Health>(e, -3);
-///         out.write::<Pos>(e, Pos(1.0, 2.0));
-///     }
-/// });
-/// rt.frame();
-/// assert_eq!(rt.world().get::<Health>(e), Some(&Health(7)));
-/// assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(1.0, 2.0)));
-/// ```
-///
-/// A misspelt attribute key is a compile error that lists the accepted ones:
-///
-/// ```compile_fail
-/// use runsync::prelude::*;
-/// #[derive(Component)]
-/// #[component(merg = merge::last)]
-/// struct Pos(f32);
-/// ```
-pub trait DefaultMerge: Component + Sized {
-    /// The merge this type is registered with.
-    fn default_merge() -> impl Merge<Self>;
-}
-
 /// A merge function for component type `C`: folds one frame's outputs for one entity into
 /// the stored value.
 ///

@@ -98,6 +98,10 @@ pub(crate) trait AnyResourceFold: Send + Sync {
         sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
     ) -> ResourceCounts;
     fn capacity_bytes(&self) -> usize;
+    /// The resource type.
+    fn type_id(&self) -> TypeId;
+    /// The resource type's name, for messages.
+    fn type_name(&self) -> &'static str;
 }
 
 impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
@@ -136,6 +140,14 @@ impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
 
     fn capacity_bytes(&self) -> usize {
         self.all.capacity() * std::mem::size_of::<R::Output>()
+    }
+
+    fn type_id(&self) -> TypeId {
+        TypeId::of::<R>()
+    }
+
+    fn type_name(&self) -> &'static str {
+        type_name::<R>()
     }
 }
 
@@ -220,6 +232,7 @@ fn load_resource<R: Clone + Send + Sync + 'static>(
 }
 
 /// How to checksum and show one resource type opted into checksums.
+#[derive(Clone, Copy)]
 pub(crate) struct ResourceSum {
     pub(crate) type_id: TypeId,
     pub(crate) name: &'static str,
@@ -242,6 +255,53 @@ impl ResourceSum {
                 }
             },
             show: |res| res.get::<R>().map(|r| format!("{r:?}")),
+        }
+    }
+}
+
+/// How to save and load one resource type opted into save files.
+#[derive(Clone, Copy)]
+pub(crate) struct ResourceSerde {
+    pub(crate) type_id: TypeId,
+    pub(crate) name: &'static str,
+    /// Appends the value (postcard) if present; returns whether it was.
+    pub(crate) encode: fn(&Resources, &mut Vec<u8>) -> Result<bool, String>,
+    /// Decodes a value from all of the bytes.
+    pub(crate) decode: fn(&[u8]) -> Result<AnyBox, String>,
+    /// Puts a decoded value in (or removes the resource, for `None`).
+    pub(crate) put: fn(&mut Resources, Option<AnyBox>),
+}
+
+impl ResourceSerde {
+    pub(crate) fn of<R>() -> Self
+    where
+        R: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    {
+        ResourceSerde {
+            type_id: TypeId::of::<R>(),
+            name: type_name::<R>(),
+            encode: |res, out| match res.get::<R>() {
+                None => Ok(false),
+                Some(r) => {
+                    crate::savefile::encode_values(std::slice::from_ref(r), out).map(|_| true)
+                }
+            },
+            decode: |bytes| {
+                let mut v: Vec<R> = Vec::with_capacity(1);
+                crate::savefile::decode_values(bytes, 1, &mut v)?;
+                Ok(Box::new(v.pop().expect("one value decoded")))
+            },
+            put: |res, value| match value {
+                None => {
+                    res.remove::<R>();
+                }
+                Some(b) => {
+                    let r = b
+                        .downcast::<R>()
+                        .expect("a decoded resource of another type");
+                    res.insert(*r);
+                }
+            },
         }
     }
 }

@@ -10,6 +10,8 @@ use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
+use crate::replay::{Divergence, Recorder, Replay, ReplayError, ReplayFrame, ReplayReport};
+use crate::savefile::{LoadError, Put, Reader, SaveError};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
 use crate::system::{System, SystemId, SystemSlot};
 use crate::world::World;
@@ -171,6 +173,7 @@ impl RuntimeBuilder {
             clock: self.step.clock(self.max_catch_up),
             sync_scratch: Default::default(),
             watches: Watches::default(),
+            recorder: None,
         }
     }
 }
@@ -230,6 +233,8 @@ pub struct Runtime {
     sync_scratch: crate::sync::SyncScratch,
     /// Entities whose write provenance Sync records.
     watches: Watches,
+    /// The replay being recorded, if any.
+    recorder: Option<Box<Recorder>>,
 }
 
 impl fmt::Debug for Runtime {
@@ -343,6 +348,74 @@ impl Runtime {
         }
     }
 
+    /// Runs one frame with `input` as its input: sets the resource
+    /// [`Input<I>`](crate::Input) (see [`World::set_input`]), which systems read with
+    /// [`World::input`], then runs the frame as [`frame`](Self::frame). The input stays
+    /// until the next one is set, and is part of snapshots: after a
+    /// [`restore`](Self::restore), the world holds the input it held then.
+    ///
+    /// Rollback (GGRS-style) in a few lines: keep a snapshot before each frame, and when
+    /// a confirmed input contradicts a prediction, restore frame k and run again:
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::RuntimeSnapshot;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+    /// #[component(output = i32, merge = merge::sum, snapshot, checksum)]
+    /// struct X(i32);
+    /// impl std::ops::AddAssign<i32> for X { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<X>();
+    ///     world.spawn((X(0),));
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         let step = *w.input::<i32>();
+    ///         for (e, _) in w.query::<(&X,)>() { out.write::<X>(e, step); }
+    ///     });
+    ///     rt
+    /// };
+    /// let confirmed = [1, 2, 3, 4, 5, 6];
+    /// let mut rt = game();
+    /// let mut ring: Vec<RuntimeSnapshot> = (0..6).map(|_| RuntimeSnapshot::new()).collect();
+    /// for f in 0..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();   // the state before frame f
+    ///     rt.frame_with(0);                           // predicted input
+    /// }
+    /// let k = 2;                                      // inputs of k.. arrive: roll back
+    /// rt.restore(&ring[k]);
+    /// for f in k..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();
+    ///     rt.frame_with(confirmed[f]);
+    /// }
+    /// let mut truth = game();
+    /// for f in 0..6 { truth.frame_with(if f < k { 0 } else { confirmed[f] }); }
+    /// assert_eq!(rt.world().checksum(), truth.world().checksum());
+    /// ```
+    ///
+    /// # Panics
+    /// As [`frame`](Self::frame).
+    #[track_caller]
+    pub fn frame_with<I: Clone + Send + Sync + 'static>(&mut self, input: I) {
+        if let Err(e) = self.try_frame_with(input) {
+            panic!("runsync: {e}");
+        }
+    }
+
+    /// [`frame_with`](Self::frame_with), reporting a failure instead of panicking (see
+    /// [`try_frame`](Self::try_frame)). The input is set whether or not the frame fails.
+    ///
+    /// # Errors
+    /// As [`try_frame`](Self::try_frame).
+    pub fn try_frame_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        input: I,
+    ) -> Result<(), FrameError> {
+        self.world.set_input(input);
+        self.try_frame()
+    }
+
     /// Runs one frame: Run, then Sync; reports a failure instead of panicking.
     ///
     /// If a system panics, every system's outputs for this frame are discarded and the world
@@ -350,6 +423,20 @@ impl Runtime {
     /// stay usable, so the next frame may run. Other failures are described on
     /// [`FrameError`].
     pub fn try_frame(&mut self) -> Result<(), FrameError> {
+        if self.recorder.is_none() {
+            return self.run_frame();
+        }
+        self.record_input();
+        let counted = self.frame;
+        let result = self.run_frame();
+        if self.frame != counted {
+            self.record_frame();
+        }
+        result
+    }
+
+    /// One frame, Run then Sync ([`try_frame`](Self::try_frame) without recording).
+    fn run_frame(&mut self) -> Result<(), FrameError> {
         let time = Time {
             dt: self.dt,
             frame: self.frame,
@@ -553,9 +640,74 @@ impl Runtime {
     /// If the fixed step is zero (`dt(0.0)`).
     #[track_caller]
     pub fn try_advance(&mut self, elapsed: Duration) -> Result<Advance, FrameError> {
+        self.advance_inner(elapsed, |_, _| {})
+    }
+
+    /// [`advance`](Self::advance) with one input per simulated frame: before each frame it
+    /// runs, `input(frame)` gives that frame's input (`frame` is its index, as
+    /// [`frame_count`](Self::frame_count) before it), set as by
+    /// [`frame_with`](Self::frame_with). Called exactly once per frame run, in order; a
+    /// frame that is re-run after [`FrameError::SystemPanicked`] asks again.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Pad(u64);
+    ///
+    /// let mut rt = Runtime::builder().fixed_hz(60).workers(1).build(World::new());
+    /// let mut asked = Vec::new();
+    /// let step = rt.advance_with(Duration::from_secs(1) / 20, |frame| {
+    ///     asked.push(frame);
+    ///     Pad(frame * 10) // e.g. `input_queue.pop_front()`, or the frame's recorded input
+    /// });
+    /// assert_eq!((step.frames, asked), (3, vec![0, 1, 2]));
+    /// assert_eq!(rt.world().input::<Pad>(), &Pad(20));
+    /// ```
+    ///
+    /// # Panics
+    /// As [`advance`](Self::advance).
+    #[track_caller]
+    pub fn advance_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        elapsed: Duration,
+        input: impl FnMut(u64) -> I,
+    ) -> Advance {
+        match self.try_advance_with(elapsed, input) {
+            Ok(a) => a,
+            Err(e) => panic!("runsync: {e}"),
+        }
+    }
+
+    /// [`advance_with`](Self::advance_with), reporting a failed frame instead of
+    /// panicking, as [`try_advance`](Self::try_advance) does.
+    ///
+    /// # Errors
+    /// As [`try_advance`](Self::try_advance).
+    ///
+    /// # Panics
+    /// If the fixed step is zero (`dt(0.0)`).
+    #[track_caller]
+    pub fn try_advance_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        elapsed: Duration,
+        mut input: impl FnMut(u64) -> I,
+    ) -> Result<Advance, FrameError> {
+        self.advance_inner(elapsed, |world, frame| world.set_input(input(frame)))
+    }
+
+    /// The loop of [`try_advance`](Self::try_advance): `before(world, frame)` runs before
+    /// each frame.
+    #[track_caller]
+    fn advance_inner(
+        &mut self,
+        elapsed: Duration,
+        mut before: impl FnMut(&mut World, u64),
+    ) -> Result<Advance, FrameError> {
         let (due, dropped) = self.clock.add(elapsed);
         for _ in 0..due {
             let counted = self.frame;
+            before(&mut self.world, self.frame);
             let result = self.try_frame();
             // A frame that counts as done (the counter moved: every failure but a
             // system's panic) has simulated its step, failed or not: charge it once.
@@ -649,6 +801,356 @@ impl Runtime {
             }
         }
         Ok(())
+    }
+
+    /// Writes a save file ([`World::save`]) that also holds the frame counter and
+    /// [`Time`]: [`load`](Self::load) makes a runtime with the same systems continue
+    /// exactly as this one does from here.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// #[component(output = i32, merge = merge::sum, save, checksum)]
+    /// struct Hp(i32);
+    /// impl std::ops::AddAssign<i32> for Hp { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<Hp>();
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         for (e, _) in w.query::<(&Hp,)>() { out.write::<Hp>(e, -1); }
+    ///     });
+    ///     rt
+    /// };
+    /// let mut rt = game();
+    /// rt.world_mut().spawn((Hp(100),));
+    /// rt.frame();
+    /// let mut file = Vec::new();
+    /// rt.save(&mut file).unwrap();
+    /// rt.frame();
+    ///
+    /// let mut other = game();
+    /// other.load(&mut file.as_slice()).unwrap();
+    /// assert_eq!(other.frame_count(), 1);
+    /// other.frame();
+    /// assert_eq!(other.world().checksum(), rt.world().checksum());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::save`].
+    pub fn save(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
+        let mut out = Vec::new();
+        self.write_save(&mut out)?;
+        w.write_all(&out)?;
+        Ok(())
+    }
+
+    /// Loads a save made by [`save`](Self::save): the world ([`World::load`]), the frame
+    /// counter and [`Time`]. Systems, their enabled flags and their own state are not
+    /// touched (as [`restore`](Self::restore)).
+    ///
+    /// # Errors
+    /// As [`World::load`], and [`LoadError::NotARuntimeSave`] for a save made by
+    /// [`World::save`]. The runtime is then as it was.
+    pub fn load(&mut self, r: &mut impl std::io::Read) -> Result<(), LoadError> {
+        let bytes = crate::savefile::read_all(r)?;
+        self.load_bytes(&bytes)
+    }
+
+    /// A runtime save into `out`.
+    fn write_save(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
+        let mut part = Vec::with_capacity(21);
+        part.put_u64(self.frame);
+        let time = self.world.get_resource::<Time>();
+        part.put_u8(u8::from(time.is_some()));
+        let t = time.copied().unwrap_or(Time { dt: 0.0, frame: 0 });
+        part.put_u32(t.dt.to_bits());
+        part.put_u64(t.frame);
+        self.world.write_save(out, Some(&part))
+    }
+
+    /// Reads a runtime save from `r` (which may go on after it) and applies it.
+    fn read_save(&mut self, r: &mut Reader<'_>) -> Result<(), LoadError> {
+        let parsed = self.world.parse_save_from(r)?;
+        let mut part = Reader::new(parsed.runtime.ok_or(LoadError::NotARuntimeSave)?);
+        let frame = part.u64("the frame counter")?;
+        let has_time = part.u8("the time")?;
+        let dt = f32::from_bits(part.u32("the time")?);
+        let time_frame = part.u64("the time")?;
+        part.finish()?;
+        self.world.apply_save(parsed);
+        self.frame = frame;
+        match has_time {
+            0 => {
+                self.world.remove_resource::<Time>();
+            }
+            _ => self.world.insert_resource(Time {
+                dt,
+                frame: time_frame,
+            }),
+        }
+        Ok(())
+    }
+
+    /// Starts recording a replay ([`Replay`]): a save of the runtime now, then, for every
+    /// frame run, its input (the [`Input<I>`](crate::Input) resource as the frame starts,
+    /// set by [`frame_with`](Self::frame_with) or [`advance_with`](Self::advance_with);
+    /// or its absence) and the world's [`checksum`](World::checksum) after it, with a
+    /// keyframe (a save) every 60 frames; [`finish_replay`](Self::finish_replay) writes
+    /// it. Use [`record_replay_keyframes`](Self::record_replay_keyframes) to choose the
+    /// keyframe interval. Systems' own state is not saved: start recording where it is at
+    /// its initial value (before the first frame), or keep it in the world.
+    ///
+    /// Cost while recording: a checksum per frame, the input's encoding, and a save per
+    /// keyframe. Nothing when not recording.
+    ///
+    /// # Errors
+    /// As [`save`](Self::save): every type and written resource must be opted into saves.
+    pub fn record_replay<I>(&mut self) -> Result<(), SaveError>
+    where
+        I: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    {
+        self.record_replay_keyframes::<I>(60)
+    }
+
+    /// [`record_replay`](Self::record_replay) with a keyframe every `every` frames (0:
+    /// none). Keyframes let [`play_replay`](Self::play_replay) show the values that
+    /// differ: with `every == 1` they are those right after the diverging frame.
+    ///
+    /// # Errors
+    /// As [`record_replay`](Self::record_replay).
+    pub fn record_replay_keyframes<I>(&mut self, every: u64) -> Result<(), SaveError>
+    where
+        I: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    {
+        let mut start = Vec::new();
+        self.write_save(&mut start)?;
+        self.recorder = Some(Box::new(Recorder {
+            replay: Replay {
+                input_type: std::any::type_name::<I>().to_owned(),
+                start,
+                frames: Vec::new(),
+                keyframes: Vec::new(),
+            },
+            encode: |res, out| match res.get::<crate::input::Input<I>>() {
+                None => Ok(false),
+                Some(i) => {
+                    crate::savefile::encode_values(std::slice::from_ref(&i.0), out).map(|()| true)
+                }
+            },
+            keyframe_every: every,
+            pending: None,
+            error: None,
+        }));
+        Ok(())
+    }
+
+    /// Stops recording and writes the replay to `w` (read it with [`Replay::read`]).
+    ///
+    /// # Errors
+    /// [`SaveError::NotRecording`] if no replay is being recorded; the first error of a
+    /// keyframe or input that could not be encoded; [`SaveError::Io`].
+    pub fn finish_replay(&mut self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
+        let rec = self.recorder.take().ok_or(SaveError::NotRecording)?;
+        if let Some(e) = rec.error {
+            return Err(e);
+        }
+        rec.replay.write(w)
+    }
+
+    /// Whether a replay is being recorded.
+    pub fn is_recording(&self) -> bool {
+        self.recorder.is_some()
+    }
+
+    /// Before a recorded frame: its input.
+    fn record_input(&mut self) {
+        let Some(rec) = &mut self.recorder else {
+            return;
+        };
+        let mut bytes = Vec::new();
+        rec.pending = match (rec.encode)(self.world.resources(), &mut bytes) {
+            Ok(true) => Some(bytes),
+            Ok(false) => None,
+            Err(message) => {
+                rec.error.get_or_insert(SaveError::Encode {
+                    type_name: "the input",
+                    message,
+                });
+                None
+            }
+        };
+    }
+
+    /// After a recorded frame that counts as done: its input, checksum and keyframe.
+    fn record_frame(&mut self) {
+        let checksum = self.world.checksum();
+        let Some(rec) = &mut self.recorder else {
+            return;
+        };
+        rec.replay.frames.push(ReplayFrame {
+            input: rec.pending.take(),
+            checksum,
+        });
+        let n = rec.replay.frames.len() as u64;
+        if rec.keyframe_every > 0 && n % rec.keyframe_every == 0 {
+            let mut save = Vec::new();
+            let result = self.write_save(&mut save);
+            let rec = self.recorder.as_mut().expect("recording");
+            match result {
+                Ok(()) => rec.replay.keyframes.push((n, save)),
+                Err(e) => {
+                    rec.error.get_or_insert(e);
+                }
+            }
+        }
+    }
+
+    /// Plays `replay` (recorded with input type `I`) in this runtime, which must have the
+    /// same registrations and systems (at any worker count): loads its start, then runs
+    /// every frame with its recorded input and compares the checksum after it with the
+    /// recorded one. At the first mismatch it stops and reports the frame; with a keyframe
+    /// after it, the first entity, component and values that differ (recorded vs
+    /// replayed); and the provenance of that entity in the diverging frame, re-run from
+    /// the keyframe before it with the entity watched (see `src/replay.rs`). The runtime
+    /// is left where the replay stopped (after a divergence: after the re-run frame).
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::Replay;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// #[component(output = i64, merge = merge::sum, save, checksum, debug)]
+    /// struct X(i64);
+    /// impl std::ops::AddAssign<i64> for X { fn add_assign(&mut self, d: i64) { self.0 += d } }
+    ///
+    /// let game = |workers| {
+    ///     let mut world = World::new();
+    ///     world.register_default::<X>();
+    ///     world.spawn_batch((0..10).map(|i| (X(i),)));
+    ///     let mut rt = Runtime::builder().workers(workers).build(world);
+    ///     rt.add_system_named("push", |w: &World, out: &mut Output| {
+    ///         let pad = *w.input::<i64>();
+    ///         for (e, (x,)) in w.query::<(&X,)>() { out.write::<X>(e, pad + x.0 % 3); }
+    ///     });
+    ///     rt
+    /// };
+    /// let mut rt = game(2);
+    /// rt.record_replay_keyframes::<i64>(1).unwrap();
+    /// for f in 0..20 { rt.frame_with(f as i64 - 7); }
+    /// let mut file = Vec::new();
+    /// rt.finish_replay(&mut file).unwrap();
+    ///
+    /// let replay = Replay::read(&mut file.as_slice()).unwrap();
+    /// let report = game(1).play_replay::<i64>(&replay).unwrap();
+    /// assert!(report.is_identical());
+    /// assert_eq!(report.frames, 20);
+    /// ```
+    ///
+    /// # Errors
+    /// [`ReplayError::InputType`] for a replay of another input type,
+    /// [`ReplayError::Load`] if a save in it does not load here (other registrations) or
+    /// an input does not decode, [`ReplayError::Frame`] if a replayed frame fails.
+    pub fn play_replay<I>(&mut self, replay: &Replay) -> Result<ReplayReport, ReplayError>
+    where
+        I: serde::Serialize + serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+    {
+        let expected = std::any::type_name::<I>();
+        if replay.input_type != expected {
+            return Err(ReplayError::InputType {
+                recorded: replay.input_type.clone(),
+                expected,
+            });
+        }
+        self.load_bytes(&replay.start)?;
+        let start = self.frame;
+        for i in 0..replay.frames.len() {
+            let frame = self.frame;
+            self.replay_frame::<I>(replay, i)?;
+            let replayed = self.world.checksum();
+            let recorded = replay.frames[i].checksum;
+            if replayed == recorded {
+                continue;
+            }
+            let mut d = Divergence {
+                frame,
+                recorded,
+                replayed,
+                compared_at: None,
+                difference: None,
+                provenance: None,
+            };
+            let after = replay.keyframes.iter().find(|(at, _)| *at > i as u64);
+            if let Some((at, save)) = after {
+                for g in i + 1..*at as usize {
+                    self.replay_frame::<I>(replay, g)?;
+                }
+                let mut recorded_world = self.world.shadow();
+                recorded_world.load(&mut save.as_slice())?;
+                d.compared_at = Some(start + at);
+                d.difference = recorded_world.first_difference(&self.world);
+            }
+            if let Some(e) = d.difference.as_ref().and_then(|x| x.entity()) {
+                let (from, save) = replay
+                    .keyframes
+                    .iter()
+                    .rev()
+                    .find(|(at, _)| *at <= i as u64)
+                    .map_or((0, &replay.start[..]), |(at, s)| (*at as usize, &s[..]));
+                self.load_bytes(save)?;
+                for g in from..i {
+                    self.replay_frame::<I>(replay, g)?;
+                }
+                let watched = self.provenance(e).is_some();
+                self.watch(e);
+                self.replay_frame::<I>(replay, i)?;
+                d.provenance = self.provenance(e).cloned();
+                if !watched {
+                    self.unwatch(e);
+                }
+            }
+            return Ok(ReplayReport {
+                frames: i as u64 + 1,
+                divergence: Some(d),
+            });
+        }
+        Ok(ReplayReport {
+            frames: replay.frames.len() as u64,
+            divergence: None,
+        })
+    }
+
+    /// Runs frame `i` of `replay` with its input.
+    fn replay_frame<I>(&mut self, replay: &Replay, i: usize) -> Result<(), ReplayError>
+    where
+        I: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
+    {
+        match &replay.frames[i].input {
+            None => {
+                self.world.remove_resource::<crate::input::Input<I>>();
+            }
+            Some(bytes) => {
+                let mut v: Vec<I> = Vec::with_capacity(1);
+                crate::savefile::decode_values(bytes, 1, &mut v).map_err(|message| {
+                    LoadError::Decode {
+                        type_name: std::any::type_name::<I>(),
+                        table: None,
+                        message,
+                    }
+                })?;
+                self.world.set_input(v.pop().expect("one input decoded"));
+            }
+        }
+        let frame = self.frame;
+        self.try_frame()
+            .map_err(|error| ReplayError::Frame { frame, error })
+    }
+
+    /// Loads a runtime save held in memory (all of it).
+    fn load_bytes(&mut self, bytes: &[u8]) -> Result<(), LoadError> {
+        let mut reader = Reader::new(bytes);
+        self.read_save(&mut reader)?;
+        reader.finish()
     }
 
     /// Starts recording write provenance for `e` from the next frame on: which systems

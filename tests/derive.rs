@@ -56,3 +56,91 @@ fn derived_components_register_and_merge() {
     assert_eq!(w.get::<Best<u64>>(e), Some(&Best(9)));
     assert_eq!(w.get::<Tag>(e), Some(&Tag));
 }
+
+/// Flags opt the type in where it is declared.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = i32, merge = |h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>(), snapshot, checksum, debug)]
+struct Hp(i32);
+
+#[derive(Checksum, Clone, Debug)]
+enum Order {
+    Idle,
+    Move(f32, f32),
+    Attack { target: Entity, power: u8 },
+}
+
+#[derive(Checksum)]
+struct Pair<T>(T, T);
+
+fn sum(f: impl Fn(&mut Checksummer)) -> u64 {
+    let mut h = Checksummer::new();
+    f(&mut h);
+    h.finish()
+}
+
+#[test]
+fn derived_checksum_writes_fields_in_order() {
+    assert_eq!(
+        sum(|h| Hp(7).checksum(h)),
+        sum(|h| 7i32.checksum(h)),
+        "a newtype is its field"
+    );
+    assert_eq!(
+        sum(|h| Pair(1.5f32, -0.0).checksum(h)),
+        sum(|h| (1.5f32, -0.0f32).checksum(h))
+    );
+    // Floats by bits: 0.0 and -0.0 differ.
+    assert_ne!(
+        sum(|h| Pair(0.0f32, 0.0).checksum(h)),
+        sum(|h| Pair(0.0f32, -0.0).checksum(h))
+    );
+    let e = Entity::from_bits(5 | 1 << 32).unwrap();
+    assert_eq!(
+        sum(|h| Order::Attack {
+            target: e,
+            power: 3
+        }
+        .checksum(h)),
+        sum(|h| (2u64, e, 3u8).checksum(h)),
+        "variant index, then the fields"
+    );
+    assert_eq!(sum(|h| Order::Idle.checksum(h)), sum(|h| 0u64.checksum(h)));
+    assert_ne!(
+        sum(|h| Order::Move(1.0, 2.0).checksum(h)),
+        sum(|h| Order::Move(2.0, 1.0).checksum(h))
+    );
+}
+
+#[test]
+fn component_flags_opt_in_through_register_default() {
+    let mut w = World::new();
+    w.register_default::<Hp>();
+    w.register_default::<Pos>();
+    assert_eq!(w.unchecksummed(), [std::any::type_name::<Pos>()]);
+    // `Pos` has no `snapshot` flag: the snapshot names it instead of leaving it out.
+    let err = w.snapshot().unwrap_err().to_string();
+    assert!(
+        err.contains("Pos") && err.contains("snapshotting::<Pos>"),
+        "{err}"
+    );
+    w.snapshotting::<Pos>();
+    let e = w.spawn((Hp(10), Pos { x: 0.0, y: 0.0 }));
+    let saved = w.snapshot().unwrap();
+    let before = w.checksum();
+    w.get_mut::<Hp>(e).unwrap().0 = 9;
+    assert_ne!(w.checksum(), before, "Hp counts in the checksum");
+    // `debug`: provenance shows Hp's values and outputs.
+    w.restore(&saved);
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system_named("hit", move |_: &World, out: &mut Output| {
+        out.write::<Hp>(e, -2)
+    });
+    rt.watch(e);
+    rt.frame();
+    let p = rt.provenance(e).unwrap().components()[0].clone();
+    assert_eq!(
+        (p.before.as_deref(), p.after.as_deref()),
+        (Some("Hp(10)"), Some("Hp(8)"))
+    );
+    assert_eq!(p.writes[0].value.as_deref(), Some("-2"));
+}

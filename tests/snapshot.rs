@@ -281,3 +281,50 @@ fn opted_in_resources_count_in_the_checksum_and_the_report() {
     c.restore(&a.snapshot().unwrap());
     assert_eq!(a.first_difference(&c), None);
 }
+
+/// A resource systems write is game state: a snapshot that would leave it out is an
+/// error naming it (the rollback of issue 17 re-simulated to other checksums, silently).
+#[test]
+fn a_written_resource_not_opted_in_is_an_error_not_a_silent_skip() {
+    #[derive(Clone, Debug, PartialEq)]
+    struct Wind(i32);
+    impl Component for Wind {
+        type Output = i32;
+    }
+    let make = |opt_in: bool| {
+        let mut w = World::new();
+        w.register_resource::<Wind>(|r: &mut Wind, d: &[i32]| r.0 += d.iter().sum::<i32>());
+        if opt_in {
+            w.snapshotting_resource::<Wind>();
+        }
+        w.insert_resource(Wind(0));
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|_: &World, out: &mut Output| out.write_resource::<Wind>(1));
+        rt
+    };
+    let mut rt = make(false);
+    let err = rt.snapshot().unwrap_err();
+    assert!(matches!(
+        err,
+        runsync::SnapshotError::ResourceNotSnapshotting { type_name } if type_name.ends_with("Wind")
+    ));
+    assert!(
+        err.to_string()
+            .contains("world.snapshotting_resource::<Wind>()"),
+        "{err}"
+    );
+    assert_eq!(rt.world().unchecksummed(), [std::any::type_name::<Wind>()]);
+    // A snapshot from a world that opted in cannot be restored into one that did not.
+    let mut good = make(true);
+    good.frame();
+    let saved = good.snapshot().unwrap();
+    good.frame();
+    good.restore(&saved);
+    assert_eq!(good.world().resource::<Wind>(), &Wind(1));
+    rt.frame();
+    assert!(matches!(
+        rt.try_restore(&saved),
+        Err(runsync::SnapshotError::ResourceNotSnapshotting { .. })
+    ));
+    assert_eq!(rt.world().resource::<Wind>(), &Wind(1), "untouched");
+}

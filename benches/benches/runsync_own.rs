@@ -511,6 +511,45 @@ fn snapshot_100k(c: &mut Criterion) {
     g.finish();
 }
 
+/// Save files of the same 100k entities × 4 `Copy` components (issue 17: target ≤ 4× a
+/// `memcpy` of the same bytes): `World::save` into a reused `Vec<u8>` (cleared each
+/// time), `World::load` of that file into the same world, and the `memcpy` of
+/// `snapshot_100k` (the four columns plus the entity list).
+fn save_100k(c: &mut Criterion) {
+    const N: usize = 100_000;
+    let mut g = c.benchmark_group("save_100k");
+    let bytes = N
+        * (size_of::<Transform>()
+            + size_of::<Position>()
+            + size_of::<Rotation>()
+            + size_of::<Velocity>()
+            + size_of::<runsync::Entity>());
+    g.throughput(Throughput::Bytes(bytes as u64));
+    let mut world = snapshot_world(N);
+    world
+        .saving::<Transform>()
+        .saving::<Position>()
+        .saving::<Rotation>()
+        .saving::<Velocity>();
+    let mut file = Vec::new();
+    world.save(&mut file).expect("all types opted in");
+    g.bench_function("runsync_save", |b| {
+        b.iter(|| {
+            file.clear();
+            world.save(&mut file).expect("all types opted in")
+        })
+    });
+    g.bench_function("runsync_load", |b| {
+        b.iter(|| world.load(&mut file.as_slice()).expect("a valid save"))
+    });
+    let src = vec![1u8; bytes];
+    let mut dst = vec![0u8; bytes];
+    g.bench_function("memcpy", |b| {
+        b.iter(|| dst.copy_from_slice(std::hint::black_box(&src)))
+    });
+    g.finish();
+}
+
 /// A hook that counts its calls.
 fn counting<T: Component>(
     n: &Arc<AtomicU64>,
@@ -627,6 +666,7 @@ criterion_group! {
     config = quick();
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
         sync_fn_throughput, scatter_100k,
-        empty_systems, many_systems, scaling, snapshot_100k, hooks_add_remove, changed_query
+        empty_systems, many_systems, scaling, snapshot_100k, save_100k, hooks_add_remove,
+        changed_query
 }
 criterion_main!(own);

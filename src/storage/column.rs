@@ -17,6 +17,35 @@ pub(crate) struct TypeOps<C> {
     checksum: Option<fn(&C, &mut Checksummer)>,
     /// Formats one value (`Debug`).
     debug: Option<DebugFn<C>>,
+    /// Encodes and decodes values for save files (serde).
+    serde: Option<SerdeFns<C>>,
+}
+
+/// A type's save-file codec: `encode(values, out)` appends the values; `decode(bytes, n,
+/// out)` pushes exactly `n` values decoded from all of `bytes`.
+pub(crate) struct SerdeFns<T> {
+    pub(crate) encode: fn(&[T], &mut Vec<u8>) -> Result<(), String>,
+    pub(crate) decode: DecodeFn<T>,
+}
+
+/// `fn(bytes, n, out)`: see [`SerdeFns`].
+type DecodeFn<T> = fn(&[u8], usize, &mut Vec<T>) -> Result<(), String>;
+
+impl<T> Clone for SerdeFns<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for SerdeFns<T> {}
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> SerdeFns<T> {
+    pub(crate) fn of() -> Self {
+        SerdeFns {
+            encode: crate::savefile::encode_values::<T>,
+            decode: crate::savefile::decode_values::<T>,
+        }
+    }
 }
 
 /// `fn(dst, src)`: see [`clone_columns`].
@@ -31,6 +60,7 @@ impl<C> Default for TypeOps<C> {
             clone: None,
             checksum: None,
             debug: None,
+            serde: None,
         }
     }
 }
@@ -110,6 +140,14 @@ impl<C: Component> TypedColumns<C> {
     {
         self.ops.checksum = Some(checksum_value::<C>);
         self.enable_debug();
+    }
+
+    /// Opts `C` into save files.
+    pub(crate) fn enable_serde(&mut self)
+    where
+        C: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.ops.serde = Some(SerdeFns::of());
     }
 
     /// Opts `C` into `Debug` text (desync reports and write provenance).
@@ -216,6 +254,28 @@ pub(crate) trait AnyColumns: Send + Sync {
     /// Writes every value of column `col` into `h`, in row order; `false` (nothing
     /// written) if the type was not opted into checksums.
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
+    /// Whether the type was opted into checksums.
+    fn is_checksummed(&self) -> bool;
+    /// Whether the type was opted into save files.
+    fn can_serde(&self) -> bool;
+    /// Appends the values of column `col` (postcard), or says why not.
+    fn encode_column(&self, col: u32, out: &mut Vec<u8>) -> Result<(), String>;
+    /// Decodes one column per `(bytes, rows)` into a `Vec<Vec<C>>` (boxed), or returns
+    /// the index of the column that failed and why. Touches nothing here.
+    fn decode_columns(
+        &self,
+        columns: &[(&[u8], usize)],
+    ) -> Result<Box<dyn Any + Send + Sync>, (usize, String)>;
+    /// Replaces every column and its marks by decoded ones (from
+    /// [`decode_columns`](Self::decode_columns), as many columns as the storage's tables
+    /// hold the type).
+    fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks);
+    /// The change marks, for save files.
+    fn marks(&self) -> &TypeMarks;
+    /// Bytes the values take in memory (a save's size estimate).
+    fn value_bytes(&self) -> usize;
+    /// Empty columns of the same type with the same opt-ins.
+    fn empty_like(&self) -> Box<dyn AnyColumns>;
     /// The checksum of one value, if the type was opted into checksums.
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64>;
     /// One value, formatted with `Debug`, if the type was opted into checksums.
@@ -376,6 +436,67 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             sum(v, h);
         }
         true
+    }
+
+    fn is_checksummed(&self) -> bool {
+        self.ops.checksum.is_some()
+    }
+
+    fn can_serde(&self) -> bool {
+        self.ops.serde.is_some()
+    }
+
+    fn encode_column(&self, col: u32, out: &mut Vec<u8>) -> Result<(), String> {
+        let fns = self.ops.serde.ok_or("not opted into saves")?;
+        (fns.encode)(&self.columns[col as usize], out)
+    }
+
+    fn decode_columns(
+        &self,
+        columns: &[(&[u8], usize)],
+    ) -> Result<Box<dyn Any + Send + Sync>, (usize, String)> {
+        let fns = self
+            .ops
+            .serde
+            .ok_or((0, "not opted into saves".to_owned()))?;
+        let mut out: Vec<Vec<C>> = Vec::with_capacity(columns.len());
+        for (i, &(bytes, rows)) in columns.iter().enumerate() {
+            let mut col = Vec::new();
+            (fns.decode)(bytes, rows, &mut col).map_err(|e| (i, e))?;
+            out.push(col);
+        }
+        Ok(Box::new(out))
+    }
+
+    fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks) {
+        let columns = columns
+            .downcast::<Vec<Vec<C>>>()
+            .expect("decoded columns of another type");
+        debug_assert!(self.staged.is_none());
+        debug_assert_eq!(columns.len(), marks.columns.len());
+        self.graveyard.clear();
+        self.columns = *columns;
+        self.marks = marks;
+    }
+
+    fn marks(&self) -> &TypeMarks {
+        &self.marks
+    }
+
+    fn empty_like(&self) -> Box<dyn AnyColumns> {
+        Box::new(TypedColumns::<C> {
+            ops: TypeOps {
+                clone: self.ops.clone,
+                checksum: self.ops.checksum,
+                debug: self.ops.debug,
+                serde: self.ops.serde,
+            },
+            ..TypedColumns::default()
+        })
+    }
+
+    fn value_bytes(&self) -> usize {
+        self.columns.iter().map(Vec::len).sum::<usize>() * std::mem::size_of::<C>()
     }
 
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64> {

@@ -209,6 +209,45 @@ impl Clone for TypeMarks {
 }
 
 impl TypeMarks {
+    /// Marks made of saved words, one `(changed, added)` pair per column; checked: no bit
+    /// at or past a column's `rows`, added rows among the changed ones. `Err` says what
+    /// is wrong.
+    pub(crate) fn from_words(
+        columns: Vec<(Vec<u64>, Vec<u64>)>,
+        rows: impl Fn(usize) -> usize,
+    ) -> Result<TypeMarks, String> {
+        let mut dirty = false;
+        let mut out = Vec::with_capacity(columns.len());
+        for (col, (changed, added)) in columns.into_iter().enumerate() {
+            let n = rows(col);
+            for words in [&changed, &added] {
+                let past = words
+                    .iter()
+                    .enumerate()
+                    .any(|(i, &w)| w != 0 && 64 * i + (64 - w.leading_zeros() as usize) > n);
+                if past {
+                    return Err(format!("column {col}: change marks past its {n} rows"));
+                }
+            }
+            let subset = added
+                .iter()
+                .enumerate()
+                .all(|(i, &a)| a & !changed.get(i).copied().unwrap_or(0) == 0);
+            if !subset || (changed.is_empty() && !added.is_empty()) {
+                return Err(format!("column {col}: added marks on unchanged rows"));
+            }
+            dirty |= !changed.is_empty();
+            out.push(ColumnMarks {
+                changed: Bits(changed),
+                added: Bits(added),
+            });
+        }
+        Ok(TypeMarks {
+            columns: out,
+            dirty,
+        })
+    }
+
     /// A new column with no marks.
     pub(crate) fn add_column(&mut self) {
         self.columns.push(ColumnMarks::default());

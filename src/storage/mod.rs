@@ -8,7 +8,8 @@
 //!   ([`AnyColumns`]), with the per-type opt-ins (snapshot, checksum, `Debug`);
 //! - `mask.rs` — table signatures and query masks (`bitvec` words);
 //! - `marks.rs` — change marks (`Changed` / `Added`), row-aligned bit sets per column;
-//! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports.
+//! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports;
+//! - `save.rs` — the storage's part of save files: written, parsed and checked, applied.
 //!
 //! Entities with the same set of component types share a table: a list of entities and,
 //! for each of its component types, one column (a `Vec<C>`) in that type's
@@ -24,6 +25,7 @@
 mod column;
 mod marks;
 mod mask;
+mod save;
 mod snapshot;
 mod table;
 
@@ -32,7 +34,8 @@ use std::any::type_name;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
-pub(crate) use snapshot::{LoadError, StorageSnapshot};
+pub(crate) use save::ParsedStorage;
+pub(crate) use snapshot::{RestoreError, StorageSnapshot};
 pub(crate) use table::{Table, TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
@@ -52,6 +55,17 @@ pub(crate) struct Storage {
 }
 
 impl Storage {
+    /// An empty storage with the same registered types and opt-ins (no entities).
+    pub(crate) fn empty_like(&self) -> Storage {
+        Storage {
+            entities: Entities::default(),
+            registry: self.registry.clone(),
+            columns: self.columns.iter().map(|c| c.empty_like()).collect(),
+            tables: Tables::default(),
+            tables_with: vec![Vec::new(); self.columns.len()],
+        }
+    }
+
     /// Registers `C`, returning its new id, or `Err` with the existing id.
     pub(crate) fn add_type<C: Component>(&mut self) -> Result<ComponentId, ComponentId> {
         let id = self.registry.add::<C>()?;

@@ -31,7 +31,7 @@ pub(crate) struct StorageSnapshot {
 
 /// Why [`Storage::load`] changed nothing.
 #[derive(Debug)]
-pub(crate) enum LoadError {
+pub(crate) enum RestoreError {
     /// The storage registers other types than the snapshot (names by id, each side).
     OtherTypes {
         snapshot: Vec<&'static str>,
@@ -83,7 +83,7 @@ impl Storage {
 
     /// Makes this storage equal to `from` (see the module docs), or, if it cannot, says
     /// why and changes nothing: every check comes before the first change.
-    pub(crate) fn load(&mut self, from: &StorageSnapshot) -> Result<(), LoadError> {
+    pub(crate) fn load(&mut self, from: &StorageSnapshot) -> Result<(), RestoreError> {
         let same_types = from.types.len() == self.registry.len()
             && from
                 .types
@@ -91,7 +91,7 @@ impl Storage {
                 .enumerate()
                 .all(|(i, &(t, _))| self.registry.info(ComponentId(i as u32)).type_id == t);
         if !same_types {
-            return Err(LoadError::OtherTypes {
+            return Err(RestoreError::OtherTypes {
                 snapshot: from.types.iter().map(|t| t.1).collect(),
                 storage: (0..self.registry.len())
                     .map(|i| self.registry.info(ComponentId(i as u32)).name)
@@ -101,7 +101,7 @@ impl Storage {
         let saved = |i: usize| from.columns.get(i).is_some_and(Option::is_some);
         if let Some(i) = (0..self.columns.len()).find(|&i| !self.columns[i].can_load() || !saved(i))
         {
-            return Err(LoadError::NotSnapshotting(ComponentId(i as u32)));
+            return Err(RestoreError::NotSnapshotting(ComponentId(i as u32)));
         }
         self.restore_tables(from);
         for (t, (_, entities)) in from.tables.iter().enumerate() {

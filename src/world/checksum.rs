@@ -68,6 +68,45 @@ impl World {
         self
     }
 
+    /// The registered types whose values do not count in [`checksum`](Self::checksum):
+    /// every component type not opted in with [`checksumming`](Self::checksumming) (by
+    /// registration order), then every resource systems write
+    /// ([`register_resource`](Self::register_resource)) not opted in with
+    /// [`checksumming_resource`](Self::checksumming_resource). A difference in their
+    /// values goes unseen by a checksum (a component type still counts through which
+    /// entities have it), so a lockstep or replay check should start with
+    /// `assert!(world.unchecksummed().is_empty())` — or accept each name it lists.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last, checksum)]
+    /// struct Pos(f32);
+    /// #[derive(Component, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last)]
+    /// struct Cooldown(u32);
+    ///
+    /// let mut world = World::new();
+    /// world.register_default::<Pos>(); // opted in by its `checksum` flag
+    /// world.register_default::<Cooldown>();
+    /// assert_eq!(world.unchecksummed(), [std::any::type_name::<Cooldown>()]);
+    /// ```
+    ///
+    /// Cost: a walk over the registered types; for setup checks and tools.
+    pub fn unchecksummed(&self) -> Vec<&'static str> {
+        let s = &self.storage;
+        let components = (0..s.registry.len())
+            .map(|i| ComponentId(i as u32))
+            .filter(|&id| !s.columns(id).is_checksummed())
+            .map(|id| s.type_name(id));
+        let resources = self
+            .resource_folds
+            .iter()
+            .filter(|f| !self.resource_sums.iter().any(|r| r.type_id == f.type_id()))
+            .map(|f| f.type_name());
+        components.chain(resources).collect()
+    }
+
     /// A stable 64-bit digest of the world's state: the entity allocator (live entities,
     /// every slot's generation, the free list), then each non-empty table in creation
     /// order with its component type ids and entities, then, for each type opted in with

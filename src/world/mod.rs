@@ -3,12 +3,15 @@
 //! `mod.rs` holds the world's state and what a user meets first: registering types,
 //! spawning, reading, structural edits between frames, queries. The rest is split by what
 //! a user asks: [`resources`], [`snapshot`] (save and restore), [`checksum`] (digests and
-//! desync reports), [`debug`] (`Debug` text). Hooks ([`World::on_add`]) live beside their
+//! desync reports), [`save`] (save files), [`debug`] (`Debug` text), [`declare`] (types that declare their
+//! merge and opt-ins). Hooks ([`World::on_add`]) live beside their
 //! machinery in `hooks.rs`; queries in `query/`.
 
 mod checksum;
 mod debug;
+pub(crate) mod declare;
 mod resources;
+pub(crate) mod save;
 mod snapshot;
 
 pub use snapshot::{Snapshot, SnapshotError};
@@ -21,7 +24,7 @@ use crate::fold::{AnyFold, Fold};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
-use crate::resource::{AnyResourceFold, ResourceHook, ResourceSum, Resources};
+use crate::resource::{AnyResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
@@ -61,6 +64,8 @@ pub struct World {
     resource_hooks: Vec<ResourceHook>,
     /// Resource types opted into checksums, in opt-in order.
     resource_sums: Vec<ResourceSum>,
+    /// Resource types opted into save files, in opt-in order.
+    resource_serde: Vec<ResourceSerde>,
     /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
     hooks: Hooks,
     scratch_ids: Vec<ComponentId>,
@@ -85,6 +90,7 @@ impl World {
             resource_ids: TypeIdMap::default(),
             resource_hooks: Vec::new(),
             resource_sums: Vec::new(),
+            resource_serde: Vec::new(),
             hooks: Hooks::default(),
             scratch_ids: Vec::new(),
         }
@@ -112,16 +118,6 @@ impl World {
             }
             Err(_) => registered_twice::<C>(),
         }
-    }
-
-    /// Registers `C` with the merge it declares ([`DefaultMerge`](crate::DefaultMerge),
-    /// which `#[derive(Component)]` implements for `#[component(merge = ..)]`).
-    ///
-    /// # Panics
-    /// If `C` is already registered.
-    #[track_caller]
-    pub fn register_default<C: crate::merge::DefaultMerge>(&mut self) -> ComponentId {
-        self.register::<C>(C::default_merge())
     }
 
     /// Whether `C` is registered.
@@ -438,6 +434,12 @@ impl World {
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.storage.registry
+    }
+
+    /// The resources.
+    #[inline]
+    pub(crate) fn resources(&self) -> &Resources {
+        &self.resources
     }
 
     /// Entities, tables and columns.

@@ -127,6 +127,67 @@ impl World {
         self.resources.get_mut::<R>()
     }
 
+    /// Makes `input` the frame input systems read with [`input`](Self::input): the
+    /// resource [`Input<I>`](crate::Input). The first call for an `I` also opts
+    /// `Input<I>` into snapshots ([`snapshotting_resource`](Self::snapshotting_resource)),
+    /// so a restore brings back the input as it was. Usually called for you by
+    /// [`Runtime::frame_with`](crate::Runtime::frame_with).
+    pub fn set_input<I: Clone + Send + Sync + 'static>(&mut self, input: I) {
+        match self.get_resource_mut::<crate::input::Input<I>>() {
+            Some(slot) => slot.0 = input,
+            None => {
+                self.snapshotting_resource::<crate::input::Input<I>>();
+                self.insert_resource(crate::input::Input(input));
+            }
+        }
+    }
+
+    /// The frame input of type `I` ([`Runtime::frame_with`](crate::Runtime::frame_with)):
+    /// what systems read as this frame's input.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Pad(i8);
+    /// #[derive(Component, Clone, Copy, Debug, PartialEq)]
+    /// #[component(output = i32, merge = |p: &mut X, d: &[i32]| p.0 += d.iter().sum::<i32>())]
+    /// struct X(i32);
+    ///
+    /// let mut world = World::new();
+    /// world.register_default::<X>();
+    /// let e = world.spawn((X(0),));
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     let pad = w.input::<Pad>();
+    ///     for (e, _) in w.query::<(&X,)>() { out.write::<X>(e, i32::from(pad.0)); }
+    /// });
+    /// rt.frame_with(Pad(1));
+    /// rt.frame_with(Pad(-3));
+    /// assert_eq!(rt.world().get::<X>(e), Some(&X(-2)));
+    /// ```
+    ///
+    /// # Panics
+    /// If no input of type `I` was set; use [`get_input`](Self::get_input) to check.
+    #[track_caller]
+    pub fn input<I: Send + Sync + 'static>(&self) -> &I {
+        match self.get_input::<I>() {
+            Some(i) => i,
+            None => {
+                let name = type_name::<I>();
+                panic!(
+                    "runsync: no input of type `{name}`; run the frame with \
+                     `rt.frame_with(input)` (or `rt.advance_with(..)`), or set one with \
+                     `world.set_input(..)`"
+                )
+            }
+        }
+    }
+
+    /// The frame input of type `I`, if one was set.
+    pub fn get_input<I: Send + Sync + 'static>(&self) -> Option<&I> {
+        self.get_resource::<crate::input::Input<I>>().map(|i| &i.0)
+    }
+
     /// Removes and returns the resource of type `R`.
     pub fn remove_resource<R: Send + Sync + 'static>(&mut self) -> Option<R> {
         self.resources.remove::<R>()

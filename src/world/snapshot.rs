@@ -17,7 +17,11 @@
 //! - Resources: [`World::snapshotting_resource::<R>()`](World::snapshotting_resource)
 //!   (`R: Clone`). A snapshot holds every opted-in resource (or its absence); restore puts
 //!   each back (or removes it). Other resources (assets, configuration) are left as they
-//!   are. [`World::checksumming_resource::<R>()`](World::checksumming_resource)
+//!   are — except a resource registered for systems to write
+//!   ([`World::register_resource`]): that one is game state, so a snapshot (and a
+//!   restore) of a world where it is not opted in fails with
+//!   [`SnapshotError::ResourceNotSnapshotting`] naming it, instead of leaving it out.
+//!   [`World::checksumming_resource::<R>()`](World::checksumming_resource)
 //!   (`R: Checksum + Debug`) adds a resource to the checksum and the desync report.
 //!   [`Runtime::snapshot`](crate::Runtime::snapshot) adds the frame counter and
 //!   [`Time`](crate::Time).
@@ -35,7 +39,7 @@ use std::fmt;
 
 use crate::component::Component;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
-use crate::storage::{LoadError, StorageSnapshot};
+use crate::storage::{RestoreError, StorageSnapshot};
 use crate::world::World;
 
 /// A copy of a world's entities, components and opted-in resources, made by
@@ -114,6 +118,15 @@ pub enum SnapshotError {
         /// The type's name (`std::any::type_name`).
         type_name: &'static str,
     },
+    /// A resource registered for systems to write ([`World::register_resource`]) was
+    /// not opted in with [`World::snapshotting_resource`] in the world being snapshot or
+    /// restored into; `type_name` names it (the first by registration order). Such a
+    /// resource changes every frame, so leaving it out of a snapshot would make a
+    /// rollback re-simulate from the wrong value.
+    ResourceNotSnapshotting {
+        /// The resource type's name (`std::any::type_name`).
+        type_name: &'static str,
+    },
     /// A restore into a world that registers other component types than the snapshot's
     /// world, or the same in another order.
     OtherTypes {
@@ -134,6 +147,16 @@ impl fmt::Display for SnapshotError {
                     "runsync: component type `{type_name}` cannot be snapshot or restored: \
                      it was not opted in; derive or implement `Clone` for it and call \
                      `world.snapshotting::<{short}>()` after registering it"
+                )
+            }
+            SnapshotError::ResourceNotSnapshotting { type_name } => {
+                let short = type_name.rsplit("::").next().unwrap_or(type_name);
+                write!(
+                    f,
+                    "runsync: resource `{type_name}` is written by systems \
+                     (`register_resource`) but not opted into snapshots, so a restore would \
+                     leave it at its later value; derive or implement `Clone` for it and call \
+                     `world.snapshotting_resource::<{short}>()`"
                 )
             }
             SnapshotError::OtherTypes { snapshot, world } => write!(
@@ -159,6 +182,15 @@ struct SavedResource {
 }
 
 impl World {
+    /// The first resource registered for systems to write, by registration order, that
+    /// is not opted into snapshots.
+    fn written_resource_not_snapshotting(&self) -> Option<&'static str> {
+        self.resource_folds
+            .iter()
+            .find(|f| !self.resource_hooks.iter().any(|h| h.type_id == f.type_id()))
+            .map(|f| f.type_name())
+    }
+
     /// Opts component type `C` into snapshots: [`snapshot`](Self::snapshot) clones its
     /// columns, [`restore`](Self::restore) clones them back (`clone_from`, reusing memory).
     /// Every registered type must be opted in before a snapshot. Returns `self` to chain.
@@ -229,7 +261,11 @@ impl World {
     ///
     /// # Errors
     /// [`SnapshotError::NotSnapshotting`] naming the first registered type not opted in
-    /// with [`snapshotting`](Self::snapshotting).
+    /// with [`snapshotting`](Self::snapshotting);
+    /// [`SnapshotError::ResourceNotSnapshotting`] naming the first resource registered
+    /// with [`register_resource`](Self::register_resource) and not opted in with
+    /// [`snapshotting_resource`](Self::snapshotting_resource). Nothing is ever left out
+    /// silently.
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
         let mut s = Snapshot::new();
         self.snapshot_into(&mut s)?;
@@ -260,6 +296,11 @@ impl World {
     /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
     /// later call succeeds.
     pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
+        if let Some(type_name) = self.written_resource_not_snapshotting() {
+            into.resources.clear();
+            into.storage = StorageSnapshot::default();
+            return Err(SnapshotError::ResourceNotSnapshotting { type_name });
+        }
         if let Err(id) = self.storage.save(&mut into.storage) {
             into.resources.clear();
             into.storage = StorageSnapshot::default();
@@ -354,14 +395,19 @@ impl World {
     /// - [`SnapshotError::OtherTypes`]: this world registers other component types than
     ///   the snapshot's (the same types, in the same order, are needed);
     /// - [`SnapshotError::NotSnapshotting`]: a component type of this world is not opted
-    ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns).
+    ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns);
+    /// - [`SnapshotError::ResourceNotSnapshotting`]: a resource systems write here is not
+    ///   opted in with [`snapshotting_resource`](Self::snapshotting_resource).
     pub fn try_restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        if let Some(type_name) = self.written_resource_not_snapshotting() {
+            return Err(SnapshotError::ResourceNotSnapshotting { type_name });
+        }
         self.storage.load(&snapshot.storage).map_err(|e| match e {
-            LoadError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
+            RestoreError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
                 snapshot,
                 world: storage,
             },
-            LoadError::NotSnapshotting(id) => SnapshotError::NotSnapshotting {
+            RestoreError::NotSnapshotting(id) => SnapshotError::NotSnapshotting {
                 type_name: self.storage.type_name(id),
             },
         })?;

@@ -1,0 +1,440 @@
+//! Save files (issue 17): `World::save` / `World::load`, `Runtime::save` / `load`. Round
+//! trips at 1, 2 and 8 workers (the same checksum, and the same next 100 frames), and a
+//! corpus of bad files built here, each a typed error naming what is wrong — never a
+//! panic — that leaves the world as it was.
+
+use runsync::prelude::*;
+use runsync::{LoadError, SaveError};
+use serde::{Deserialize, Serialize};
+
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, checksum, save)]
+struct Pos(f32, f32);
+
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = i32, merge = merge::sum, snapshot, checksum, save)]
+struct Hp(i32);
+impl std::ops::AddAssign<i32> for Hp {
+    fn add_assign(&mut self, d: i32) {
+        self.0 += d;
+    }
+}
+
+#[derive(Component, Checksum, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, checksum, save)]
+struct Name(String);
+
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, checksum, save)]
+struct Flag(bool);
+
+/// A resource systems write.
+#[derive(Component, Checksum, Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = u64)]
+struct Score(u64);
+
+fn world() -> World {
+    let mut w = World::new();
+    w.register_default::<Pos>();
+    w.register_default::<Hp>();
+    w.register_default::<Name>();
+    w.register_default::<Flag>();
+    w.register_resource::<Score>(|s: &mut Score, d: &[u64]| s.0 += d.iter().sum::<u64>());
+    w.snapshotting_resource::<Score>()
+        .checksumming_resource::<Score>()
+        .saving_resource::<Score>();
+    w.insert_resource(Score(0));
+    w
+}
+
+fn game(workers: usize, entities: u32) -> Runtime {
+    let mut w = world();
+    for i in 0..entities {
+        let p = Pos(i as f32, -(i as f32));
+        match i % 3 {
+            0 => w.spawn((p, Hp(10 + i as i32))),
+            1 => w.spawn((p, Hp(5), Name(format!("n{i}")))),
+            _ => w.spawn((p, Flag(i % 2 == 0))),
+        };
+    }
+    let mut rt = Runtime::builder().workers(workers).build(w);
+    rt.add_system_named("move", |w: &World, out: &mut Output| {
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            out.write::<Pos>(e, Pos(p.0 + p.1 * 0.5, p.1 - 0.25));
+        }
+    });
+    rt.add_system_named("hurt", |w: &World, out: &mut Output| {
+        let t = w.resource::<Time>().frame;
+        for (e, (hp,)) in w.query::<(&Hp,)>() {
+            if hp.0 <= 0 {
+                out.despawn(e);
+            } else if (e.index() as u64 + t) % 4 == 0 {
+                out.write::<Hp>(e, -3);
+            }
+        }
+    });
+    rt.add_system_named("spawn", |w: &World, out: &mut Output| {
+        let t = w.resource::<Time>().frame;
+        if t % 3 == 0 {
+            out.spawn((Pos(t as f32, 1.0), Hp(4), Name(format!("s{t}"))));
+            out.write_resource::<Score>(t);
+        }
+    });
+    rt.add_system_named("changed", |w: &World, out: &mut Output| {
+        // Reads change marks: a save must keep them for the next frame to agree.
+        for (e, _) in w.query_filtered::<(&Hp,), Changed<Hp>>() {
+            if w.has::<Name>(e) {
+                out.write::<Name>(e, Name(format!("c{}", e.index())));
+            }
+        }
+    });
+    rt
+}
+
+fn save(rt: &Runtime) -> Vec<u8> {
+    let mut file = Vec::new();
+    rt.save(&mut file).unwrap();
+    file
+}
+
+#[test]
+fn round_trips_give_the_same_world_and_the_same_next_100_frames() {
+    let mut reference: Option<Vec<u64>> = None;
+    for workers in [1, 2, 8] {
+        let mut rt = game(workers, 60);
+        for _ in 0..15 {
+            rt.frame();
+        }
+        let file = save(&rt);
+        let mut loaded = game(workers, 0);
+        loaded.load(&mut file.as_slice()).unwrap();
+        assert_eq!(loaded.frame_count(), rt.frame_count());
+        assert_eq!(
+            loaded.world().resource::<Time>(),
+            rt.world().resource::<Time>()
+        );
+        assert_eq!(loaded.world().checksum(), rt.world().checksum());
+        assert!(rt.world().first_difference(loaded.world()).is_none());
+        // The file of the loaded world is the same file.
+        assert_eq!(save(&loaded), file, "{workers} workers");
+        let mut sums = Vec::new();
+        for _ in 0..100 {
+            rt.frame();
+            loaded.frame();
+            assert_eq!(loaded.world().checksum(), rt.world().checksum());
+            sums.push(rt.world().checksum());
+        }
+        assert!(rt.world().first_difference(loaded.world()).is_none());
+        match &reference {
+            None => reference = Some(sums),
+            Some(r) => assert_eq!(r, &sums, "{workers} workers differ from 1"),
+        }
+    }
+}
+
+#[test]
+fn a_world_save_loads_into_an_empty_world_and_a_full_one() {
+    let mut rt = game(2, 30);
+    for _ in 0..5 {
+        rt.frame();
+    }
+    let mut file = Vec::new();
+    rt.world().save(&mut file).unwrap();
+    for mut into in [world(), game(1, 90).into_world()] {
+        into.load(&mut file.as_slice()).unwrap();
+        assert!(rt.world().first_difference(&into).is_none());
+        assert_eq!(into.checksum(), rt.world().checksum());
+    }
+    // A world save has no frame counter: a runtime asks for a runtime save.
+    let mut other = game(1, 0);
+    assert!(matches!(
+        other.load(&mut file.as_slice()),
+        Err(LoadError::NotARuntimeSave)
+    ));
+}
+
+#[test]
+fn types_not_opted_in_cannot_be_saved() {
+    #[derive(Clone, Copy, Debug)]
+    struct Loose;
+    impl Component for Loose {
+        type Output = ();
+    }
+    let mut w = world();
+    w.register::<Loose>(|_: &mut Loose, _: &[()]| {});
+    let err = w.save(&mut Vec::new()).unwrap_err();
+    assert!(matches!(err, SaveError::NotSaving { type_name } if type_name.ends_with("Loose")));
+    assert!(err.to_string().contains("world.saving::<Loose>()"), "{err}");
+    #[derive(Clone, Debug)]
+    struct Wind;
+    impl Component for Wind {
+        type Output = ();
+    }
+    let mut w = world();
+    w.register_resource::<Wind>(|_: &mut Wind, _: &[()]| {});
+    let err = w.save(&mut Vec::new()).unwrap_err();
+    assert!(
+        matches!(err, SaveError::ResourceNotSaving { type_name } if type_name.ends_with("Wind"))
+    );
+}
+
+/// A small valid world save and the world it came from.
+fn small() -> (Vec<u8>, World) {
+    let mut rt = game(1, 7);
+    for _ in 0..4 {
+        rt.frame();
+    }
+    let w = rt.into_world();
+    let mut file = Vec::new();
+    w.save(&mut file).unwrap();
+    (file, w)
+}
+
+/// Loads `file` into a fresh world holding one entity; on an error, checks the world is
+/// untouched. Never panics unless the loader does.
+fn try_load(file: &[u8]) -> Result<World, LoadError> {
+    let mut w = world();
+    w.spawn((Hp(99),));
+    let before = w.checksum();
+    match w.load(&mut &file[..]) {
+        Ok(()) => Ok(w),
+        Err(e) => {
+            assert_eq!(w.checksum(), before, "a failed load changed the world: {e}");
+            assert!(!e.to_string().is_empty());
+            Err(e)
+        }
+    }
+}
+
+fn u64_at(file: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(file[at..at + 8].try_into().unwrap())
+}
+
+#[test]
+fn every_truncation_is_an_error() {
+    let (file, _) = small();
+    assert!(try_load(&file).is_ok());
+    for len in 0..file.len() {
+        let e = try_load(&file[..len]).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::Truncated { .. }
+                    | LoadError::BadLength { .. }
+                    | LoadError::BadMagic { .. }
+            ) || matches!(e, LoadError::Decode { .. }),
+            "{len}: {e}"
+        );
+    }
+    assert!(matches!(try_load(&[]), Err(LoadError::BadMagic { .. })));
+}
+
+#[test]
+fn bad_headers_and_trailing_bytes() {
+    let (file, _) = small();
+    let mut f = file.clone();
+    f[0] = b'X';
+    assert!(matches!(try_load(&f), Err(LoadError::BadMagic { .. })));
+    let mut f = file.clone();
+    f[8..12].copy_from_slice(&2u32.to_le_bytes());
+    assert!(matches!(
+        try_load(&f),
+        Err(LoadError::Version {
+            found: 2,
+            supported: 1
+        })
+    ));
+    let mut f = file.clone();
+    f[12] = 9;
+    assert!(matches!(try_load(&f), Err(LoadError::BadData { .. })));
+    let mut f = file.clone();
+    f.push(0);
+    assert!(matches!(
+        try_load(&f),
+        Err(LoadError::TrailingBytes { count: 1 })
+    ));
+}
+
+#[test]
+fn lengths_that_lie_are_errors_not_allocations() {
+    let (file, _) = small();
+    // The type count, just after the header (8 + 4) and the kind byte.
+    assert_eq!(u64_at(&file, 13), 4);
+    for lie in [5, 1 << 40, u64::MAX] {
+        let mut f = file.clone();
+        f[13..21].copy_from_slice(&lie.to_le_bytes());
+        let e = try_load(&f).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                LoadError::BadLength { .. }
+                    | LoadError::Truncated { .. }
+                    | LoadError::BadData { .. }
+                    | LoadError::UnknownType { .. }
+            ),
+            "{lie}: {e}"
+        );
+    }
+    let mut f = file.clone();
+    f[13..21].copy_from_slice(&u64::MAX.to_le_bytes());
+    assert!(matches!(
+        try_load(&f),
+        Err(LoadError::BadLength {
+            length: u64::MAX,
+            ..
+        })
+    ));
+}
+
+#[test]
+fn unknown_missing_and_reordered_types() {
+    let (file, _) = small();
+    let mut fewer = World::new();
+    fewer.register_default::<Pos>();
+    fewer.register_default::<Hp>();
+    fewer.register_default::<Name>();
+    let e = fewer.load(&mut file.as_slice()).unwrap_err();
+    assert!(
+        matches!(&e, LoadError::UnknownType { name } if name.ends_with("Flag")),
+        "{e}"
+    );
+
+    let mut more = world();
+    more.register_default::<Extra>();
+    let e = more.load(&mut file.as_slice()).unwrap_err();
+    assert!(matches!(e, LoadError::MissingType { type_name } if type_name.ends_with("Extra")));
+
+    let mut reordered = World::new();
+    reordered.register_default::<Hp>();
+    reordered.register_default::<Pos>();
+    reordered.register_default::<Name>();
+    reordered.register_default::<Flag>();
+    assert!(matches!(
+        reordered.load(&mut file.as_slice()),
+        Err(LoadError::TypeOrder { .. })
+    ));
+
+    // Registered, not opted into saves.
+    let mut w = World::new();
+    w.register::<Pos>(merge::last);
+    w.register_default::<Hp>();
+    w.register_default::<Name>();
+    w.register_default::<Flag>();
+    let e = w.load(&mut file.as_slice()).unwrap_err();
+    assert!(matches!(e, LoadError::NotSaving { type_name } if type_name.ends_with("Pos")));
+
+    // Resources: the file's `Score` unknown here; a resource the file lacks.
+    let mut w = world();
+    let e = {
+        let mut no_score = World::new();
+        no_score.register_default::<Pos>();
+        no_score.register_default::<Hp>();
+        no_score.register_default::<Name>();
+        no_score.register_default::<Flag>();
+        no_score.load(&mut file.as_slice()).unwrap_err()
+    };
+    assert!(
+        matches!(&e, LoadError::UnknownResource { name } if name.ends_with("Score")),
+        "{e}"
+    );
+    w.saving_resource::<Extra>();
+    let e = w.load(&mut file.as_slice()).unwrap_err();
+    assert!(matches!(e, LoadError::MissingResource { type_name } if type_name.ends_with("Extra")));
+}
+
+#[derive(Component, Clone, Copy, Debug, Serialize, Deserialize)]
+#[component(merge = merge::last, save)]
+struct Extra(u8);
+
+#[test]
+fn values_that_do_not_decode_name_their_type() {
+    // One entity with one `Flag`: the file ends with the column (length, one byte) and an
+    // empty resource list.
+    let mut w = World::new();
+    w.register_default::<Flag>();
+    w.spawn((Flag(true),));
+    let mut file = Vec::new();
+    w.save(&mut file).unwrap();
+    let n = file.len();
+    assert_eq!(
+        (u64_at(&file, n - 17), file[n - 9], u64_at(&file, n - 8)),
+        (1, 1, 0)
+    );
+    let load = |f: &[u8]| {
+        let mut w = World::new();
+        w.register_default::<Flag>();
+        w.load(&mut &f[..])
+    };
+    let mut f = file.clone();
+    f[n - 9] = 7; // not a bool
+    let e = load(&f).unwrap_err();
+    assert!(
+        matches!(&e, LoadError::Decode { type_name, table: Some(1), .. } if type_name.ends_with("Flag")),
+        "{e}"
+    );
+    // A column longer than its values: bytes left over.
+    let mut f = file.clone();
+    f[n - 17..n - 9].copy_from_slice(&2u64.to_le_bytes());
+    f.insert(n - 8, 0);
+    let e = load(&f).unwrap_err();
+    assert!(e.to_string().contains("left over"), "{e}");
+    // A column length past the end of the file.
+    let mut f = file.clone();
+    f[n - 17..n - 9].copy_from_slice(&1000u64.to_le_bytes());
+    assert!(matches!(load(&f), Err(LoadError::BadLength { .. })));
+}
+
+#[test]
+fn duplicate_and_unallocated_entities() {
+    let mut w = world();
+    let a = w.spawn((Hp(1),));
+    let b = w.spawn((Hp(2),));
+    let mut file = Vec::new();
+    w.save(&mut file).unwrap();
+    // The table's rows: their count, then `a`, then `b`.
+    let rows: Vec<u8> = [2, a.to_bits(), b.to_bits()]
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let b_at = file.windows(24).position(|x| x == rows).unwrap() + 16;
+    let at = |_: Entity| b_at;
+    let mut f = file.clone();
+    f[at(b)..at(b) + 8].copy_from_slice(&a.to_bits().to_le_bytes());
+    assert!(matches!(
+        try_load(&f),
+        Err(LoadError::DuplicateEntity { entity }) if entity == a
+    ));
+    // A row whose entity has another generation than its slot.
+    let stale = Entity::from_bits(b.to_bits() + (1 << 32)).unwrap();
+    let mut f = file.clone();
+    f[at(b)..at(b) + 8].copy_from_slice(&stale.to_bits().to_le_bytes());
+    assert!(matches!(try_load(&f), Err(LoadError::BadEntities { .. })));
+}
+
+/// Every byte of a valid file set to a few values: each load is an error or a world, and
+/// never a panic (the loader's fuzz target in `fuzz/`, in miniature).
+#[test]
+fn single_byte_corruptions_never_panic() {
+    let (file, original) = small();
+    let (mut errors, mut loaded) = (0, 0);
+    for at in 0..file.len() {
+        for v in [0u8, 1, 0x7f, 0xff, file[at].wrapping_add(1)] {
+            if v == file[at] {
+                continue;
+            }
+            let mut f = file.clone();
+            f[at] = v;
+            match try_load(&f) {
+                Err(_) => errors += 1,
+                Ok(w) => {
+                    // A value changed into another valid value: a world that runs.
+                    let mut rt = Runtime::builder().workers(2).build(w);
+                    rt.frame();
+                    let _ = rt.world().first_difference(&original);
+                    loaded += 1;
+                }
+            }
+        }
+    }
+    assert!(errors > 0 && loaded > 0, "{errors} errors, {loaded} loaded");
+}
