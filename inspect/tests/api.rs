@@ -106,6 +106,10 @@ fn rewind_and_resimulate_bit_identically_at_1_2_and_8_workers() {
             "back at frame 12"
         );
         assert_eq!(s["paused"], true);
+        // The present was kept: forward to it and back again.
+        let s = game.ok("/api/rewind", Some(r#"{"frame": 20}"#));
+        assert_eq!((frame(&s), checksum(&s)), (20, c20.clone()));
+        game.ok("/api/rewind", Some(r#"{"frame": 12}"#));
         let s = game.ok("/api/step", Some(r#"{"frames": 8}"#));
         assert_eq!(
             (frame(&s), checksum(&s)),
@@ -113,8 +117,8 @@ fn rewind_and_resimulate_bit_identically_at_1_2_and_8_workers() {
             "re-simulated to frame 20"
         );
         assert_eq!(
-            s["resim"]["checked"], 7,
-            "frames 13..=19 compared with the first run: {s}"
+            s["resim"]["checked"], 8,
+            "frames 13..=20 compared with the first run: {s}"
         );
         assert!(s["resim"]["differed_at"].is_null(), "{s}");
 
@@ -132,7 +136,7 @@ fn rewind_and_resimulate_bit_identically_at_1_2_and_8_workers() {
             .rev()
             .take(5)
             .collect();
-        assert_eq!(last.iter().filter(|r| r["resim"] == true).count(), 4, "{t}");
+        assert_eq!(last.iter().filter(|r| r["resim"] == true).count(), 5, "{t}");
         match &seen {
             None => seen = Some((c12, c20)),
             Some(first) => assert_eq!(first, &(c12, c20), "{workers} workers"),
