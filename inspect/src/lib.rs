@@ -611,12 +611,9 @@ impl Inspector {
         }
         self.finish_step(rt);
         if frame != now {
-            // Keep the present too, so the re-simulation can be checked up to it (and the
-            // present rewound to) — unless its slot is the one being rewound to.
-            if frame.abs_diff(now) < self.ring.capacity() as u64 {
-                self.ring.record(rt);
-            }
-            if let Err(e) = self.ring.restore(rt, frame) {
+            // Keeps the present too, so the re-simulation is checked up to it (and the
+            // present can be rewound to).
+            if let Err(e) = self.ring.rewind(rt, frame) {
                 return Response::error(500, format!("the restore failed: {e}"));
             }
         }

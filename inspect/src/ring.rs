@@ -1,21 +1,23 @@
 //! The snapshot ring: the state before each of the last N frames, to rewind to.
 //!
 //! Slot `f % N` holds the state with `f` frames completed (the state frame `f` starts
-//! from), with its [`World::checksum`](runsync::World::checksum). Taking one costs a
-//! [`Runtime::snapshot_into`] (about a `memcpy` of the columns, no allocation once the
-//! slot has grown) and a checksum, every frame: opt-in.
+//! from). Taking one costs a [`Runtime::snapshot_into`] every frame (about a `memcpy` of
+//! the columns, no allocation once the slot has grown): opt-in.
 //!
 //! After a rewind to frame `k`, the slots of frames after `k` still hold the first run;
-//! as the frames are run again, each new state is compared with the recorded one (by
-//! checksum) before its slot is overwritten, so a re-simulation that diverges is caught at
-//! its first differing frame. The recorded states after a divergence belong to another
-//! history and are dropped.
+//! as the frames are run again, each new state is compared with the recorded one by
+//! [`World::checksum`](runsync::World::checksum) before its slot is overwritten, so a
+//! re-simulation that diverges is caught at its first differing frame. The recorded
+//! states' checksums are computed at the rewind (each restored in turn), not every frame:
+//! a checksum costs several times a snapshot, and most frames are never rewound to. The
+//! recorded states after a divergence belong to another history and are dropped.
 
 use runsync::{Runtime, RuntimeSnapshot};
 
 struct Slot {
     snapshot: RuntimeSnapshot,
-    checksum: u64,
+    /// The world's checksum in this state, once computed (at a rewind).
+    checksum: Option<u64>,
     valid: bool,
 }
 
@@ -32,7 +34,7 @@ impl Ring {
             slots: (0..capacity)
                 .map(|_| Slot {
                     snapshot: RuntimeSnapshot::new(),
-                    checksum: 0,
+                    checksum: None,
                     valid: false,
                 })
                 .collect(),
@@ -88,7 +90,7 @@ impl Ring {
         let slot = &mut self.slots[(frame % len) as usize];
         match rt.snapshot_into(&mut slot.snapshot) {
             Ok(()) => {
-                slot.checksum = rt.world().checksum();
+                slot.checksum = None;
                 slot.valid = true;
             }
             Err(e) => {
@@ -110,7 +112,7 @@ impl Ring {
             return None;
         }
         let frame = rt.frame_count();
-        let want = self.slot(frame)?.checksum;
+        let want = self.slot(frame)?.checksum?;
         let same = rt.world().checksum() == want;
         if !same {
             self.drop_after(frame - 1);
@@ -118,8 +120,49 @@ impl Ring {
         Some(same)
     }
 
-    /// Restores the state with `frame` frames completed. The caller checked
-    /// [`holds`](Self::holds).
+    /// Rewinds to the state with `frame` frames completed (the caller checked
+    /// [`holds`](Self::holds)), first recording the present (unless its slot is the one
+    /// rewound to) and the checksums of the states after `frame`, to check the
+    /// re-simulation against. On an error the runtime is left in the present.
+    pub(crate) fn rewind(&mut self, rt: &mut Runtime, frame: u64) -> Result<(), String> {
+        let now = rt.frame_count();
+        let len = self.slots.len() as u64;
+        if frame.abs_diff(now) < len {
+            self.record(rt);
+            let present = &mut self.slots[(now % len) as usize];
+            if present.valid {
+                present.checksum = Some(rt.world().checksum());
+            }
+        }
+        let later: Vec<usize> = (0..self.slots.len())
+            .filter(|&i| {
+                let s = &self.slots[i];
+                s.valid && s.snapshot.frame() > frame && s.checksum.is_none()
+            })
+            .collect();
+        let mut result = Ok(());
+        for i in later {
+            if let Err(e) = rt.try_restore(&self.slots[i].snapshot) {
+                result = Err(e.to_string());
+                break;
+            }
+            self.slots[i].checksum = Some(rt.world().checksum());
+        }
+        if result.is_ok() {
+            let slot = self
+                .slot(frame)
+                .ok_or_else(|| format!("frame {frame} is not held"))?;
+            result = rt.try_restore(&slot.snapshot).map_err(|e| e.to_string());
+        }
+        if result.is_err() {
+            if let Some(present) = self.slot(now) {
+                let _ = rt.try_restore(&present.snapshot);
+            }
+        }
+        result
+    }
+
+    /// Restores the state with `frame` frames completed, as it is (for `explain`).
     pub(crate) fn restore(&self, rt: &mut Runtime, frame: u64) -> Result<(), String> {
         let slot = self
             .slot(frame)

@@ -144,6 +144,41 @@ fn rewind_and_resimulate_bit_identically_at_1_2_and_8_workers() {
     }
 }
 
+/// A system that keeps game state in its own fields (not in the snapshot) re-simulates
+/// differently: the inspector says so at the first frame that differs, and drops the
+/// recorded states after it (they belong to another history).
+#[test]
+fn a_divergent_re_simulation_is_caught_at_its_first_frame() {
+    let game = Game::start_with(2, paused(16), |rt| {
+        let mut calls = 0u32;
+        rt.add_system_named(
+            "hidden",
+            move |w: &runsync::World, out: &mut runsync::Output| {
+                calls += 1;
+                if let Some((e, _)) = w.query::<(&common::Vel,)>().next() {
+                    out.write::<common::Pos>(e, calls as f32);
+                }
+            },
+        );
+    });
+    game.ok("/api/step", Some(r#"{"frames": 10}"#));
+    game.ok("/api/rewind", Some(r#"{"frame": 5}"#));
+    let s = game.ok("/api/step", Some(r#"{"frames": 3}"#));
+    assert_eq!(s["resim"]["differed_at"], 5, "{s}");
+    assert_eq!(
+        s["resim"]["checked"], 1,
+        "nothing left to compare after it: {s}"
+    );
+    assert_eq!(
+        s["ring"]["newest"], 7,
+        "the first run's states 6..=10 are dropped: {s}"
+    );
+    let (_, t) = game.get("/api/timeline");
+    let records = t["records"].as_array().unwrap();
+    let r5 = records.iter().rev().find(|r| r["frame"] == 5).unwrap();
+    assert_eq!(r5["resim"], false, "{r5}");
+}
+
 #[test]
 fn rewinding_outside_the_ring_is_refused_and_changes_nothing() {
     let game = Game::start(2, paused(8));

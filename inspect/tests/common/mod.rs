@@ -109,6 +109,15 @@ pub struct Game {
 
 impl Game {
     pub fn start(workers: usize, builder: InspectorBuilder) -> Game {
+        Game::start_with(workers, builder, |_| {})
+    }
+
+    /// [`start`](Self::start), with `setup` run on the runtime first (to add systems).
+    pub fn start_with(
+        workers: usize,
+        builder: InspectorBuilder,
+        setup: impl FnOnce(&mut Runtime) + Send + 'static,
+    ) -> Game {
         let frames = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -116,6 +125,7 @@ impl Game {
             let (frames, stop) = (frames.clone(), stop.clone());
             std::thread::spawn(move || {
                 let mut rt = runtime(workers);
+                setup(&mut rt);
                 let mut inspector: Inspector = builder.bind("127.0.0.1:0").expect("binds");
                 tx.send(inspector.addr()).unwrap();
                 while !stop.load(Ordering::SeqCst) {
