@@ -52,13 +52,15 @@
 //! # What it costs
 //!
 //! With no client connected, [`frame`](Inspector::frame) adds an empty-channel check and
-//! one timeline record (a few stores, no allocation) to [`Runtime::try_frame`]: criterion
-//! group `inspector_idle` in `runsync-benches` measures it against a bare frame (see the
-//! README's "The inspector" for the numbers). The snapshot ring is opt-in because it is not
-//! free: a [`Runtime::snapshot_into`] and a [`World::checksum`](runsync::World::checksum)
-//! per frame (about two passes over the snapshotted columns), and N snapshots of memory.
-//! A client costs what it asks for, on the game thread between frames: an entity page
-//! scans the entity list; `explain` re-runs a frame.
+//! one timeline record (a few stores, no allocation) to [`Runtime::try_frame`]: about 500
+//! instructions, 0.3 % of a 10k-entity movement frame (callgrind, `examples/idle_cost.rs`;
+//! the criterion group `inspector_idle` in `runsync-benches` times it against a bare
+//! frame; the README's "The inspector" has the numbers). The snapshot ring is opt-in
+//! because it is not free: a [`Runtime::snapshot_into`] per frame (about a `memcpy` of the
+//! snapshotted columns) and N snapshots of memory; the recorded states' checksums are
+//! computed only at a rewind (restoring each, so a rewind over N frames costs N restores
+//! and checksums). A client costs what it asks for, on the game thread between frames: an
+//! entity page scans the entity list; `explain` re-runs a frame.
 //!
 //! # Robustness
 //!
@@ -223,9 +225,10 @@ pub struct InspectorBuilder {
 impl InspectorBuilder {
     /// Keeps a snapshot of the state before each of the last `frames` frames, to rewind
     /// to (`0`, the default: no ring, no rewind or `explain`). Costs a
-    /// [`Runtime::snapshot_into`] and a [`World::checksum`](runsync::World::checksum) per
-    /// frame and `frames` snapshots of memory; every component type (and every resource
-    /// systems write) must be opted in with
+    /// [`Runtime::snapshot_into`] per frame and `frames` snapshots of memory (a rewind
+    /// then restores and checksums each later state once, to check the re-simulation
+    /// against); every component type (and every resource systems write) must be opted in
+    /// with
     /// [`World::snapshotting`](runsync::World::snapshotting), or the ring stops at the first
     /// frame and the status says why.
     pub fn ring(mut self, frames: usize) -> Self {
