@@ -228,7 +228,17 @@ fn refuse_busy(mut stream: TcpStream, max: usize) {
         format!("too many connections to the inspector (at most {max} at once); retry"),
     );
     write_response(&mut stream, &response);
-    let _ = stream.shutdown(Shutdown::Both);
+    // Read what has already arrived (without waiting: this is the accept thread), so the
+    // close is not a reset that could cost the client the answer.
+    let _ = stream.shutdown(Shutdown::Write);
+    if stream.set_nonblocking(true).is_ok() {
+        let mut sink = [0u8; 4096];
+        for _ in 0..16 {
+            if !matches!(stream.read(&mut sink), Ok(n) if n > 0) {
+                break;
+            }
+        }
+    }
 }
 
 /// What a failed read leads to: an answer, or just closing.

@@ -176,8 +176,18 @@ impl Game {
 impl Drop for Game {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::SeqCst);
-        // A paused game blocks in `frame`: let it run to see the flag.
-        let _ = self.post("/api/resume", None);
+        // A paused game blocks in `frame`: let it run to see the flag. A running game may
+        // see the flag first and close the server under this request: ignore its errors.
+        if let Ok(mut s) = TcpStream::connect(self.addr) {
+            let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
+            let raw = format!(
+                "POST /api/resume HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n",
+                self.addr
+            );
+            if s.write_all(raw.as_bytes()).is_ok() {
+                let _ = s.read_to_end(&mut Vec::new());
+            }
+        }
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -207,13 +217,13 @@ pub fn raw_request(addr: SocketAddr, raw: &[u8]) -> (u16, String) {
 
 pub fn read_response(s: &mut TcpStream) -> (u16, String) {
     let mut out = Vec::new();
-    let _ = s.read_to_end(&mut out);
+    let read = s.read_to_end(&mut out);
     let text = String::from_utf8_lossy(&out).into_owned();
     let code = text
         .split(' ')
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .unwrap_or_else(|| panic!("no HTTP status in {text:?}"));
+        .unwrap_or_else(|| panic!("no HTTP status in {text:?} (read: {read:?})"));
     let body = text
         .split_once("\r\n\r\n")
         .map_or(String::new(), |(_, b)| b.to_owned());
