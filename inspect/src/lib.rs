@@ -79,8 +79,13 @@
 //! # The HTTP API
 //!
 //! JSON in and out (`Content-Type: application/json`), one request per connection. Errors
-//! are `{"error": "what is wrong and how to fix it", "status": 400}` with a 4xx status
-//! (`503`/`504` when the game is busy or not calling the inspector). Entity ids are
+//! are `{"error": "what is wrong and how to fix it", "status": 400}`: `400` a malformed
+//! request (JSON, entity id, query parameter, range), `403` a foreign `Host` or `Origin`,
+//! `404` an unknown path, a dead entity or a frame the ring does not hold, `405` the wrong
+//! method, `408` a request not sent in time, `409` what the state forbids (the ring is off,
+//! a step is running, 16 entities watched), `411` a chunked body, `413` a body too large,
+//! `431` a head too large; `503` when the inspector or the game is busy (retry), `504` when
+//! the game does not call the inspector. Entity ids are
 //! written `{index}v{generation}`, as `Entity`'s `Debug` (`"12v1"`). Checksums are hex
 //! strings (`"0x…"`: JSON numbers lose bits past 2^53). "Frame `k`" in a rewind means the
 //! state with `k` frames completed, the state frame `k` starts from.
