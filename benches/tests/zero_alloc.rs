@@ -8,7 +8,9 @@
 //!
 //! The same test also checks that snapshotting into a reused snapshot and restoring into
 //! a world of the same shape allocate nothing (`World::snapshot_into`, `World::restore`,
-//! `Runtime::restore`).
+//! `Runtime::restore`), and that a frame run through an idle inspector
+//! (`runsync_inspect::Inspector::frame`, no client), with and without its snapshot ring,
+//! allocates nothing either.
 //!
 //! This file holds exactly one test because it installs a counting `#[global_allocator]`
 //! for its whole process: any other test running beside it would be counted too.
@@ -372,6 +374,41 @@ fn steady_state_frame_does_not_allocate() {
         }
     }
     snapshot_and_restore_reuse_memory();
+    inspector_frames_do_not_allocate();
+}
+
+/// Frames through an idle inspector (no client connected): its timeline records and ring
+/// snapshots reuse their memory once they have wrapped around.
+fn inspector_frames_do_not_allocate() {
+    for ring in [0, 8] {
+        let mut rt = query_slots(2);
+        rt.world_mut()
+            .snapshotting::<Pos>()
+            .snapshotting::<Vel>()
+            .snapshotting::<Push>();
+        let mut inspector = runsync_inspect::Inspector::builder()
+            .ring(ring)
+            .timeline(16)
+            .bind("127.0.0.1:0")
+            .expect("binds loopback");
+        for _ in 0..40 {
+            inspector.frame(&mut rt).unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        for _ in 0..20 {
+            inspector.frame(&mut rt).unwrap();
+        }
+        let n = count(|| {
+            for _ in 0..100 {
+                inspector.frame(&mut rt).unwrap();
+            }
+        });
+        assert_eq!(
+            n, 0,
+            "{n} allocations in 100 frames through an idle inspector (ring {ring}); rerun \
+             with RUNSYNC_ALLOC_BACKTRACE=1 to see where"
+        );
+    }
 }
 
 /// Counts the allocations of `f`.

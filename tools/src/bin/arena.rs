@@ -66,6 +66,16 @@ struct Args {
     /// exit status is then 1. Changes the game, so not with the checks that compare runs.
     #[arg(long, value_name = "N", conflicts_with_all = ["check_determinism", "rollback"])]
     fail_at: Option<u64>,
+    /// Serve the live inspector (runsync-inspect) at ADDR while the arena runs, paced at
+    /// 60 frames a second: pause, step, rewind, browse entities, see who wrote what. Prints
+    /// the page's URL. ADDR defaults to 127.0.0.1:0 (a free port on loopback).
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0",
+          conflicts_with_all = ["check_determinism", "rollback"])]
+    inspect: Option<String>,
+    /// With `--inspect`: how many frames back the inspector can rewind (a snapshot of the
+    /// world each; 0 = no rewind).
+    #[arg(long, value_name = "N", default_value_t = 60, requires = "inspect")]
+    inspect_ring: usize,
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -160,6 +170,40 @@ impl Rollback {
     }
 }
 
+/// `--inspect`: the arena's types shown as `Debug` text, the inspector served, frames
+/// paced at the game's 60 Hz so the page shows a game, not a benchmark.
+mod inspect {
+    use std::time::{Duration, Instant};
+
+    use runsync::Runtime;
+    use runsync_inspect::Inspector;
+    use runsync_systems::{
+        Collider, Damage, Health, Lifetime, Position, Projectile, Team, Velocity,
+    };
+
+    pub(super) fn start(rt: &mut Runtime, addr: &str, ring: usize) -> std::io::Result<Inspector> {
+        let world = rt.world_mut();
+        world
+            .debugging::<Position>()
+            .debugging::<Velocity>()
+            .debugging::<Lifetime>();
+        world
+            .debugging::<Health>()
+            .debugging::<Team>()
+            .debugging::<Collider>();
+        world.debugging::<Damage>().debugging::<Projectile>();
+        let inspector = Inspector::builder().ring(ring).bind(addr)?;
+        println!("arena: inspector at {}", inspector.url());
+        Ok(inspector)
+    }
+
+    /// Sleeps out the rest of a 60 Hz frame that began at `start`.
+    pub(super) fn pace(start: Instant) {
+        let step = Duration::from_secs(1) / 60;
+        std::thread::sleep(step.saturating_sub(start.elapsed()));
+    }
+}
+
 #[derive(Serialize)]
 struct JsonReport<'a> {
     config: JsonConfig,
@@ -251,6 +295,16 @@ fn main() -> ExitCode {
             },
         );
     }
+    let mut inspector = match &args.inspect {
+        Some(addr) => match inspect::start(&mut rt, addr, args.inspect_ring) {
+            Ok(i) => Some(i),
+            Err(e) => {
+                eprintln!("arena: cannot serve the inspector at {addr}: {e}");
+                return ExitCode::from(2);
+            }
+        },
+        None => None,
+    };
     let workers = rt.workers();
     if !args.json {
         println!(
@@ -272,8 +326,14 @@ fn main() -> ExitCode {
     let mut failures = Vec::new();
     for _ in 0..args.frames {
         let start = Instant::now();
-        let result = rt.try_frame();
+        let result = match &mut inspector {
+            Some(i) => i.frame(&mut rt),
+            None => rt.try_frame(),
+        };
         let wall = start.elapsed();
+        if inspector.is_some() {
+            inspect::pace(start);
+        }
         if let Err(e) = result {
             failures.push(format!("frame {} failed: {e}", rt.stats().frame));
         }

@@ -1,0 +1,380 @@
+//! Routing: a request becomes a [`Command`] for the game thread, the page, or an error —
+//! all decided on the connection's thread, so a malformed request never reaches the game.
+
+use runsync::Entity;
+use serde::Deserialize;
+
+use crate::http::{Request, Response};
+
+/// Most frames one `step` may run.
+pub(crate) const MAX_STEP: u32 = 600;
+/// Most entities one page of `/api/entities` lists.
+pub(crate) const MAX_LIMIT: usize = 1000;
+
+/// What the game thread is asked to do.
+#[derive(Debug)]
+pub(crate) enum Command {
+    Status,
+    Timeline {
+        since: Option<u64>,
+    },
+    Pause,
+    Resume,
+    Step {
+        frames: u32,
+    },
+    Rewind(RewindTo),
+    Entities {
+        with: Vec<String>,
+        offset: usize,
+        limit: usize,
+    },
+    Entity(Entity),
+    Watch(Entity),
+    Unwatch(Entity),
+    Explain(Entity),
+}
+
+#[derive(Debug)]
+pub(crate) enum RewindTo {
+    /// The state with this many frames completed.
+    Frame(u64),
+    /// This many frames back from now.
+    Back(u64),
+}
+
+pub(crate) enum Route {
+    Page,
+    Game(Command),
+}
+
+/// Parses a request into a route, or the error to answer.
+pub(crate) fn route(req: &Request) -> Result<Route, Response> {
+    let segments: Vec<&str> = req.path.split('/').filter(|s| !s.is_empty()).collect();
+    let get = req.method == "GET";
+    let post = req.method == "POST";
+    let method = |ok: bool, allowed: &str| -> Result<(), Response> {
+        if ok {
+            Ok(())
+        } else {
+            Err(Response::error(
+                405,
+                format!("{} {}: use {allowed}", req.method, req.path),
+            ))
+        }
+    };
+    let no_query = || -> Result<(), Response> {
+        if req.query.is_empty() {
+            Ok(())
+        } else {
+            Err(Response::error(
+                400,
+                format!("{} takes no query parameters", req.path),
+            ))
+        }
+    };
+    let command = match segments.as_slice() {
+        [] | ["index.html"] => {
+            method(get, "GET")?;
+            return Ok(Route::Page);
+        }
+        ["api", "status"] => {
+            method(get, "GET")?;
+            no_query()?;
+            Command::Status
+        }
+        ["api", "timeline"] => {
+            method(get, "GET")?;
+            let q = Query::parse(&req.query, &["since"])?;
+            Command::Timeline {
+                since: q.number("since")?,
+            }
+        }
+        ["api", "pause"] => {
+            method(post, "POST")?;
+            no_query()?;
+            no_body(req)?;
+            Command::Pause
+        }
+        ["api", "resume"] => {
+            method(post, "POST")?;
+            no_query()?;
+            no_body(req)?;
+            Command::Resume
+        }
+        ["api", "step"] => {
+            method(post, "POST")?;
+            no_query()?;
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Step {
+                frames: Option<u32>,
+            }
+            let frames = if req.body.is_empty() {
+                1
+            } else {
+                json::<Step>(req, r#"{"frames": 1}"#)?.frames.unwrap_or(1)
+            };
+            if !(1..=MAX_STEP).contains(&frames) {
+                return Err(Response::error(
+                    400,
+                    format!("`frames` must be 1 to {MAX_STEP} (got {frames})"),
+                ));
+            }
+            Command::Step { frames }
+        }
+        ["api", "rewind"] => {
+            method(post, "POST")?;
+            no_query()?;
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Rewind {
+                frame: Option<u64>,
+                back: Option<u64>,
+            }
+            let r = json::<Rewind>(req, r#"{"frame": 120} or {"back": 10}"#)?;
+            match (r.frame, r.back) {
+                (Some(f), None) => Command::Rewind(RewindTo::Frame(f)),
+                (None, Some(b)) => Command::Rewind(RewindTo::Back(b)),
+                _ => {
+                    return Err(Response::error(
+                        400,
+                        r#"give exactly one of `frame` (the state with that many frames completed) and `back` (frames back from now): {"frame": 120} or {"back": 10}"#,
+                    ));
+                }
+            }
+        }
+        ["api", "entities"] => {
+            method(get, "GET")?;
+            let q = Query::parse(&req.query, &["with", "offset", "limit"])?;
+            let with = q
+                .get("with")
+                .map(|w| {
+                    w.split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(str::to_owned)
+                        .collect()
+                })
+                .unwrap_or_default();
+            let offset = q.number("offset")?.unwrap_or(0);
+            let limit = q.number("limit")?.unwrap_or(100);
+            if limit > MAX_LIMIT {
+                return Err(Response::error(
+                    400,
+                    format!("`limit` is at most {MAX_LIMIT} (got {limit}); page with `offset`"),
+                ));
+            }
+            Command::Entities {
+                with,
+                offset,
+                limit,
+            }
+        }
+        ["api", "entities", id] => {
+            method(get, "GET")?;
+            no_query()?;
+            Command::Entity(parse_entity(id)?)
+        }
+        [
+            "api",
+            "entities",
+            id,
+            action @ ("watch" | "unwatch" | "explain"),
+        ] => {
+            method(post, "POST")?;
+            no_query()?;
+            no_body(req)?;
+            let e = parse_entity(id)?;
+            match *action {
+                "watch" => Command::Watch(e),
+                "unwatch" => Command::Unwatch(e),
+                _ => Command::Explain(e),
+            }
+        }
+        _ => {
+            return Err(Response::error(
+                404,
+                format!(
+                    "no such endpoint: {} {} (the API: /api/status, /api/timeline, \
+                     /api/pause, /api/resume, /api/step, /api/rewind, /api/entities, \
+                     /api/entities/{{id}}, /api/entities/{{id}}/watch|unwatch|explain)",
+                    req.method, req.path
+                ),
+            ));
+        }
+    };
+    Ok(Route::Game(command))
+}
+
+fn no_body(req: &Request) -> Result<(), Response> {
+    let blank = req.body.iter().all(u8::is_ascii_whitespace);
+    if blank || req.body == b"{}" {
+        Ok(())
+    } else {
+        Err(Response::error(400, format!("{} takes no body", req.path)))
+    }
+}
+
+fn json<T: for<'de> Deserialize<'de>>(req: &Request, example: &str) -> Result<T, Response> {
+    serde_json::from_slice(&req.body).map_err(|e| {
+        Response::error(
+            400,
+            format!("{}: bad JSON body ({e}); expected e.g. {example}", req.path),
+        )
+    })
+}
+
+/// An entity id as the API writes it: `{index}v{generation}` (as `Entity`'s `Debug`).
+pub(crate) fn parse_entity(s: &str) -> Result<Entity, Response> {
+    let bad = || {
+        Response::error(
+            400,
+            format!(
+                "bad entity id `{}`: write it as index `v` generation, e.g. `12v1`",
+                s.chars().take(40).collect::<String>()
+            ),
+        )
+    };
+    let (index, generation) = s.split_once('v').ok_or_else(bad)?;
+    let index: u32 = index.parse().map_err(|_| bad())?;
+    let generation: u32 = generation.parse().map_err(|_| bad())?;
+    Entity::from_bits((u64::from(generation) << 32) | u64::from(index)).ok_or_else(bad)
+}
+
+/// Query parameters, percent-decoded; unknown names are an error.
+struct Query {
+    pairs: Vec<(String, String)>,
+}
+
+impl Query {
+    fn parse(query: &str, known: &[&str]) -> Result<Query, Response> {
+        let mut pairs = Vec::new();
+        for part in query.split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = part.split_once('=').unwrap_or((part, ""));
+            let (k, v) = (decode(k)?, decode(v)?);
+            if !known.contains(&k.as_str()) {
+                return Err(Response::error(
+                    400,
+                    format!(
+                        "unknown query parameter `{}` (this endpoint takes: {})",
+                        k.chars().take(40).collect::<String>(),
+                        known.join(", ")
+                    ),
+                ));
+            }
+            pairs.push((k, v));
+        }
+        Ok(Query { pairs })
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn number<N: std::str::FromStr>(&self, key: &str) -> Result<Option<N>, Response> {
+        self.get(key)
+            .map(|v| {
+                v.parse().map_err(|_| {
+                    Response::error(
+                        400,
+                        format!(
+                            "`{key}` must be a non-negative integer (got `{}`)",
+                            v.chars().take(40).collect::<String>()
+                        ),
+                    )
+                })
+            })
+            .transpose()
+    }
+}
+
+/// Percent-decoding (and `+` as space) of a query component.
+fn decode(s: &str) -> Result<String, Response> {
+    let bad = || Response::error(400, "bad percent-encoding in the query");
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'%' => {
+                let hex = bytes.get(i + 1..i + 3).ok_or_else(bad)?;
+                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
+                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            b => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8(out).map_err(|_| bad())
+}
+
+/// A type name without its module paths: `my_game::Health`, `glam::Vec2` in
+/// `a::Wrap<glam::Vec2>` become `Health`, `Wrap<Vec2>`.
+pub(crate) fn short_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    let mut segment_start = 0;
+    let mut chars = name.char_indices().peekable();
+    while let Some((_, c)) = chars.next() {
+        if c == ':' && chars.peek().map(|&(_, n)| n) == Some(':') {
+            chars.next();
+            out.truncate(segment_start);
+            continue;
+        }
+        if !(c.is_alphanumeric() || c == '_') {
+            out.push(c);
+            segment_start = out.len();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_names() {
+        assert_eq!(short_name("my_game::Health"), "Health");
+        assert_eq!(short_name("Health"), "Health");
+        assert_eq!(short_name("a::Wrap<glam::Vec2>"), "Wrap<Vec2>");
+        assert_eq!(short_name("(a::B, c::D)"), "(B, D)");
+    }
+
+    #[test]
+    fn entity_ids() {
+        let e = parse_entity("12v3").unwrap();
+        assert_eq!((e.index(), e.generation()), (12, 3));
+        assert_eq!(format!("{e:?}"), "12v3");
+        for bad in ["12", "v1", "12v0", "12v", "x1v1", "-1v1", "1v99999999999"] {
+            assert_eq!(parse_entity(bad).unwrap_err().status, 400, "{bad}");
+        }
+    }
+
+    #[test]
+    fn queries_decode_and_refuse_unknown_names() {
+        let q = Query::parse("with=a%3A%3AB,C&offset=2", &["with", "offset"]).unwrap();
+        assert_eq!(q.get("with"), Some("a::B,C"));
+        assert_eq!(q.number::<usize>("offset").unwrap(), Some(2));
+        assert_eq!(Query::parse("x=1", &["with"]).err().unwrap().status, 400);
+        assert_eq!(
+            Query::parse("with=%zz", &["with"]).err().unwrap().status,
+            400
+        );
+        let q = Query::parse("offset=-1", &["offset"]).unwrap();
+        assert_eq!(q.number::<usize>("offset").unwrap_err().status, 400);
+    }
+}
