@@ -52,7 +52,7 @@
 //! 0 base:     entity component system::id primitive profile
 //! 1 leaves:   merge checksum clock stats fixed_step
 //! 2 storage:  storage pool
-//! 3 values:   bundle resource
+//! 3 values:   bundle resource message
 //! 4 commands: commands
 //! 5 buffers:  {output::buffer output::erased output::slots}
 //! 6 fold:     fold
@@ -82,6 +82,7 @@ mod storage;
 // What values become: bundles, resources, structural commands.
 mod bundle;
 mod commands;
+mod message;
 mod resource;
 // What systems emit (the buffers), and the per-type folds of Sync.
 mod fold;
@@ -104,7 +105,8 @@ pub use entity::Entity;
 pub use fixed_step::Advance;
 pub use hooks::Commands;
 pub use merge::{DefaultMerge, Merge};
-pub use output::{Output, Slot, Writer, WriterSet};
+pub use message::Message;
+pub use output::{Output, Sender, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,

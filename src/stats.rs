@@ -40,13 +40,18 @@ pub struct FrameStats {
     pub merged: u64,
     /// Writes to dead entities or to entities lacking the component, plus structural
     /// commands that had nothing to act on (despawn of a dead entity, insert into a dead
-    /// entity, remove of an absent component). Commands emitted by
+    /// entity, remove of an absent component), plus messages sent to an entity dead by
+    /// the end of the frame's commands. Commands emitted by
     /// [hooks](crate::World::on_add) count too.
     pub dropped: u64,
     /// Entities spawned in Sync (by systems' commands and by hooks' commands).
     pub spawned: u64,
     /// Entities despawned in Sync (by systems' commands and by hooks' commands).
     pub despawned: u64,
+    /// Messages the last Sync delivered, of every type (what the next Run reads; see
+    /// [`World::register_message`](crate::World::register_message)). Addressed messages
+    /// dropped for a dead entity count in `dropped` instead.
+    pub messages: u64,
     /// Live entities after the frame.
     pub entities: usize,
 }

@@ -2,7 +2,7 @@
 //! workers, whichever write path the systems take: plain `Output::write`, a `Writer`,
 //! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
 //! systems writing one type with a hand-written merge, scattered writes with a closure
-//! merge, and all of them at once. Each path also gets a runtime of its own, so that the
+//! merge, and all of them at once; and messages, broadcast and addressed. Each path also gets a runtime of its own, so that the
 //! fast path Sync takes for it alone (a single source in query order, a swapped-in
 //! column, ...) is the one counted.
 //!
@@ -315,6 +315,45 @@ fn mixed(workers: usize) -> Runtime {
     rt
 }
 
+/// Messages: two systems broadcast (one from `par_for_each` chunks), one sends to
+/// entities, and a reader writes what it read.
+fn messages(workers: usize) -> Runtime {
+    let mut world = one_path_world();
+    world.register_message::<u32>();
+    world.register_message::<f32>();
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(|w: &World, out: &mut Output| {
+        let mut tx = out.sender::<u32>();
+        for (e, _) in w.query::<(&Pos,)>() {
+            if e.index() % 4 == 0 {
+                tx.send(e.index());
+            }
+        }
+    });
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(&Vel,)>(|e, (v,), out| {
+            if e.index() % 5 == 0 {
+                out.send(e.index() + v.0 as u32);
+            }
+        });
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            if e.index() % 3 == 0 {
+                out.send_to(e, p.0);
+            }
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        let n = w.messages::<u32>().len() as f32;
+        for (e, _) in w.query::<(&Push,)>() {
+            let hits: f32 = w.messages_for::<f32>(e).sum();
+            out.write::<Push>(e, n * 1e-6 + hits * 1e-9);
+        }
+    });
+    rt
+}
+
 /// Builds a scenario's runtime on the given number of workers.
 type BuildRuntime = fn(usize) -> Runtime;
 
@@ -324,7 +363,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 9] = [
+    let scenarios: [(&str, BuildRuntime, usize); 10] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -346,6 +385,11 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         ("every path mixed", mixed, 300),
+        (
+            "messages (broadcast, par_for_each, addressed)",
+            messages,
+            100,
+        ),
     ];
     for (scenario, build, frames) in scenarios {
         for workers in [1, 2] {

@@ -4,6 +4,7 @@
 pub(crate) mod buffer;
 pub(crate) mod erased;
 mod par;
+mod send;
 pub(crate) mod slots;
 
 use std::any::TypeId;
@@ -11,6 +12,7 @@ use std::any::TypeId;
 pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 use erased::BufAddr;
 pub(crate) use erased::ErasedBuf;
+pub use send::Sender;
 pub use slots::Slot;
 
 use crate::bundle::Bundle;
@@ -80,6 +82,8 @@ pub struct Output<'w> {
     slots: [TypeSlot<'w>; CACHED_TYPES],
     /// The slot the next new type replaces (round robin).
     evict: usize,
+    /// The message type sent last and its index (`send` looks no further for it).
+    message: (TypeId, usize),
 }
 
 impl<'w> Output<'w> {
@@ -107,6 +111,7 @@ impl<'w> Output<'w> {
             system,
             slots,
             evict: 0,
+            message: (TypeId::of::<send::NoMessage>(), 0),
         }
     }
 

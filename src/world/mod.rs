@@ -8,6 +8,7 @@
 
 mod checksum;
 mod debug;
+mod messages;
 mod resources;
 mod snapshot;
 
@@ -20,6 +21,7 @@ use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
+use crate::message::Messages;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceHook, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
@@ -63,6 +65,8 @@ pub struct World {
     resource_sums: Vec<ResourceSum>,
     /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
     hooks: Hooks,
+    /// Message types and the messages the last Sync delivered.
+    messages: Messages,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -86,6 +90,7 @@ impl World {
             resource_hooks: Vec::new(),
             resource_sums: Vec::new(),
             hooks: Hooks::default(),
+            messages: Messages::default(),
             scratch_ids: Vec::new(),
         }
     }
@@ -429,7 +434,8 @@ impl World {
                 .iter()
                 .map(|f| f.capacity_bytes())
                 .sum::<usize>()
-            + self.hooks.capacity_bytes();
+            + self.hooks.capacity_bytes()
+            + self.messages.capacity_bytes();
         (tables, slots, columns, folds)
     }
 
@@ -480,6 +486,19 @@ impl World {
     #[inline]
     pub(crate) fn folds_and_storage(&mut self) -> (&mut [Box<dyn AnyFold>], &mut Storage) {
         (&mut self.folds, &mut self.storage)
+    }
+
+    /// The message types and their delivered messages, mutably (Sync's delivery step).
+    #[inline]
+    pub(crate) fn messages_mut(&mut self) -> &mut Messages {
+        &mut self.messages
+    }
+
+    /// The message types and their delivered messages, beside the storage (Sync's delivery
+    /// step checks addressees' liveness).
+    #[inline]
+    pub(crate) fn messages_and_storage(&mut self) -> (&mut Messages, &Storage) {
+        (&mut self.messages, &self.storage)
     }
 
     /// The resources beside the merges of the written ones (Sync's resource step).

@@ -34,6 +34,7 @@ use std::any::TypeId;
 use std::fmt;
 
 use crate::component::Component;
+use crate::message::SavedMessages;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
 use crate::storage::{LoadError, StorageSnapshot};
 use crate::world::World;
@@ -61,6 +62,8 @@ use crate::world::World;
 pub struct Snapshot {
     storage: StorageSnapshot,
     resources: Vec<SavedResource>,
+    /// Each message type's delivered messages, by message index: its name, type and copy.
+    messages: Vec<(&'static str, TypeId, Option<SavedMessages>)>,
 }
 
 impl fmt::Debug for Snapshot {
@@ -122,6 +125,23 @@ pub enum SnapshotError {
         /// The world's component types, by registration order.
         world: Vec<&'static str>,
     },
+    /// A registered message type was not opted in with
+    /// [`World::snapshotting_message`] in the world being snapshot, or in the world being
+    /// restored into; `type_name` names it (the first by registration order). Delivered
+    /// messages are state the next frame reads, so a snapshot without them would
+    /// re-simulate differently.
+    MessageNotSnapshotting {
+        /// The type's name (`std::any::type_name`).
+        type_name: &'static str,
+    },
+    /// A restore into a world that registers other message types than the snapshot's
+    /// world, or the same in another order.
+    OtherMessageTypes {
+        /// The snapshot's message types, by registration order.
+        snapshot: Vec<&'static str>,
+        /// The world's message types, by registration order.
+        world: Vec<&'static str>,
+    },
 }
 
 impl fmt::Display for SnapshotError {
@@ -141,6 +161,24 @@ impl fmt::Display for SnapshotError {
                 "runsync: restore into a world with other component types: the snapshot \
                  has [{}], the world [{}]; register the same types in the same order before \
                  restoring",
+                snapshot.join(", "),
+                world.join(", ")
+            ),
+            SnapshotError::MessageNotSnapshotting { type_name } => {
+                let short = type_name.rsplit("::").next().unwrap_or(type_name);
+                write!(
+                    f,
+                    "runsync: message type `{type_name}` cannot be snapshot or restored: it \
+                     was not opted in (its delivered messages are read by the next frame); \
+                     derive or implement `Clone` for it and call \
+                     `world.snapshotting_message::<{short}>()` after registering it"
+                )
+            }
+            SnapshotError::OtherMessageTypes { snapshot, world } => write!(
+                f,
+                "runsync: restore into a world with other message types: the snapshot has \
+                 [{}], the world [{}]; register the same message types in the same order \
+                 before restoring",
                 snapshot.join(", "),
                 world.join(", ")
             ),
@@ -260,12 +298,18 @@ impl World {
     /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
     /// later call succeeds.
     pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
-        if let Err(id) = self.storage.save(&mut into.storage) {
+        let saved =
+            self.storage
+                .save(&mut into.storage)
+                .map_err(|id| SnapshotError::NotSnapshotting {
+                    type_name: self.storage.type_name(id),
+                });
+        let saved = saved.and_then(|()| self.save_messages(into));
+        if let Err(e) = saved {
             into.resources.clear();
+            into.messages.clear();
             into.storage = StorageSnapshot::default();
-            return Err(SnapshotError::NotSnapshotting {
-                type_name: self.storage.type_name(id),
-            });
+            return Err(e);
         }
         into.resources.truncate(self.resource_hooks.len());
         for (i, hook) in self.resource_hooks.iter().enumerate() {
@@ -356,6 +400,7 @@ impl World {
     /// - [`SnapshotError::NotSnapshotting`]: a component type of this world is not opted
     ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns).
     pub fn try_restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        self.check_messages(snapshot)?;
         self.storage.load(&snapshot.storage).map_err(|e| match e {
             LoadError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
                 snapshot,
@@ -373,6 +418,64 @@ impl World {
             };
             (saved.load)(&mut self.resources, value);
         }
+        for (inbox, (_, _, saved)) in self
+            .messages
+            .inboxes_mut()
+            .iter_mut()
+            .zip(&snapshot.messages)
+        {
+            inbox.load(
+                saved
+                    .as_ref()
+                    .expect("a snapshot that was taken holds every type"),
+            );
+        }
         Ok(())
+    }
+
+    /// Copies every message type's delivered messages into `into` (reusing its copies).
+    fn save_messages(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
+        let inboxes = self.messages.inboxes();
+        if let Some(i) = inboxes.iter().find(|i| !i.snapshotting()) {
+            return Err(SnapshotError::MessageNotSnapshotting {
+                type_name: i.name(),
+            });
+        }
+        into.messages.truncate(inboxes.len());
+        for (k, inbox) in inboxes.iter().enumerate() {
+            if into
+                .messages
+                .get(k)
+                .is_none_or(|m| m.1 != inbox.type_id_of())
+            {
+                into.messages.truncate(k);
+                into.messages.push((inbox.name(), inbox.type_id_of(), None));
+            }
+            inbox.save(&mut into.messages[k].2);
+        }
+        Ok(())
+    }
+
+    /// Whether `snapshot`'s messages can be restored here: the same message types, in
+    /// the same order, all opted in.
+    fn check_messages(&self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        let inboxes = self.messages.inboxes();
+        let same = inboxes.len() == snapshot.messages.len()
+            && inboxes
+                .iter()
+                .zip(&snapshot.messages)
+                .all(|(i, m)| i.type_id_of() == m.1);
+        if !same {
+            return Err(SnapshotError::OtherMessageTypes {
+                snapshot: snapshot.messages.iter().map(|m| m.0).collect(),
+                world: inboxes.iter().map(|i| i.name()).collect(),
+            });
+        }
+        match inboxes.iter().find(|i| !i.snapshotting()) {
+            Some(i) => Err(SnapshotError::MessageNotSnapshotting {
+                type_name: i.name(),
+            }),
+            None => Ok(()),
+        }
     }
 }
