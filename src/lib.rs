@@ -50,7 +50,7 @@
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
 //! 0 base:     entity component system::id primitive profile
-//! 1 leaves:   merge checksum clock stats fixed_step
+//! 1 leaves:   merge checksum clock stats fixed_step hierarchy
 //! 2 storage:  storage pool
 //! 3 values:   bundle resource message
 //! 4 commands: commands
@@ -75,6 +75,7 @@ mod profile;
 mod checksum;
 mod clock;
 mod fixed_step;
+mod hierarchy;
 mod stats;
 // Where data lives; the worker threads.
 mod pool;
@@ -103,10 +104,12 @@ pub use checksum::{Checksum, Checksummer, Desync};
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
+pub use hierarchy::{ChildOf, Children, HierarchyError};
 pub use hooks::Commands;
 pub use merge::{DefaultMerge, Merge};
 pub use message::Message;
-pub use output::{Output, Sender, Slot, Writer, WriterSet};
+pub use output::send::Sender;
+pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
@@ -119,15 +122,16 @@ pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
+pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
-        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
-        Without, World, Write,
+        Added, Advance, Bundle, Changed, Checksum, Checksummer, ChildOf, Children, Commands,
+        Component, DefaultMerge, Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System,
+        SystemId, Time, With, Without, World, Write,
     };
 }
 

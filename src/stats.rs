@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::entity::Entity;
+use crate::hierarchy::HierarchyError;
 use crate::system::id::SystemId;
 
 /// Per-system figures of the last frame.
@@ -52,6 +53,12 @@ pub struct FrameStats {
     /// [`World::register_message`](crate::World::register_message)). Addressed messages
     /// dropped for a dead entity count in `dropped` instead.
     pub messages: u64,
+    /// Reparents the last Sync rejected because they would have made a cycle (each also
+    /// counted in `dropped`); see [`World::register_hierarchy`](crate::World::register_hierarchy).
+    pub cycles: u64,
+    /// The first of them, in command order: which entity, which parent (its `Display`
+    /// says why and what to do).
+    pub first_cycle: Option<HierarchyError>,
     /// Live entities after the frame.
     pub entities: usize,
 }

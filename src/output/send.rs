@@ -95,9 +95,6 @@ impl Output<'_> {
     }
 }
 
-/// No message type: what [`Output`] remembers before its first send.
-pub(super) enum NoMessage {}
-
 /// A typed sender for one message type; see [`Output::sender`].
 pub struct Sender<'o, M> {
     buf: &'o mut MsgBuf<M>,

@@ -8,17 +8,21 @@
 
 mod checksum;
 mod debug;
+pub(crate) mod hierarchy;
 mod messages;
 mod resources;
 mod snapshot;
 
 pub use snapshot::{Snapshot, SnapshotError};
 
+use std::any::{Any, TypeId};
+
 use crate::bundle::{Bundle, BundleSink};
 use crate::commands::Change;
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
+use crate::hierarchy::{ChildOf, Children, assert_mutable, assert_not_children};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::message::Messages;
@@ -110,6 +114,22 @@ impl World {
     /// If `C` is already registered: one type has one merge.
     #[track_caller]
     pub fn register<C: Component>(&mut self, merge: impl Merge<C>) -> ComponentId {
+        if TypeId::of::<C>() == TypeId::of::<ChildOf>()
+            || TypeId::of::<C>() == TypeId::of::<Children>()
+        {
+            panic!(
+                "runsync: `{}` is registered by `world.register_hierarchy()`, which also \
+                 keeps parents and children in step; call that instead",
+                std::any::type_name::<C>()
+            );
+        }
+        self.register_unchecked(merge)
+    }
+
+    /// [`register`](Self::register) without the check that keeps the hierarchy's types
+    /// for [`register_hierarchy`](Self::register_hierarchy).
+    #[track_caller]
+    fn register_unchecked<C: Component>(&mut self, merge: impl Merge<C>) -> ComponentId {
         match self.storage.add_type::<C>() {
             Ok(id) => {
                 self.folds.push(Box::new(Fold::<C, _>::new(merge)));
@@ -148,7 +168,12 @@ impl World {
             ids: &mut ids,
         });
         let e = self.storage.spawn_staged(&mut ids);
+        let child = (self.storage.hierarchy).is_some_and(|h| ids.contains(&h.child_of));
         self.scratch_ids = ids;
+        if child {
+            self.attach_spawned(&[e]);
+            return e;
+        }
         if self.hooks.any(Change::Add) {
             self.with_hooks(|a| a.hooks.fire_all(Change::Add, a.world, e));
         }
@@ -182,6 +207,14 @@ impl World {
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
         let ids = B::spawn_batch(&mut self.storage, bundles.into_iter());
+        let children = (self.storage.hierarchy).is_some_and(|h| {
+            ids.first()
+                .is_some_and(|&e| self.storage.slot_of(e, h.child_of).is_some())
+        });
+        if children {
+            self.attach_spawned(&ids);
+            return ids;
+        }
         if self.hooks.any(Change::Add) {
             self.with_hooks(|a| {
                 for &e in &ids {
@@ -193,12 +226,16 @@ impl World {
     }
 
     /// Despawns `e`, dropping its components. Returns `false` if it was already dead.
+    /// With a [hierarchy](Self::register_hierarchy), its descendants go with it.
     ///
     /// # Panics
     /// If one of the [hooks](Self::on_remove) it fires panics (once every change is
     /// applied).
     #[track_caller]
     pub fn despawn(&mut self, e: Entity) -> bool {
+        if self.storage.hierarchy.is_some() {
+            return self.despawn_tree(e);
+        }
         if self.hooks.any(Change::Remove) && self.is_alive(e) {
             return self.with_hooks(|a| {
                 a.hooks.fire_all(Change::Remove, a.world, e);
@@ -213,13 +250,24 @@ impl World {
     }
 
     /// Inserts `component` into `e`, replacing (and dropping) any existing `C`.
-    /// Returns `false`, dropping `component`, if `e` is dead.
+    /// Returns `false`, dropping `component`, if `e` is dead. A [`ChildOf`] reparents `e`
+    /// ([`set_parent`](Self::set_parent); `false` if the parent is dead).
     ///
     /// # Panics
-    /// If `C` is not registered, or if a [hook](Self::on_add) it fires panics (once every
-    /// change is applied).
+    /// If `C` is not registered, if `C` is [`Children`] (kept by Sync), if a `ChildOf`
+    /// would make a cycle (with [`HierarchyError`](crate::HierarchyError)'s message,
+    /// nothing changed), or if a [hook](Self::on_add) it fires panics (once every change
+    /// is applied).
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) -> bool {
+        assert_not_children::<C>();
+        if let Some(&ChildOf(parent)) = (&component as &dyn Any).downcast_ref::<ChildOf>() {
+            return match self.set_parent(e, parent) {
+                Ok(()) => true,
+                Err(crate::hierarchy::HierarchyError::Dead { .. }) => false,
+                Err(error) => panic!("{error}"),
+            };
+        }
         let id = self.storage.registry.id::<C>();
         if self.hooks.has(id, Change::Add) || self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
@@ -241,12 +289,18 @@ impl World {
     }
 
     /// Removes `C` from `e` and returns it, or `None` if `e` is dead or has no `C`.
+    /// Removing a [`ChildOf`] makes `e` a root ([`remove_parent`](Self::remove_parent)).
     ///
     /// # Panics
-    /// If `C` is not registered, or if a [hook](Self::on_remove) it fires panics (once
-    /// every change is applied).
+    /// If `C` is not registered, if `C` is [`Children`] (kept by Sync), or if a
+    /// [hook](Self::on_remove) it fires panics (once every change is applied).
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) -> Option<C> {
+        assert_not_children::<C>();
+        if TypeId::of::<C>() == TypeId::of::<ChildOf>() {
+            let old: Box<dyn Any> = Box::new(ChildOf(self.remove_parent(e)?));
+            return old.downcast::<C>().ok().map(|c| *c);
+        }
         let id = self.storage.registry.id::<C>();
         if self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
@@ -277,9 +331,11 @@ impl World {
     /// `e`'s `C`, mutably. Only possible between frames: systems get `&World`.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or is [`ChildOf`] or [`Children`] (change a parent with
+    /// [`set_parent`](Self::set_parent)).
     #[track_caller]
     pub fn get_mut<C: Component>(&mut self, e: Entity) -> Option<&mut C> {
+        assert_mutable::<C>();
         let id = self.storage.registry.id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
         Some(&mut self.storage.typed_mut::<C>(id).columns[col as usize][row as usize])
@@ -517,6 +573,7 @@ struct StageSink<'a> {
 impl BundleSink for StageSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
+        assert_not_children::<C>();
         let id = self.storage.registry.id::<C>();
         if self.ids.contains(&id) {
             for &staged in self.ids.iter() {
