@@ -10,6 +10,15 @@
 //!   reader (chained), then `Events::update` (what bevy's `event_update_system` does each
 //!   frame). The `_empty` functions run the same frame with no message sent: subtract
 //!   them to get the cost per message.
+//! - `despawn_tree_10k`: despawning a root with 10,000 descendants, between frames
+//!   (`World::despawn`, the command path Sync takes): `runsync_wide` (10,000 children),
+//!   `runsync_deep` (a chain of 10,000), against `runsync_flat` (10,000 unrelated
+//!   entities despawned one by one, no hierarchy) and bevy_ecs 0.16's recursive despawn
+//!   of the same wide tree (`ChildOf` relationships; `World::despawn` takes the
+//!   children).
+//! - `propagate_10k`: one frame (1 worker) of `runsync_systems::PropagateTransforms`
+//!   over 1,000 roots with 10 children each (11,000 entities): `runsync`; and, to
+//!   subtract, `runsync_roots_only` (the same roots without children).
 
 #![allow(
     missing_docs,
@@ -157,9 +166,120 @@ fn messages_10k(c: &mut Criterion) {
     g.finish();
 }
 
+const TREE: usize = 10_000;
+
+/// A world with the hierarchy and `n` roots, each with `kids` children (`deep`: a chain
+/// of `kids` under each root instead).
+fn tree_world(n: usize, kids: usize, deep: bool) -> (World, Vec<Entity>) {
+    let mut w = World::new();
+    w.register_hierarchy();
+    let roots: Vec<Entity> = (0..n).map(|_| w.spawn(())).collect();
+    for &r in &roots {
+        let mut parent = r;
+        for _ in 0..kids {
+            let e = w.spawn((runsync::ChildOf(parent),));
+            if deep {
+                parent = e;
+            }
+        }
+    }
+    (w, roots)
+}
+
+fn despawn_tree_10k(c: &mut Criterion) {
+    use criterion::BatchSize;
+    let mut g = c.benchmark_group("despawn_tree_10k");
+    g.throughput(Throughput::Elements(TREE as u64 + 1));
+    for (name, deep) in [("runsync_wide", false), ("runsync_deep", true)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || tree_world(1, TREE, deep),
+                |(mut w, roots)| {
+                    w.despawn(roots[0]);
+                    w
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.bench_function("runsync_flat", |b| {
+        b.iter_batched(
+            || {
+                let mut w = World::new();
+                let es: Vec<Entity> = (0..=TREE).map(|_| w.spawn(())).collect();
+                (w, es)
+            },
+            |(mut w, es)| {
+                for e in es {
+                    w.despawn(e);
+                }
+                w
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("bevy_ecs", |b| {
+        use bevy_ecs::hierarchy::ChildOf;
+        b.iter_batched(
+            || {
+                let mut w = bevy_ecs::world::World::new();
+                let root = w.spawn_empty().id();
+                for _ in 0..TREE {
+                    w.spawn(ChildOf(root));
+                }
+                (w, root)
+            },
+            |(mut w, root)| {
+                w.despawn(root);
+                w
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn propagate_10k(c: &mut Criterion) {
+    use runsync_systems::glam::Vec2;
+    use runsync_systems::{GlobalTransform, Position, PropagateTransforms, Transform};
+    let build = |kids: usize| {
+        let mut w = World::new();
+        runsync_systems::register(&mut w);
+        w.register_hierarchy();
+        for r in 0..1000 {
+            let root = w.spawn((
+                Position(Vec2::new(r as f32, 0.0)),
+                Transform::IDENTITY,
+                GlobalTransform::default(),
+            ));
+            for k in 0..kids {
+                w.spawn((
+                    Transform::from_translation(Vec2::new(k as f32, 1.0)),
+                    GlobalTransform::default(),
+                    runsync::ChildOf(root),
+                ));
+            }
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(PropagateTransforms);
+        rt
+    };
+    let mut g = c.benchmark_group("propagate_10k");
+    g.throughput(Throughput::Elements(11_000));
+    g.bench_function("runsync", |b| {
+        let mut rt = build(10);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_roots_only", |b| {
+        let mut rt = build(0);
+        b.iter(|| rt.frame())
+    });
+    g.finish();
+}
+
 criterion_group! {
     name = structure;
     config = quick();
-    targets = messages_10k
+    targets = messages_10k, despawn_tree_10k, propagate_10k
 }
 criterion_main!(structure);
