@@ -25,21 +25,24 @@
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
 //!   registry), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
 //!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
-//!   figures and errors) and `fixed_step`, which know only those.
+//!   figures and errors), `fixed_step` and `hierarchy` (the `ChildOf` / `Children`
+//!   components and their checks), which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
 //!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
-//!   (the resource map and written-resource folds), `commands` (the one structural
-//!   command list and its `apply`, for systems' outputs and hooks alike).
+//!   (the resource map and written-resource folds), `message` (sent and delivered
+//!   messages, double-buffered), `commands` (the one structural command list and its
+//!   `apply`, for systems' outputs and hooks alike; `commands::tree` keeps parents and
+//!   children in step).
 //! - **Output buffers** (`output::buffer`, `output::erased`: per-system, per-type runs of
 //!   rows; `output::slots`: the row slots of `Output::query`, pending until settled into
 //!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
 //!   `World`).
 //! - **The world's face**, one thing in three modules that import each other: `world/`
-//!   (`mod`, `resources`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
+//!   (`mod`, `resources`, `messages`, `hierarchy`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
 //!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
 //!   and `hooks`.
-//! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
+//! - **What systems see**: `output` (`Output`, the writers, `par`, `send`), then `system`.
 //! - **The frame**: `provenance` (what Sync records for watched entities), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
 //!

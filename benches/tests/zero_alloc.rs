@@ -2,7 +2,8 @@
 //! workers, whichever write path the systems take: plain `Output::write`, a `Writer`,
 //! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
 //! systems writing one type with a hand-written merge, scattered writes with a closure
-//! merge, and all of them at once; and messages, broadcast and addressed. Each path also gets a runtime of its own, so that the
+//! merge, and all of them at once; messages, broadcast and addressed; and transform
+//! propagation down a hierarchy. Each path also gets a runtime of its own, so that the
 //! fast path Sync takes for it alone (a single source in query order, a swapped-in
 //! column, ...) is the one counted.
 //!
@@ -354,6 +355,43 @@ fn messages(workers: usize) -> Runtime {
     rt
 }
 
+/// A hierarchy: `PropagateTransforms` over 2,000 moving roots with three children each
+/// (one with a child of its own).
+fn hierarchy(workers: usize) -> Runtime {
+    use runsync_systems::glam::Vec2;
+    use runsync_systems::{Displace, GlobalTransform, Position, PropagateTransforms, Transform};
+    let mut world = World::new();
+    runsync_systems::register(&mut world);
+    world.register_hierarchy();
+    for r in 0..2_000 {
+        let root = world.spawn((
+            Position(Vec2::new(r as f32, 0.0)),
+            Transform::IDENTITY,
+            GlobalTransform::default(),
+        ));
+        for k in 0..3 {
+            let child = world.spawn((
+                Transform::from_translation(Vec2::new(k as f32, 1.0)),
+                GlobalTransform::default(),
+                ChildOf(root),
+            ));
+            if k == 0 {
+                world.spawn((
+                    Transform::IDENTITY,
+                    GlobalTransform::default(),
+                    ChildOf(child),
+                ));
+            }
+        }
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(PropagateTransforms);
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(Write<Position>,)>(|_, (mut pos,), _| pos.set(Displace(Vec2::X)));
+    });
+    rt
+}
+
 /// Builds a scenario's runtime on the given number of workers.
 type BuildRuntime = fn(usize) -> Runtime;
 
@@ -363,7 +401,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 10] = [
+    let scenarios: [(&str, BuildRuntime, usize); 11] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -390,6 +428,7 @@ fn steady_state_frame_does_not_allocate() {
             messages,
             100,
         ),
+        ("hierarchy: PropagateTransforms", hierarchy, 100),
     ];
     for (scenario, build, frames) in scenarios {
         for workers in [1, 2] {

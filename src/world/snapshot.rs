@@ -39,8 +39,8 @@ use crate::resource::{AnyBox, LoadFn, ResourceHook};
 use crate::storage::{LoadError, StorageSnapshot};
 use crate::world::World;
 
-/// A copy of a world's entities, components and opted-in resources, made by
-/// [`World::snapshot`] and brought back by [`World::restore`].
+/// A copy of a world's entities, components, opted-in resources and delivered messages,
+/// made by [`World::snapshot`] and brought back by [`World::restore`].
 ///
 /// ```
 /// use runsync::prelude::*;
@@ -245,8 +245,9 @@ impl World {
     }
 
     /// A copy of every entity (ids, generations, free list, retired slots), every
-    /// component, its change marks ([`Changed`](crate::Changed), [`Added`](crate::Added))
-    /// and every opted-in resource; [`restore`](Self::restore) brings it back,
+    /// component, its change marks ([`Changed`](crate::Changed), [`Added`](crate::Added)),
+    /// every opted-in resource and the delivered [messages](Self::register_message);
+    /// [`restore`](Self::restore) brings it back,
     /// after which the world runs exactly as it did from that point (see [`Snapshot`]).
     ///
     /// Cost: a `clone` of every column (a `memcpy` for `Copy` types), the entity
@@ -267,7 +268,9 @@ impl World {
     ///
     /// # Errors
     /// [`SnapshotError::NotSnapshotting`] naming the first registered type not opted in
-    /// with [`snapshotting`](Self::snapshotting).
+    /// with [`snapshotting`](Self::snapshotting);
+    /// [`SnapshotError::MessageNotSnapshotting`] naming the first message type not opted
+    /// in with [`snapshotting_message`](Self::snapshotting_message).
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
         let mut s = Snapshot::new();
         self.snapshot_into(&mut s)?;
@@ -397,6 +400,8 @@ impl World {
     /// Checked before anything changes, so on an error the world is exactly as it was:
     /// - [`SnapshotError::OtherTypes`]: this world registers other component types than
     ///   the snapshot's (the same types, in the same order, are needed);
+    /// - [`SnapshotError::OtherMessageTypes`], [`SnapshotError::MessageNotSnapshotting`]:
+    ///   the same for message types (registered alike, all opted in);
     /// - [`SnapshotError::NotSnapshotting`]: a component type of this world is not opted
     ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns).
     pub fn try_restore(&mut self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
