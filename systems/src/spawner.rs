@@ -108,6 +108,11 @@ pub struct SpawnerConfig {
 /// `rate * dt`, a [`Projectile`] (with [`Lifetime`] and [`Damage`]) towards the centroid of
 /// the other teams' agents.
 ///
+/// With [`turrets`](SpawnerConfig::turrets), one agent in
+/// [`every`](TurretTemplate::every) of a wave is a *ship*: it also gets a [`Transform`]
+/// (its heading) and a [`GlobalTransform`], turrets as children in the next frame, and
+/// fires from them (see [`TurretTemplate`]).
+///
 /// All randomness comes from a PCG generator seeded with
 /// [`seed`](SpawnerConfig::seed) and the frame number at the start of every frame, then
 /// consumed in query order — which depends only on the world — so the same seed gives the
