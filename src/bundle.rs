@@ -69,6 +69,7 @@ pub trait BatchSink {
 impl BatchSink for Storage {
     #[track_caller]
     fn id<C: Component>(&self) -> ComponentId {
+        crate::hierarchy::assert_not_children::<C>();
         self.registry.id::<C>()
     }
     #[track_caller]

@@ -127,6 +127,13 @@ impl Registry {
 pub(crate) fn unregistered<C: 'static>() -> ! {
     let name = type_name::<C>();
     let short = name.rsplit("::").next().unwrap_or(name);
+    // (An error message, not a path: the hierarchy's types are defined above this module.)
+    if name.starts_with("runsync::hierarchy::") {
+        panic!(
+            "runsync: component type `{name}` is not registered; parents and children need \
+             `world.register_hierarchy()` once, before use"
+        )
+    }
     panic!(
         "runsync: component type `{name}` is not registered; register it once before use, \
          e.g. `world.register::<{short}>(runsync::merge::last)` (choose the merge that fits: \

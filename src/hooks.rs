@@ -72,6 +72,7 @@ impl Commands<'_> {
     /// If `C` is not registered.
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
+        crate::hierarchy::assert_not_children::<C>();
         let id = self.world.registry().id::<C>();
         self.list.insert(id, e, component);
     }
@@ -82,6 +83,7 @@ impl Commands<'_> {
     /// If `C` is not registered.
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) {
+        crate::hierarchy::assert_not_children::<C>();
         let id = self.world.registry().id::<C>();
         self.list.remove(id, e);
     }

@@ -25,22 +25,25 @@
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
 //!   registry), `input` (the per-frame input resource), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
 //!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
-//!   figures and errors), `fixed_step` and `savefile` (the save-file framing and its
-//!   errors), which know only those.
+//!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
+//!   errors) and `hierarchy` (the `ChildOf` / `Children` components and their checks),
+//!   which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
 //!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
-//!   (the resource map and written-resource folds), `commands` (the one structural
-//!   command list and its `apply`, for systems' outputs and hooks alike).
+//!   (the resource map and written-resource folds), `message` (sent and delivered
+//!   messages, double-buffered), `commands` (the one structural command list and its
+//!   `apply`, for systems' outputs and hooks alike; `commands::tree` keeps parents and
+//!   children in step).
 //! - **Output buffers** (`output::buffer`, `output::erased`: per-system, per-type runs of
 //!   rows; `output::slots`: the row slots of `Output::query`, pending until settled into
 //!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
 //!   `World`).
 //! - **The world's face**, one thing in three modules that import each other: `world/`
-//!   (`mod`, `resources`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
+//!   (`mod`, `resources`, `messages`, `hierarchy`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
 //!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
 //!   and `hooks`.
-//! - **What systems see**: `output` (`Output`, the writers, `par`), then `system`.
+//! - **What systems see**: `output` (`Output`, the writers, `par`, `send`), then `system`.
 //! - **The frame**: `provenance` (what Sync records for watched entities), `replay`
 //!   (replay files, their recorder and reports), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
@@ -52,9 +55,9 @@
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
 //! 0 base:     entity component input system::id primitive profile
-//! 1 leaves:   merge checksum clock stats fixed_step savefile
+//! 1 leaves:   merge checksum clock stats fixed_step savefile hierarchy
 //! 2 storage:  storage pool
-//! 3 values:   bundle resource
+//! 3 values:   bundle resource message
 //! 4 commands: commands
 //! 5 buffers:  {output::buffer output::erased output::slots}
 //! 6 fold:     fold
@@ -79,6 +82,7 @@ mod checksum;
 mod clock;
 mod fixed_step;
 mod savefile;
+mod hierarchy;
 mod stats;
 // Where data lives; the worker threads.
 mod pool;
@@ -86,6 +90,7 @@ mod storage;
 // What values become: bundles, resources, structural commands.
 mod bundle;
 mod commands;
+mod message;
 mod resource;
 // What systems emit (the buffers), and the per-type folds of Sync.
 mod fold;
@@ -107,9 +112,12 @@ pub use checksum::{Checksum, Checksummer, Desync};
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
+pub use hierarchy::{ChildOf, Children, HierarchyError};
 pub use hooks::Commands;
 pub use input::Input;
 pub use merge::Merge;
+pub use message::Message;
+pub use output::send::Sender;
 pub use output::{Output, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
@@ -143,15 +151,16 @@ pub use savefile::{LoadError, SaveError};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
 pub use system::{System, SystemId};
 pub use world::declare::DefaultMerge;
+pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.
 pub mod prelude {
     pub use crate::merge;
     pub use crate::{
-        Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
-        Entity, FrameError, FrameStats, Input, Output, Runtime, Snapshot, System, SystemId, Time,
-        With, Without, World, Write,
+        Added, Advance, Bundle, Changed, Checksum, Checksummer, ChildOf, Children, Commands,
+        Component, DefaultMerge, Entity, FrameError, FrameStats, Input, Output, Runtime, Snapshot,
+        System, SystemId, Time, With, Without, World, Write,
     };
 }
 

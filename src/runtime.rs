@@ -475,6 +475,9 @@ impl Runtime {
             self.stats.dropped = 0;
             self.stats.spawned = 0;
             self.stats.despawned = 0;
+            self.stats.messages = 0;
+            self.stats.cycles = 0;
+            self.stats.first_cycle = None;
             self.stats.entities = self.world.len();
             let error = FrameError::SystemPanicked {
                 system: SystemId(p.index as u32),
@@ -501,6 +504,9 @@ impl Runtime {
         self.stats.dropped = report.dropped + report.commands.dropped;
         self.stats.spawned = report.commands.spawned;
         self.stats.despawned = report.commands.despawned;
+        self.stats.messages = report.messages;
+        self.stats.cycles = report.commands.cycles;
+        self.stats.first_cycle = report.commands.first_cycle;
         self.stats.entities = self.world.len();
         self.frame += 1;
         if let Some(t) = self.world.get_resource_mut::<Time>() {

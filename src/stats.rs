@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::entity::Entity;
+use crate::hierarchy::HierarchyError;
 use crate::system::id::SystemId;
 
 /// Per-system figures of the last frame.
@@ -40,13 +41,24 @@ pub struct FrameStats {
     pub merged: u64,
     /// Writes to dead entities or to entities lacking the component, plus structural
     /// commands that had nothing to act on (despawn of a dead entity, insert into a dead
-    /// entity, remove of an absent component). Commands emitted by
+    /// entity, remove of an absent component), plus messages sent to an entity dead by
+    /// the end of the frame's commands. Commands emitted by
     /// [hooks](crate::World::on_add) count too.
     pub dropped: u64,
     /// Entities spawned in Sync (by systems' commands and by hooks' commands).
     pub spawned: u64,
     /// Entities despawned in Sync (by systems' commands and by hooks' commands).
     pub despawned: u64,
+    /// Messages the last Sync delivered, of every type (what the next Run reads; see
+    /// [`World::register_message`](crate::World::register_message)). Addressed messages
+    /// dropped for a dead entity count in `dropped` instead.
+    pub messages: u64,
+    /// Reparents the last Sync rejected because they would have made a cycle (each also
+    /// counted in `dropped`); see [`World::register_hierarchy`](crate::World::register_hierarchy).
+    pub cycles: u64,
+    /// The first of them, in command order: which entity, which parent (its `Display`
+    /// says why and what to do).
+    pub first_cycle: Option<HierarchyError>,
     /// Live entities after the frame.
     pub entities: usize,
 }

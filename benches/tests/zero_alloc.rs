@@ -2,9 +2,10 @@
 //! workers, whichever write path the systems take: plain `Output::write`, a `Writer`,
 //! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
 //! systems writing one type with a hand-written merge, scattered writes with a closure
-//! merge (many: bucketed; few: keyed), and all of them at once. Each path also gets a runtime of its own, so that the
-//! fast path Sync takes for it alone (a single source in query order, a swapped-in
-//! column, ...) is the one counted.
+//! merge (many: bucketed; few: keyed), and all of them at once; messages, broadcast and
+//! addressed; and transform propagation down a hierarchy. Each path also gets a runtime
+//! of its own, so that the fast path Sync takes for it alone (a single source in query
+//! order, a swapped-in column, ...) is the one counted.
 //!
 //! The same test also checks that snapshotting into a reused snapshot and restoring into
 //! a world of the same shape allocate nothing (`World::snapshot_into`, `World::restore`,
@@ -331,6 +332,82 @@ fn mixed(workers: usize) -> Runtime {
     rt
 }
 
+/// Messages: two systems broadcast (one from `par_for_each` chunks), one sends to
+/// entities, and a reader writes what it read.
+fn messages(workers: usize) -> Runtime {
+    let mut world = one_path_world();
+    world.register_message::<u32>();
+    world.register_message::<f32>();
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(|w: &World, out: &mut Output| {
+        let mut tx = out.sender::<u32>();
+        for (e, _) in w.query::<(&Pos,)>() {
+            if e.index() % 4 == 0 {
+                tx.send(e.index());
+            }
+        }
+    });
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(&Vel,)>(|e, (v,), out| {
+            if e.index() % 5 == 0 {
+                out.send(e.index() + v.0 as u32);
+            }
+        });
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            if e.index() % 3 == 0 {
+                out.send_to(e, p.0);
+            }
+        }
+    });
+    rt.add_system(|w: &World, out: &mut Output| {
+        let n = w.messages::<u32>().len() as f32;
+        for (e, _) in w.query::<(&Push,)>() {
+            let hits: f32 = w.messages_for::<f32>(e).sum();
+            out.write::<Push>(e, n * 1e-6 + hits * 1e-9);
+        }
+    });
+    rt
+}
+
+/// A hierarchy: `PropagateTransforms` over 2,000 moving roots with three children each
+/// (one with a child of its own).
+fn hierarchy(workers: usize) -> Runtime {
+    use runsync_systems::glam::Vec2;
+    use runsync_systems::{Displace, GlobalTransform, Position, PropagateTransforms, Transform};
+    let mut world = World::new();
+    runsync_systems::register(&mut world);
+    world.register_hierarchy();
+    for r in 0..2_000 {
+        let root = world.spawn((
+            Position(Vec2::new(r as f32, 0.0)),
+            Transform::IDENTITY,
+            GlobalTransform::default(),
+        ));
+        for k in 0..3 {
+            let child = world.spawn((
+                Transform::from_translation(Vec2::new(k as f32, 1.0)),
+                GlobalTransform::default(),
+                ChildOf(root),
+            ));
+            if k == 0 {
+                world.spawn((
+                    Transform::IDENTITY,
+                    GlobalTransform::default(),
+                    ChildOf(child),
+                ));
+            }
+        }
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(PropagateTransforms);
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(Write<Position>,)>(|_, (mut pos,), _| pos.set(Displace(Vec2::X)));
+    });
+    rt
+}
+
 /// Builds a scenario's runtime on the given number of workers.
 type BuildRuntime = fn(usize) -> Runtime;
 
@@ -340,7 +417,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 10] = [
+    let scenarios: [(&str, BuildRuntime, usize); 12] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -367,6 +444,12 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         ("every path mixed", mixed, 300),
+        (
+            "messages (broadcast, par_for_each, addressed)",
+            messages,
+            100,
+        ),
+        ("hierarchy: PropagateTransforms", hierarchy, 100),
     ];
     for (scenario, build, frames) in scenarios {
         for workers in [1, 2] {

@@ -28,6 +28,7 @@ use crate::storage::Storage;
 
 use super::erased::ErasedBuf;
 use super::slots::{PendingColumn, SlotBase};
+use crate::message::AnyMsgBuf;
 use crate::resource::AnyResBuf;
 
 /// Types remembered by an [`Output`], each with its write cursor.
@@ -517,6 +518,8 @@ pub(crate) struct SystemOutputs {
     pub(crate) spawned: u32,
     /// Outputs for written resources, by resource index (see `World::register_resource`).
     pub(crate) resources: Vec<Option<Box<dyn AnyResBuf>>>,
+    /// Messages sent, by message index (see `World::register_message`).
+    pub(crate) messages: Vec<Option<Box<dyn AnyMsgBuf>>>,
     /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
     pub(crate) chunks: Vec<SystemOutputs>,
     pub(crate) chunk_ranges: Vec<Chunk>,
@@ -540,6 +543,7 @@ impl Default for SystemOutputs {
             commands: CommandList::default(),
             spawned: 0,
             resources: Vec::new(),
+            messages: Vec::new(),
             chunks: Vec::new(),
             chunk_ranges: Vec::new(),
         }
@@ -581,6 +585,12 @@ impl SystemOutputs {
                 .flatten()
                 .map(|r| r.capacity_bytes())
                 .sum::<usize>()
+            + self
+                .messages
+                .iter()
+                .flatten()
+                .map(|m| m.capacity_bytes())
+                .sum::<usize>()
             + self.commands.capacity_bytes()
             + self.chunk_ranges.capacity() * size_of::<Chunk>()
             + self.chunks.capacity() * size_of::<SystemOutputs>()
@@ -602,6 +612,9 @@ impl SystemOutputs {
         self.spawned = 0;
         for r in self.resources.iter_mut().flatten() {
             r.clear();
+        }
+        for m in self.messages.iter_mut().flatten() {
+            m.clear();
         }
     }
 
@@ -651,6 +664,15 @@ impl SystemOutputs {
         }
         for (mine, theirs) in self.resources.iter_mut().zip(&mut other.resources) {
             if let Some(theirs) = theirs {
+                mine.get_or_insert_with(|| theirs.empty_like())
+                    .append_any(&mut **theirs);
+            }
+        }
+        if self.messages.len() < other.messages.len() {
+            self.messages.resize_with(other.messages.len(), || None);
+        }
+        for (mine, theirs) in self.messages.iter_mut().zip(&mut other.messages) {
+            if let Some(theirs) = theirs.as_mut().filter(|t| t.len() > 0) {
                 mine.get_or_insert_with(|| theirs.empty_like())
                     .append_any(&mut **theirs);
             }

@@ -4,6 +4,7 @@
 pub(crate) mod buffer;
 pub(crate) mod erased;
 mod par;
+pub(crate) mod send;
 pub(crate) mod slots;
 
 use std::any::TypeId;
@@ -80,6 +81,8 @@ pub struct Output<'w> {
     slots: [TypeSlot<'w>; CACHED_TYPES],
     /// The slot the next new type replaces (round robin).
     evict: usize,
+    /// The message type sent last and its index (`send` looks no further for it).
+    message: (TypeId, usize),
 }
 
 impl<'w> Output<'w> {
@@ -107,6 +110,7 @@ impl<'w> Output<'w> {
             system,
             slots,
             evict: 0,
+            message: (TypeId::of::<NoMessage>(), 0),
         }
     }
 
@@ -432,6 +436,7 @@ impl<'w> Output<'w> {
     /// If `C` is not registered.
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
+        crate::hierarchy::assert_not_children::<C>();
         let id = self.id::<C>();
         self.bufs.commands.insert(id, e, component);
     }
@@ -442,8 +447,30 @@ impl<'w> Output<'w> {
     /// If `C` is not registered.
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) {
+        crate::hierarchy::assert_not_children::<C>();
         let id = self.id::<C>();
         self.bufs.commands.remove(id, e);
+    }
+
+    /// Makes `child` a child of `parent` in Sync: the same command as
+    /// `insert(child, ChildOf(parent))` (see
+    /// [`World::register_hierarchy`](crate::World::register_hierarchy) for what Sync does
+    /// with it: `Children` kept, cycles rejected and counted).
+    ///
+    /// # Panics
+    /// If the hierarchy is not registered.
+    #[track_caller]
+    pub fn set_parent(&mut self, child: Entity, parent: Entity) {
+        self.insert(child, crate::hierarchy::ChildOf(parent));
+    }
+
+    /// Makes `child` a root in Sync: the same command as `remove::<ChildOf>(child)`.
+    ///
+    /// # Panics
+    /// If the hierarchy is not registered.
+    #[track_caller]
+    pub fn remove_parent(&mut self, child: Entity) {
+        self.remove::<crate::hierarchy::ChildOf>(child);
     }
 
     /// The world this system is reading (the state the previous Sync left).
@@ -452,6 +479,9 @@ impl<'w> Output<'w> {
         self.world
     }
 }
+
+/// No message type: what [`Output`] remembers before its first send.
+enum NoMessage {}
 
 #[cold]
 #[track_caller]

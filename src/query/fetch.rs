@@ -282,6 +282,7 @@ impl<C: Component> Fetch for &mut C {
     #[inline]
     #[track_caller]
     fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
+        crate::hierarchy::assert_mutable::<C>();
         let id = source.id::<C>();
         ColumnWalk {
             id,

@@ -40,6 +40,7 @@ pub(crate) use table::{Table, TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::{Entities, Entity, Location};
+use crate::hierarchy::{ChildOf, Children, Hierarchy};
 
 /// The one owner of entities, tables and columns.
 #[derive(Default)]
@@ -52,6 +53,9 @@ pub(crate) struct Storage {
     /// For each component id, the tables that hold it, in creation order (column `k` of a
     /// type lives in table `tables_with[id][k]`). This is the query match cache.
     tables_with: Vec<Vec<TableId>>,
+    /// The ids of `ChildOf` and `Children`, once `World::register_hierarchy` registered
+    /// them: structural changes then keep parents and children in step.
+    pub(crate) hierarchy: Option<Hierarchy>,
 }
 
 impl Storage {
@@ -63,6 +67,7 @@ impl Storage {
             columns: self.columns.iter().map(|c| c.empty_like()).collect(),
             tables: Tables::default(),
             tables_with: vec![Vec::new(); self.columns.len()],
+            hierarchy: self.hierarchy,
         }
     }
 
@@ -412,6 +417,24 @@ impl Storage {
     pub(crate) fn flush_graveyards(&mut self) {
         for s in &mut self.columns {
             s.flush_graveyard();
+        }
+    }
+
+    /// `e`'s parent: the entity its `ChildOf` names (alive, if the hierarchy is kept).
+    #[inline]
+    pub(crate) fn parent_of(&self, h: Hierarchy, e: Entity) -> Option<Entity> {
+        let (col, row) = self.slot_of(e, h.child_of)?;
+        Some(self.typed::<ChildOf>(h.child_of).columns[col as usize][row as usize].0)
+    }
+
+    /// `e`'s children, in order (empty if none, or `e` is dead).
+    #[inline]
+    pub(crate) fn children_of(&self, h: Hierarchy, e: Entity) -> &[Entity] {
+        match self.slot_of(e, h.children) {
+            Some((col, row)) => {
+                &self.typed::<Children>(h.children).columns[col as usize][row as usize].0
+            }
+            None => &[],
         }
     }
 

@@ -1,6 +1,6 @@
 //! The Sync phase: fold every output into the world, then apply structural commands.
 //!
-//! Sync runs six named steps, in order, each a function of this module (and a Tracy zone
+//! Sync runs seven named steps, in order, each a function of this module (and a Tracy zone
 //! of the same name, but for the first):
 //!
 //! 0. [`clear_marks`] — forgets the change marks of the previous Sync (what `Changed<C>`
@@ -22,6 +22,10 @@
 //!    emitted, round by round (the [`commands`](crate::commands) module, shared with the
 //!    world's between-frames methods). Values removed or replaced go to per-type
 //!    graveyards, dropped once every move is complete.
+//! 6. [`deliver_messages`] — for every registered message type, the messages the next
+//!    Run reads: the last frame's are dropped, then every system's sent messages move in,
+//!    in system registration order then emission order (see the `message` module);
+//!    addressed messages to entities dead by now are dropped and counted.
 //!
 //! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
 //! step 2, so no step looks a target up again. Nothing depends on thread timing.
@@ -62,6 +66,8 @@ pub(crate) struct SyncReport {
     pub(crate) drop_panic: Option<String>,
     /// The first hook that panicked: component type, hook kind, message.
     pub(crate) hook_panic: Option<crate::hooks::HookPanic>,
+    /// Messages delivered (readable in the next Run).
+    pub(crate) messages: u64,
 }
 
 /// Runs the whole Sync phase for the systems that ran this frame.
@@ -99,6 +105,10 @@ pub(crate) fn sync(
     {
         let _zone = crate::profile::zone!("commands");
         apply_commands(world, systems, &mut scratch.commands, &mut report);
+    }
+    if world.messages_mut().len() > 0 {
+        let _zone = crate::profile::zone!("deliver_messages");
+        deliver_messages(world, systems, &mut report);
     }
     report
 }
@@ -235,6 +245,30 @@ fn apply_commands(
     report.drop_panic = applied
         .drop_panic
         .map(|p| crate::pool::payload_message(&*p));
+}
+
+/// Step 6: every message type's delivered messages are replaced by what the systems that
+/// ran sent this frame, in system order (a swap or an append per system and type).
+/// Addressed messages go to entities alive now, after the commands; the others are
+/// dropped and counted. A message's `Drop` that panics (dropping last frame's) is
+/// reported like a component's, and delivery goes on.
+fn deliver_messages(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
+    let (messages, storage) = world.messages_and_storage();
+    let alive = |e| storage.entities.location(e).is_some();
+    for (i, inbox) in messages.inboxes_mut().iter_mut().enumerate() {
+        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inbox.clear())) {
+            report
+                .drop_panic
+                .get_or_insert_with(|| crate::pool::payload_message(&*p));
+        }
+        let mut sources = systems
+            .iter_mut()
+            .filter(|s| s.ran)
+            .filter_map(|s| s.out.messages.get_mut(i)?.as_deref_mut());
+        let d = inbox.deliver(&mut sources, &alive);
+        report.messages += d.delivered;
+        report.dropped += d.dropped;
+    }
 }
 
 /// Discards everything the systems emitted this frame (after a failed Run).

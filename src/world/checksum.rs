@@ -143,6 +143,9 @@ impl World {
         for r in &self.resource_sums {
             (r.sum)(&self.resources, &mut h);
         }
+        for inbox in self.messages.inboxes() {
+            inbox.checksum(&mut h);
+        }
         h.finish()
     }
 
@@ -152,7 +155,8 @@ impl World {
     /// the entity allocator, then storage order, then the resources opted in on this
     /// side with [`checksumming_resource`](Self::checksumming_resource). Entities are visited in this world's
     /// order (tables in creation order, rows in order), so the first difference found is
-    /// deterministic.
+    /// deterministic. Last, the delivered messages of the types opted in with
+    /// [`checksumming_message`](Self::checksumming_message).
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -201,7 +205,7 @@ impl World {
         if let Some(d) = self.storage.first_difference(&other.storage) {
             return Some(d);
         }
-        self.resource_sums.iter().find_map(|r| {
+        let resources = self.resource_sums.iter().find_map(|r| {
             let sum = |w: &World| {
                 let mut h = Checksummer::new();
                 (r.sum)(&w.resources, &mut h);
@@ -219,6 +223,37 @@ impl World {
                 left: Some(left),
                 right: Some(right),
             })
-        })
+        });
+        resources.or_else(|| self.messages_difference(other))
+    }
+
+    /// The first message type opted into checksums whose delivered messages differ.
+    fn messages_difference(&self, other: &World) -> Option<Desync> {
+        let theirs = other.messages.inboxes();
+        self.messages
+            .inboxes()
+            .iter()
+            .enumerate()
+            .find_map(|(i, mine)| {
+                let sum = |inbox: &dyn crate::message::AnyInbox| {
+                    let mut h = Checksummer::new();
+                    inbox.checksum(&mut h).then(|| h.finish())
+                };
+                let other = theirs
+                    .get(i)
+                    .filter(|t| t.type_id_of() == mine.type_id_of());
+                let (left, right) = match other {
+                    Some(t) if sum(&**mine)? == sum(&**t)? => return None,
+                    Some(t) => (mine.show()?, t.show()?),
+                    None => (mine.show()?, "not registered".to_string()),
+                };
+                Some(Desync {
+                    entity: None,
+                    component: None,
+                    what: format!("messages `{}`: {left} vs {right}", mine.name()),
+                    left: Some(left),
+                    right: Some(right),
+                })
+            })
     }
 }

@@ -10,19 +10,25 @@
 mod checksum;
 mod debug;
 pub(crate) mod declare;
+pub(crate) mod hierarchy;
+mod messages;
 mod resources;
 pub(crate) mod save;
 mod snapshot;
 
 pub use snapshot::{Snapshot, SnapshotError};
 
+use std::any::{Any, TypeId};
+
 use crate::bundle::{Bundle, BundleSink};
 use crate::commands::Change;
 use crate::component::{Component, ComponentId, Registry, TypeIdMap};
 use crate::entity::Entity;
 use crate::fold::{AnyFold, Fold};
+use crate::hierarchy::{ChildOf, Children, assert_mutable, assert_not_children};
 use crate::hooks::Hooks;
 use crate::merge::Merge;
+use crate::message::Messages;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
 use crate::resource::{AnyResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
@@ -68,6 +74,8 @@ pub struct World {
     resource_serde: Vec<ResourceSerde>,
     /// `on_add` / `on_remove` hooks, and the commands they emitted not yet applied.
     hooks: Hooks,
+    /// Message types and the messages the last Sync delivered.
+    messages: Messages,
     scratch_ids: Vec<ComponentId>,
 }
 
@@ -92,6 +100,7 @@ impl World {
             resource_sums: Vec::new(),
             resource_serde: Vec::new(),
             hooks: Hooks::default(),
+            messages: Messages::default(),
             scratch_ids: Vec::new(),
         }
     }
@@ -111,6 +120,22 @@ impl World {
     /// If `C` is already registered: one type has one merge.
     #[track_caller]
     pub fn register<C: Component>(&mut self, merge: impl Merge<C>) -> ComponentId {
+        if TypeId::of::<C>() == TypeId::of::<ChildOf>()
+            || TypeId::of::<C>() == TypeId::of::<Children>()
+        {
+            panic!(
+                "runsync: `{}` is registered by `world.register_hierarchy()`, which also \
+                 keeps parents and children in step; call that instead",
+                std::any::type_name::<C>()
+            );
+        }
+        self.register_unchecked(merge)
+    }
+
+    /// [`register`](Self::register) without the check that keeps the hierarchy's types
+    /// for [`register_hierarchy`](Self::register_hierarchy).
+    #[track_caller]
+    fn register_unchecked<C: Component>(&mut self, merge: impl Merge<C>) -> ComponentId {
         match self.storage.add_type::<C>() {
             Ok(id) => {
                 self.folds.push(Box::new(Fold::<C, _>::new(merge)));
@@ -139,7 +164,12 @@ impl World {
             ids: &mut ids,
         });
         let e = self.storage.spawn_staged(&mut ids);
+        let child = (self.storage.hierarchy).is_some_and(|h| ids.contains(&h.child_of));
         self.scratch_ids = ids;
+        if child {
+            self.attach_spawned(&[e]);
+            return e;
+        }
         if self.hooks.any(Change::Add) {
             self.with_hooks(|a| a.hooks.fire_all(Change::Add, a.world, e));
         }
@@ -173,6 +203,14 @@ impl World {
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
         let ids = B::spawn_batch(&mut self.storage, bundles.into_iter());
+        let children = (self.storage.hierarchy).is_some_and(|h| {
+            ids.first()
+                .is_some_and(|&e| self.storage.slot_of(e, h.child_of).is_some())
+        });
+        if children {
+            self.attach_spawned(&ids);
+            return ids;
+        }
         if self.hooks.any(Change::Add) {
             self.with_hooks(|a| {
                 for &e in &ids {
@@ -184,12 +222,16 @@ impl World {
     }
 
     /// Despawns `e`, dropping its components. Returns `false` if it was already dead.
+    /// With a [hierarchy](Self::register_hierarchy), its descendants go with it.
     ///
     /// # Panics
     /// If one of the [hooks](Self::on_remove) it fires panics (once every change is
     /// applied).
     #[track_caller]
     pub fn despawn(&mut self, e: Entity) -> bool {
+        if self.storage.hierarchy.is_some() {
+            return self.despawn_tree(e);
+        }
         if self.hooks.any(Change::Remove) && self.is_alive(e) {
             return self.with_hooks(|a| {
                 a.hooks.fire_all(Change::Remove, a.world, e);
@@ -204,13 +246,24 @@ impl World {
     }
 
     /// Inserts `component` into `e`, replacing (and dropping) any existing `C`.
-    /// Returns `false`, dropping `component`, if `e` is dead.
+    /// Returns `false`, dropping `component`, if `e` is dead. A [`ChildOf`] reparents `e`
+    /// ([`set_parent`](Self::set_parent); `false` if the parent is dead).
     ///
     /// # Panics
-    /// If `C` is not registered, or if a [hook](Self::on_add) it fires panics (once every
-    /// change is applied).
+    /// If `C` is not registered, if `C` is [`Children`] (kept by Sync), if a `ChildOf`
+    /// would make a cycle (with [`HierarchyError`](crate::HierarchyError)'s message,
+    /// nothing changed), or if a [hook](Self::on_add) it fires panics (once every change
+    /// is applied).
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) -> bool {
+        assert_not_children::<C>();
+        if let Some(&ChildOf(parent)) = (&component as &dyn Any).downcast_ref::<ChildOf>() {
+            return match self.set_parent(e, parent) {
+                Ok(()) => true,
+                Err(crate::hierarchy::HierarchyError::Dead { .. }) => false,
+                Err(error) => panic!("{error}"),
+            };
+        }
         let id = self.storage.registry.id::<C>();
         if self.hooks.has(id, Change::Add) || self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
@@ -232,12 +285,18 @@ impl World {
     }
 
     /// Removes `C` from `e` and returns it, or `None` if `e` is dead or has no `C`.
+    /// Removing a [`ChildOf`] makes `e` a root ([`remove_parent`](Self::remove_parent)).
     ///
     /// # Panics
-    /// If `C` is not registered, or if a [hook](Self::on_remove) it fires panics (once
-    /// every change is applied).
+    /// If `C` is not registered, if `C` is [`Children`] (kept by Sync), or if a
+    /// [hook](Self::on_remove) it fires panics (once every change is applied).
     #[track_caller]
     pub fn remove<C: Component>(&mut self, e: Entity) -> Option<C> {
+        assert_not_children::<C>();
+        if TypeId::of::<C>() == TypeId::of::<ChildOf>() {
+            let old: Box<dyn Any> = Box::new(ChildOf(self.remove_parent(e)?));
+            return old.downcast::<C>().ok().map(|c| *c);
+        }
         let id = self.storage.registry.id::<C>();
         if self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
@@ -268,9 +327,11 @@ impl World {
     /// `e`'s `C`, mutably. Only possible between frames: systems get `&World`.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or is [`ChildOf`] or [`Children`] (change a parent with
+    /// [`set_parent`](Self::set_parent)).
     #[track_caller]
     pub fn get_mut<C: Component>(&mut self, e: Entity) -> Option<&mut C> {
+        assert_mutable::<C>();
         let id = self.storage.registry.id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
         Some(&mut self.storage.typed_mut::<C>(id).columns[col as usize][row as usize])
@@ -425,7 +486,8 @@ impl World {
                 .iter()
                 .map(|f| f.capacity_bytes())
                 .sum::<usize>()
-            + self.hooks.capacity_bytes();
+            + self.hooks.capacity_bytes()
+            + self.messages.capacity_bytes();
         (tables, slots, columns, folds)
     }
 
@@ -484,6 +546,19 @@ impl World {
         (&mut self.folds, &mut self.storage)
     }
 
+    /// The message types and their delivered messages, mutably (Sync's delivery step).
+    #[inline]
+    pub(crate) fn messages_mut(&mut self) -> &mut Messages {
+        &mut self.messages
+    }
+
+    /// The message types and their delivered messages, beside the storage (Sync's delivery
+    /// step checks addressees' liveness).
+    #[inline]
+    pub(crate) fn messages_and_storage(&mut self) -> (&mut Messages, &Storage) {
+        (&mut self.messages, &self.storage)
+    }
+
     /// The resources beside the merges of the written ones (Sync's resource step).
     #[inline]
     pub(crate) fn resource_folds(&mut self) -> (&mut [Box<dyn AnyResourceFold>], &mut Resources) {
@@ -500,6 +575,7 @@ struct StageSink<'a> {
 impl BundleSink for StageSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
+        assert_not_children::<C>();
         let id = self.storage.registry.id::<C>();
         if self.ids.contains(&id) {
             for &staged in self.ids.iter() {

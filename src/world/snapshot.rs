@@ -38,12 +38,13 @@ use std::any::TypeId;
 use std::fmt;
 
 use crate::component::Component;
+use crate::message::SavedMessages;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
 use crate::storage::{RestoreError, StorageSnapshot};
 use crate::world::World;
 
-/// A copy of a world's entities, components and opted-in resources, made by
-/// [`World::snapshot`] and brought back by [`World::restore`].
+/// A copy of a world's entities, components, opted-in resources and delivered messages,
+/// made by [`World::snapshot`] and brought back by [`World::restore`].
 ///
 /// ```
 /// use runsync::prelude::*;
@@ -65,6 +66,8 @@ use crate::world::World;
 pub struct Snapshot {
     storage: StorageSnapshot,
     resources: Vec<SavedResource>,
+    /// Each message type's delivered messages, by message index: its name, type and copy.
+    messages: Vec<(&'static str, TypeId, Option<SavedMessages>)>,
 }
 
 impl fmt::Debug for Snapshot {
@@ -135,6 +138,23 @@ pub enum SnapshotError {
         /// The world's component types, by registration order.
         world: Vec<&'static str>,
     },
+    /// A registered message type was not opted in with
+    /// [`World::snapshotting_message`] in the world being snapshot, or in the world being
+    /// restored into; `type_name` names it (the first by registration order). Delivered
+    /// messages are state the next frame reads, so a snapshot without them would
+    /// re-simulate differently.
+    MessageNotSnapshotting {
+        /// The type's name (`std::any::type_name`).
+        type_name: &'static str,
+    },
+    /// A restore into a world that registers other message types than the snapshot's
+    /// world, or the same in another order.
+    OtherMessageTypes {
+        /// The snapshot's message types, by registration order.
+        snapshot: Vec<&'static str>,
+        /// The world's message types, by registration order.
+        world: Vec<&'static str>,
+    },
 }
 
 impl fmt::Display for SnapshotError {
@@ -164,6 +184,24 @@ impl fmt::Display for SnapshotError {
                 "runsync: restore into a world with other component types: the snapshot \
                  has [{}], the world [{}]; register the same types in the same order before \
                  restoring",
+                snapshot.join(", "),
+                world.join(", ")
+            ),
+            SnapshotError::MessageNotSnapshotting { type_name } => {
+                let short = type_name.rsplit("::").next().unwrap_or(type_name);
+                write!(
+                    f,
+                    "runsync: message type `{type_name}` cannot be snapshot or restored: it \
+                     was not opted in (its delivered messages are read by the next frame); \
+                     derive or implement `Clone` for it and call \
+                     `world.snapshotting_message::<{short}>()` after registering it"
+                )
+            }
+            SnapshotError::OtherMessageTypes { snapshot, world } => write!(
+                f,
+                "runsync: restore into a world with other message types: the snapshot has \
+                 [{}], the world [{}]; register the same message types in the same order \
+                 before restoring",
                 snapshot.join(", "),
                 world.join(", ")
             ),
@@ -239,8 +277,9 @@ impl World {
     }
 
     /// A copy of every entity (ids, generations, free list, retired slots), every
-    /// component, its change marks ([`Changed`](crate::Changed), [`Added`](crate::Added))
-    /// and every opted-in resource; [`restore`](Self::restore) brings it back,
+    /// component, its change marks ([`Changed`](crate::Changed), [`Added`](crate::Added)),
+    /// every opted-in resource and the delivered [messages](Self::register_message);
+    /// [`restore`](Self::restore) brings it back,
     /// after which the world runs exactly as it did from that point (see [`Snapshot`]).
     ///
     /// Cost: a `clone` of every column (a `memcpy` for `Copy` types), the entity
@@ -264,8 +303,10 @@ impl World {
     /// with [`snapshotting`](Self::snapshotting);
     /// [`SnapshotError::ResourceNotSnapshotting`] naming the first resource registered
     /// with [`register_resource`](Self::register_resource) and not opted in with
-    /// [`snapshotting_resource`](Self::snapshotting_resource). Nothing is ever left out
-    /// silently.
+    /// [`snapshotting_resource`](Self::snapshotting_resource);
+    /// [`SnapshotError::MessageNotSnapshotting`] naming the first message type not opted
+    /// in with [`snapshotting_message`](Self::snapshotting_message). Nothing is ever left
+    /// out silently.
     pub fn snapshot(&self) -> Result<Snapshot, SnapshotError> {
         let mut s = Snapshot::new();
         self.snapshot_into(&mut s)?;
@@ -296,17 +337,20 @@ impl World {
     /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
     /// later call succeeds.
     pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
-        if let Some(type_name) = self.written_resource_not_snapshotting() {
+        let saved = match self.written_resource_not_snapshotting() {
+            Some(type_name) => Err(SnapshotError::ResourceNotSnapshotting { type_name }),
+            None => self.storage.save(&mut into.storage).map_err(|id| {
+                SnapshotError::NotSnapshotting {
+                    type_name: self.storage.type_name(id),
+                }
+            }),
+        };
+        let saved = saved.and_then(|()| self.save_messages(into));
+        if let Err(e) = saved {
             into.resources.clear();
+            into.messages.clear();
             into.storage = StorageSnapshot::default();
-            return Err(SnapshotError::ResourceNotSnapshotting { type_name });
-        }
-        if let Err(id) = self.storage.save(&mut into.storage) {
-            into.resources.clear();
-            into.storage = StorageSnapshot::default();
-            return Err(SnapshotError::NotSnapshotting {
-                type_name: self.storage.type_name(id),
-            });
+            return Err(e);
         }
         into.resources.truncate(self.resource_hooks.len());
         for (i, hook) in self.resource_hooks.iter().enumerate() {
@@ -394,6 +438,8 @@ impl World {
     /// Checked before anything changes, so on an error the world is exactly as it was:
     /// - [`SnapshotError::OtherTypes`]: this world registers other component types than
     ///   the snapshot's (the same types, in the same order, are needed);
+    /// - [`SnapshotError::OtherMessageTypes`], [`SnapshotError::MessageNotSnapshotting`]:
+    ///   the same for message types (registered alike, all opted in);
     /// - [`SnapshotError::NotSnapshotting`]: a component type of this world is not opted
     ///   in with [`snapshotting`](Self::snapshotting) (restoring clones its columns);
     /// - [`SnapshotError::ResourceNotSnapshotting`]: a resource systems write here is not
@@ -402,6 +448,7 @@ impl World {
         if let Some(type_name) = self.written_resource_not_snapshotting() {
             return Err(SnapshotError::ResourceNotSnapshotting { type_name });
         }
+        self.check_messages(snapshot)?;
         self.storage.load(&snapshot.storage).map_err(|e| match e {
             RestoreError::OtherTypes { snapshot, storage } => SnapshotError::OtherTypes {
                 snapshot,
@@ -419,6 +466,64 @@ impl World {
             };
             (saved.load)(&mut self.resources, value);
         }
+        for (inbox, (_, _, saved)) in self
+            .messages
+            .inboxes_mut()
+            .iter_mut()
+            .zip(&snapshot.messages)
+        {
+            inbox.load(
+                saved
+                    .as_ref()
+                    .expect("a snapshot that was taken holds every type"),
+            );
+        }
         Ok(())
+    }
+
+    /// Copies every message type's delivered messages into `into` (reusing its copies).
+    fn save_messages(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
+        let inboxes = self.messages.inboxes();
+        if let Some(i) = inboxes.iter().find(|i| !i.snapshotting()) {
+            return Err(SnapshotError::MessageNotSnapshotting {
+                type_name: i.name(),
+            });
+        }
+        into.messages.truncate(inboxes.len());
+        for (k, inbox) in inboxes.iter().enumerate() {
+            if into
+                .messages
+                .get(k)
+                .is_none_or(|m| m.1 != inbox.type_id_of())
+            {
+                into.messages.truncate(k);
+                into.messages.push((inbox.name(), inbox.type_id_of(), None));
+            }
+            inbox.save(&mut into.messages[k].2);
+        }
+        Ok(())
+    }
+
+    /// Whether `snapshot`'s messages can be restored here: the same message types, in
+    /// the same order, all opted in.
+    fn check_messages(&self, snapshot: &Snapshot) -> Result<(), SnapshotError> {
+        let inboxes = self.messages.inboxes();
+        let same = inboxes.len() == snapshot.messages.len()
+            && inboxes
+                .iter()
+                .zip(&snapshot.messages)
+                .all(|(i, m)| i.type_id_of() == m.1);
+        if !same {
+            return Err(SnapshotError::OtherMessageTypes {
+                snapshot: snapshot.messages.iter().map(|m| m.0).collect(),
+                world: inboxes.iter().map(|i| i.name()).collect(),
+            });
+        }
+        match inboxes.iter().find(|i| !i.snapshotting()) {
+            Some(i) => Err(SnapshotError::MessageNotSnapshotting {
+                type_name: i.name(),
+            }),
+            None => Ok(()),
+        }
     }
 }

@@ -15,6 +15,8 @@
 //! | [`Damage`] | `Damage` | last write wins | (set at spawn) |
 //! | [`Projectile`] | `Projectile` | last write wins | (marker) |
 //! | [`SpatialGrid`] (a resource) | `SpatialGrid` | last write wins | [`BuildGrid`] |
+//! | [`Transform`] | `Transform` (local, relative to the parent) | last write wins | (set at spawn), your systems |
+//! | [`GlobalTransform`] | `GlobalTransform` | last write wins | [`PropagateTransforms`] |
 //!
 //! An output that is a *change* has a type of its own ([`Displace`], [`Impulse`],
 //! [`LifetimeDelta`]), so writing an absolute value where a delta is expected does not
@@ -51,6 +53,10 @@
 //! assert!(rt.world().get::<Velocity>(e).unwrap().0.x < 60.0);
 //! ```
 //!
+//! Parents and children ([`World::register_hierarchy`]) get world transforms from
+//! [`PropagateTransforms`]: every [`GlobalTransform`] from the [`Transform`]s down each
+//! tree, in parallel over the roots.
+//!
 //! Every system reads `dt` from the runtime's [`runsync::Time`] resource.
 
 use std::ops::AddAssign;
@@ -68,6 +74,7 @@ mod motion;
 mod separation;
 mod spatial;
 mod spawner;
+mod transform;
 
 pub use contact::Contact;
 pub use grid::{Grid, GridItem};
@@ -75,7 +82,8 @@ pub use life::{Death, Expire};
 pub use motion::{Bounds, BoundsMode, Drag, Gravity, Integrate};
 pub use separation::Separation;
 pub use spatial::{BuildGrid, SpatialGrid};
-pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig};
+pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig, TurretTemplate};
+pub use transform::{GlobalTransform, PropagateTransforms, Transform};
 
 /// Where an entity is, in world units.
 ///
@@ -245,11 +253,22 @@ pub fn register(world: &mut World) {
     world.register::<Collider>(merge::last);
     world.register::<Damage>(merge::last);
     world.register::<Projectile>(merge::last);
+    world.register::<Transform>(merge::last);
+    world.register::<GlobalTransform>(merge::last);
     macro_rules! opt_in {
         ($($t:ty),*) => {$( world.snapshotting::<$t>().checksumming::<$t>(); )*};
     }
     opt_in!(
-        Position, Velocity, Lifetime, Health, Team, Collider, Damage, Projectile
+        Position,
+        Velocity,
+        Lifetime,
+        Health,
+        Team,
+        Collider,
+        Damage,
+        Projectile,
+        Transform,
+        GlobalTransform
     );
 }
 
@@ -298,6 +317,19 @@ impl Checksum for Damage {
 
 impl Checksum for Projectile {
     fn checksum(&self, _: &mut Checksummer) {}
+}
+
+impl Checksum for Transform {
+    fn checksum(&self, h: &mut Checksummer) {
+        (self.translation.x, self.translation.y).checksum(h);
+        (self.rotation.x, self.rotation.y).checksum(h);
+    }
+}
+
+impl Checksum for GlobalTransform {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
 }
 
 /// The fixed step of the running frame, from the runtime's [`Time`] resource.

@@ -7,7 +7,10 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg32;
 use runsync::prelude::*;
 
-use crate::{Collider, Damage, Health, Lifetime, Position, Projectile, Team, Velocity, dt};
+use crate::{
+    Collider, Damage, GlobalTransform, Health, Lifetime, Position, Projectile, Team, Transform,
+    Velocity, dt,
+};
 
 /// What an agent is spawned with.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -38,6 +41,40 @@ pub struct ProjectileTemplate {
     pub rate: f32,
 }
 
+/// Which agents are ships with turrets, and their turrets.
+///
+/// A *ship* is an agent spawned with a [`Transform`] (its heading: the direction of its
+/// first velocity) and a [`GlobalTransform`]; in the frame after it appears, the
+/// [`Spawner`] gives it `count` turrets, children ([`ChildOf`]) with a `Transform` at
+/// `distance` to each side, a `GlobalTransform` (kept by
+/// [`PropagateTransforms`](crate::PropagateTransforms)) and the ship's [`Team`]. A ship
+/// fires from its turrets, in turn; when it dies its turrets go with it (a cascading
+/// despawn). Needs [`World::register_hierarchy`] when `every > 0`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TurretTemplate {
+    /// One agent in `every` of a wave is a ship; 0: none.
+    pub every: usize,
+    /// Turrets per ship, alternately left and right, further back each pair.
+    pub count: u8,
+    /// Distance of the turrets from the ship's centre line.
+    pub distance: f32,
+}
+
+impl TurretTemplate {
+    /// No ships.
+    pub const NONE: TurretTemplate = TurretTemplate {
+        every: 0,
+        count: 0,
+        distance: 0.0,
+    };
+
+    /// Where turret `k` sits on its ship.
+    fn offset(&self, k: u8) -> Vec2 {
+        let side = if k % 2 == 0 { 1.0 } else { -1.0 };
+        Vec2::new(-0.3 * f32::from(k / 2), side * self.distance)
+    }
+}
+
 /// Configuration of a [`Spawner`].
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct SpawnerConfig {
@@ -57,6 +94,8 @@ pub struct SpawnerConfig {
     pub agent: AgentTemplate,
     /// Projectiles.
     pub projectile: ProjectileTemplate,
+    /// Ships and their turrets ([`TurretTemplate::NONE`] for none).
+    pub turrets: TurretTemplate,
 }
 
 /// Spawns waves of agents and makes agents fire projectiles, deterministically.
@@ -68,6 +107,11 @@ pub struct SpawnerConfig {
 /// team's strip of the arena. Every frame each agent fires, with probability
 /// `rate * dt`, a [`Projectile`] (with [`Lifetime`] and [`Damage`]) towards the centroid of
 /// the other teams' agents.
+///
+/// With [`turrets`](SpawnerConfig::turrets), one agent in
+/// [`every`](TurretTemplate::every) of a wave is a *ship*: it also gets a [`Transform`]
+/// (its heading) and a [`GlobalTransform`], turrets as children in the next frame, and
+/// fires from them (see [`TurretTemplate`]).
 ///
 /// All randomness comes from a PCG generator seeded with
 /// [`seed`](SpawnerConfig::seed) and the frame number at the start of every frame, then
@@ -92,6 +136,7 @@ pub struct SpawnerConfig {
 ///     min: Vec2::ZERO, max: Vec2::splat(100.0),
 ///     agent: AgentTemplate { radius: 0.5, health: 10, damage: 1, speed: 2.0 },
 ///     projectile: ProjectileTemplate { radius: 0.2, speed: 20.0, lifetime: 1.0, damage: 5, rate: 0.0 },
+///     turrets: TurretTemplate::NONE,
 /// };
 /// let mut world = World::new();
 /// runsync_systems::register(&mut world);
@@ -120,6 +165,7 @@ struct WaveAgent {
     pos: Vec2,
     vel: Vec2,
     team: u8,
+    ship: bool,
 }
 
 /// The Morton code of `(x, y)`: their bits interleaved, `x` in the even positions.
@@ -185,11 +231,13 @@ impl Spawner {
         let cell = (pos - c.min) / 4.0;
         let z = z_order(cell.x as u16, cell.y as u16);
         let drawn = self.wave.len() as u64;
+        let every = self.config.turrets.every as u64;
         self.wave.push(WaveAgent {
             key: (u64::from(z) << 32) | drawn,
             pos,
             vel,
             team,
+            ship: every > 0 && drawn % every == every - 1,
         });
     }
 
@@ -199,8 +247,9 @@ impl Spawner {
         self.wave.sort_unstable_by_key(|a| a.key);
         for a in self.wave.drain(..) {
             // No one needs the id this frame: a deferred spawn reserves none (a wave of
-            // thousands would otherwise take overflow ids; see `Output::spawn`).
-            out.spawn_deferred((
+            // thousands would otherwise take overflow ids; see `Output::spawn`). Ships
+            // get their turrets next frame, once their ids are known.
+            let agent = (
                 Position(a.pos),
                 Velocity(a.vel),
                 Collider {
@@ -209,7 +258,48 @@ impl Spawner {
                 Team(a.team),
                 Health::full(c.agent.health),
                 Damage(c.agent.damage),
-            ));
+            );
+            if a.ship {
+                let heading = Transform {
+                    translation: Vec2::ZERO,
+                    rotation: a.vel.normalize_or(Vec2::X),
+                };
+                let (p, v, col, t, h, d) = agent;
+                out.spawn_deferred((p, v, col, t, h, d, heading, GlobalTransform::default()));
+            } else {
+                out.spawn_deferred(agent);
+            }
+        }
+    }
+
+    /// Gives the ships that appeared in the last Sync their turrets.
+    fn arm_ships(&self, world: &World, out: &mut Output<'_>) {
+        let t = self.config.turrets;
+        let new_ships =
+            world.query_filtered::<(&Team,), (Added<Transform>, With<Health>, Without<Children>)>();
+        for (ship, (team,)) in new_ships {
+            for k in 0..t.count {
+                out.spawn_deferred((
+                    Transform::from_translation(t.offset(k)),
+                    GlobalTransform::default(),
+                    ChildOf(ship),
+                    *team,
+                ));
+            }
+        }
+    }
+
+    /// Where `shooter` (at `pos`) fires from in frame `frame`: its turrets in turn, once
+    /// their world positions are known (from the frame after they appeared); else itself.
+    fn muzzle(world: &World, shooter: Entity, pos: Vec2, frame: u64) -> Vec2 {
+        let turrets = world.children(shooter);
+        if turrets.is_empty() {
+            return pos;
+        }
+        let turret = turrets[(frame % turrets.len() as u64) as usize];
+        match world.get::<GlobalTransform>(turret) {
+            Some(g) if !world.is_added::<GlobalTransform>(turret) => g.translation(),
+            _ => pos,
         }
     }
 }
@@ -242,8 +332,9 @@ impl System for Spawner {
             // next shot (geometric with success `chance`): the same distribution, with one
             // draw per shot instead of one per agent.
             let mut skip = self.gap(chance);
+            let ships = self.config.turrets.every > 0;
             let query = world.query::<(&Position, &Team, With<Health>)>();
-            for (_, (pos, team, ())) in query {
+            for (shooter, (pos, team, ())) in query {
                 if skip > 0 {
                     skip -= 1;
                     continue;
@@ -259,8 +350,13 @@ impl System for Spawner {
                 }
                 let target = (total - self.sums[t]) / enemies as f32;
                 let dir = (target - pos.0).normalize_or(Vec2::X);
+                let from = if ships {
+                    Self::muzzle(world, shooter, pos.0, frame)
+                } else {
+                    pos.0
+                };
                 out.spawn_deferred((
-                    Position(pos.0 + dir * start_gap),
+                    Position(from + dir * start_gap),
                     Velocity(dir * p.speed),
                     Collider { radius: p.radius },
                     *team,
@@ -269,6 +365,10 @@ impl System for Spawner {
                     Projectile,
                 ));
             }
+        }
+
+        if self.config.turrets.every > 0 {
+            self.arm_ships(world, out);
         }
 
         // Waves: top every team up.
@@ -317,6 +417,7 @@ mod tests {
                 damage: 3,
                 rate,
             },
+            turrets: TurretTemplate::NONE,
         }
     }
 
@@ -398,6 +499,45 @@ mod tests {
             assert_eq!(v.0.x > 0.0, t.0 == 0);
             assert!((v.0.length() - 10.0).abs() < 1e-3);
         }
+    }
+
+    #[test]
+    fn ships_get_turrets_fire_from_them_and_take_them_along_when_they_die() {
+        let mut w = world();
+        w.register_hierarchy();
+        let mut rt = Runtime::builder().workers(2).dt(0.25).build(w);
+        rt.add_system(Spawner::new(SpawnerConfig {
+            turrets: TurretTemplate {
+                every: 5,
+                count: 2,
+                distance: 0.9,
+            },
+            ..config(0.0)
+        }));
+        rt.add_system(crate::PropagateTransforms);
+        rt.frame(); // the wave: 100 agents, 20 of them ships
+        let ships: Vec<Entity> = rt
+            .world()
+            .query::<(&Transform, With<Health>)>()
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(ships.len(), 20);
+        rt.frame(); // their turrets
+        rt.frame(); // placed
+        let w = rt.world();
+        for &ship in &ships {
+            let turrets = w.children(ship);
+            assert_eq!(turrets.len(), 2);
+            let at = w.get::<Position>(ship).unwrap().0;
+            for &t in turrets {
+                let g = w.get::<GlobalTransform>(t).unwrap().translation();
+                assert!((g.distance(at) - 0.9).abs() < 1e-4, "{g} vs {at}");
+                assert_eq!(w.get::<Team>(t), w.get::<Team>(ship));
+            }
+        }
+        assert_eq!(w.len(), 140);
+        rt.world_mut().despawn(ships[0]);
+        assert_eq!(rt.world().len(), 137, "the ship and its two turrets");
     }
 
     #[test]

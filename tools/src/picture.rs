@@ -1,11 +1,12 @@
-//! A picture of the arena: every agent as a dot coloured by team, projectiles as small
-//! dark dots, on the field — as an SVG (plotters, SVG backend only).
+//! A picture of the arena: every agent as a dot coloured by team, turrets as smaller pale
+//! dots on their ships, projectiles as small dark dots, on the field — as an SVG
+//! (plotters, SVG backend only).
 
 use std::path::Path;
 
 use plotters::prelude::*;
-use runsync::World;
-use runsync_systems::{Position, Projectile, Team};
+use runsync::{ChildOf, With, World};
+use runsync_systems::{GlobalTransform, Position, Projectile, Team};
 
 /// Team colours, by team index (wrapping).
 const COLORS: [RGBColor; 4] = [
@@ -43,6 +44,18 @@ pub fn draw(
                 Circle::new((p.0.x, p.0.y), r, c.filled())
             }),
     )?;
+    // Turrets: where `PropagateTransforms` put them, on their ships.
+    if world.has_hierarchy() {
+        chart.draw_series(
+            world
+                .query::<(&GlobalTransform, &Team, With<ChildOf>)>()
+                .map(|(_, (g, t, ()))| {
+                    let c = COLORS[usize::from(t.0) % COLORS.len()];
+                    let p = g.translation();
+                    Circle::new((p.x, p.y), (r / 2).max(1), c.mix(0.5).filled())
+                }),
+        )?;
+    }
     chart.draw_series(
         world
             .query::<(&Position, &Projectile)>()

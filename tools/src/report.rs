@@ -145,6 +145,8 @@ pub struct Summary {
     pub entities_alive: usize,
     /// Agents (entities with health) alive at the end.
     pub agents_alive: usize,
+    /// Turrets (children of ships) alive at the end.
+    pub turrets_alive: usize,
     /// Entities spawned over the run.
     pub spawned: u64,
     /// Entities despawned over the run.
@@ -163,6 +165,7 @@ impl Summary {
         frames: &[FrameRecord],
         workers: usize,
         agents_alive: usize,
+        turrets_alive: usize,
         peak_memory_bytes: Option<u64>,
     ) -> Summary {
         let n = frames.len().max(1) as f64;
@@ -197,6 +200,7 @@ impl Summary {
             systems,
             entities_alive: frames.last().map_or(0, |f| f.entities),
             agents_alive,
+            turrets_alive,
             spawned: frames.iter().map(|f| f.spawned).sum(),
             despawned: frames.iter().map(|f| f.despawned).sum(),
             merged: frames.iter().map(|f| f.merged).sum(),
@@ -247,10 +251,14 @@ impl Summary {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "entities alive   {:>12}   ({} agents, {} projectiles)",
+            "entities alive   {:>12}   ({} agents, {} turrets, {} projectiles)",
             group(self.entities_alive as u64),
             group(self.agents_alive as u64),
-            group(self.entities_alive.saturating_sub(self.agents_alive) as u64)
+            group(self.turrets_alive as u64),
+            group(
+                self.entities_alive
+                    .saturating_sub(self.agents_alive + self.turrets_alive) as u64
+            )
         );
         let _ = writeln!(
             s,
@@ -348,7 +356,7 @@ mod tests {
                 commands: 0,
             }],
         };
-        let s = Summary::new(&[rec(0), rec(1)], 2, 8, Some(1 << 20));
+        let s = Summary::new(&[rec(0), rec(1)], 2, 8, 0, Some(1 << 20));
         assert_eq!(s.fps, 500.0);
         let t = s.table();
         assert!(

@@ -5,8 +5,8 @@ use glam::Vec2;
 use runsync::prelude::*;
 use runsync_systems::{
     AgentTemplate, Bounds, BoundsMode, BuildGrid, Contact, Death, Drag, Expire, Health, Impulse,
-    Integrate, Position, ProjectileTemplate, Separation, SpatialGrid, Spawner, SpawnerConfig, Team,
-    Velocity,
+    Integrate, Position, ProjectileTemplate, PropagateTransforms, Separation, SpatialGrid, Spawner,
+    SpawnerConfig, Team, TurretTemplate, Velocity,
 };
 
 /// Number of teams in the arena.
@@ -33,9 +33,12 @@ pub fn arena_side(agents: usize) -> f32 {
 ///
 /// Systems, in registration order (which is the order of their outputs in each merge):
 /// `BuildGrid`, `Spawner`, `Steer` (a closure: accelerate towards the enemies' centroid),
-/// `Drag`, `Separation`, `Integrate`, `Bounds`, `Contact`, `Expire`, `Death`. `BuildGrid`
-/// indexes the agents once per frame in the [`SpatialGrid`] resource, which `Separation`
-/// and `Contact` both search in the next frame. (The field is seen
+/// `Drag`, `Separation`, `Integrate`, `PropagateTransforms`, `Bounds`, `Contact`,
+/// `Expire`, `Death`. `BuildGrid` indexes the agents once per frame in the
+/// [`SpatialGrid`] resource, which `Separation` and `Contact` both search in the next
+/// frame. One agent in 16 is a ship with two turrets (children, placed by
+/// `PropagateTransforms` from the ship's position and heading); ships fire from their
+/// turrets, and a ship's death takes its turrets with it (a cascading despawn). (The field is seen
 /// from above, so there is no [`Gravity`](runsync_systems::Gravity): it would only add
 /// 100,000 velocity writes a frame that cancel out against `Bounds`.)
 pub fn build(config: ArenaConfig) -> Runtime {
@@ -44,6 +47,7 @@ pub fn build(config: ArenaConfig) -> Runtime {
     let mut world = World::new();
     runsync_systems::register(&mut world);
     SpatialGrid::register(&mut world);
+    world.register_hierarchy();
     let mut rt = Runtime::builder()
         .workers(config.workers)
         .fixed_hz(60)
@@ -73,11 +77,17 @@ pub fn build(config: ArenaConfig) -> Runtime {
             damage: 20,
             rate: 0.1,
         },
+        turrets: TurretTemplate {
+            every: 16,
+            count: 2,
+            distance: 0.9,
+        },
     }));
     rt.add_system_named("Steer", steer(6.0));
     rt.add_system(Drag { per_second: 0.6 });
     rt.add_system(Separation::new(30.0));
     rt.add_system(Integrate);
+    rt.add_system(PropagateTransforms);
     rt.add_system(Bounds {
         min,
         max,

@@ -350,7 +350,11 @@ fn main() -> ExitCode {
     let mut mismatch = rollback.as_ref().is_some_and(|r| r.mismatch.is_some());
     bar.finish_and_clear();
     let agents = rt.world().query::<(&Health,)>().count();
-    let summary = Summary::new(&records, workers, agents, peak_memory_bytes());
+    let turrets = rt
+        .world()
+        .query::<(runsync::With<runsync::ChildOf>,)>()
+        .count();
+    let summary = Summary::new(&records, workers, agents, turrets, peak_memory_bytes());
     if let Some(path) = &args.picture {
         let title = format!(
             "arena after {} frames: {agents} agents in {TEAMS} teams, projectiles as dots",

@@ -17,8 +17,14 @@
 //! A command that fires a hook first flushes the batch (hooks see the world at their
 //! command), so hooked types' inserts and removes move one by one.
 //!
+//! With a hierarchy registered ([`World::register_hierarchy`](crate::World::register_hierarchy)),
+//! commands on `ChildOf` and despawns go through [`tree`]: parents' `Children` follow, a
+//! reparent that would make a cycle is rejected, and a despawn takes the subtree.
+//!
 //! This module knows storage, not the [`World`](crate::World): hooks fire through the
 //! [`Host`] the world implements.
+
+pub(crate) mod tree;
 
 use std::any::Any;
 use std::collections::VecDeque;
@@ -26,6 +32,7 @@ use std::collections::VecDeque;
 use crate::bundle::{Bundle, BundleSink};
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::{Entity, Location};
+use crate::hierarchy::HierarchyError;
 use crate::stats::MAX_HOOK_ROUNDS;
 use crate::storage::{AnyColumns, Plan, Storage, TableId};
 
@@ -177,6 +184,13 @@ impl CommandList {
             .0
     }
 
+    /// The next waiting value of `C` (id `id`), taken out of the list.
+    fn pop_value<C: Component>(&mut self, id: ComponentId) -> C {
+        self.values_mut::<C>(id)
+            .pop_front()
+            .expect("a structural command without its value")
+    }
+
     /// The waiting values of type `id`, which a command says are there.
     fn values_of(&mut self, id: ComponentId) -> &mut dyn AnyValues {
         match self.values.get_mut(id.index()) {
@@ -196,6 +210,7 @@ struct ListSink<'a> {
 impl BundleSink for ListSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
+        crate::hierarchy::assert_not_children::<C>();
         let id = self.registry.id::<C>();
         if self.list.spawn_types[self.start..].contains(&id) {
             crate::bundle::duplicate::<C>();
@@ -285,6 +300,10 @@ pub(crate) struct CommandReport {
     pub(crate) despawned: u64,
     /// Hook commands dropped after [`MAX_HOOK_ROUNDS`] rounds (hooks that keep firing).
     pub(crate) hook_cascade: Option<usize>,
+    /// Reparents rejected because they would have made a cycle (counted in `dropped`
+    /// too), and the first of them.
+    pub(crate) cycles: u64,
+    pub(crate) first_cycle: Option<HierarchyError>,
 }
 
 /// What applying commands keeps across calls (capacity only).
@@ -292,6 +311,8 @@ pub(crate) struct CommandReport {
 pub(crate) struct CommandScratch {
     ids: Vec<ComponentId>,
     batch: MoveBatch,
+    /// A subtree being despawned, and the walk's stack.
+    tree: tree::TreeScratch,
 }
 
 /// Applies the commands hooks emitted, round after round (the commands of the hooks that
@@ -324,11 +345,24 @@ pub(crate) fn apply_list(
     scratch: &mut CommandScratch,
     report: &mut CommandReport,
 ) {
-    let CommandScratch { ids, batch } = scratch;
+    let CommandScratch { ids, batch, tree } = scratch;
     let commands = std::mem::take(&mut list.commands);
+    let hierarchy = host.storage().hierarchy;
     let mut next_spawn = 0;
     for &cmd in &commands {
         match cmd {
+            Command::Insert(e, id) if hierarchy.is_some_and(|h| h.child_of == id) => {
+                batch.flush(host.storage(), list);
+                let parent = list.pop_value::<crate::hierarchy::ChildOf>(id).0;
+                let h = hierarchy.expect("matched above");
+                if let Err(error) = tree::set_parent(host, h, e, parent) {
+                    report.dropped += 1;
+                    if let HierarchyError::Cycle { .. } = error {
+                        report.cycles += 1;
+                        report.first_cycle.get_or_insert(error);
+                    }
+                }
+            }
             Command::Insert(e, id) => match host.storage().plan(e, id, true) {
                 Plan::Move { from, to } => {
                     batch.push(host.storage(), list, id, true, e, from, to);
@@ -354,6 +388,13 @@ pub(crate) fn apply_list(
                     }
                 }
             },
+            Command::Remove(e, id) if hierarchy.is_some_and(|h| h.child_of == id) => {
+                batch.flush(host.storage(), list);
+                let h = hierarchy.expect("matched above");
+                if !tree::remove_parent(host, h, e) {
+                    report.dropped += 1;
+                }
+            }
             Command::Remove(e, id) => match host.storage().plan(e, id, false) {
                 Plan::Move { from, to } => {
                     if host.hooked(id, Change::Remove) {
@@ -368,10 +409,15 @@ pub(crate) fn apply_list(
             },
             Command::Despawn(e) => {
                 batch.flush(host.storage(), list);
-                host.fire_all(Change::Remove, e);
-                match host.storage().despawn(e) {
-                    Some(_) => report.despawned += 1,
-                    None => report.dropped += 1,
+                match hierarchy {
+                    Some(h) => tree::despawn(host, h, e, tree, report),
+                    None => {
+                        host.fire_all(Change::Remove, e);
+                        match host.storage().despawn(e) {
+                            Some(_) => report.despawned += 1,
+                            None => report.dropped += 1,
+                        }
+                    }
                 }
             }
             Command::Spawn(n, reserved) => {
@@ -391,6 +437,14 @@ pub(crate) fn apply_list(
                     }
                     None => storage.spawn_staged(ids),
                 };
+                let child = hierarchy.filter(|h| ids.contains(&h.child_of));
+                if let Some(h) = child {
+                    if tree::attach_spawned(host, h, e).is_err() {
+                        // Its parent is dead: it dies with it (no hook saw it alive).
+                        report.dropped += 1;
+                        continue;
+                    }
+                }
                 report.spawned += 1;
                 host.fire_all(Change::Add, e);
             }

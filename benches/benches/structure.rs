@@ -1,0 +1,285 @@
+//! What a game's structure costs (issue 18): messages between systems, against bevy_ecs's
+//! events (bevy_ecs 0.16's `Events<E>` / `EventWriter` / `EventReader`, the predecessor of
+//! 0.17's `Messages`; bevy 0.16 has no `Message` yet).
+//!
+//! - `messages_10k`: one system sends 10,000 messages a frame, another reads them all
+//!   (sums a field). runsync: one frame (Run + Sync, 1 worker), the reader reading the
+//!   previous frame's messages; `runsync` sends with `out.send`, `runsync_sender` with a
+//!   `Sender`, `runsync_send_to` sends each to one of 1,000 entities (the reader walks
+//!   `addressed_messages`). bevy_ecs: a single-threaded schedule with the writer and the
+//!   reader (chained), then `Events::update` (what bevy's `event_update_system` does each
+//!   frame). The `_empty` functions run the same frame with no message sent: subtract
+//!   them to get the cost per message.
+//! - `despawn_tree_10k`: despawning a root with 10,000 descendants, between frames
+//!   (`World::despawn`, the command path Sync takes): `runsync_wide` (10,000 children),
+//!   `runsync_deep` (a chain of 10,000), against `runsync_flat` (10,000 unrelated
+//!   entities despawned one by one, no hierarchy) and bevy_ecs 0.16's recursive despawn
+//!   of the same wide tree (`ChildOf` relationships; `World::despawn` takes the
+//!   children).
+//! - `propagate_10k`: one frame (1 worker) of `runsync_systems::PropagateTransforms`
+//!   over 1,000 roots with 10 children each (11,000 entities): `runsync`; and, to
+//!   subtract, `runsync_roots_only` (the same roots without children).
+
+#![allow(
+    missing_docs,
+    reason = "criterion_group! generates undocumented pub fns"
+)]
+
+mod common;
+
+use bevy_ecs::event::{Event, EventReader, EventWriter, Events};
+use bevy_ecs::resource::Resource;
+use bevy_ecs::schedule::{ExecutorKind, IntoScheduleConfigs, Schedule};
+use bevy_ecs::system::ResMut;
+use common::quick;
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use runsync::{Entity, Output, Runtime, World};
+
+const MESSAGES: usize = 10_000;
+
+/// An 8-byte message, the same type for both libraries.
+#[derive(Clone, Copy, Debug, Event)]
+struct Msg {
+    id: u32,
+    value: f32,
+}
+
+#[derive(Default, Resource)]
+struct Sum(f64);
+
+/// A runtime whose first system runs `send` and whose second sums what it reads with
+/// `read`.
+fn runsync_frame(
+    send: impl FnMut(&World, &mut Output) + Send + 'static,
+    read: fn(&World) -> f64,
+) -> Runtime {
+    let mut w = World::new();
+    w.register_message::<Msg>();
+    let targets: Vec<Entity> = (0..1000).map(|_| w.spawn(())).collect();
+    w.insert_resource(targets);
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system(send);
+    rt.add_system(move |w: &World, _: &mut Output| {
+        std::hint::black_box(read(w));
+    });
+    rt
+}
+
+/// What a reader does with a message.
+fn use_msg(m: &Msg) -> f64 {
+    f64::from(m.value) + f64::from(m.id)
+}
+
+fn sum_broadcast(w: &World) -> f64 {
+    w.messages::<Msg>().iter().map(use_msg).sum()
+}
+
+fn sum_addressed(w: &World) -> f64 {
+    w.addressed_messages::<Msg>()
+        .iter()
+        .map(|(_, m)| use_msg(m))
+        .sum()
+}
+
+fn msg(i: usize) -> Msg {
+    Msg {
+        id: i as u32,
+        value: i as f32,
+    }
+}
+
+fn bevy_world(n: usize) -> (bevy_ecs::world::World, Schedule) {
+    let mut w = bevy_ecs::world::World::new();
+    w.init_resource::<Events<Msg>>();
+    w.init_resource::<Sum>();
+    let mut s = Schedule::default();
+    s.set_executor_kind(ExecutorKind::SingleThreaded);
+    let write = move |mut tx: EventWriter<Msg>| {
+        for i in 0..n {
+            tx.write(msg(i));
+        }
+    };
+    let read = |mut rx: EventReader<Msg>, mut sum: ResMut<Sum>| {
+        sum.0 += rx.read().map(use_msg).sum::<f64>();
+    };
+    s.add_systems((write, read).chain());
+    (w, s)
+}
+
+fn messages_10k(c: &mut Criterion) {
+    let mut g = c.benchmark_group("messages_10k");
+    g.throughput(Throughput::Elements(MESSAGES as u64));
+    g.bench_function("runsync", |b| {
+        let mut rt = runsync_frame(
+            |_, out| {
+                for i in 0..MESSAGES {
+                    out.send(msg(i));
+                }
+            },
+            sum_broadcast,
+        );
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_sender", |b| {
+        let mut rt = runsync_frame(
+            |_, out| {
+                let mut tx = out.sender::<Msg>();
+                for i in 0..MESSAGES {
+                    tx.send(msg(i));
+                }
+            },
+            sum_broadcast,
+        );
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_send_to", |b| {
+        let mut rt = runsync_frame(
+            |w, out| {
+                let targets = w.resource::<Vec<Entity>>();
+                let mut tx = out.sender::<Msg>();
+                for i in 0..MESSAGES {
+                    tx.send_to(targets[i % targets.len()], msg(i));
+                }
+            },
+            sum_addressed,
+        );
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_empty", |b| {
+        let mut rt = runsync_frame(|_, _| {}, sum_broadcast);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("bevy_ecs", |b| {
+        let (mut w, mut s) = bevy_world(MESSAGES);
+        b.iter(|| {
+            s.run(&mut w);
+            w.resource_mut::<Events<Msg>>().update();
+        })
+    });
+    g.bench_function("bevy_ecs_empty", |b| {
+        let (mut w, mut s) = bevy_world(0);
+        b.iter(|| {
+            s.run(&mut w);
+            w.resource_mut::<Events<Msg>>().update();
+        })
+    });
+    g.finish();
+}
+
+const TREE: usize = 10_000;
+
+/// A world with the hierarchy and `n` roots, each with `kids` children (`deep`: a chain
+/// of `kids` under each root instead).
+fn tree_world(n: usize, kids: usize, deep: bool) -> (World, Vec<Entity>) {
+    let mut w = World::new();
+    w.register_hierarchy();
+    let roots: Vec<Entity> = (0..n).map(|_| w.spawn(())).collect();
+    for &r in &roots {
+        let mut parent = r;
+        for _ in 0..kids {
+            let e = w.spawn((runsync::ChildOf(parent),));
+            if deep {
+                parent = e;
+            }
+        }
+    }
+    (w, roots)
+}
+
+fn despawn_tree_10k(c: &mut Criterion) {
+    use criterion::BatchSize;
+    let mut g = c.benchmark_group("despawn_tree_10k");
+    g.throughput(Throughput::Elements(TREE as u64 + 1));
+    for (name, deep) in [("runsync_wide", false), ("runsync_deep", true)] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                || tree_world(1, TREE, deep),
+                |(mut w, roots)| {
+                    w.despawn(roots[0]);
+                    w
+                },
+                BatchSize::LargeInput,
+            )
+        });
+    }
+    g.bench_function("runsync_flat", |b| {
+        b.iter_batched(
+            || {
+                let mut w = World::new();
+                let es: Vec<Entity> = (0..=TREE).map(|_| w.spawn(())).collect();
+                (w, es)
+            },
+            |(mut w, es)| {
+                for e in es {
+                    w.despawn(e);
+                }
+                w
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("bevy_ecs", |b| {
+        use bevy_ecs::hierarchy::ChildOf;
+        b.iter_batched(
+            || {
+                let mut w = bevy_ecs::world::World::new();
+                let root = w.spawn_empty().id();
+                for _ in 0..TREE {
+                    w.spawn(ChildOf(root));
+                }
+                (w, root)
+            },
+            |(mut w, root)| {
+                w.despawn(root);
+                w
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.finish();
+}
+
+fn propagate_10k(c: &mut Criterion) {
+    use runsync_systems::glam::Vec2;
+    use runsync_systems::{GlobalTransform, Position, PropagateTransforms, Transform};
+    let build = |kids: usize| {
+        let mut w = World::new();
+        runsync_systems::register(&mut w);
+        w.register_hierarchy();
+        for r in 0..1000 {
+            let root = w.spawn((
+                Position(Vec2::new(r as f32, 0.0)),
+                Transform::IDENTITY,
+                GlobalTransform::default(),
+            ));
+            for k in 0..kids {
+                w.spawn((
+                    Transform::from_translation(Vec2::new(k as f32, 1.0)),
+                    GlobalTransform::default(),
+                    runsync::ChildOf(root),
+                ));
+            }
+        }
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.add_system(PropagateTransforms);
+        rt
+    };
+    let mut g = c.benchmark_group("propagate_10k");
+    g.throughput(Throughput::Elements(11_000));
+    g.bench_function("runsync", |b| {
+        let mut rt = build(10);
+        b.iter(|| rt.frame())
+    });
+    g.bench_function("runsync_roots_only", |b| {
+        let mut rt = build(0);
+        b.iter(|| rt.frame())
+    });
+    g.finish();
+}
+
+criterion_group! {
+    name = structure;
+    config = quick();
+    targets = messages_10k, despawn_tree_10k, propagate_10k
+}
+criterion_main!(structure);
