@@ -53,6 +53,26 @@ impl std::hash::Hash for Entity {
 }
 
 impl Entity {
+    /// A handle that never names a live entity, for a field that must hold *some* entity
+    /// before the real one is known (as bevy's `Entity::PLACEHOLDER`): index `u32::MAX`,
+    /// generation 1. The allocator never hands out index `u32::MAX` (indices stop one
+    /// short of it), so [`World::is_alive`](crate::World::is_alive) is `false` for it in
+    /// every world, outputs sent to it are dropped (and counted), and commands for it do
+    /// nothing. `Debug` prints it as `PLACEHOLDER`.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// let mut world = World::new();
+    /// let e = world.spawn(());
+    /// assert_ne!(e, Entity::PLACEHOLDER);
+    /// assert!(!world.is_alive(Entity::PLACEHOLDER));
+    /// assert!(!world.despawn(Entity::PLACEHOLDER));
+    /// ```
+    pub const PLACEHOLDER: Entity = Entity {
+        index: u32::MAX,
+        generation: NonZeroU32::MIN,
+    };
+
     /// The slot index. Unique among live entities; reused after despawn.
     #[inline]
     pub fn index(self) -> u32 {
@@ -94,6 +114,9 @@ impl Entity {
 
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Entity::PLACEHOLDER {
+            return f.write_str("PLACEHOLDER");
+        }
         write!(f, "{}v{}", self.index, self.generation)
     }
 }
@@ -749,6 +772,21 @@ mod tests {
                 .collect();
             settle(&mut ents, &spawned);
         }
+    }
+
+    #[test]
+    fn the_placeholder_index_is_never_handed_out() {
+        // Indices run 0..MAX_SLOTS, so the placeholder's is past the last one.
+        assert!(Entity::PLACEHOLDER.index() as usize >= MAX_SLOTS);
+        let mut ents = Entities::default();
+        let e = alive(&mut ents);
+        assert_eq!(ents.location(Entity::PLACEHOLDER), None);
+        assert_eq!(ents.free(Entity::PLACEHOLDER), None);
+        assert_ne!(e, Entity::PLACEHOLDER);
+        assert_eq!(
+            Entity::from_bits(Entity::PLACEHOLDER.to_bits()),
+            Some(Entity::PLACEHOLDER)
+        );
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub use query::{
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
-pub use system::{System, SystemId};
+pub use system::{System, SystemId, SystemInfo};
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.

@@ -87,7 +87,7 @@ impl Provenance {
         self.entity
     }
 
-    /// The frame this record describes (its index, as in
+    /// The frame this record describes (its number, counting from 1, as in
     /// [`FrameStats::frame`](crate::FrameStats::frame)); `None` until a Sync ran after
     /// [`watch`](crate::Runtime::watch). A frame whose Run failed records nothing, and the
     /// record keeps describing the frame before.

@@ -11,11 +11,30 @@ use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
-use crate::system::{System, SystemId, SystemSlot};
+use crate::system::{System, SystemId, SystemInfo, SystemSlot};
 use crate::world::World;
 use crate::world::{Snapshot, SnapshotError};
 
 /// The fixed-step clock, kept by the runtime as a resource.
+///
+/// # Frame numbers
+///
+/// Frames are numbered from 1: frame `N` is the `N`-th frame run. Three counters say
+/// where a runtime is, and between frames they agree:
+///
+/// | counter | what it is | after one frame |
+/// |---|---|---|
+/// | [`Runtime::frame_count`] | frames completed: the number of the last one | 1 |
+/// | [`Time::frame`] | the same count, as a resource systems can read | 1 |
+/// | [`FrameStats::frame`](crate::FrameStats::frame) | the number of the frame the figures describe | 1 |
+///
+/// During frame `N` (its Run and Sync, every stage) `Time::frame` is still `N - 1`: it
+/// counts *completed* frames, so `Time::frame as f32 * dt` is the simulated time at the
+/// start of the step being computed (0 in the first frame). It becomes `N` when the frame
+/// ends. The only time the counters differ between frames is after a frame that did not
+/// count (its Run failed: [`FrameError::SystemPanicked`](crate::FrameError::SystemPanicked)):
+/// `frame_count()` and `Time::frame` stay at `N - 1`, and `stats().frame` says
+/// `N`, the frame that failed.
 ///
 /// ```
 /// # use runsync::prelude::*;
@@ -29,7 +48,9 @@ pub struct Time {
     /// Seconds per frame: the builder's fixed step (`1.0 / hz as f32` for
     /// [`fixed_hz`](RuntimeBuilder::fixed_hz)).
     pub dt: f32,
-    /// Frames completed so far; during Run, the index of the running frame.
+    /// Frames completed so far: between frames, the number of the last frame (as
+    /// [`Runtime::frame_count`]); during frame `N`, `N - 1` (see
+    /// [frame numbers](Time#frame-numbers)).
     pub frame: u64,
 }
 
@@ -203,7 +224,7 @@ impl RuntimeSnapshot {
         Self::default()
     }
 
-    /// The number of frames completed when it was taken.
+    /// The number of frames completed when it was taken ([`Runtime::frame_count`]).
     pub fn frame(&self) -> u64 {
         self.frame
     }
@@ -303,13 +324,50 @@ impl Runtime {
     }
 
     /// Whether a system is enabled.
+    ///
+    /// # Panics
+    /// If `id` is not from this runtime.
+    #[track_caller]
     pub fn is_enabled(&self, id: SystemId) -> bool {
-        self.systems[id.index()].enabled
+        self.slot_ref(id).enabled
     }
 
     /// The name of a system.
+    ///
+    /// # Panics
+    /// If `id` is not from this runtime.
+    #[track_caller]
     pub fn system_name(&self, id: SystemId) -> &str {
-        &self.systems[id.index()].name
+        &self.slot_ref(id).name
+    }
+
+    /// The first system (in registration order) named `name`, if any: how to find a
+    /// system added elsewhere (by a plugin, by a closure named by its call site) to
+    /// [disable](Self::set_enabled) it or read its [`stats`](Self::stats). Names need not
+    /// be unique; [`systems`](Self::systems) lists them all. Cost: a walk over the systems.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// let mut rt = Runtime::builder().workers(1).build(World::new());
+    /// let ai = rt.add_system_named("ai", |_: &World, _: &mut Output| {});
+    /// assert_eq!(rt.system_id("ai"), Some(ai));
+    /// assert_eq!(rt.system_id("physics"), None);
+    /// rt.set_enabled(rt.system_id("ai").unwrap(), false);
+    /// let listed: Vec<_> = rt.systems().map(|s| (s.id, s.name, s.enabled)).collect();
+    /// assert_eq!(listed, [(ai, "ai", false)]);
+    /// ```
+    pub fn system_id(&self, name: &str) -> Option<SystemId> {
+        self.systems().find(|s| s.name == name).map(|s| s.id)
+    }
+
+    /// Every system, in registration order (the order of their ids), with its name and
+    /// whether it is enabled. See [`system_id`](Self::system_id) for an example.
+    pub fn systems(&self) -> impl ExactSizeIterator<Item = SystemInfo<'_>> + '_ {
+        self.systems.iter().enumerate().map(|(i, s)| SystemInfo {
+            id: SystemId(i as u32),
+            name: &s.name,
+            enabled: s.enabled,
+        })
     }
 
     /// Number of systems added.
@@ -320,6 +378,14 @@ impl Runtime {
     /// Threads that run systems, counting the caller.
     pub fn workers(&self) -> usize {
         self.pool.threads()
+    }
+
+    #[track_caller]
+    fn slot_ref(&self, id: SystemId) -> &SystemSlot {
+        let n = self.systems.len();
+        self.systems.get(id.index()).unwrap_or_else(|| {
+            panic!("runsync: {id:?} is not a system of this runtime ({n} systems)")
+        })
     }
 
     #[track_caller]
@@ -358,7 +424,8 @@ impl Runtime {
             Some(t) => *t = time,
             None => self.world.insert_resource(time),
         }
-        self.stats.frame = self.frame;
+        // The number of this frame (from 1): what `frame_count()` says once it is done.
+        self.stats.frame = self.frame + 1;
         crate::profile::name_frame_thread();
 
         // Ids for spawns made in Run, per system, in system order (deterministic).
@@ -398,7 +465,7 @@ impl Runtime {
         }
 
         let sync_start = Instant::now();
-        self.watches.frame = self.frame;
+        self.watches.frame = self.frame + 1;
         let report = {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
@@ -489,7 +556,11 @@ impl Runtime {
         }
     }
 
-    /// Frames completed so far.
+    /// Frames completed so far: the number of the last frame completed (frames count from
+    /// 1; 0 before the first). Equal to [`Time::frame`] and, after a frame that counts, to
+    /// [`stats().frame`](FrameStats::frame); see [frame numbers](Time#frame-numbers).
+    /// A frame counts once it is completed, or fails in any way but
+    /// [`FrameError::SystemPanicked`].
     pub fn frame_count(&self) -> u64 {
         self.frame
     }

@@ -28,7 +28,10 @@ pub struct SystemStats {
 /// Figures of the last frame, from [`Runtime::stats`](crate::Runtime::stats).
 #[derive(Clone, Debug, Default)]
 pub struct FrameStats {
-    /// Index of the frame (0 for the first).
+    /// The number of the frame these figures describe, counting from 1 (0 before any
+    /// frame ran): after a frame that counts, [`Runtime::frame_count`](crate::Runtime::frame_count);
+    /// after a frame whose Run failed, one more (the frame that failed and
+    /// will run again). See [frame numbers](crate::Time#frame-numbers).
     pub frame: u64,
     /// Wall time of the Run phase.
     pub run: Duration,

@@ -287,7 +287,7 @@ fn panicking_hook_fails_the_frame_like_a_merge_and_the_next_frame_runs() {
     rt.add_system(move |_: &World, out: &mut Output| {
         let mut f = frame.lock().unwrap();
         *f += 1;
-        out.insert(e, A(*f)); // A(1) in frame 0, A(2) in frame 1
+        out.insert(e, A(*f)); // A(1) in the first frame, A(2) in the second
         out.insert(e, Plain(*f));
     });
     let err = rt.try_frame().unwrap_err();

@@ -92,6 +92,20 @@ where
     }
 }
 
+/// One system of a [`Runtime`](crate::Runtime), as
+/// [`Runtime::systems`](crate::Runtime::systems) lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SystemInfo<'a> {
+    /// Its id (registration order).
+    pub id: SystemId,
+    /// Its name: [`System::name`], a closure's call site, or the name given to
+    /// [`Runtime::add_system_named`](crate::Runtime::add_system_named).
+    pub name: &'a str,
+    /// Whether it runs ([`Runtime::set_enabled`](crate::Runtime::set_enabled)).
+    pub enabled: bool,
+}
+
 /// What the runtime keeps per system: the system, its name, its switch, its buffers and
 /// the figures of its last run.
 pub(crate) struct SystemSlot {
