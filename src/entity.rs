@@ -10,15 +10,19 @@
 //!
 //! [`Output::spawn`](crate::Output::spawn) returns the new entity's id at once, while
 //! systems run in parallel and the world is read-only. The ids come from *reservations*,
-//! one per system, made before Run on the frame thread, in system order (see
+//! one per system, made before each Run (each stage's) on the frame thread, in system
+//! order — the runtime's order of *places*: stage by stage, then registration order (see
 //! [`Entities::reserve_for_frame`]): system `s` takes the ids of its block in order. A
 //! system that spawns more than its block holds takes *overflow* ids: its `k`-th overflow
 //! spawn has lane position `g = s + k * lanes` (`lanes` is the number of systems) and
 //! takes the `g`-th id from the top of the free list, or past its end a fresh index
 //! (Sync then takes the used ids out of the free list, creates the fresh slots and frees
-//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system, its spawn count and the
-//! world's history — never on threads. A block is sized from what its system spawned the
-//! frame before (twice that, at least [`MIN_RESERVE`]), so overflow is for bursts.
+//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system,
+//! its spawn count and the world's history — never on threads. A block is sized from what
+//! its system spawned the last time it ran (twice that, at least [`MIN_RESERVE`]), so
+//! overflow is for bursts. With several stages, each stage's Run gets a fresh
+//! reservation (every block topped up, and this stage's lanes), since the stage before
+//! changed the free list; only that stage's systems use theirs.
 
 use std::fmt;
 use std::num::NonZeroU32;

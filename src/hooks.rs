@@ -21,6 +21,7 @@ use crate::entity::Entity;
 use crate::pool::payload_message;
 use crate::stats::FrameError;
 use crate::storage::Storage;
+use crate::system::id::StageId;
 use crate::world::World;
 
 /// Structural changes emitted by a hook, applied once the commands that fired it are all
@@ -536,15 +537,22 @@ impl World {
             resume_unwind(p);
         }
         if let Some((component, hook, message)) = applied.hook_panic {
+            // Between frames there is no stage; the first stage's message has no mention
+            // of one.
             let error = FrameError::HookPanicked {
                 component,
                 hook,
                 message,
+                stage: StageId::FIRST,
             };
             panic!("runsync: {error}");
         }
         if let Some(dropped) = report.hook_cascade {
-            panic!("runsync: {}", FrameError::HookCascade { dropped });
+            let error = FrameError::HookCascade {
+                dropped,
+                stage: StageId::FIRST,
+            };
+            panic!("runsync: {error}");
         }
         applied.value
     }

@@ -115,8 +115,10 @@ pub use query::{
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
-pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
-pub use system::{System, SystemId, SystemInfo};
+pub use stats::{
+    FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, StageStats, SystemStats,
+};
+pub use system::{StageId, System, SystemId, SystemInfo};
 pub use world::{Snapshot, SnapshotError, World};
 
 /// Everything a game usually needs: `use runsync::prelude::*;`.
@@ -124,8 +126,8 @@ pub mod prelude {
     pub use crate::merge;
     pub use crate::{
         Added, Advance, Bundle, Changed, Checksum, Checksummer, Commands, Component, DefaultMerge,
-        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, System, SystemId, Time, With,
-        Without, World, Write,
+        Entity, FrameError, FrameStats, Output, Runtime, Snapshot, StageId, System, SystemId, Time,
+        With, Without, World, Write,
     };
 }
 

@@ -115,7 +115,7 @@ fn a_panicking_resource_merge_names_the_resource_and_leaves_what_it_left() {
     assert!(msg.contains("resource `"), "{msg}");
     assert!(msg.contains("Bag"), "{msg}");
     assert!(
-        matches!(&err, FrameError::MergePanicked { component, target: MergeTarget::Resource, message }
+        matches!(&err, FrameError::MergePanicked { component, target: MergeTarget::Resource, message, stage: StageId::FIRST }
             if component.ends_with("Bag") && message == "bad output"),
         "{err:?}"
     );

@@ -229,6 +229,7 @@ fn a_panicking_system_discards_the_frame_and_the_world_stays_usable() {
             system,
             name,
             message,
+            stage: StageId::FIRST,
         } => {
             assert_eq!(*system, boom);
             assert_eq!(&**name, "boom");
@@ -281,7 +282,7 @@ fn a_panicking_merge_is_reported_and_other_types_still_merge() {
     });
     let err = rt.try_frame().unwrap_err();
     assert!(
-        matches!(&err, FrameError::MergePanicked { component, target, message }
+        matches!(&err, FrameError::MergePanicked { component, target, message, stage: StageId::FIRST }
             if component.ends_with("Fragile") && message == "unlucky"
                 && *target == runsync::MergeTarget::Entity(e)),
         "{err:?}"

@@ -293,7 +293,7 @@ impl World {
             .is_some_and(|l| self.storage.tables.get(l.table).has(id))
     }
 
-    /// Whether `e`'s `C` was written by the last Sync (merged into, inserted, or spawned
+    /// Whether `e`'s `C` was written by the last frame's Sync (merged into, inserted, or spawned
     /// with), or inserted or spawned between frames since; `false` if `e` is dead or has no
     /// `C`. Exact semantics on [`Changed`](crate::Changed). Cost: one lookup and one bit.
     ///
@@ -322,7 +322,7 @@ impl World {
             .is_some_and(|(changed, _)| changed)
     }
 
-    /// Whether `e` gained `C` in the last Sync (or between frames since): spawned with it,
+    /// Whether `e` gained `C` in the last frame's Sync (or between frames since): spawned with it,
     /// or given it when it had none. `false` if `e` is dead or has no `C`. Exact semantics
     /// on [`Added`](crate::Added); see [`is_changed`](Self::is_changed).
     ///
