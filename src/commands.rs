@@ -15,7 +15,10 @@
 //! the batch ends (before any other command touches a column). Swap-removes then happen in
 //! the same order on every column, so rows end up exactly where one-by-one moves put them.
 //! A command that fires a hook first flushes the batch (hooks see the world at their
-//! command), so hooked types' inserts and removes move one by one.
+//! command), so hooked types' inserts and removes move one by one. So do inserts of a type
+//! with [required components](crate::World::require), each followed by the inserts of
+//! what it requires; a spawn stages its bundle's required components beside the bundle
+//! (`Storage::stage_required`), so the entity is placed once.
 //!
 //! This module knows storage, not the [`World`](crate::World): hooks fire through the
 //! [`Host`] the world implements.
@@ -24,7 +27,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 
 use crate::bundle::{Bundle, BundleSink};
-use crate::component::{Component, ComponentId, Registry};
+use crate::component::{Component, ComponentId};
 use crate::entity::{Entity, Location};
 use crate::stats::MAX_HOOK_ROUNDS;
 use crate::storage::{AnyColumns, Plan, Storage, TableId};
@@ -102,12 +105,13 @@ impl CommandList {
     /// free id when the command applies.
     ///
     /// # Panics
-    /// If a type of the bundle is unregistered or named twice.
+    /// If a type of the bundle is unregistered or named twice, or requires a type that is
+    /// not registered.
     #[track_caller]
-    pub(crate) fn spawn<B: Bundle>(&mut self, registry: &Registry, bundle: B, e: Option<Entity>) {
+    pub(crate) fn spawn<B: Bundle>(&mut self, storage: &Storage, bundle: B, e: Option<Entity>) {
         let start = self.spawn_types.len();
         bundle.put(&mut ListSink {
-            registry,
+            storage,
             list: self,
             start,
         });
@@ -188,7 +192,7 @@ impl CommandList {
 
 /// Puts a bundle's values into a [`CommandList`], types from `start` on.
 struct ListSink<'a> {
-    registry: &'a Registry,
+    storage: &'a Storage,
     list: &'a mut CommandList,
     start: usize,
 }
@@ -196,7 +200,8 @@ struct ListSink<'a> {
 impl BundleSink for ListSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
-        let id = self.registry.id::<C>();
+        let id = self.storage.registry.id::<C>();
+        self.storage.check_required(id);
         if self.list.spawn_types[self.start..].contains(&id) {
             crate::bundle::duplicate::<C>();
         }
@@ -291,6 +296,8 @@ pub(crate) struct CommandReport {
 #[derive(Default)]
 pub(crate) struct CommandScratch {
     ids: Vec<ComponentId>,
+    /// The required types an insert added (see `Storage::insert_required`).
+    added: Vec<ComponentId>,
     batch: MoveBatch,
 }
 
@@ -324,11 +331,30 @@ pub(crate) fn apply_list(
     scratch: &mut CommandScratch,
     report: &mut CommandReport,
 ) {
-    let CommandScratch { ids, batch } = scratch;
+    let CommandScratch { ids, added, batch } = scratch;
     let commands = std::mem::take(&mut list.commands);
     let mut next_spawn = 0;
     for &cmd in &commands {
         match cmd {
+            Command::Insert(e, id) if host.storage().required.has(id) => {
+                // A type with required components: one by one, then what it requires.
+                batch.flush(host.storage(), list);
+                let replaces = host.storage().slot_of(e, id).is_some();
+                if replaces {
+                    host.fire(Change::Remove, id, e);
+                }
+                let storage = host.storage();
+                list.values_of(id).stage_next(storage.columns_mut(id));
+                if !storage.insert_staged(e, id) {
+                    report.dropped += 1;
+                    continue;
+                }
+                storage.insert_required(e, id, added);
+                host.fire(Change::Add, id, e);
+                for &r in added.iter() {
+                    host.fire(Change::Add, r, e);
+                }
+            }
             Command::Insert(e, id) => match host.storage().plan(e, id, true) {
                 Plan::Move { from, to } => {
                     batch.push(host.storage(), list, id, true, e, from, to);
@@ -384,6 +410,7 @@ pub(crate) fn apply_list(
                     ids.push(id);
                 }
                 next_spawn += n as usize;
+                storage.stage_required(ids);
                 let e = match reserved {
                     Some(e) => {
                         storage.spawn_staged_as(e, ids);

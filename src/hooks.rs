@@ -59,7 +59,7 @@ impl Commands<'_> {
     /// commands are then discarded, as for any panicking hook).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) {
-        self.list.spawn(self.world.registry(), bundle, None);
+        self.list.spawn(self.world.storage(), bundle, None);
     }
 
     /// Despawns `e` (a no-op, counted as dropped, if it is dead by then).
@@ -67,13 +67,15 @@ impl Commands<'_> {
         self.list.despawn(e);
     }
 
-    /// Inserts (or replaces) component `C` of `e`.
+    /// Inserts (or replaces) component `C` of `e`, with the components `C`
+    /// [requires](World::require) that `e` lacks.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or requires a type that is not.
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
         let id = self.world.registry().id::<C>();
+        self.world.storage().check_required(id);
         self.list.insert(id, e, component);
     }
 

@@ -99,6 +99,8 @@ mod system;
 
 pub use bundle::Bundle;
 pub use checksum::{Checksum, Checksummer, Desync};
+#[doc(hidden)]
+pub use component::RequireSink;
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
@@ -113,6 +115,8 @@ pub use query::{
 /// `#[derive(Component)]`: `Output = Self` unless `#[component(output = Type)]`; with
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
 /// [`World::register_default`]. See [`DefaultMerge`] for an example.
+/// `#[component(requires(A, B = expr))]` declares [required components](World::require)
+/// (`A::default()`, and `expr` for `B`) when the type is registered.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use stats::{

@@ -5,9 +5,10 @@
 //! reverse, repeats, interleaved types, stale handles, entities lacking the type), into
 //! component types merged by every `merge::*` and by order-sensitive custom folds; after
 //! every frame the runtime must agree exactly with the sequential model in `model/mod.rs`,
-//! at 1, 2 and 8 workers alike. The same with the systems spread over two or three
-//! stages: each stage's Sync is applied by the model in turn, and each later stage's Run
-//! must see exactly the world the model says the stages before it left.
+//! at 1, 2 and 8 workers alike. The same with the systems spread over one to three
+//! stages (each stage's Sync is applied by the model in turn, and each later stage's Run
+//! must see exactly the world the model says the stages before it left), with or without
+//! required components (the model adds them on every spawn and insert).
 
 mod model;
 
@@ -200,14 +201,17 @@ proptest! {
         ..ProptestConfig::default()
     })]
 
+    /// Stages (one to three) and required components (on or off).
     #[test]
-    fn staged_runtime_matches_sequential_model(
-        stages in 2usize..=3,
+    fn staged_runtime_with_requirements_matches_sequential_model(
+        stages in 1usize..=3,
         stage_of in prop::collection::vec(0usize..3, 1..=4),
+        requires in any::<bool>(),
         initial in population(),
         frames in prop::collection::vec(frame(), if cfg!(miri) { 1..2 } else { 1..5 }),
     ) {
         let stage_of: Vec<usize> = stage_of.into_iter().map(|k| k % stages).collect();
-        run_staged_case(&stage_of, stages, &frames, &initial).map_err(TestCaseError::fail)?;
+        run_staged_case(&stage_of, stages, requires, &frames, &initial)
+            .map_err(TestCaseError::fail)?;
     }
 }

@@ -132,7 +132,7 @@ impl AddAssign<f32> for S {
 }
 
 /// Zero-sized, with zero-sized outputs and a no-op merge.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Z;
 impl Component for Z {
     type Output = ();
@@ -1044,6 +1044,26 @@ impl MEnt {
         }
     }
 
+    /// Gives the entity, breadth first from `given` (the kinds just spawned with or
+    /// inserted), every kind they require ([`REQUIRES`]) that it lacks, made by
+    /// [`required_value`] and marked added: what the runtime does with the requirements
+    /// [`declare_required`] declares.
+    pub fn add_required(&mut self, given: &[Kind]) {
+        let mut queue = given.to_vec();
+        let mut i = 0;
+        while i < queue.len() {
+            for &(of, r) in &REQUIRES {
+                if of == queue[i] && !self.has(r) {
+                    required_value(self, r);
+                    self.added |= r.bit();
+                    self.changed |= r.bit();
+                    queue.push(r);
+                }
+            }
+            i += 1;
+        }
+    }
+
     /// Removes the component (and its marks); whether there was one.
     pub fn clear(&mut self, k: Kind) -> bool {
         let had = self.has(k);
@@ -1087,6 +1107,39 @@ impl MEnt {
     }
 }
 
+/// Required components, when a case turns them on: `(of, required)` in declaration order.
+/// `A` → `F`, `Z`; `F` → `Lo`; `Lo` → `A` (a cycle); `B` → `S`. Each kind is required by
+/// one kind only, so its constructor is never in question.
+pub const REQUIRES: [(Kind, Kind); 5] = [
+    (Kind::A, Kind::F),
+    (Kind::A, Kind::Z),
+    (Kind::F, Kind::Lo),
+    (Kind::Lo, Kind::A),
+    (Kind::B, Kind::S),
+];
+
+/// The value a required kind is made with.
+fn required_value(m: &mut MEnt, k: Kind) {
+    match k {
+        Kind::A => m.a = Some(3),
+        Kind::F => m.f = Some(7),
+        Kind::Lo => m.lo = Some(Bits(1.5)),
+        Kind::S => m.s = Some(Bits(2.0)),
+        Kind::Z => m.z = true,
+        _ => unreachable!("{k:?} is required by no kind"),
+    }
+}
+
+/// Declares [`REQUIRES`] in `world`, with [`required_value`]'s constructors.
+pub fn declare_required(world: &mut World) {
+    world
+        .require_with::<A, F>(|| F(7))
+        .require::<A, Z>()
+        .require_with::<F, Lo>(|| Lo(1.5))
+        .require_with::<Lo, A>(|| A(3))
+        .require_with::<B, S>(|| S(2.0));
+}
+
 /// What `stats()` must say about a frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -1115,6 +1168,8 @@ pub struct Model {
     known: Vec<Entity>,
     /// The resource `R`.
     res: u64,
+    /// Whether [`REQUIRES`] is declared.
+    requires: bool,
 }
 
 /// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
@@ -1442,6 +1497,14 @@ impl Model {
                         b: b.map(|b| Bits(f32::from(b))),
                         ..MEnt::default()
                     };
+                    if self.requires {
+                        let given: Vec<Kind> = [(Kind::A, a.is_some()), (Kind::B, b.is_some())]
+                            .iter()
+                            .filter(|g| g.1)
+                            .map(|g| g.0)
+                            .collect();
+                        m.add_required(&given);
+                    }
                     m.mark_all_added();
                     match id {
                         Some(e) => {
@@ -1462,7 +1525,16 @@ impl Model {
                     n.despawned += u64::from(ok);
                     ok
                 }
-                Emit::Insert(k, e, x) => self.live.get_mut(&e).map(|m| m.set(k, x)).is_some(),
+                Emit::Insert(k, e, x) => match self.live.get_mut(&e) {
+                    Some(m) => {
+                        m.set(k, x);
+                        if self.requires {
+                            m.add_required(&[k]);
+                        }
+                        true
+                    }
+                    None => false,
+                },
                 Emit::Remove(k, e) => self.live.get_mut(&e).is_some_and(|m| m.clear(k)),
             };
             if !ok {
@@ -1626,7 +1698,7 @@ pub fn run_on(
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<Trace, String> {
-    run_staged_on(workers, &vec![0; systems], 1, frames, initial)
+    run_staged_on(workers, &vec![0; systems], 1, false, frames, initial)
 }
 
 /// Who sits at a place of the runtime (stage by stage, registration order within).
@@ -1643,11 +1715,13 @@ enum Who {
 /// applies each stage in turn, expanding a stage's batches against the world that stage's
 /// Run saw (the world before the frame for the first stage; for a later one, a copy its
 /// probe system took during its Run) and checking that world against the model first.
-/// With one stage there is no probe, and this is the single-Sync model.
+/// With one stage there is no probe, and this is the single-Sync model. With `requires`,
+/// the world declares [`REQUIRES`] after the setup spawns, and the model follows.
 pub fn run_staged_on(
     workers: usize,
     stage_of: &[usize],
     stages: usize,
+    requires: bool,
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<Trace, String> {
@@ -1715,6 +1789,10 @@ pub fn run_staged_on(
             ensure(e == expect, || format!("spawned {e:?}, model {expect:?}"))?;
         }
         check(&world, &snapshot(&world), &model)?;
+        if requires {
+            declare_required(&mut world);
+            model.requires = true;
+        }
 
         model.res = world.resource::<R>().0;
         let plan: Arc<Mutex<Vec<Vec<RBatch>>>> = Arc::new(Mutex::new(vec![Vec::new(); systems]));
@@ -1884,7 +1962,7 @@ pub fn run_case(
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<(), String> {
-    run_staged_case(&vec![0; systems], 1, frames, initial)
+    run_staged_case(&vec![0; systems], 1, false, frames, initial)
 }
 
 /// [`run_staged_on`] at every worker count of [`WORKERS`]; the runs must also agree with
@@ -1892,12 +1970,13 @@ pub fn run_case(
 pub fn run_staged_case(
     stage_of: &[usize],
     stages: usize,
+    requires: bool,
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<(), String> {
     let mut first: Option<Trace> = None;
     for workers in WORKERS {
-        let trace = run_staged_on(workers, stage_of, stages, frames, initial)
+        let trace = run_staged_on(workers, stage_of, stages, requires, frames, initial)
             .map_err(|e| format!("{workers} workers: {e}"))?;
         match &first {
             None => first = Some(trace),
