@@ -58,6 +58,15 @@ pub trait BatchSink {
     /// The table of the (sorted, then checked for repeats) types `ids`.
     #[doc(hidden)]
     fn table(&mut self, ids: &mut [ComponentId]) -> u32;
+    /// Appends to `ids` (a bundle's types) the types they require that the bundle lacks,
+    /// and remembers how to make them for [`fill_required`](Self::fill_required).
+    /// Panics if one requires a type that is not registered.
+    #[doc(hidden)]
+    fn required(&mut self, ids: &mut Vec<ComponentId>);
+    /// Pushes `n` values of each type [`required`](Self::required) added onto its column
+    /// in `table`.
+    #[doc(hidden)]
+    fn fill_required(&mut self, table: u32, n: usize);
     /// Appends `values` (emptied) to `C`'s column in `table`.
     #[doc(hidden)]
     fn append_column<C: Component>(&mut self, table: u32, values: &mut Vec<C>);
@@ -75,6 +84,16 @@ impl BatchSink for Storage {
     #[track_caller]
     fn table(&mut self, ids: &mut [ComponentId]) -> u32 {
         self.bundle_table(ids)
+    }
+    #[track_caller]
+    fn required(&mut self, ids: &mut Vec<ComponentId>) {
+        for &id in ids.iter() {
+            self.check_required(id);
+        }
+        self.add_required(ids);
+    }
+    fn fill_required(&mut self, table: u32, n: usize) {
+        Storage::fill_required(self, table, n);
     }
     fn append_column<C: Component>(&mut self, table: u32, values: &mut Vec<C>) {
         Storage::append_column(self, table, values);
@@ -122,11 +141,13 @@ macro_rules! tuple_bundle {
             }
 
             /// The components are unzipped into one `Vec` per type, which becomes (or is
-            /// appended to) the table's column; then the rows get their entities.
+            /// appended to) the table's column; required components are made for every
+            /// row; then the rows get their entities.
             #[allow(non_snake_case)]
             #[track_caller]
             fn spawn_batch<S: BatchSink>(storage: &mut S, bundles: impl Iterator<Item = Self>) -> Vec<Entity> {
-                let mut ids = [$(storage.id::<$name>()),*];
+                let mut ids = vec![$(storage.id::<$name>()),*];
+                storage.required(&mut ids);
                 let table = storage.table(&mut ids);
                 let (lower, _) = bundles.size_hint();
                 let mut columns = ($(Vec::<$name>::with_capacity(lower),)*);
@@ -135,6 +156,7 @@ macro_rules! tuple_bundle {
                 }
                 let n = columns.0.len();
                 $(storage.append_column::<$name>(table, &mut columns.$idx);)*
+                storage.fill_required(table, n);
                 storage.push_entities(table, n)
             }
         }

@@ -25,6 +25,23 @@ use std::hash::{BuildHasherDefault, Hasher};
 pub trait Component: Send + Sync + 'static {
     /// The value systems emit for this component; folded by the registered merge.
     type Output: Send + Sync + 'static;
+
+    /// Declares the components this one requires (`#[component(requires(..))]` writes
+    /// it): [`World::register`](crate::World::register) calls it, and each
+    /// `sink.require(make)` becomes a [`World::require_with`](crate::World::require_with).
+    #[doc(hidden)]
+    fn register_required<S: RequireSink>(sink: &mut S) {
+        let _ = sink;
+    }
+}
+
+/// Where [`Component::register_required`] declares requirements (crate-internal in all
+/// but name: the derive names it in the code it writes).
+#[doc(hidden)]
+pub trait RequireSink {
+    /// The component being registered requires `R`, made by `make` when an entity lacks
+    /// it.
+    fn require<R: Component>(&mut self, make: fn() -> R);
 }
 
 /// Dense id of a registered component type, in registration order.

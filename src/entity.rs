@@ -10,15 +10,19 @@
 //!
 //! [`Output::spawn`](crate::Output::spawn) returns the new entity's id at once, while
 //! systems run in parallel and the world is read-only. The ids come from *reservations*,
-//! one per system, made before Run on the frame thread, in system order (see
+//! one per system, made before each Run (each stage's) on the frame thread, in system
+//! order — the runtime's order of *places*: stage by stage, then registration order (see
 //! [`Entities::reserve_for_frame`]): system `s` takes the ids of its block in order. A
 //! system that spawns more than its block holds takes *overflow* ids: its `k`-th overflow
 //! spawn has lane position `g = s + k * lanes` (`lanes` is the number of systems) and
 //! takes the `g`-th id from the top of the free list, or past its end a fresh index
 //! (Sync then takes the used ids out of the free list, creates the fresh slots and frees
-//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system, its spawn count and the
-//! world's history — never on threads. A block is sized from what its system spawned the
-//! frame before (twice that, at least [`MIN_RESERVE`]), so overflow is for bursts.
+//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system,
+//! its spawn count and the world's history — never on threads. A block is sized from what
+//! its system spawned the last time it ran (twice that, at least [`MIN_RESERVE`]), so
+//! overflow is for bursts. With several stages, each stage's Run gets a fresh
+//! reservation (every block topped up, and this stage's lanes), since the stage before
+//! changed the free list; only that stage's systems use theirs.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -53,6 +57,26 @@ impl std::hash::Hash for Entity {
 }
 
 impl Entity {
+    /// A handle that never names a live entity, for a field that must hold *some* entity
+    /// before the real one is known (as bevy's `Entity::PLACEHOLDER`): index `u32::MAX`,
+    /// generation 1. The allocator never hands out index `u32::MAX` (indices stop one
+    /// short of it), so [`World::is_alive`](crate::World::is_alive) is `false` for it in
+    /// every world, outputs sent to it are dropped (and counted), and commands for it do
+    /// nothing. `Debug` prints it as `PLACEHOLDER`.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// let mut world = World::new();
+    /// let e = world.spawn(());
+    /// assert_ne!(e, Entity::PLACEHOLDER);
+    /// assert!(!world.is_alive(Entity::PLACEHOLDER));
+    /// assert!(!world.despawn(Entity::PLACEHOLDER));
+    /// ```
+    pub const PLACEHOLDER: Entity = Entity {
+        index: u32::MAX,
+        generation: NonZeroU32::MIN,
+    };
+
     /// The slot index. Unique among live entities; reused after despawn.
     #[inline]
     pub fn index(self) -> u32 {
@@ -94,6 +118,9 @@ impl Entity {
 
 impl fmt::Debug for Entity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if *self == Entity::PLACEHOLDER {
+            return f.write_str("PLACEHOLDER");
+        }
         write!(f, "{}v{}", self.index, self.generation)
     }
 }
@@ -803,6 +830,21 @@ mod tests {
                 .collect();
             settle(&mut ents, &spawned);
         }
+    }
+
+    #[test]
+    fn the_placeholder_index_is_never_handed_out() {
+        // Indices run 0..MAX_SLOTS, so the placeholder's is past the last one.
+        assert!(Entity::PLACEHOLDER.index() as usize >= MAX_SLOTS);
+        let mut ents = Entities::default();
+        let e = alive(&mut ents);
+        assert_eq!(ents.location(Entity::PLACEHOLDER), None);
+        assert_eq!(ents.free(Entity::PLACEHOLDER), None);
+        assert_ne!(e, Entity::PLACEHOLDER);
+        assert_eq!(
+            Entity::from_bits(Entity::PLACEHOLDER.to_bits()),
+            Some(Entity::PLACEHOLDER)
+        );
     }
 
     #[test]

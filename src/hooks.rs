@@ -21,6 +21,7 @@ use crate::entity::Entity;
 use crate::pool::payload_message;
 use crate::stats::FrameError;
 use crate::storage::Storage;
+use crate::system::id::StageId;
 use crate::world::World;
 
 /// Structural changes emitted by a hook, applied once the commands that fired it are all
@@ -58,7 +59,7 @@ impl Commands<'_> {
     /// commands are then discarded, as for any panicking hook).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) {
-        self.list.spawn(self.world.registry(), bundle, None);
+        self.list.spawn(self.world.storage(), bundle, None);
     }
 
     /// Despawns `e` (a no-op, counted as dropped, if it is dead by then).
@@ -66,14 +67,16 @@ impl Commands<'_> {
         self.list.despawn(e);
     }
 
-    /// Inserts (or replaces) component `C` of `e`.
+    /// Inserts (or replaces) component `C` of `e`, with the components `C`
+    /// [requires](World::require) that `e` lacks.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or requires a type that is not.
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
         crate::hierarchy::assert_not_children::<C>();
         let id = self.world.registry().id::<C>();
+        self.world.storage().check_required(id);
         self.list.insert(id, e, component);
     }
 
@@ -538,15 +541,22 @@ impl World {
             resume_unwind(p);
         }
         if let Some((component, hook, message)) = applied.hook_panic {
+            // Between frames there is no stage; the first stage's message has no mention
+            // of one.
             let error = FrameError::HookPanicked {
                 component,
                 hook,
                 message,
+                stage: StageId::FIRST,
             };
             panic!("runsync: {error}");
         }
         if let Some(dropped) = report.hook_cascade {
-            panic!("runsync: {}", FrameError::HookCascade { dropped });
+            let error = FrameError::HookCascade {
+                dropped,
+                stage: StageId::FIRST,
+            };
+            panic!("runsync: {error}");
         }
         applied.value
     }

@@ -81,8 +81,8 @@ mod profile;
 mod checksum;
 mod clock;
 mod fixed_step;
-mod savefile;
 mod hierarchy;
+mod savefile;
 mod stats;
 // Where data lives; the worker threads.
 mod pool;
@@ -109,6 +109,8 @@ mod system;
 
 pub use bundle::Bundle;
 pub use checksum::{Checksum, Checksummer, Desync};
+#[doc(hidden)]
+pub use component::RequireSink;
 pub use component::{Component, ComponentId};
 pub use entity::Entity;
 pub use fixed_step::Advance;
@@ -145,11 +147,15 @@ pub use runsync_derive::Checksum;
 /// `#[component(merge = expr)]` also [`DefaultMerge`], for
 /// [`World::register_default`], and the flags `snapshot`, `checksum` and `debug`, which
 /// `register_default` applies. See [`DefaultMerge`] for an example.
+/// `#[component(requires(A, B = expr))]` declares [required components](World::require)
+/// (`A::default()`, and `expr` for `B`) when the type is registered.
 pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use savefile::{LoadError, SaveError};
-pub use stats::{FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, SystemStats};
-pub use system::{System, SystemId};
+pub use stats::{
+    FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, StageStats, SystemStats,
+};
+pub use system::{StageId, System, SystemId, SystemInfo};
 pub use world::declare::DefaultMerge;
 pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::{Snapshot, SnapshotError, World};
@@ -160,7 +166,7 @@ pub mod prelude {
     pub use crate::{
         Added, Advance, Bundle, Changed, Checksum, Checksummer, ChildOf, Children, Commands,
         Component, DefaultMerge, Entity, FrameError, FrameStats, Input, Output, Runtime, Snapshot,
-        System, SystemId, Time, With, Without, World, Write,
+        StageId, System, SystemId, Time, With, Without, World, Write,
     };
 }
 

@@ -2,6 +2,9 @@
 //!
 //! What a Tracy user sees, and where it comes from:
 //!
+//! - With more than one stage, a zone per **stage**, named by the stage ([`zone_named!`]
+//!   in `runtime.rs`, a plain zone whose location is built once per stage), around that
+//!   stage's Run and Sync.
 //! - **Run** and **Sync** zones around the two phases ([`zone!`] in `runtime.rs`), and one
 //!   zone per step of Sync — `gather`, `fold_all`, `fold_resources`, `return_buffers`,
 //!   `commands` — in `sync/`. Their source locations are static and point at those call sites, exactly as
@@ -71,7 +74,36 @@ mod imp {
         pub(crate) fn new(loc: &'static SpanLocation) -> Zone {
             Zone(client().span(loc, 0))
         }
+
+        /// Opens a plain zone (not a job zone: helping does not split it) at the first
+        /// of `locs`, interned by [`zone_named!`].
+        #[inline]
+        pub(crate) fn named(locs: &'static Locations) -> Zone {
+            Zone(client().span(&locs.job, 0))
+        }
     }
+
+    /// Opens a plain zone named `name` (known only at run time: a stage's), with this call
+    /// site as its source location, built once per site (a `&mut ZoneSite`) and reused.
+    macro_rules! zone_named {
+        ($site:expr, $name:expr) => {{
+            let site: &mut $crate::profile::ZoneSite = $site;
+            let locs = match site.0 {
+                Some(locs) => locs,
+                None => *site.0.insert($crate::profile::intern(
+                    &$name,
+                    {
+                        struct S;
+                        ::std::any::type_name::<S>()
+                    },
+                    concat!(file!(), "\0"),
+                    line!(),
+                )),
+            };
+            $crate::profile::Zone::named(locs)
+        }};
+    }
+    pub(crate) use zone_named;
 
     /// Opens a zone whose source location is this call site (function, file, line), like
     /// `tracy_client::span!`, and which closes when the returned guard is dropped.
@@ -566,6 +598,15 @@ mod imp {
     }
     pub(crate) use zone;
 
+    /// Nothing: profiling is off (`$name` is not evaluated).
+    macro_rules! zone_named {
+        ($site:expr, $name:expr) => {{
+            let _: &mut $crate::profile::ZoneSite = $site;
+            $crate::profile::Zone
+        }};
+    }
+    pub(crate) use zone_named;
+
     /// Nothing: profiling is off.
     #[derive(Default)]
     pub(crate) struct ZoneSite;
@@ -647,7 +688,7 @@ mod imp {
 
 pub(crate) use imp::{
     ChunkSite, JobZone, Zone, ZoneSite, chunk, chunk_site, enter, frame_mark, message,
-    name_frame_thread, name_worker, plot, suspend, visited, zone,
+    name_frame_thread, name_worker, plot, suspend, visited, zone, zone_named,
 };
 #[cfg(feature = "tracy")]
 pub(crate) use imp::{intern, plot_in_bytes, plot_value};

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::commands::Command;
 use crate::component::ComponentId;
 use crate::entity::Entity;
-use crate::system::{SystemId, SystemSlot};
+use crate::system::{StageId, SystemId, SystemSlot};
 use crate::world::World;
 
 /// What Sync recorded for one watched entity in the last frame; from
@@ -28,7 +28,10 @@ use crate::world::World;
 /// order), every write in the order the merge saw them — system registration order, then
 /// emission order within a system — with the value before and after the merge; then the
 /// structural commands that targeted the entity, in the order Sync applied them. Writes
-/// dropped in Run (the entity lacked the type, or was dead) do not appear.
+/// dropped in Run (the entity lacked the type, or was dead) do not appear. A frame with
+/// several [stages](crate::Runtime::add_stage) records each stage's Sync in turn: the
+/// components of the first stage, then those of the next (a type written in two stages
+/// appears twice, each with its stage), and likewise the commands.
 ///
 /// `Display` prints a readable report, one line per write.
 ///
@@ -87,7 +90,7 @@ impl Provenance {
         self.entity
     }
 
-    /// The frame this record describes (its index, as in
+    /// The frame this record describes (its number, counting from 1, as in
     /// [`FrameStats::frame`](crate::FrameStats::frame)); `None` until a Sync ran after
     /// [`watch`](crate::Runtime::watch). A frame whose Run failed records nothing, and the
     /// record keeps describing the frame before.
@@ -100,7 +103,8 @@ impl Provenance {
         &self.components
     }
 
-    /// The record of component type `id`, if it received outputs.
+    /// The record of component type `id`, if it received outputs (the first stage's that
+    /// did, with several stages).
     pub fn component(&self, id: ComponentId) -> Option<&ComponentWrites> {
         self.components.iter().find(|c| c.id == id)
     }
@@ -128,7 +132,8 @@ impl fmt::Display for Provenance {
             writeln!(f, "  nothing written")?;
         }
         for c in &self.components {
-            writeln!(f, "  {}: {} -> {}", c.name, opt(&c.before), opt(&c.after))?;
+            write!(f, "  {}: {} -> {}", c.name, opt(&c.before), opt(&c.after))?;
+            in_stage(f, c.stage)?;
             for w in &c.writes {
                 writeln!(
                     f,
@@ -146,30 +151,41 @@ impl fmt::Display for Provenance {
                 CommandKind::Remove { name, .. } => format!("remove {name}"),
                 CommandKind::Despawn => "despawn".to_owned(),
             };
-            writeln!(
+            write!(
                 f,
                 "  {what} by {} (system {})",
                 c.system_name,
                 c.system.index()
             )?;
+            in_stage(f, c.stage)?;
         }
         Ok(())
     }
 }
 
-/// The writes one component type of a watched entity received in one frame; part of a
-/// [`Provenance`].
+/// Ends a line of the report, naming the stage unless it is the first.
+fn in_stage(f: &mut fmt::Formatter<'_>, stage: StageId) -> fmt::Result {
+    match stage {
+        StageId::FIRST => writeln!(f),
+        _ => writeln!(f, " (stage {})", stage.index()),
+    }
+}
+
+/// The writes one component type of a watched entity received in one stage of one frame;
+/// part of a [`Provenance`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ComponentWrites {
     /// The component type.
     pub id: ComponentId,
+    /// The stage whose Sync merged them.
+    pub stage: StageId,
     /// Its type name.
     pub name: &'static str,
     /// The writes, in merge order: system registration order, then emission order.
     pub writes: Vec<WriteRecord>,
     /// The stored value before the merge (`Debug` text; `None` unless the type was opted
-    /// in with [`World::debugging`]).
+    /// in with [`World::debugging`]). With several stages: before this stage's merge.
     pub before: Option<String>,
     /// The stored value right after the merge, before structural commands (`Debug` text;
     /// `None` unless opted in).
@@ -199,6 +215,8 @@ pub struct WriteRecord {
 pub struct CommandRecord {
     /// The system that emitted it.
     pub system: SystemId,
+    /// The stage whose Sync applied it.
+    pub stage: StageId,
     /// That system's name.
     pub system_name: Arc<str>,
     /// What it asked for.
@@ -261,9 +279,16 @@ impl Watches {
         self.records.iter().find(|p| p.entity == e)
     }
 
-    /// Sync, between gather and fold: replaces every record with this frame's writes (and
-    /// values before the merge) and commands.
-    pub(crate) fn record_writes(&mut self, world: &World, systems: &[SystemSlot]) {
+    /// Sync of `stage` (whose systems are `systems`), between gather and fold: adds the
+    /// stage's writes (and values before the merge) and commands to every record, which
+    /// the frame's `first` stage empties first.
+    pub(crate) fn record_writes(
+        &mut self,
+        world: &World,
+        systems: &[SystemSlot],
+        stage: StageId,
+        first: bool,
+    ) {
         let (storage, folds) = (world.storage(), world.folds());
         let Watches {
             records,
@@ -271,10 +296,12 @@ impl Watches {
             scratch,
         } = self;
         for p in records.iter_mut() {
-            p.frame = Some(*frame);
-            p.components.clear();
-            p.commands.clear();
-            record_commands(p, world, systems);
+            if first {
+                p.frame = Some(*frame);
+                p.components.clear();
+                p.commands.clear();
+            }
+            record_commands(p, world, systems, stage);
             let Some(loc) = storage.entities.location(p.entity) else {
                 continue;
             };
@@ -292,19 +319,22 @@ impl Watches {
                 }
                 let mut writes = Vec::with_capacity(scratch.len());
                 for (s, value) in scratch.drain(..) {
+                    // `s` is the system's place in the stage.
+                    let slot = &systems[s as usize];
                     let index = match writes.last() {
-                        Some(WriteRecord { system, index, .. }) if system.0 == s => index + 1,
+                        Some(WriteRecord { system, index, .. }) if *system == slot.id => index + 1,
                         _ => 0,
                     };
                     writes.push(WriteRecord {
-                        system: SystemId(s),
-                        system_name: systems[s as usize].name.clone(),
+                        system: slot.id,
+                        system_name: slot.name.clone(),
                         index,
                         value,
                     });
                 }
                 p.components.push(ComponentWrites {
                     id,
+                    stage,
                     name: storage.type_name(id),
                     writes,
                     before: storage.columns(id).debug_value(col, loc.row),
@@ -314,12 +344,12 @@ impl Watches {
         }
     }
 
-    /// Sync, right after the fold step (no table has changed since
-    /// [`record_writes`](Self::record_writes)): the merged values.
-    pub(crate) fn record_after(&mut self, world: &World) {
+    /// Sync of `stage`, right after the fold step (no table has changed since
+    /// [`record_writes`](Self::record_writes)): the merged values of that stage's records.
+    pub(crate) fn record_after(&mut self, world: &World, stage: StageId) {
         let storage = world.storage();
         for p in &mut self.records {
-            for c in &mut p.components {
+            for c in p.components.iter_mut().filter(|c| c.stage == stage) {
                 let (col, row) = storage
                     .slot_of(p.entity, c.id)
                     .expect("no table changes between gather and commands");
@@ -329,10 +359,10 @@ impl Watches {
     }
 }
 
-/// The commands of this frame that target `p`'s entity, in the order Sync applies them.
-fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot]) {
+/// The commands of this stage that target `p`'s entity, in the order Sync applies them.
+fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot], stage: StageId) {
     let name = |id| world.storage().type_name(id);
-    for (s, slot) in systems.iter().enumerate() {
+    for slot in systems {
         if !slot.ran {
             continue;
         }
@@ -348,7 +378,8 @@ fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot]) {
                 _ => continue,
             };
             p.commands.push(CommandRecord {
-                system: SystemId(s as u32),
+                system: slot.id,
+                stage,
                 system_name: slot.name.clone(),
                 kind,
             });

@@ -183,16 +183,18 @@ impl ReplayReport {
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct Divergence {
-    /// The frame (its index, as [`Time::frame`](crate::Time::frame) during it) after which
-    /// the checksums differ.
+    /// The frame after which the checksums differ: its number (frames count from 1), as
+    /// [`FrameStats::frame`](crate::FrameStats::frame) and
+    /// [`Provenance::frame`](crate::Provenance::frame) give it (systems read
+    /// [`Time::frame`](crate::Time::frame) = `frame - 1` during it).
     pub frame: u64,
     /// The recorded checksum after it.
     pub recorded: u64,
     /// The replayed one.
     pub replayed: u64,
     /// The frame count at which the states were compared (the first keyframe after the
-    /// divergence: `frame + 1` with a keyframe every frame); `None` if the replay has no
-    /// keyframe after it, so no value could be compared.
+    /// divergence: `frame` itself with a keyframe every frame); `None` if the replay has
+    /// no keyframe after it, so no value could be compared.
     pub compared_at: Option<u64>,
     /// The first difference there: `left` is the recorded state, `right` the replayed.
     pub difference: Option<Desync>,
@@ -247,7 +249,7 @@ pub enum ReplayError {
     Load(LoadError),
     /// A replayed frame failed.
     Frame {
-        /// The frame's index.
+        /// The frame's number (from 1, as in [`FrameStats::frame`](crate::FrameStats::frame)).
         frame: u64,
         /// Why.
         error: FrameError,

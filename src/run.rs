@@ -1,4 +1,4 @@
-//! The Run phase: every enabled system at once, on the pool, reading `&World`.
+//! The Run phase: every enabled system of a stage at once, on the pool, reading `&World`.
 
 use std::cell::Cell;
 
@@ -9,13 +9,20 @@ use crate::pool::{Panicked, Pool};
 use crate::system::SystemSlot;
 use crate::world::World;
 
-/// Runs every enabled system once. Each system writes only into its own buffers, so the
-/// only shared state is the immutable world. Returns the lowest-index system's panic, if
-/// any system panicked (all others still ran to completion).
+/// Runs every enabled system of one stage once: `systems`, which sit at `base..` among the
+/// runtime's systems (their place there numbers their reserved spawn ids). Each system
+/// writes only into its own buffers, so the only shared state is the immutable world.
+/// Returns the lowest-index system's panic (an index into `systems`), if any system
+/// panicked (all others still ran to completion).
 ///
 /// A system's time is its own: work its thread did for *other* systems while waiting for
 /// its own parallel parts (see [`Pool::helped`]) is subtracted.
-pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Result<(), Panicked> {
+pub(crate) fn run(
+    world: &World,
+    systems: &mut [SystemSlot],
+    base: usize,
+    pool: &Pool,
+) -> Result<(), Panicked> {
     // Each worker chains its systems' clocks: a system starts when the one before it on
     // the same thread, in this Run, ended (one clock read per system instead of two; with
     // thousands of small systems the clock was a fifth of the frame).
@@ -35,7 +42,7 @@ pub(crate) fn run(world: &World, systems: &mut [SystemSlot], pool: &Pool) -> Res
             .with(Cell::take)
             .filter(|&t| t >= run)
             .unwrap_or_else(|| clock.now());
-        let mut out = Output::new(world, pool, &mut slot.out, Some(s));
+        let mut out = Output::new(world, pool, &mut slot.out, Some(base + s));
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             slot.system.run(world, &mut out)
         }));

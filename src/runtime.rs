@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -12,12 +13,32 @@ use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
 use crate::replay::{Divergence, Recorder, Replay, ReplayError, ReplayFrame, ReplayReport};
 use crate::savefile::{LoadError, Put, Reader, SaveError};
-use crate::stats::{FrameError, FrameStats, MemoryStats, SystemStats};
-use crate::system::{System, SystemId, SystemSlot};
+use crate::stats::{FrameError, FrameStats, MemoryStats, StageStats, SystemStats};
+use crate::sync::StageSync;
+use crate::system::{StageId, System, SystemId, SystemInfo, SystemSlot};
 use crate::world::World;
 use crate::world::{Snapshot, SnapshotError};
 
 /// The fixed-step clock, kept by the runtime as a resource.
+///
+/// # Frame numbers
+///
+/// Frames are numbered from 1: frame `N` is the `N`-th frame run. Three counters say
+/// where a runtime is, and between frames they agree:
+///
+/// | counter | what it is | after one frame |
+/// |---|---|---|
+/// | [`Runtime::frame_count`] | frames completed: the number of the last one | 1 |
+/// | [`Time::frame`] | the same count, as a resource systems can read | 1 |
+/// | [`FrameStats::frame`](crate::FrameStats::frame) | the number of the frame the figures describe | 1 |
+///
+/// During frame `N` (its Run and Sync, every stage) `Time::frame` is still `N - 1`: it
+/// counts *completed* frames, so `Time::frame as f32 * dt` is the simulated time at the
+/// start of the step being computed (0 in the first frame). It becomes `N` when the frame
+/// ends. The only time the counters differ between frames is after a frame that did not
+/// count (its first stage's Run failed:
+/// [`FrameError::SystemPanicked`](crate::FrameError::SystemPanicked)): `frame_count()` and `Time::frame` stay at `N - 1`, and `stats().frame` says
+/// `N`, the frame that failed.
 ///
 /// ```
 /// # use runsync::prelude::*;
@@ -31,7 +52,9 @@ pub struct Time {
     /// Seconds per frame: the builder's fixed step (`1.0 / hz as f32` for
     /// [`fixed_hz`](RuntimeBuilder::fixed_hz)).
     pub dt: f32,
-    /// Frames completed so far; during Run, the index of the running frame.
+    /// Frames completed so far: between frames, the number of the last frame (as
+    /// [`Runtime::frame_count`]); during frame `N`, `N - 1` (see
+    /// [frame numbers](Time#frame-numbers)).
     pub frame: u64,
 }
 
@@ -41,7 +64,12 @@ pub struct RuntimeBuilder {
     workers: usize,
     step: Step,
     max_catch_up: u32,
+    /// The stages' names, in frame order.
+    stages: Vec<Cow<'static, str>>,
 }
+
+/// The name of the one stage a runtime has unless its builder names others.
+const DEFAULT_STAGE: &str = "main";
 
 /// The fixed step, as the builder was given it.
 #[derive(Clone, Copy, Debug)]
@@ -158,15 +186,54 @@ impl RuntimeBuilder {
         self
     }
 
+    /// The frame's stages, by name, in the order they run (the default is one stage,
+    /// `"main"`): each stage is a Run of its systems, all in parallel, then a Sync, and
+    /// the next stage's systems see the world that Sync left. Systems go to the first
+    /// stage unless added with [`Runtime::add_system_to`]; [`Runtime::add_stage`] adds a
+    /// stage later. See [`Runtime::add_stage`] for what stages cost and mean.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// let mut rt = Runtime::builder().stages(["input", "physics"]).build(World::new());
+    /// let physics = rt.stage_id("physics").unwrap();
+    /// assert_eq!((physics.index(), rt.stage_count()), (1, 2));
+    /// rt.add_system_to(physics, |_: &World, _: &mut Output| {});
+    /// ```
+    ///
+    /// # Panics
+    /// If `names` is empty, or names a stage twice.
+    #[track_caller]
+    pub fn stages<I, S>(mut self, names: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<Cow<'static, str>>,
+    {
+        let names: Vec<Cow<'static, str>> = names.into_iter().map(Into::into).collect();
+        assert!(
+            !names.is_empty(),
+            "runsync: a frame needs at least one stage; leave `stages` out for the one \
+             default stage"
+        );
+        for (i, n) in names.iter().enumerate() {
+            if names[..i].contains(n) {
+                duplicate_stage(n);
+            }
+        }
+        self.stages = names;
+        self
+    }
+
     /// Builds the runtime around `world`, starting its worker threads.
     pub fn build(self, mut world: World) -> Runtime {
         let frame = world.get_resource::<Time>().map_or(0, |t| t.frame);
         let dt = self.step.dt();
         world.insert_resource(Time { dt, frame });
-        Runtime {
+        let mut rt = Runtime {
             world,
             pool: Pool::new(self.workers),
             systems: Vec::new(),
+            places: Vec::new(),
+            stages: Vec::new(),
             stats: FrameStats::default(),
             dt,
             frame,
@@ -174,8 +241,28 @@ impl RuntimeBuilder {
             sync_scratch: Default::default(),
             watches: Watches::default(),
             recorder: None,
+        };
+        for name in self.stages {
+            rt.add_stage(name);
         }
+        rt
     }
+}
+
+#[cold]
+#[track_caller]
+fn duplicate_stage(name: &str) -> ! {
+    panic!("runsync: there is already a stage named `{name}`; give each stage its own name")
+}
+
+/// One stage of the frame: a name, and where its systems end in [`Runtime::systems`]
+/// (they start where the previous stage's end).
+struct Stage {
+    name: Arc<str>,
+    /// One past the place of its last system.
+    end: usize,
+    /// Its Tracy zone's location, made once (nothing without `tracy`).
+    zone: crate::profile::ZoneSite,
 }
 
 /// A [`Runtime`]'s saved state: a world [`Snapshot`], the frame counter and [`Time`]; see
@@ -206,7 +293,7 @@ impl RuntimeSnapshot {
         Self::default()
     }
 
-    /// The number of frames completed when it was taken.
+    /// The number of frames completed when it was taken ([`Runtime::frame_count`]).
     pub fn frame(&self) -> u64 {
         self.frame
     }
@@ -218,13 +305,21 @@ impl RuntimeSnapshot {
 }
 
 /// Runs frames: all enabled systems in parallel (Run), then one merge of their outputs
-/// into the world (Sync).
+/// into the world (Sync) — once per [stage](Runtime::add_stage), with one stage unless
+/// asked for more.
 ///
 /// See the [crate docs](crate) for an example.
 pub struct Runtime {
     world: World,
     pool: Pool,
+    /// Stage by stage, in registration order within a stage: each stage's systems are one
+    /// slice, run and synced together. A system's place here also numbers its reserved
+    /// spawn ids (`Entities::reserve_for_frame`).
     systems: Vec<SystemSlot>,
+    /// Per system id, its place in `systems`.
+    places: Vec<u32>,
+    /// In frame order; at least one.
+    stages: Vec<Stage>,
     stats: FrameStats,
     dt: f32,
     frame: u64,
@@ -243,6 +338,7 @@ impl fmt::Debug for Runtime {
             .field("world", &self.world)
             .field("workers", &self.pool.threads())
             .field("systems", &self.systems.len())
+            .field("stages", &self.stages.len())
             .field("frame", &self.frame)
             .finish()
     }
@@ -257,45 +353,201 @@ impl Runtime {
             workers: 0,
             step: Step::Hz(60),
             max_catch_up: 5,
+            stages: vec![Cow::Borrowed(DEFAULT_STAGE)],
         }
     }
 
-    /// Adds a system, named by [`System::name`] — a closure by its call site
-    /// (`game.rs:42`). Systems run in parallel; their registration order decides the order
-    /// of their outputs in every merge.
+    /// Adds a system to the first stage, named by [`System::name`] — a closure by its
+    /// call site (`game.rs:42`). Systems run in parallel; their registration order decides
+    /// the order of their outputs in every merge.
     #[track_caller]
     pub fn add_system<S: System>(&mut self, system: S) -> SystemId {
-        let name = system.name_at(std::panic::Location::caller());
-        self.add_system_named(name, system)
+        self.add_system_to(StageId::FIRST, system)
     }
 
-    /// Adds a system under `name` (shown in stats and errors) — handy for closures.
+    /// Adds a system to the first stage under `name` (shown in stats and errors) — handy
+    /// for closures.
     pub fn add_system_named<S: System>(
         &mut self,
         name: impl Into<Cow<'static, str>>,
         system: S,
     ) -> SystemId {
-        let id = SystemId(self.systems.len() as u32);
+        self.add_system_named_to(StageId::FIRST, name, system)
+    }
+
+    /// [`add_system`](Self::add_system) to stage `stage` (see
+    /// [`add_stage`](Self::add_stage)): the system runs in that stage's Run, in parallel
+    /// with the stage's other systems, and sees the world the previous stage's Sync left.
+    ///
+    /// # Panics
+    /// If `stage` is not a stage of this runtime.
+    #[track_caller]
+    pub fn add_system_to<S: System>(&mut self, stage: StageId, system: S) -> SystemId {
+        let name = system.name_at(std::panic::Location::caller());
+        self.add_system_named_to(stage, name, system)
+    }
+
+    /// [`add_system_named`](Self::add_system_named) to stage `stage`.
+    ///
+    /// # Panics
+    /// If `stage` is not a stage of this runtime.
+    #[track_caller]
+    pub fn add_system_named_to<S: System>(
+        &mut self,
+        stage: StageId,
+        name: impl Into<Cow<'static, str>>,
+        system: S,
+    ) -> SystemId {
+        let k = self.stage_index(stage);
+        let id = SystemId(self.places.len() as u32);
         let name: Arc<str> = Arc::from(name.into().as_ref());
         self.stats.systems.push(SystemStats {
             id,
             name: name.clone(),
+            stage,
             ran: false,
             time: Duration::ZERO,
             writes: 0,
             commands: 0,
         });
-        self.systems.push(SystemSlot {
-            system: Box::new(system),
+        // The system goes after the others of its stage: later stages' systems move up a
+        // place.
+        let place = self.stages[k].end;
+        self.systems.insert(
+            place,
+            SystemSlot {
+                id,
+                stage,
+                system: Box::new(system),
+                name,
+                enabled: true,
+                ran: false,
+                time: Duration::ZERO,
+                writes: 0,
+                out: SystemOutputs::default(),
+                zone: Default::default(),
+            },
+        );
+        for s in &mut self.stages[k..] {
+            s.end += 1;
+        }
+        for p in &mut self.places {
+            if *p as usize >= place {
+                *p += 1;
+            }
+        }
+        self.places.push(place as u32);
+        id
+    }
+
+    /// Adds a stage at the end of the frame, named `name`, and returns it.
+    ///
+    /// A frame runs its stages in order, each a **Run** of its enabled systems — all at
+    /// once, in parallel, with no order among them, as a frame always does — then a
+    /// **Sync** of their outputs (merges, then structural commands, then hooks). The next
+    /// stage's systems see the world that Sync left: what stage 1 writes, stage 2 reads in
+    /// the same frame. Use a stage where a chain "input → movement → collision response"
+    /// would otherwise cost a frame of latency per hop; systems with no such dependency
+    /// belong in the same stage, where they run together.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// impl Component for Pos { type Output = f32; }
+    /// #[derive(Clone, Copy, Debug, PartialEq)] struct Seen(f32);
+    /// impl Component for Seen { type Output = Seen; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Pos>(|p: &mut Pos, d: &[f32]| p.0 += d.iter().sum::<f32>());
+    /// world.register::<Seen>(merge::last);
+    /// let e = world.spawn((Pos(0.0), Seen(-1.0)));
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// let react = rt.add_stage("react");
+    /// rt.add_system(move |_: &World, out: &mut Output| out.write::<Pos>(e, 1.0));
+    /// rt.add_system_to(react, move |w: &World, out: &mut Output| {
+    ///     out.write::<Seen>(e, Seen(w.get::<Pos>(e).unwrap().0)); // stage 0's write, this frame
+    /// });
+    /// rt.frame();
+    /// assert_eq!(rt.world().get::<Seen>(e), Some(&Seen(1.0)));
+    /// assert_eq!(rt.stats().stages[react.index()].merged, 1);
+    /// ```
+    ///
+    /// What holds across stages:
+    /// - **Merge order** is per stage: a stage's Sync merges its systems' outputs in their
+    ///   registration order. Two stages writing one component merge twice a frame.
+    /// - **Spawns** made in a stage are alive (and queryable) in the next stage's Run;
+    ///   `Output::spawn` ids are reserved per stage, deterministically.
+    /// - **Change marks** accumulate over the frame: the first stage's Sync forgets the
+    ///   previous frame's marks, and each Sync adds its own, so between frames
+    ///   [`Changed`](crate::Changed) and [`Added`](crate::Added) report the whole frame,
+    ///   the first stage's systems see the whole previous frame, and a later stage's
+    ///   systems see what the frame's earlier stages did.
+    /// - **Failures** stop the frame at the stage that failed: the later stages do not
+    ///   run. Only a system panic in the *first* stage leaves the world unchanged and the
+    ///   frame uncounted; once a stage has synced, its changes stay (see [`FrameError`]).
+    /// - [`set_enabled`](Self::set_enabled), [`watch`](Self::watch) (provenance records
+    ///   each stage's Sync, with its stage), [`snapshot`](Self::snapshot) and
+    ///   [`restore`](Self::restore) work as with one stage: they act between frames,
+    ///   never between the stages of a frame.
+    /// - [`stats`](Self::stats) has per-stage figures in
+    ///   [`FrameStats::stages`](crate::FrameStats::stages); with Tracy, each stage is a
+    ///   zone named by the stage around its Run and Sync (with one stage, no such zone).
+    ///
+    /// Cost: a stage is a Run and a Sync, so each one added costs about what a frame with
+    /// only its systems costs (the fixed part: waking the workers twice, reserving spawn
+    /// ids, Sync's steps). A runtime with one stage pays nothing for the feature.
+    ///
+    /// # Panics
+    /// If a stage is already named `name`.
+    #[track_caller]
+    pub fn add_stage(&mut self, name: impl Into<Cow<'static, str>>) -> StageId {
+        let name = name.into();
+        if self.stage_id(&name).is_some() {
+            duplicate_stage(&name);
+        }
+        let id = StageId(self.stages.len() as u32);
+        let name: Arc<str> = Arc::from(name.as_ref());
+        self.stats.stages.push(StageStats::new(id, name.clone()));
+        self.stages.push(Stage {
             name,
-            enabled: true,
-            ran: false,
-            time: Duration::ZERO,
-            writes: 0,
-            out: SystemOutputs::default(),
+            end: self.systems.len(),
             zone: Default::default(),
         });
         id
+    }
+
+    /// The stage named `name`, if any.
+    pub fn stage_id(&self, name: &str) -> Option<StageId> {
+        self.stages
+            .iter()
+            .position(|s| &*s.name == name)
+            .map(|k| StageId(k as u32))
+    }
+
+    /// The name of a stage.
+    ///
+    /// # Panics
+    /// If `stage` is not a stage of this runtime.
+    #[track_caller]
+    pub fn stage_name(&self, stage: StageId) -> &str {
+        &self.stages[self.stage_index(stage)].name
+    }
+
+    /// Number of stages (at least one).
+    pub fn stage_count(&self) -> usize {
+        self.stages.len()
+    }
+
+    #[track_caller]
+    fn stage_index(&self, stage: StageId) -> usize {
+        let n = self.stages.len();
+        if stage.index() >= n {
+            panic!(
+                "runsync: {stage:?} is not a stage of this runtime ({n} stages); add stages \
+                 with `Runtime::add_stage` or `RuntimeBuilder::stages`"
+            );
+        }
+        stage.index()
     }
 
     /// Enables or disables a system from the next frame on. A disabled system does not run
@@ -308,16 +560,57 @@ impl Runtime {
     }
 
     /// Whether a system is enabled.
+    ///
+    /// # Panics
+    /// If `id` is not from this runtime.
+    #[track_caller]
     pub fn is_enabled(&self, id: SystemId) -> bool {
-        self.systems[id.index()].enabled
+        self.slot_ref(id).enabled
     }
 
     /// The name of a system.
+    ///
+    /// # Panics
+    /// If `id` is not from this runtime.
+    #[track_caller]
     pub fn system_name(&self, id: SystemId) -> &str {
-        &self.systems[id.index()].name
+        &self.slot_ref(id).name
     }
 
-    /// Number of systems added.
+    /// The first system (in registration order) named `name`, if any: how to find a
+    /// system added elsewhere (by a plugin, by a closure named by its call site) to
+    /// [disable](Self::set_enabled) it or read its [`stats`](Self::stats). Names need not
+    /// be unique; [`systems`](Self::systems) lists them all. Cost: a walk over the systems.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// let mut rt = Runtime::builder().workers(1).build(World::new());
+    /// let ai = rt.add_system_named("ai", |_: &World, _: &mut Output| {});
+    /// assert_eq!(rt.system_id("ai"), Some(ai));
+    /// assert_eq!(rt.system_id("physics"), None);
+    /// rt.set_enabled(rt.system_id("ai").unwrap(), false);
+    /// let listed: Vec<_> = rt.systems().map(|s| (s.id, s.name, s.enabled)).collect();
+    /// assert_eq!(listed, [(ai, "ai", false)]);
+    /// ```
+    pub fn system_id(&self, name: &str) -> Option<SystemId> {
+        self.systems().find(|s| s.name == name).map(|s| s.id)
+    }
+
+    /// Every system, in registration order (the order of their ids), with its name and
+    /// whether it is enabled. See [`system_id`](Self::system_id) for an example.
+    pub fn systems(&self) -> impl ExactSizeIterator<Item = SystemInfo<'_>> + '_ {
+        self.places.iter().map(|&p| {
+            let s = &self.systems[p as usize];
+            SystemInfo {
+                id: s.id,
+                name: &s.name,
+                enabled: s.enabled,
+                stage: s.stage,
+            }
+        })
+    }
+
+    /// Number of systems added, over all stages.
     pub fn system_count(&self) -> usize {
         self.systems.len()
     }
@@ -327,15 +620,30 @@ impl Runtime {
         self.pool.threads()
     }
 
+    /// The place of system `id` in `systems`.
     #[track_caller]
-    fn slot(&mut self, id: SystemId) -> &mut SystemSlot {
-        let n = self.systems.len();
-        self.systems.get_mut(id.index()).unwrap_or_else(|| {
-            panic!("runsync: {id:?} is not a system of this runtime ({n} systems)")
-        })
+    fn place(&self, id: SystemId) -> usize {
+        match self.places.get(id.index()) {
+            Some(&p) => p as usize,
+            None => panic!(
+                "runsync: {id:?} is not a system of this runtime ({} systems)",
+                self.places.len()
+            ),
+        }
     }
 
-    /// Runs one frame: Run, then Sync.
+    #[track_caller]
+    fn slot_ref(&self, id: SystemId) -> &SystemSlot {
+        &self.systems[self.place(id)]
+    }
+
+    #[track_caller]
+    fn slot(&mut self, id: SystemId) -> &mut SystemSlot {
+        let p = self.place(id);
+        &mut self.systems[p]
+    }
+
+    /// Runs one frame: Run, then Sync (for each stage, in order).
     ///
     /// # Panics
     /// If the frame fails (a system, a merge, a hook or a `Drop` panicked), with the
@@ -416,12 +724,15 @@ impl Runtime {
         self.try_frame()
     }
 
-    /// Runs one frame: Run, then Sync; reports a failure instead of panicking.
+    /// Runs one frame: Run, then Sync, stage by stage; reports a failure instead of
+    /// panicking.
     ///
     /// If a system panics, every system's outputs for this frame are discarded and the world
     /// is left exactly as it was ([`FrameError::SystemPanicked`]); the pool and the world
-    /// stay usable, so the next frame may run. Other failures are described on
-    /// [`FrameError`].
+    /// stay usable, so the next frame may run. With several [stages](Self::add_stage), that
+    /// holds for a panic in the first stage; a failure in a later stage leaves the earlier
+    /// stages' changes applied. The frame stops at the stage that failed. Other failures
+    /// are described on [`FrameError`].
     pub fn try_frame(&mut self) -> Result<(), FrameError> {
         if self.recorder.is_none() {
             return self.run_frame();
@@ -445,97 +756,169 @@ impl Runtime {
             Some(t) => *t = time,
             None => self.world.insert_resource(time),
         }
-        self.stats.frame = self.frame;
+        // The number of this frame (from 1): what `frame_count()` says once it is done.
+        self.stats.frame = self.frame + 1;
+        self.watches.frame = self.frame + 1;
         crate::profile::name_frame_thread();
+        let stats = &mut self.stats;
+        stats.run = Duration::ZERO;
+        stats.sync = Duration::ZERO;
+        stats.merged = 0;
+        stats.dropped = 0;
+        stats.spawned = 0;
+        stats.despawned = 0;
+        stats.messages = 0;
+        stats.cycles = 0;
+        stats.first_cycle = None;
 
-        // Ids for spawns made in Run, per system, in system order (deterministic).
+        let zones = self.stages.len() > 1;
+        let mut start = 0;
+        for k in 0..self.stages.len() {
+            let stage = &mut self.stages[k];
+            let end = stage.end;
+            // A zone per stage, only if there are several (one stage: the frame's zones
+            // as they always were).
+            let _zone = zones.then(|| crate::profile::zone_named!(&mut stage.zone, stage.name));
+            if let Err(error) = self.stage(StageId(k as u32), start..end) {
+                self.skip_stages_after(k);
+                self.stats.entities = self.world.len();
+                if error.counts_as_done() {
+                    self.count_frame();
+                }
+                return Err(self.frame_failed(error));
+            }
+            start = end;
+        }
+        self.stats.entities = self.world.len();
+        self.count_frame();
+        self.profile_frame_end();
+        Ok(())
+    }
+
+    /// One stage: the Run of the systems at `places`, then their Sync. Its figures go to
+    /// the frame's stats, added to those of the stages before.
+    fn stage(&mut self, stage: StageId, places: Range<usize>) -> Result<(), FrameError> {
+        // Ids for spawns made in Run, per system, in place order (deterministic).
         self.world
             .storage_mut()
             .entities
             .reserve_for_frame(self.systems.len());
+        let base = places.start;
+        let systems = &mut self.systems[places];
         let run_start = Instant::now();
         let run = {
             let _zone = crate::profile::zone!("Run");
-            crate::run::run(&self.world, &mut self.systems, &self.pool)
+            crate::run::run(&self.world, systems, base, &self.pool)
         };
-        self.stats.run = run_start.elapsed();
-        for (slot, st) in self.systems.iter().zip(self.stats.systems.iter_mut()) {
+        let run_time = run_start.elapsed();
+        for slot in systems.iter() {
+            let st = &mut self.stats.systems[slot.id.index()];
             st.ran = slot.ran;
             st.time = if slot.ran { slot.time } else { Duration::ZERO };
             st.writes = if slot.ran { slot.writes } else { 0 };
             st.commands = slot.out.commands.len();
         }
+        self.stats.run += run_time;
+        let figures = &mut self.stats.stages[stage.index()];
+        figures.reset();
+        figures.ran = true;
+        figures.run = run_time;
 
         if let Err(p) = run {
-            crate::sync::discard(&mut self.systems);
+            crate::sync::discard(systems);
             // The reservations are world state (snapshots, checksums): take them back.
             self.world.storage_mut().entities.unreserve_frame();
-            self.stats.sync = Duration::ZERO;
-            self.stats.merged = 0;
-            self.stats.dropped = 0;
-            self.stats.spawned = 0;
-            self.stats.despawned = 0;
-            self.stats.messages = 0;
-            self.stats.cycles = 0;
-            self.stats.first_cycle = None;
-            self.stats.entities = self.world.len();
-            let error = FrameError::SystemPanicked {
-                system: SystemId(p.index as u32),
-                name: self.systems[p.index].name.clone(),
+            let slot = &systems[p.index];
+            return Err(FrameError::SystemPanicked {
+                system: slot.id,
+                name: slot.name.clone(),
                 message: p.message(),
-            };
-            return Err(self.frame_failed(error));
+                stage,
+            });
         }
 
         let sync_start = Instant::now();
-        self.watches.frame = self.frame;
+        let at = StageSync {
+            stage,
+            base,
+            first: stage == StageId::FIRST,
+        };
         let report = {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
                 &mut self.world,
-                &mut self.systems,
+                systems,
+                at,
                 &self.pool,
                 &mut self.sync_scratch,
                 &mut self.watches,
             )
         };
-        self.stats.sync = sync_start.elapsed();
-        self.stats.merged = report.merged;
-        self.stats.dropped = report.dropped + report.commands.dropped;
-        self.stats.spawned = report.commands.spawned;
-        self.stats.despawned = report.commands.despawned;
-        self.stats.messages = report.messages;
-        self.stats.cycles = report.commands.cycles;
-        self.stats.first_cycle = report.commands.first_cycle;
-        self.stats.entities = self.world.len();
+        let sync_time = sync_start.elapsed();
+        let stats = &mut self.stats;
+        let dropped = report.dropped + report.commands.dropped;
+        let figures = &mut stats.stages[stage.index()];
+        figures.sync = sync_time;
+        figures.merged = report.merged;
+        figures.dropped = dropped;
+        figures.spawned = report.commands.spawned;
+        figures.despawned = report.commands.despawned;
+        stats.sync += sync_time;
+        stats.merged += report.merged;
+        stats.dropped += dropped;
+        stats.spawned += report.commands.spawned;
+        stats.despawned += report.commands.despawned;
+        stats.messages += report.messages;
+        stats.cycles += report.commands.cycles;
+        if stats.first_cycle.is_none() {
+            stats.first_cycle = report.commands.first_cycle;
+        }
+        if let Some((component, target, message)) = report.merge_panic {
+            return Err(FrameError::MergePanicked {
+                component,
+                target,
+                message,
+                stage,
+            });
+        }
+        if let Some((component, hook, message)) = report.hook_panic {
+            return Err(FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+                stage,
+            });
+        }
+        if let Some(dropped) = report.commands.hook_cascade {
+            return Err(FrameError::HookCascade { dropped, stage });
+        }
+        if let Some(message) = report.drop_panic {
+            return Err(FrameError::DropPanicked { message, stage });
+        }
+        Ok(())
+    }
+
+    /// After stage `k` failed: the later stages and their systems did not run.
+    fn skip_stages_after(&mut self, k: usize) {
+        let from = self.stages[k].end;
+        for slot in &self.systems[from..] {
+            let st = &mut self.stats.systems[slot.id.index()];
+            st.ran = false;
+            st.time = Duration::ZERO;
+            st.writes = 0;
+            st.commands = 0;
+        }
+        for figures in &mut self.stats.stages[k + 1..] {
+            figures.reset();
+        }
+    }
+
+    /// The frame counts as done: the counter and [`Time::frame`] advance.
+    fn count_frame(&mut self) {
         self.frame += 1;
         if let Some(t) = self.world.get_resource_mut::<Time>() {
             t.frame = self.frame;
         }
-        if let Some((component, target, message)) = report.merge_panic {
-            let error = FrameError::MergePanicked {
-                component,
-                target,
-                message,
-            };
-            return Err(self.frame_failed(error));
-        }
-        if let Some((component, hook, message)) = report.hook_panic {
-            let error = FrameError::HookPanicked {
-                component,
-                hook,
-                message,
-            };
-            return Err(self.frame_failed(error));
-        }
-        if let Some(dropped) = report.commands.hook_cascade {
-            return Err(self.frame_failed(FrameError::HookCascade { dropped }));
-        }
-        if let Some(message) = report.drop_panic {
-            return Err(self.frame_failed(FrameError::DropPanicked { message }));
-        }
-        self.profile_frame_end();
-        Ok(())
     }
 
     /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
@@ -582,7 +965,11 @@ impl Runtime {
         }
     }
 
-    /// Frames completed so far.
+    /// Frames completed so far: the number of the last frame completed (frames count from
+    /// 1; 0 before the first). Equal to [`Time::frame`] and, after a frame that counts, to
+    /// [`stats().frame`](FrameStats::frame); see [frame numbers](Time#frame-numbers).
+    /// A frame counts once it is completed, or fails in any way but
+    /// [`FrameError::SystemPanicked`] in its first stage ([`FrameError::counts_as_done`]).
     pub fn frame_count(&self) -> u64 {
         self.frame
     }
@@ -632,11 +1019,14 @@ impl Runtime {
     /// # Errors
     /// The first failed frame's [`FrameError`]; the call stops there. It leaves:
     /// - the frames before it run, and their time charged;
-    /// - the failed frame's step charged exactly once if the frame counts as done (every
-    ///   failure but [`FrameError::SystemPanicked`]: the frame counter advanced, the world
-    ///   holds what the error describes), so no later call simulates that time again;
-    /// - after [`FrameError::SystemPanicked`], nothing charged for that frame: the world
-    ///   and the frame counter are as before it, and the next call runs it again;
+    /// - the failed frame's step charged exactly once if the frame counts as done
+    ///   ([`FrameError::counts_as_done`]: every failure but a
+    ///   [`FrameError::SystemPanicked`] in the first stage; the frame counter advanced,
+    ///   the world holds what the error describes), so no later call simulates that time
+    ///   again;
+    /// - after a [`FrameError::SystemPanicked`] in the first stage, nothing charged for
+    ///   that frame: the world and the frame counter are as before it, and the next call
+    ///   runs it again;
     /// - the time of the frames after it accumulated, for the next call to run (up to
     ///   [`max_catch_up`](RuntimeBuilder::max_catch_up) per call, as always);
     /// - time beyond the catch-up cap dropped as in a call that succeeds, unreported
@@ -1071,7 +1461,8 @@ impl Runtime {
         self.load_bytes(&replay.start)?;
         let start = self.frame;
         for i in 0..replay.frames.len() {
-            let frame = self.frame;
+            // The frame's number (from 1), as `stats().frame` and provenance give it.
+            let frame = self.frame + 1;
             self.replay_frame::<I>(replay, i)?;
             let replayed = self.world.checksum();
             let recorded = replay.frames[i].checksum;
@@ -1147,7 +1538,7 @@ impl Runtime {
                 self.world.set_input(v.pop().expect("one input decoded"));
             }
         }
-        let frame = self.frame;
+        let frame = self.frame + 1;
         self.try_frame()
             .map_err(|error| ReplayError::Frame { frame, error })
     }

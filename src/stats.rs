@@ -1,5 +1,6 @@
-//! Figures the runtime reports: per frame ([`FrameStats`]), per system ([`SystemStats`]),
-//! memory ([`MemoryStats`]), and why a frame failed ([`FrameError`]).
+//! Figures the runtime reports: per frame ([`FrameStats`]), per stage ([`StageStats`]),
+//! per system ([`SystemStats`]), memory ([`MemoryStats`]), and why a frame failed
+//! ([`FrameError`]).
 
 use std::fmt;
 use std::sync::Arc;
@@ -7,7 +8,7 @@ use std::time::Duration;
 
 use crate::entity::Entity;
 use crate::hierarchy::HierarchyError;
-use crate::system::id::SystemId;
+use crate::system::id::{StageId, SystemId};
 
 /// Per-system figures of the last frame.
 #[derive(Clone, Debug)]
@@ -16,7 +17,10 @@ pub struct SystemStats {
     pub id: SystemId,
     /// Its name.
     pub name: Arc<str>,
-    /// Whether it ran (it was enabled).
+    /// The stage it runs in.
+    pub stage: StageId,
+    /// Whether it ran: it is enabled, and its stage ran (a frame stops at the first stage
+    /// that fails).
     pub ran: bool,
     /// Wall time of its `run` (zero if it did not run).
     pub time: Duration,
@@ -29,14 +33,21 @@ pub struct SystemStats {
 /// Figures of the last frame, from [`Runtime::stats`](crate::Runtime::stats).
 #[derive(Clone, Debug, Default)]
 pub struct FrameStats {
-    /// Index of the frame (0 for the first).
+    /// The number of the frame these figures describe, counting from 1 (0 before any
+    /// frame ran): after a frame that counts, [`Runtime::frame_count`](crate::Runtime::frame_count);
+    /// after a frame whose first stage's Run failed, one more (the frame that failed and
+    /// will run again). See [frame numbers](crate::Time#frame-numbers).
     pub frame: u64,
-    /// Wall time of the Run phase.
+    /// Wall time of the Run phase: of every stage's Run, added up (per stage in
+    /// [`stages`](Self::stages)).
     pub run: Duration,
-    /// Wall time of the Sync phase.
+    /// Wall time of the Sync phase: of every stage's Sync, added up.
     pub sync: Duration,
-    /// Each system, in registration order.
+    /// Each system, in registration order (index them by [`SystemId::index`]).
     pub systems: Vec<SystemStats>,
+    /// Each stage, in frame order (index them by [`StageId::index`]). Its figures add up
+    /// to the frame's: `run`, `sync`, `merged`, `dropped`, `spawned` and `despawned`.
+    pub stages: Vec<StageStats>,
     /// Writes folded into components by their merge.
     pub merged: u64,
     /// Writes to dead entities or to entities lacking the component, plus structural
@@ -63,6 +74,58 @@ pub struct FrameStats {
     pub entities: usize,
 }
 
+/// Per-stage figures of the last frame: a frame runs its stages one after the other, each
+/// a Run of its systems then a Sync (see [`Runtime::add_stage`](crate::Runtime::add_stage)).
+#[derive(Clone, Debug)]
+pub struct StageStats {
+    /// The stage.
+    pub id: StageId,
+    /// Its name.
+    pub name: Arc<str>,
+    /// Whether it ran this frame: `false` for the stages after one that failed.
+    pub ran: bool,
+    /// Wall time of its Run.
+    pub run: Duration,
+    /// Wall time of its Sync (zero if its Run failed).
+    pub sync: Duration,
+    /// Writes its Sync folded into components and resources.
+    pub merged: u64,
+    /// Writes and commands its Sync dropped (see [`FrameStats::dropped`]).
+    pub dropped: u64,
+    /// Entities its Sync spawned.
+    pub spawned: u64,
+    /// Entities its Sync despawned.
+    pub despawned: u64,
+}
+
+impl StageStats {
+    /// A stage that has not run.
+    pub(crate) fn new(id: StageId, name: Arc<str>) -> Self {
+        StageStats {
+            id,
+            name,
+            ran: false,
+            run: Duration::ZERO,
+            sync: Duration::ZERO,
+            merged: 0,
+            dropped: 0,
+            spawned: 0,
+            despawned: 0,
+        }
+    }
+
+    /// Back to "did not run", keeping the name.
+    pub(crate) fn reset(&mut self) {
+        self.ran = false;
+        self.run = Duration::ZERO;
+        self.sync = Duration::ZERO;
+        self.merged = 0;
+        self.dropped = 0;
+        self.spawned = 0;
+        self.despawned = 0;
+    }
+}
+
 /// Memory the runtime holds on to, from [`Runtime::memory`](crate::Runtime::memory). In a steady state (a stable
 /// set of archetypes and a bounded entity count) none of these grow from frame to frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,19 +149,31 @@ pub const MAX_HOOK_ROUNDS: u32 = 16;
 
 /// Why a frame failed. See [`Runtime::try_frame`](crate::Runtime::try_frame).
 ///
-/// Each variant says what the failed frame left. A frame that *counts as done* (every
-/// variant but [`SystemPanicked`](Self::SystemPanicked)) advanced the frame counter and
-/// [`Time::frame`](crate::Time::frame), and [`Runtime::try_advance`](crate::Runtime::try_advance)
-/// charged its fixed step exactly once; the next frame is the one after it.
+/// A frame runs its [stages](crate::Runtime::add_stage) one after the other and **stops at
+/// the first stage that fails**: the stages after it do not run. Every variant names that
+/// stage ([`stage`](Self::stage)) and says what the failed frame left.
+///
+/// A frame that *counts as done* ([`counts_as_done`](Self::counts_as_done): every failure
+/// but a [`SystemPanicked`](Self::SystemPanicked) in the first stage) advanced the frame
+/// counter and [`Time::frame`](crate::Time::frame), and
+/// [`Runtime::try_advance`](crate::Runtime::try_advance) charged its fixed step exactly
+/// once; the next frame is the one after it. Only a failure in the first stage's Run
+/// leaves the world as it was: once a stage has synced, its changes are in the world (no
+/// copy of the world is kept to put back; for that, snapshot before the frame with
+/// [`Runtime::snapshot_into`](crate::Runtime::snapshot_into) and restore on error).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum FrameError {
-    /// A system panicked during Run. The frame's outputs were discarded: the world is
-    /// exactly as before the frame (ids reserved for the frame's spawns are taken back, so
-    /// snapshots, [`checksum`](crate::World::checksum) and
-    /// [`first_difference`](crate::World::first_difference) see no change), the frame
-    /// counter did not advance, and [`Runtime::try_advance`](crate::Runtime::try_advance)
-    /// does not charge the frame's time.
+    /// A system panicked during a stage's Run. That stage's outputs were all discarded
+    /// (every system's of the stage, not only the panicking one's) and the ids reserved
+    /// for its spawns taken back, so the world is exactly as the stage found it:
+    /// - in the first stage, exactly as before the frame (snapshots,
+    ///   [`checksum`](crate::World::checksum) and
+    ///   [`first_difference`](crate::World::first_difference) see no change); the frame
+    ///   counter did not advance, and [`Runtime::try_advance`](crate::Runtime::try_advance)
+    ///   does not charge the frame's time: the next frame runs this one again;
+    /// - in a later stage, as the stage before it synced it: the earlier stages' merges
+    ///   and commands stay applied, and the frame counts as done.
     SystemPanicked {
         /// The system (the lowest id, if several panicked).
         system: SystemId,
@@ -106,11 +181,13 @@ pub enum FrameError {
         name: Arc<str>,
         /// The panic message.
         message: String,
+        /// The stage whose Run failed.
+        stage: StageId,
     },
-    /// A merge function panicked during Sync: a component type's, or a resource's
-    /// ([`World::register_resource`](crate::World::register_resource)). The frame counts
-    /// as done: every other component type and resource merged normally, and the
-    /// structural commands were applied. Of the type whose merge panicked:
+    /// A merge function panicked during a stage's Sync: a component type's, or a
+    /// resource's ([`World::register_resource`](crate::World::register_resource)). The
+    /// frame counts as done: every other component type and resource merged normally, and
+    /// the structural commands were applied. Of the type whose merge panicked:
     /// - the value named by `target` holds whatever the panicking call left in it: merges
     ///   run in place on the stored value, and Sync keeps no copy to put back (that would
     ///   need `Clone` and a copy of every merged value, every frame). A merge that pushes
@@ -135,20 +212,24 @@ pub enum FrameError {
         target: MergeTarget,
         /// The panic message.
         message: String,
+        /// The stage whose Sync it was.
+        stage: StageId,
     },
     /// A component's `Drop` panicked while Sync released removed values. The frame counts
-    /// as done: every merge and structural change was applied, and the removed and
-    /// replaced values are out of the world. Those of the type whose `Drop` panicked were
-    /// all dropped (the rest after the panicking one); those of later types (by id) and
-    /// of discarded hook commands, not reached, are dropped by the end of the next Sync
-    /// instead.
+    /// as done: every merge and structural change of the stage was applied, and the
+    /// removed and replaced values are out of the world. Those of the type whose `Drop`
+    /// panicked were all dropped (the rest after the panicking one); those of later types
+    /// (by id) and of discarded hook commands, not reached, are dropped by the end of the
+    /// next Sync instead.
     DropPanicked {
         /// The panic message.
         message: String,
+        /// The stage whose Sync it was.
+        stage: StageId,
     },
-    /// A [hook](crate::World::on_add) panicked during Sync. Its commands were discarded;
-    /// every other hook ran and every other command was applied, so the world is
-    /// consistent. The frame counts as done.
+    /// A [hook](crate::World::on_add) panicked during a stage's Sync. Its commands were
+    /// discarded; every other hook ran and every other command of the stage was applied,
+    /// so the world is consistent. The frame counts as done.
     HookPanicked {
         /// The component type whose hook panicked (the first in hook order, if several).
         component: &'static str,
@@ -156,6 +237,8 @@ pub enum FrameError {
         hook: &'static str,
         /// The panic message.
         message: String,
+        /// The stage whose Sync it was.
+        stage: StageId,
     },
     /// Hooks kept emitting commands that fired hooks again: after
     /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the remaining commands were
@@ -163,7 +246,63 @@ pub enum FrameError {
     HookCascade {
         /// The hook commands dropped.
         dropped: usize,
+        /// The stage whose Sync it was.
+        stage: StageId,
     },
+}
+
+impl FrameError {
+    /// The stage where the frame failed (and stopped).
+    pub fn stage(&self) -> StageId {
+        match self {
+            FrameError::SystemPanicked { stage, .. }
+            | FrameError::MergePanicked { stage, .. }
+            | FrameError::DropPanicked { stage, .. }
+            | FrameError::HookPanicked { stage, .. }
+            | FrameError::HookCascade { stage, .. } => *stage,
+        }
+    }
+
+    /// Whether the failed frame counts as done: it advanced the frame counter and its
+    /// changes stay. `false` only for a [`SystemPanicked`](Self::SystemPanicked) in the
+    /// first stage, which left the world as it was and will run again.
+    pub fn counts_as_done(&self) -> bool {
+        !matches!(
+            self,
+            FrameError::SystemPanicked {
+                stage: StageId::FIRST,
+                ..
+            }
+        )
+    }
+}
+
+/// `" of stage N"` after "during Run" / "during Sync" (or `" in the Sync of stage N"`
+/// with `sync`) for a later stage; nothing for the first stage, so that a runtime with
+/// one stage reads as it always did.
+struct InStage(StageId, bool);
+
+impl fmt::Display for InStage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InStage(StageId::FIRST, _) => Ok(()),
+            InStage(StageId(n), false) => write!(f, " of stage {n}"),
+            InStage(StageId(n), true) => write!(f, " in the Sync of stage {n}"),
+        }
+    }
+}
+
+/// What the stages after a failed one did: nothing (said only when the failure was not in
+/// the first stage, where a runtime with one stage has nothing after it to mention).
+struct LaterStages(StageId);
+
+impl fmt::Display for LaterStages {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            StageId::FIRST => Ok(()),
+            _ => f.write_str("; the later stages did not run"),
+        }
+    }
 }
 
 impl fmt::Display for FrameError {
@@ -173,50 +312,78 @@ impl fmt::Display for FrameError {
                 system,
                 name,
                 message,
+                stage: StageId::FIRST,
             } => write!(
                 f,
                 "system `{name}` ({system:?}) panicked during Run: {message}; \
                  the frame's outputs were discarded and the world is unchanged"
             ),
+            FrameError::SystemPanicked {
+                system,
+                name,
+                message,
+                stage,
+            } => write!(
+                f,
+                "system `{name}` ({system:?}) panicked during Run{}: {message}; that \
+                 stage's outputs were discarded, the earlier stages' changes stay applied \
+                 and the frame counts as done{}",
+                InStage(*stage, false),
+                LaterStages(*stage)
+            ),
             FrameError::MergePanicked {
                 component,
                 target: MergeTarget::Resource,
                 message,
+                stage,
             } => write!(
                 f,
-                "the merge function of resource `{component}` panicked during Sync: \
+                "the merge function of resource `{component}` panicked during Sync{}: \
                  {message}; the resource holds whatever the merge left, everything else \
-                 was merged and applied"
+                 was merged and applied{}",
+                InStage(*stage, false),
+                LaterStages(*stage)
             ),
             FrameError::MergePanicked {
                 component,
                 target,
                 message,
+                stage,
             } => write!(
                 f,
-                "the merge function of component `{component}` panicked during Sync on \
+                "the merge function of component `{component}` panicked during Sync{} on \
                  {target}: {message}; that value holds whatever the merge left, other \
                  `{component}` values may not have been merged this frame, everything else \
-                 was merged and applied"
+                 was merged and applied{}",
+                InStage(*stage, false),
+                LaterStages(*stage)
             ),
-            FrameError::DropPanicked { message } => {
-                write!(f, "a component's Drop panicked during Sync: {message}")
-            }
+            FrameError::DropPanicked { message, stage } => write!(
+                f,
+                "a component's Drop panicked during Sync{}: {message}{}",
+                InStage(*stage, false),
+                LaterStages(*stage)
+            ),
             FrameError::HookPanicked {
                 component,
                 hook,
                 message,
+                stage,
             } => write!(
                 f,
-                "an {hook} hook of component `{component}` panicked: {message}; its \
-                 commands were discarded, every other hook and command was applied"
+                "an {hook} hook of component `{component}` panicked{}: {message}; its \
+                 commands were discarded, every other hook and command was applied{}",
+                InStage(*stage, true),
+                LaterStages(*stage)
             ),
-            FrameError::HookCascade { dropped } => write!(
+            FrameError::HookCascade { dropped, stage } => write!(
                 f,
-                "hooks were still emitting commands after {} rounds; the last {dropped} \
+                "hooks were still emitting commands after {} rounds{}; the last {dropped} \
                  were dropped. A hook's commands fire hooks again: make sure the chain ends \
-                 (e.g. an on_add hook of `A` must not spawn or insert an `A` every time)",
-                MAX_HOOK_ROUNDS
+                 (e.g. an on_add hook of `A` must not spawn or insert an `A` every time){}",
+                MAX_HOOK_ROUNDS,
+                InStage(*stage, true),
+                LaterStages(*stage)
             ),
         }
     }

@@ -131,7 +131,10 @@ fn added_after_spawn_and_insert_not_after_replace() {
     // Between frames: spawn and insert mark too, until the next Sync starts.
     assert_eq!(added::<Pos>(rt.world()), set(es.clone()));
     rt.frame();
-    assert!(added::<Pos>(rt.world()).is_empty(), "frame 0 wrote nothing");
+    assert!(
+        added::<Pos>(rt.world()).is_empty(),
+        "the first frame wrote nothing"
+    );
     rt.frame();
     assert_eq!(*spawned.lock().unwrap(), 1);
     let w = rt.world();

@@ -144,3 +144,41 @@ fn component_flags_opt_in_through_register_default() {
     );
     assert_eq!(p.writes[0].value.as_deref(), Some("-2"));
 }
+
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq)]
+#[component(merge = merge::last)]
+struct Vel(f32);
+
+#[derive(Component, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last)]
+struct Mass(f32);
+
+/// Requires `Vel` (its `Default`) and `Mass` (made by the expression); registered before
+/// them: the requirements wait for their types.
+#[derive(Component, Clone, Copy, Debug, Default, PartialEq)]
+#[component(merge = merge::last, requires(Vel, Mass = Mass(2.5)))]
+struct Ship;
+
+/// `requires` with `output`, and a requirement of its own: `Ship`, so transitively `Vel`
+/// and `Mass`.
+#[derive(Component, Debug, PartialEq)]
+#[component(output = u32, requires(Ship))]
+struct Flagship(u32);
+
+#[test]
+fn derived_requirements_are_declared_at_registration() {
+    let mut w = World::new();
+    w.register_default::<Ship>();
+    w.register::<Flagship>(|f: &mut Flagship, d: &[u32]| f.0 += d.iter().sum::<u32>());
+    w.register_default::<Vel>();
+    w.register_default::<Mass>();
+    let a = w.spawn((Ship,));
+    let b = w.spawn((Flagship(1), Mass(9.0)));
+    assert_eq!(
+        (w.get::<Vel>(a), w.get::<Mass>(a)),
+        (Some(&Vel(0.0)), Some(&Mass(2.5)))
+    );
+    assert_eq!(w.get::<Ship>(b), Some(&Ship));
+    assert_eq!(w.get::<Mass>(b), Some(&Mass(9.0)), "the bundle's is kept");
+    assert_eq!(w.get::<Vel>(b), Some(&Vel(0.0)));
+}

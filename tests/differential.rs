@@ -5,11 +5,14 @@
 //! reverse, repeats, interleaved types, stale handles, entities lacking the type), into
 //! component types merged by every `merge::*` and by order-sensitive custom folds; after
 //! every frame the runtime must agree exactly with the sequential model in `model/mod.rs`,
-//! at 1, 2 and 8 workers alike.
+//! at 1, 2 and 8 workers alike. The same with the systems spread over one to three
+//! stages (each stage's Sync is applied by the model in turn, and each later stage's Run
+//! must see exactly the world the model says the stages before it left), with or without
+//! required components (the model adds them on every spawn and insert).
 
 mod model;
 
-use model::{Api, Batch, Initial, Kind, Loop, Shape, Spec, run_case};
+use model::{Api, Batch, Initial, Kind, Loop, Shape, Spec, run_case, run_staged_case};
 use proptest::prelude::*;
 
 fn kind() -> impl Strategy<Value = Kind> {
@@ -156,7 +159,7 @@ fn population() -> impl Strategy<Value = Vec<Initial>> {
 }
 
 /// About 8 s in debug on a 2-core machine (each case runs three times); `PROPTEST_CASES`
-/// overrides it for longer soaks.
+/// overrides it for longer soaks. The staged cases run a quarter as many.
 fn cases() -> u32 {
     let default = if cfg!(miri) { 4 } else { 512 };
     std::env::var("PROPTEST_CASES")
@@ -184,5 +187,31 @@ proptest! {
         frames in prop::collection::vec(frame(), if cfg!(miri) { 1..3 } else { 1..7 }),
     ) {
         run_case(systems, &frames, &initial).map_err(TestCaseError::fail)?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: cases().div_ceil(4),
+        failure_persistence: if cfg!(miri) {
+            None
+        } else {
+            ProptestConfig::default().failure_persistence
+        },
+        ..ProptestConfig::default()
+    })]
+
+    /// Stages (one to three) and required components (on or off).
+    #[test]
+    fn staged_runtime_with_requirements_matches_sequential_model(
+        stages in 1usize..=3,
+        stage_of in prop::collection::vec(0usize..3, 1..=4),
+        requires in any::<bool>(),
+        initial in population(),
+        frames in prop::collection::vec(frame(), if cfg!(miri) { 1..2 } else { 1..5 }),
+    ) {
+        let stage_of: Vec<usize> = stage_of.into_iter().map(|k| k % stages).collect();
+        run_staged_case(&stage_of, stages, requires, &frames, &initial)
+            .map_err(TestCaseError::fail)?;
     }
 }

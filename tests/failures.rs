@@ -115,7 +115,7 @@ fn a_panicking_resource_merge_names_the_resource_and_leaves_what_it_left() {
     assert!(msg.contains("resource `"), "{msg}");
     assert!(msg.contains("Bag"), "{msg}");
     assert!(
-        matches!(&err, FrameError::MergePanicked { component, target: MergeTarget::Resource, message }
+        matches!(&err, FrameError::MergePanicked { component, target: MergeTarget::Resource, message, stage: StageId::FIRST }
             if component.ends_with("Bag") && message == "bad output"),
         "{err:?}"
     );
@@ -375,8 +375,8 @@ fn a_frame_failed_by_a_system_panic_is_not_charged() {
     });
     let err = rt.try_advance(step * 3).unwrap_err();
     assert!(matches!(err, FrameError::SystemPanicked { .. }), "{err:?}");
-    assert_eq!(rt.frame_count(), 1, "frame 1 failed and does not count");
-    // Frame 1 is run again, then frame 2: the three steps of time, three frames.
+    assert_eq!(rt.frame_count(), 1, "frame 2 failed and does not count");
+    // Frame 2 is run again, then frame 3: the three steps of time, three frames.
     assert_eq!(rt.try_advance(Duration::ZERO).unwrap().frames, 2);
     assert_eq!(rt.frame_count(), 3);
     assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 4);

@@ -245,7 +245,10 @@ fn endless_cascade_is_stopped_and_reported() {
         }
     });
     match rt.try_frame() {
-        Err(FrameError::HookCascade { dropped }) => assert_eq!(dropped, 1),
+        Err(FrameError::HookCascade { dropped, stage }) => {
+            assert_eq!(dropped, 1);
+            assert_eq!(stage, StageId::FIRST);
+        }
         other => panic!("expected HookCascade, got {other:?}"),
     }
     // The system's spawn, then one per round.
@@ -287,7 +290,7 @@ fn panicking_hook_fails_the_frame_like_a_merge_and_the_next_frame_runs() {
     rt.add_system(move |_: &World, out: &mut Output| {
         let mut f = frame.lock().unwrap();
         *f += 1;
-        out.insert(e, A(*f)); // A(1) in frame 0, A(2) in frame 1
+        out.insert(e, A(*f)); // A(1) in the first frame, A(2) in the second
         out.insert(e, Plain(*f));
     });
     let err = rt.try_frame().unwrap_err();
@@ -296,6 +299,7 @@ fn panicking_hook_fails_the_frame_like_a_merge_and_the_next_frame_runs() {
             component,
             hook,
             message,
+            stage: StageId::FIRST,
         } => {
             assert!(component.ends_with("::A"), "{component}");
             assert_eq!(*hook, "on_add");

@@ -182,6 +182,49 @@ fn messages_live_one_frame_read_or_not() {
     );
 }
 
+/// With stages, a message lives until the next Sync: a message sent in the first stage is
+/// read by the second stage of the same frame, and gone by the next frame's first stage
+/// (the second stage's Sync delivered what the second stage sent: nothing).
+#[test]
+fn with_stages_messages_live_until_the_next_stages_sync() {
+    for workers in [1, 2, 8] {
+        let mut w = World::new();
+        w.register_message::<u32>();
+        let mut rt = Runtime::builder()
+            .workers(workers)
+            .stages(["send", "read"])
+            .build(w);
+        let read = rt.stage_id("read").unwrap();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let (first, second) = (seen.clone(), seen.clone());
+        rt.add_system(move |w: &World, out: &mut Output| {
+            first
+                .lock()
+                .unwrap()
+                .push(("send", w.messages::<u32>().to_vec()));
+            out.send(w.resource::<Time>().frame as u32);
+        });
+        rt.add_system_to(read, move |w: &World, _: &mut Output| {
+            second
+                .lock()
+                .unwrap()
+                .push(("read", w.messages::<u32>().to_vec()));
+        });
+        rt.frame();
+        rt.frame();
+        assert_eq!(
+            *seen.lock().unwrap(),
+            [
+                ("send", vec![]),
+                ("read", vec![0]),
+                ("send", vec![]),
+                ("read", vec![1]),
+            ],
+            "{workers} workers"
+        );
+    }
+}
+
 #[test]
 fn addressed_messages_reach_live_entities_and_count_the_rest() {
     #[derive(Debug, PartialEq)]

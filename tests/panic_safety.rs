@@ -64,7 +64,7 @@ fn a_panicking_drop_is_reported_and_nothing_leaks() {
         DROPS.store(0, Ordering::SeqCst);
         let err = rt.try_frame().unwrap_err();
         assert!(
-            matches!(&err, FrameError::DropPanicked { message } if message == "bomb went off"),
+            matches!(&err, FrameError::DropPanicked { message, stage: StageId::FIRST } if message == "bomb went off"),
             "{err:?}"
         );
         assert_eq!(

@@ -115,7 +115,7 @@ fn lists_systems_in_registration_then_emission_order() {
 
     let p = rt.provenance(target).expect("watched");
     assert_eq!(p.entity(), target);
-    assert_eq!(p.frame(), Some(0));
+    assert_eq!(p.frame(), Some(1));
     // Health and Log, in component id order; Opaque got no output.
     assert_eq!(p.components().len(), 2);
     let health = &p.components()[0];
@@ -160,7 +160,7 @@ fn lists_systems_in_registration_then_emission_order() {
     // Next frame: the record is replaced, not appended to.
     rt.frame();
     let p = rt.provenance(target).unwrap();
-    assert_eq!(p.frame(), Some(1));
+    assert_eq!(p.frame(), Some(2));
     assert_eq!(p.components()[0].before.as_deref(), Some("Health(76)"));
     assert_eq!(p.components()[0].after.as_deref(), Some("Health(52)"));
     assert_eq!(p.components()[0].writes.len(), 4);
@@ -195,7 +195,7 @@ fn nothing_recorded_for_unwatched_entities() {
     rt2.frame();
     let p = rt2.provenance(quiet).unwrap();
     assert!(p.is_empty());
-    assert_eq!(p.frame(), Some(0));
+    assert_eq!(p.frame(), Some(1));
     assert!(p.to_string().contains("nothing written"));
 }
 
@@ -217,7 +217,7 @@ fn unwatch_stops_recording() {
     assert_eq!(rt.provenance(es[1]).unwrap().frame(), None);
     assert!(rt.provenance(es[1]).unwrap().is_empty());
     rt.frame();
-    assert_eq!(rt.provenance(es[1]).unwrap().frame(), Some(2));
+    assert_eq!(rt.provenance(es[1]).unwrap().frame(), Some(3));
 }
 
 #[test]

@@ -34,7 +34,7 @@ fn pad(f: u64) -> Pad {
     }
 }
 
-/// The game; `cheat` makes the "poison" system hit entity 3 harder from frame 7 on —
+/// The game; `cheat` makes the "poison" system hit entity 3 harder from frame 8 on (`Time::frame` 7) —
 /// the divergence a replay must find.
 fn game(workers: usize, cheat: Arc<AtomicBool>) -> Runtime {
     let mut w = World::new();
@@ -109,17 +109,20 @@ fn an_injected_divergence_is_reported_at_its_frame_entity_and_systems() {
     let mut rt = game(8, cheat);
     let report = rt.play_replay::<Pad>(&replay).unwrap();
     let d = report.divergence.expect("the cheat diverges");
-    assert_eq!(d.frame, 7, "{d}");
-    assert_eq!(report.frames, 7, "frames 1..=7 of the replay: 7 replayed");
+    assert_eq!(d.frame, 8, "{d}");
+    assert_eq!(
+        report.frames, 7,
+        "the replay's first 7 frames replayed: frames 2..=8"
+    );
     assert_eq!(d.compared_at, Some(8));
     let diff = d.difference.as_ref().unwrap();
     let e = diff.entity().unwrap();
     assert_eq!(e.index(), 3);
     assert_eq!(diff.component(), Some(std::any::type_name::<Hp>()));
-    // Recorded: 103 - 8 frames of 1 = 95; replayed: frame 7 hit 9, so 87.
+    // Recorded: 103 - 8 frames of 1 = 95; replayed: frame 8 (`Time::frame` 7) hit 9, so 87.
     assert_eq!(diff.values(), Some(("Hp(95)", "Hp(87)")));
     let p = d.provenance.as_ref().unwrap();
-    assert_eq!(p.frame(), Some(7));
+    assert_eq!(p.frame(), Some(8));
     let hp = &p.components()[0];
     assert_eq!(
         (hp.before.as_deref(), hp.after.as_deref()),
@@ -133,7 +136,7 @@ fn an_injected_divergence_is_reported_at_its_frame_entity_and_systems() {
     assert_eq!(writes, [("poison", Some("-9"))]);
     let text = d.to_string();
     assert!(
-        text.contains("diverged at frame 7") && text.contains("poison"),
+        text.contains("diverged at frame 8") && text.contains("poison"),
         "{text}"
     );
 }
@@ -143,7 +146,7 @@ fn sparse_keyframes_compare_at_the_next_one() {
     let (replay, _) = record(2, 20, 5);
     let mut rt = game(1, Arc::new(AtomicBool::new(true)));
     let d = rt.play_replay::<Pad>(&replay).unwrap().divergence.unwrap();
-    assert_eq!((d.frame, d.compared_at), (7, Some(11)));
+    assert_eq!((d.frame, d.compared_at), (8, Some(11)));
     let diff = d.difference.unwrap();
     assert_eq!(diff.entity().map(|e| e.index()), Some(3));
     assert_eq!(diff.values(), Some(("Hp(92)", "Hp(60)")));
@@ -157,7 +160,7 @@ fn sparse_keyframes_compare_at_the_next_one() {
     let (replay, _) = record(2, 20, 0);
     let mut rt = game(1, Arc::new(AtomicBool::new(true)));
     let d = rt.play_replay::<Pad>(&replay).unwrap().divergence.unwrap();
-    assert_eq!((d.frame, d.compared_at), (7, None));
+    assert_eq!((d.frame, d.compared_at), (8, None));
     assert!(d.difference.is_none() && d.provenance.is_none());
 }
 

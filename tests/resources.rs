@@ -151,6 +151,7 @@ fn a_panicking_resource_merge_is_reported() {
             component,
             target,
             message,
+            stage: StageId::FIRST,
         }) => {
             assert!(component.ends_with("Bad"), "{component}");
             assert_eq!(target, runsync::MergeTarget::Resource);

@@ -235,6 +235,7 @@ fn a_panicking_system_discards_the_frame_and_the_world_stays_usable() {
             system,
             name,
             message,
+            stage: StageId::FIRST,
         } => {
             assert_eq!(*system, boom);
             assert_eq!(&**name, "boom");
@@ -287,7 +288,7 @@ fn a_panicking_merge_is_reported_and_other_types_still_merge() {
     });
     let err = rt.try_frame().unwrap_err();
     assert!(
-        matches!(&err, FrameError::MergePanicked { component, target, message }
+        matches!(&err, FrameError::MergePanicked { component, target, message, stage: StageId::FIRST }
             if component.ends_with("Fragile") && message == "unlucky"
                 && *target == runsync::MergeTarget::Entity(e)),
         "{err:?}"
@@ -388,7 +389,9 @@ fn stats_and_time() {
     rt.frame();
     rt.frame();
     let s = rt.stats();
-    assert_eq!(s.frame, 1);
+    // Two frames done: the second is frame 2, as `frame_count()` and `Time::frame` say.
+    assert_eq!(s.frame, 2);
+    assert_eq!(rt.frame_count(), 2);
     assert_eq!(&*s.systems[id.index()].name, "mover");
     assert_eq!(s.systems[0].writes, 1);
     assert_eq!(s.systems[0].commands, 1);
@@ -634,4 +637,108 @@ fn writers_naming_a_type_twice_is_an_error() {
     });
     let err = rt.try_frame().unwrap_err().to_string();
     assert!(err.contains("names component type"), "{err}");
+}
+
+#[test]
+fn frame_numbers_agree() {
+    let mut rt = runtime(world());
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    let fail = Arc::new(Mutex::new(false));
+    let f = fail.clone();
+    rt.add_system_named("clock", move |w: &World, _: &mut Output| {
+        s.lock().unwrap().push(w.resource::<Time>().frame);
+        if *f.lock().unwrap() {
+            panic!("fails on purpose");
+        }
+    });
+    let counters = |rt: &Runtime| {
+        (
+            rt.frame_count(),
+            rt.world().resource::<Time>().frame,
+            rt.stats().frame,
+        )
+    };
+    assert_eq!(counters(&rt), (0, 0, 0), "before any frame");
+    rt.frame();
+    assert_eq!(counters(&rt), (1, 1, 1), "after the first frame");
+    rt.frame();
+    assert_eq!(counters(&rt), (2, 2, 2));
+    // Inside frame N, systems read the N - 1 frames completed.
+    assert_eq!(*seen.lock().unwrap(), [0, 1]);
+    // A frame whose Run fails does not count: the stats describe frame 3, which failed.
+    *fail.lock().unwrap() = true;
+    assert!(rt.try_frame().is_err());
+    assert_eq!(counters(&rt), (2, 2, 3));
+    *fail.lock().unwrap() = false;
+    rt.frame(); // frame 3 again
+    assert_eq!(counters(&rt), (3, 3, 3));
+    assert_eq!(*seen.lock().unwrap(), [0, 1, 2, 2]);
+}
+
+#[test]
+fn systems_are_found_by_name_and_listed() {
+    let mut rt = runtime(world());
+    let a = rt.add_system_named("a", |_: &World, _: &mut Output| {});
+    let b = rt.add_system_named("b", |_: &World, _: &mut Output| {});
+    let a2 = rt.add_system_named("a", |_: &World, _: &mut Output| {});
+    let closure = rt.add_system(|_: &World, _: &mut Output| {});
+    assert_eq!(rt.system_id("a"), Some(a), "the first of that name");
+    assert_eq!(rt.system_id("b"), Some(b));
+    assert_eq!(rt.system_id("nope"), None);
+    // A closure is named by its call site.
+    let site = rt.system_name(closure).to_owned();
+    assert!(site.starts_with("runtime.rs:"), "{site}");
+    assert_eq!(rt.system_id(&site), Some(closure));
+    rt.set_enabled(b, false);
+    let listed: Vec<(SystemId, String, bool)> = rt
+        .systems()
+        .map(|s| (s.id, s.name.to_owned(), s.enabled))
+        .collect();
+    assert_eq!(
+        listed,
+        [
+            (a, "a".to_owned(), true),
+            (b, "b".to_owned(), false),
+            (a2, "a".to_owned(), true),
+            (closure, site, true),
+        ]
+    );
+    assert_eq!(rt.systems().len(), rt.system_count());
+}
+
+#[test]
+#[should_panic(expected = "is not a system of this runtime")]
+fn a_foreign_system_id_is_a_clear_error() {
+    let mut other = runtime(world());
+    other.add_system(|_: &World, _: &mut Output| {});
+    let id = other.add_system(|_: &World, _: &mut Output| {});
+    let rt = runtime(world());
+    rt.system_name(id);
+}
+
+#[test]
+fn the_placeholder_is_never_alive() {
+    for workers in [1, 2, 8] {
+        let mut w = world();
+        let e = w.spawn((Hp(1), Pos(0.0)));
+        assert!(!w.is_alive(Entity::PLACEHOLDER));
+        assert_eq!(w.get::<Hp>(Entity::PLACEHOLDER), None);
+        assert!(!w.insert(Entity::PLACEHOLDER, Tag));
+        assert_eq!(format!("{:?}", Entity::PLACEHOLDER), "PLACEHOLDER");
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(move |_: &World, out: &mut Output| {
+            out.write::<Hp>(Entity::PLACEHOLDER, -1);
+            out.write::<Hp>(e, -1);
+            out.insert(Entity::PLACEHOLDER, Tag);
+            out.remove::<Pos>(Entity::PLACEHOLDER);
+            out.despawn(Entity::PLACEHOLDER);
+        });
+        rt.frame();
+        assert_eq!(rt.world().get::<Hp>(e), Some(&Hp(0)));
+        assert_eq!(rt.stats().merged, 1);
+        assert_eq!(rt.stats().dropped, 4, "one write, three commands");
+        assert_eq!(rt.world().len(), 1);
+        assert!(!rt.world().is_alive(Entity::PLACEHOLDER));
+    }
 }

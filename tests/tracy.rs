@@ -95,3 +95,34 @@ fn allocations_are_tracked_and_work() {
     drop(v);
     frames_run_with_tracy_zones();
 }
+
+/// With several stages, each stage runs in a zone named by the stage (a failed later
+/// stage ends its zone cleanly too).
+#[test]
+fn stages_run_in_zones_named_by_stage() {
+    let mut world = World::new();
+    world.register::<Pos>(|p: &mut Pos, d: &[f32]| p.0 += d.iter().sum::<f32>());
+    let e = world.spawn((Pos(0.0),));
+    let mut rt = Runtime::builder()
+        .workers(2)
+        .stages(["input", "physics"])
+        .build(world);
+    let physics = rt.stage_id("physics").unwrap();
+    rt.add_system_named("Read", move |_: &World, out: &mut Output| {
+        out.write::<Pos>(e, 1.0)
+    });
+    let mut calls = 0;
+    rt.add_system_named_to(physics, "Step", move |w: &World, out: &mut Output| {
+        calls += 1;
+        if calls == 2 {
+            panic!("step");
+        }
+        out.write::<Pos>(e, w.get::<Pos>(e).unwrap().0);
+    });
+    rt.frame();
+    assert!(rt.try_frame().is_err());
+    rt.frame();
+    assert_eq!(rt.frame_count(), 3);
+    // Frames 1 and 3 double after adding 1; frame 2 only adds (its physics failed).
+    assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(8.0)));
+}

@@ -2,7 +2,7 @@
 //! place and the memory-bandwidth floor, Sync throughput (outputs in query order, and
 //! scattered ones: `scatter_100k`), per-system overhead, and scaling from 1 to 2 workers,
 //! and change detection (`changed_query_1M`: a `Changed` query against
-//! the plain one over the same table).
+//! the plain one over the same table), and the cost of stages (`stages_{1,2}w`).
 //!
 //! A function's name says which runsync API path it measures: `runsync_query` is the
 //! README's lead loop (`for (e, (.., mut slot)) in out.query::<(.., Write<C>)>() {
@@ -385,6 +385,59 @@ fn empty_systems(c: &mut Criterion) {
     }
 }
 
+/// `stages_{1,2}w`: the fixed cost of a stage. `empty/N`: N stages of one empty system
+/// each (the slope is the cost of one more stage: a Run and a Sync with nothing to do).
+/// `movement_10k/N`: the 10k movement frame (slots, `Position` from `Velocity`) plus a
+/// second system that reads the positions and writes `Data` for 1k of the entities, in
+/// one stage (N = 1: the second reads last frame's positions) or in a second stage (N = 2:
+/// this frame's).
+fn stages(c: &mut Criterion) {
+    for workers in [1usize, 2] {
+        let mut g = c.benchmark_group(format!("stages_{workers}w"));
+        for n in [1usize, 2, 4, 8] {
+            g.bench_with_input(BenchmarkId::new("empty", n), &n, |b, &n| {
+                let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
+                let mut rt = Runtime::builder()
+                    .workers(workers)
+                    .stages(names.clone())
+                    .build(World::new());
+                for name in &names {
+                    let stage = rt.stage_id(name).unwrap();
+                    rt.add_system_to(stage, |_: &World, _: &mut Output| {});
+                }
+                b.iter(|| rt.frame())
+            });
+        }
+        for n in [1usize, 2] {
+            g.bench_with_input(BenchmarkId::new("movement_10k", n), &n, |b, &n| {
+                let mut w = movement_world(10_000);
+                let data: Vec<Entity> = w
+                    .query::<(&Position,)>()
+                    .map(|(e, _)| e)
+                    .step_by(10)
+                    .collect();
+                for &e in &data {
+                    w.insert(e, Data(0.0));
+                }
+                let names: Vec<String> = (0..n).map(|k| format!("s{k}")).collect();
+                let mut rt = Runtime::builder()
+                    .workers(workers)
+                    .stages(names.clone())
+                    .build(w);
+                rt.add_system(movement_query);
+                let last = rt.stage_id(&names[n - 1]).unwrap();
+                rt.add_system_to(last, |_: &World, out: &mut Output| {
+                    for (_, (p, mut d)) in out.query::<(&Position, Write<Data>)>() {
+                        d.set(Data(p.0.x));
+                    }
+                });
+                b.iter(|| rt.frame())
+            });
+        }
+        g.finish();
+    }
+}
+
 /// `many_systems_2w`: 6,000 systems on 2 workers, each reading one entity and emitting one
 /// plain `out.write` for it per frame: the per-system cost of Run and Sync with real work.
 fn many_systems(c: &mut Criterion) {
@@ -667,6 +720,6 @@ criterion_group! {
     targets = movement_10k, movement_1m, movement_1m_par, movement_5m_2w, sync_throughput,
         sync_fn_throughput, scatter_100k,
         empty_systems, many_systems, scaling, snapshot_100k, save_100k, hooks_add_remove,
-        changed_query
+        changed_query, stages
 }
 criterion_main!(own);

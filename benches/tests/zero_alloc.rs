@@ -3,7 +3,8 @@
 //! `write_each`, `par_for_each`, several systems writing one sum-merged type, several
 //! systems writing one type with a hand-written merge, scattered writes with a closure
 //! merge (many: bucketed; few: keyed), and all of them at once; messages, broadcast and
-//! addressed; and transform propagation down a hierarchy. Each path also gets a runtime
+//! addressed; transform propagation down a hierarchy; and a frame of three stages, each
+//! writing, with spawns in one stage despawned by the next. Each path also gets a runtime
 //! of its own, so that the fast path Sync takes for it alone (a single source in query
 //! order, a swapped-in column, ...) is the one counted.
 //!
@@ -408,6 +409,51 @@ fn hierarchy(workers: usize) -> Runtime {
     rt
 }
 
+/// Three stages, each writing: movement (a writer), then two systems reading the moved
+/// positions and adding to a sum-merged type (one also spawning short-lived entities),
+/// then a stage that writes again and despawns what the stage before spawned. Stable
+/// entity count; every stage merges.
+fn stages(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register::<Pos>(merge::last);
+    world.register::<Vel>(merge::last);
+    world.register::<Health>(|h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    world.register::<Heading>(merge::last);
+    for i in 0..5_000 {
+        world.spawn((Pos(i as f32, 0.0), Vel(1.0, 0.5), Health(100)));
+    }
+    let mut rt = Runtime::builder()
+        .workers(workers)
+        .stages(["move", "hit", "clean"])
+        .build(world);
+    let (hit, clean) = (rt.stage_id("hit").unwrap(), rt.stage_id("clean").unwrap());
+    rt.add_system(|w: &World, out: &mut Output| {
+        let dt = w.resource::<Time>().dt;
+        let mut pos = out.writer::<Pos>();
+        for (e, (p, v)) in w.query::<(&Pos, &Vel)>() {
+            pos.write(e, Pos(p.0 + v.0 * dt, p.1 + v.1 * dt));
+        }
+    });
+    rt.add_system_to(hit, |w: &World, out: &mut Output| {
+        for (e, (p, _)) in w.query::<(&Pos, &Health)>() {
+            out.write::<Health>(e, if p.0 > 100.0 { -1 } else { 1 });
+        }
+        for i in 0..8 {
+            out.spawn((Heading(i as f32),));
+        }
+    });
+    rt.add_system_to(hit, |_: &World, out: &mut Output| {
+        out.par_for_each::<(&Health,)>(|e, (h,), out| out.write::<Health>(e, h.0 & 1));
+    });
+    rt.add_system_to(clean, |w: &World, out: &mut Output| {
+        for (e, (h,)) in w.query::<(&Heading,)>() {
+            out.write::<Heading>(e, Heading(h.0 + 1.0));
+            out.despawn(e);
+        }
+    });
+    rt
+}
+
 /// Builds a scenario's runtime on the given number of workers.
 type BuildRuntime = fn(usize) -> Runtime;
 
@@ -417,7 +463,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 12] = [
+    let scenarios: [(&str, BuildRuntime, usize); 13] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -450,6 +496,11 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         ("hierarchy: PropagateTransforms", hierarchy, 100),
+        (
+            "three stages, each writing, with spawns and despawns",
+            stages,
+            100,
+        ),
     ];
     for (scenario, build, frames) in scenarios {
         for workers in [1, 2] {

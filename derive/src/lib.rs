@@ -9,11 +9,19 @@
 //! #[derive(Component)]
 //! #[component(output = i32, merge = |h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>())]
 //! struct Health(i32);
+//!
+//! #[derive(Component, Clone, Copy)]
+//! #[component(merge = runsync::merge::last, requires(Pos, Health = Health(100)))]
+//! struct Ship;
 //! ```
 //!
 //! - `output = Type` sets `Component::Output` (default: `Self`).
 //! - `merge = expr` (optional) makes the type `runsync::DefaultMerge`, so
 //!   `world.register_default::<Pos>()` registers it with that merge.
+//! - `requires(A, B = expr, ..)` (optional, may repeat): an entity that gains this type
+//!   and lacks `A` gets `A::default()`, and `expr` for `B` (a constant expression: it
+//!   becomes a `fn() -> B`); declared when the type is registered, as
+//!   `World::require_with` does. Each entry is a type path (no generic arguments).
 //! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save` — `register_default`
 //!   then also calls `world.snapshotting::<T>()`, `checksumming::<T>()`,
 //!   `debugging::<T>()`, `saving::<T>()`.
@@ -49,6 +57,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
     let mut merge: Option<Expr> = None;
     let mut flags: Vec<syn::Ident> = Vec::new();
     let mut first_flag: Option<proc_macro2::Span> = None;
+    // Each required type, with its constructor expression if one is given.
+    let mut requires: Vec<(syn::Path, Option<Expr>)> = Vec::new();
     for attr in input
         .attrs
         .iter()
@@ -61,6 +71,20 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             } else if meta.path.is_ident("merge") {
                 merge = Some(meta.value()?.parse()?);
                 Ok(())
+            } else if meta.path.is_ident("requires") {
+                meta.parse_nested_meta(|req| {
+                    let make = if req.input.peek(syn::Token![=]) {
+                        Some(req.value()?.parse()?)
+                    } else if req.input.is_empty() || req.input.peek(syn::Token![,]) {
+                        None
+                    } else {
+                        return Err(req.error(
+                            "expected a required type, or `Type = expr` with its constructor",
+                        ));
+                    };
+                    requires.push((req.path.clone(), make));
+                    Ok(())
+                })
             } else if let Some((_, call)) = FLAGS.iter().find(|(f, _)| meta.path.is_ident(f)) {
                 first_flag.get_or_insert(meta.path.segments[0].ident.span());
                 let call = syn::Ident::new(call, meta.path.segments[0].ident.span());
@@ -71,7 +95,8 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             } else {
                 Err(meta.error(
                     "unknown `component` attribute: expected `output = Type`, `merge = expr`, \
-                     or a flag: `snapshot`, `checksum`, `debug`, `save`",
+                     `requires(Type, Type = expr, ..)`, or a flag: `snapshot`, `checksum`, \
+                     `debug`, `save`",
                 ))
             }
         })?;
@@ -82,9 +107,25 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
         Some(t) => quote!(#t),
         None => quote!(Self),
     };
+    let required = requires.iter().map(|(ty, make)| match make {
+        Some(e) => quote! {
+            sink.require::<#ty>((|| -> #ty { #e }) as fn() -> #ty);
+        },
+        None => quote! {
+            sink.require::<#ty>(<#ty as ::core::default::Default>::default);
+        },
+    });
+    let register_required = (!requires.is_empty()).then(|| {
+        quote! {
+            fn register_required<S: ::runsync::RequireSink>(sink: &mut S) {
+                #(#required)*
+            }
+        }
+    });
     let component = quote! {
         impl #impl_generics ::runsync::Component for #name #ty_generics #where_clause {
             type Output = #output;
+            #register_required
         }
     };
     if let (None, Some(span)) = (&merge, first_flag) {

@@ -87,8 +87,10 @@
 //! `431` a head too large; `503` when the inspector or the game is busy (retry), `504` when
 //! the game does not call the inspector. Entity ids are
 //! written `{index}v{generation}`, as `Entity`'s `Debug` (`"12v1"`). Checksums are hex
-//! strings (`"0x…"`: JSON numbers lose bits past 2^53). "Frame `k`" in a rewind means the
-//! state with `k` frames completed, the state frame `k` starts from.
+//! strings (`"0x…"`: JSON numbers lose bits past 2^53). Frames are numbered from 1, as
+//! [`FrameStats::frame`](runsync::FrameStats::frame) numbers them: frame `k` starts from
+//! the state with `k - 1` frames completed and leaves the state with `k`. "Frame `k`" in a
+//! rewind means the state with `k` frames completed (the state frame `k` left).
 //!
 //! | method and path | body | answer |
 //! |---|---|---|
@@ -116,22 +118,22 @@
 //!  "watched": ["17v1"], "timeline_seq": 830}
 //! ```
 //!
-//! `frame` is the number of frames completed (the next frame's index). `checksum` (of the
+//! `frame` is the number of frames completed (the number of the last frame run). `checksum` (of the
 //! world, [`World::checksum`](runsync::World::checksum)) is given while paused, else
 //! `null`. `ring.error` says why the ring stopped, if it did (a type not opted into
 //! snapshots). `resim` counts the re-simulated frames since the last rewind that were
-//! compared with the first run, and the first that differed.
+//! compared with the first run, and the number of the first that differed.
 //!
 //! ## Timeline
 //!
 //! ```json
-//! {"systems": ["BuildGrid", …], "records": [{"seq": 830, "frame": 811, "run_ns": 812345,
+//! {"systems": ["BuildGrid", …], "records": [{"seq": 830, "frame": 812, "run_ns": 812345,
 //!  "sync_ns": 70211, "systems_ns": [120331, …], "merged": 5120, "dropped": 0,
 //!  "entities": 2210, "error": null, "resim": true, "explain": false}, …]}
 //! ```
 //!
-//! One record per frame the inspector ran (the last 600 by default), `seq` increasing also
-//! across rewinds (where `frame` goes back). `resim` is `true`/`false` for a frame run
+//! One record per frame the inspector ran (the last 600 by default): `frame` is its number,
+//! `seq` increases also across rewinds (where `frame` goes back). `resim` is `true`/`false` for a frame run
 //! again after a rewind (whether it reproduced the recorded state), else `null`;
 //! `explain` marks a frame re-run for `explain`.
 //!
@@ -159,13 +161,13 @@
 //! ## Explain
 //!
 //! ```json
-//! {"frame": 811, "resim": true, "error": null,
-//!  "provenance": {"entity": "17v1", "frame": 811,
+//! {"frame": 812, "resim": true, "error": null,
+//!  "provenance": {"entity": "17v1", "frame": 812,
 //!    "components": [{"id": 3, "name": "runsync_systems::Health", "short": "Health",
 //!      "before": "Health { hp: 60, max: 60 }", "after": "Health { hp: 40, max: 60 }",
 //!      "writes": [{"system": 7, "system_name": "Contact", "index": 0, "value": "-20"}]}],
 //!    "commands": [{"system": 9, "system_name": "Death", "kind": "despawn", "component": null}],
-//!    "text": "entity 17v1, frame 811:\n  …"}}
+//!    "text": "entity 17v1, frame 812:\n  …"}}
 //! ```
 //!
 //! Needs the ring to hold the state before the last frame (`409` otherwise, saying why).
@@ -497,7 +499,7 @@ impl Inspector {
         if let Some(same) = resim {
             self.resim.checked += 1;
             if !same && self.resim.differed_at.is_none() {
-                self.resim.differed_at = Some(before);
+                self.resim.differed_at = Some(before + 1); // the frame's number
             }
         }
         self.timeline.push(rt, &result, resim, explain);
@@ -746,7 +748,7 @@ impl Inspector {
         Response::json(
             200,
             &Reply {
-                frame: last,
+                frame: last + 1, // the re-run frame's number
                 resim,
                 error: result.err().map(|e| e.to_string()),
                 provenance,

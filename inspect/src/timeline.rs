@@ -11,7 +11,7 @@ pub(crate) struct Record {
     /// Position in the timeline: increases by one per frame run, also across rewinds
     /// (where `frame` goes back).
     pub(crate) seq: u64,
-    /// The frame's index ([`runsync::FrameStats::frame`]).
+    /// The frame's number, from 1 ([`runsync::FrameStats::frame`]).
     pub(crate) frame: u64,
     pub(crate) run_ns: u64,
     pub(crate) sync_ns: u64,

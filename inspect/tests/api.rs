@@ -63,7 +63,8 @@ fn pause_step_and_resume() {
         .iter()
         .map(|r| r["frame"].as_u64().unwrap())
         .collect();
-    assert_eq!(frames, [at, at + 1, at + 2, at + 3], "{t}");
+    // Frames count from 1: the frames that took the count from `at` to `at + 4`.
+    assert_eq!(frames, [at + 1, at + 2, at + 3, at + 4], "{t}");
     assert_eq!(t["systems"], serde_json::json!(["move", "wind", "decay"]));
     assert_eq!(records[0]["systems_ns"].as_array().unwrap().len(), 3);
     assert!(
@@ -164,7 +165,8 @@ fn a_divergent_re_simulation_is_caught_at_its_first_frame() {
     game.ok("/api/step", Some(r#"{"frames": 10}"#));
     game.ok("/api/rewind", Some(r#"{"frame": 5}"#));
     let s = game.ok("/api/step", Some(r#"{"frames": 3}"#));
-    assert_eq!(s["resim"]["differed_at"], 5, "{s}");
+    // Rewound to 5 frames completed: frame 6 is the first re-simulated, and differs.
+    assert_eq!(s["resim"]["differed_at"], 6, "{s}");
     assert_eq!(
         s["resim"]["checked"], 1,
         "nothing left to compare after it: {s}"
@@ -175,8 +177,8 @@ fn a_divergent_re_simulation_is_caught_at_its_first_frame() {
     );
     let (_, t) = game.get("/api/timeline");
     let records = t["records"].as_array().unwrap();
-    let r5 = records.iter().rev().find(|r| r["frame"] == 5).unwrap();
-    assert_eq!(r5["resim"], false, "{r5}");
+    let r6 = records.iter().rev().find(|r| r["frame"] == 6).unwrap();
+    assert_eq!(r6["resim"], false, "{r6}");
 }
 
 #[test]
@@ -278,11 +280,11 @@ fn provenance_of_the_last_frame_by_explain_and_by_watch() {
     let before = checksum(&game.status());
 
     let v = game.ok(&format!("/api/entities/{id}/explain"), None);
-    assert_eq!(v["frame"], 2, "{v}");
+    assert_eq!(v["frame"], 3, "the last frame: {v}");
     assert_eq!(v["resim"], true, "the re-run reproduced the frame: {v}");
     let p = &v["provenance"];
     assert_eq!(p["entity"], id.as_str());
-    assert_eq!(p["frame"], 2);
+    assert_eq!(p["frame"], 3);
     let pos = p["components"]
         .as_array()
         .unwrap()
@@ -318,7 +320,7 @@ fn provenance_of_the_last_frame_by_explain_and_by_watch() {
     game.ok("/api/step", None);
     let (_, e) = game.get(&format!("/api/entities/{id}"));
     assert_eq!(e["watched"], true);
-    assert_eq!(e["provenance"]["frame"], 3, "{e}");
+    assert_eq!(e["provenance"]["frame"], 4, "the frame just run: {e}");
     game.ok(&format!("/api/entities/{id}/unwatch"), None);
     assert_eq!(
         game.post(&format!("/api/entities/{id}/unwatch"), None).0,

@@ -15,7 +15,10 @@
 //! the batch ends (before any other command touches a column). Swap-removes then happen in
 //! the same order on every column, so rows end up exactly where one-by-one moves put them.
 //! A command that fires a hook first flushes the batch (hooks see the world at their
-//! command), so hooked types' inserts and removes move one by one.
+//! command), so hooked types' inserts and removes move one by one. So do inserts of a type
+//! with [required components](crate::World::require), each followed by the inserts of
+//! what it requires; a spawn stages its bundle's required components beside the bundle
+//! (`Storage::stage_required`), so the entity is placed once.
 //!
 //! With a hierarchy registered ([`World::register_hierarchy`](crate::World::register_hierarchy)),
 //! commands on `ChildOf` and despawns go through [`tree`]: parents' `Children` follow, a
@@ -30,7 +33,7 @@ use std::any::Any;
 use std::collections::VecDeque;
 
 use crate::bundle::{Bundle, BundleSink};
-use crate::component::{Component, ComponentId, Registry};
+use crate::component::{Component, ComponentId};
 use crate::entity::{Entity, Location};
 use crate::hierarchy::HierarchyError;
 use crate::stats::MAX_HOOK_ROUNDS;
@@ -109,12 +112,13 @@ impl CommandList {
     /// free id when the command applies.
     ///
     /// # Panics
-    /// If a type of the bundle is unregistered or named twice.
+    /// If a type of the bundle is unregistered or named twice, or requires a type that is
+    /// not registered.
     #[track_caller]
-    pub(crate) fn spawn<B: Bundle>(&mut self, registry: &Registry, bundle: B, e: Option<Entity>) {
+    pub(crate) fn spawn<B: Bundle>(&mut self, storage: &Storage, bundle: B, e: Option<Entity>) {
         let start = self.spawn_types.len();
         bundle.put(&mut ListSink {
-            registry,
+            storage,
             list: self,
             start,
         });
@@ -202,7 +206,7 @@ impl CommandList {
 
 /// Puts a bundle's values into a [`CommandList`], types from `start` on.
 struct ListSink<'a> {
-    registry: &'a Registry,
+    storage: &'a Storage,
     list: &'a mut CommandList,
     start: usize,
 }
@@ -211,7 +215,8 @@ impl BundleSink for ListSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
         crate::hierarchy::assert_not_children::<C>();
-        let id = self.registry.id::<C>();
+        let id = self.storage.registry.id::<C>();
+        self.storage.check_required(id);
         if self.list.spawn_types[self.start..].contains(&id) {
             crate::bundle::duplicate::<C>();
         }
@@ -310,6 +315,8 @@ pub(crate) struct CommandReport {
 #[derive(Default)]
 pub(crate) struct CommandScratch {
     ids: Vec<ComponentId>,
+    /// The required types an insert added (see `Storage::insert_required`).
+    added: Vec<ComponentId>,
     batch: MoveBatch,
     /// A subtree being despawned, and the walk's stack.
     tree: tree::TreeScratch,
@@ -345,7 +352,12 @@ pub(crate) fn apply_list(
     scratch: &mut CommandScratch,
     report: &mut CommandReport,
 ) {
-    let CommandScratch { ids, batch, tree } = scratch;
+    let CommandScratch {
+        ids,
+        added,
+        batch,
+        tree,
+    } = scratch;
     let commands = std::mem::take(&mut list.commands);
     let hierarchy = host.storage().hierarchy;
     let mut next_spawn = 0;
@@ -361,6 +373,25 @@ pub(crate) fn apply_list(
                         report.cycles += 1;
                         report.first_cycle.get_or_insert(error);
                     }
+                }
+            }
+            Command::Insert(e, id) if host.storage().required.has(id) => {
+                // A type with required components: one by one, then what it requires.
+                batch.flush(host.storage(), list);
+                let replaces = host.storage().slot_of(e, id).is_some();
+                if replaces {
+                    host.fire(Change::Remove, id, e);
+                }
+                let storage = host.storage();
+                list.values_of(id).stage_next(storage.columns_mut(id));
+                if !storage.insert_staged(e, id) {
+                    report.dropped += 1;
+                    continue;
+                }
+                storage.insert_required(e, id, added);
+                host.fire(Change::Add, id, e);
+                for &r in added.iter() {
+                    host.fire(Change::Add, r, e);
                 }
             }
             Command::Insert(e, id) => match host.storage().plan(e, id, true) {
@@ -430,6 +461,7 @@ pub(crate) fn apply_list(
                     ids.push(id);
                 }
                 next_spawn += n as usize;
+                storage.stage_required(ids);
                 let e = match reserved {
                     Some(e) => {
                         storage.spawn_staged_as(e, ids);

@@ -369,7 +369,8 @@ impl<'w> Output<'w> {
     /// ids nobody needs this frame, use `spawn_deferred`.
     ///
     /// # Panics
-    /// If a component type is unregistered or named twice in the bundle, or if called
+    /// If a component type is unregistered, named twice in the bundle or
+    /// [requires](crate::World::require) a type that is not registered, or if called
     /// inside [`par_for_each`](Self::par_for_each): its parallel chunks cannot number
     /// their spawns in a deterministic order, so use
     /// [`spawn_deferred`](Self::spawn_deferred) there.
@@ -420,7 +421,7 @@ impl<'w> Output<'w> {
 
     #[track_caller]
     fn put_spawn<B: Bundle>(&mut self, bundle: B, e: Option<Entity>) {
-        self.bufs.commands.spawn(self.world.registry(), bundle, e);
+        self.bufs.commands.spawn(self.world.storage(), bundle, e);
     }
 
     /// Despawns `e` in Sync. Despawning a dead entity (or one despawned twice) is a no-op,
@@ -430,14 +431,16 @@ impl<'w> Output<'w> {
         self.bufs.commands.despawn(e);
     }
 
-    /// Inserts (or replaces) component `C` of `e` in Sync.
+    /// Inserts (or replaces) component `C` of `e` in Sync, with the components `C`
+    /// [requires](crate::World::require) that `e` lacks.
     ///
     /// # Panics
-    /// If `C` is not registered.
+    /// If `C` is not registered, or requires a type that is not.
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) {
         crate::hierarchy::assert_not_children::<C>();
         let id = self.id::<C>();
+        self.world.storage().check_required(id);
         self.bufs.commands.insert(id, e, component);
     }
 

@@ -88,9 +88,12 @@ table_filter!(Without, false);
 /// - a command inserted `C` (a replacement, or the entity gaining `C`), or spawned the
 ///   entity with `C`.
 ///
-/// The window is one Sync: Sync forgets the previous marks as it starts, so systems in
-/// frame N+1 see exactly what frame N's Sync did (a frame whose Sync writes nothing clears
-/// them). Between frames, [`World::spawn`], [`World::spawn_batch`] and [`World::insert`]
+/// The window is one frame: a frame's (first) Sync forgets the previous frame's marks as
+/// it starts, so systems in frame N+1 see exactly what frame N's Sync did (a frame whose
+/// Sync writes nothing clears them). With several [stages](crate::Runtime::add_stage),
+/// each stage's Sync adds its marks to those of the stages before it: between frames the
+/// marks are the whole frame's, the first stage's systems see the whole previous frame,
+/// and a later stage's systems see what this frame's earlier stages did. Between frames, [`World::spawn`], [`World::spawn_batch`] and [`World::insert`]
 /// mark like the commands they mirror, and stay marked until the next Sync starts;
 /// [`World::get_mut`] and [`World::query_mut`] do **not** mark (`query_mut` may still
 /// filter on the marks). Marks belong to the entity's component: an entity moved to

@@ -1,5 +1,6 @@
-//! Change marks: per row of each column, whether the last Sync wrote the value (*changed*)
-//! or gave the entity the component (*added*). What `Changed<C>` and `Added<C>` read.
+//! Change marks: per row of each column, whether the last frame's Syncs (one per stage)
+//! wrote the value (*changed*) or gave the entity the component (*added*). What
+//! `Changed<C>` and `Added<C>` read.
 //!
 //! A column's marks are two bit sets over plain `u64` words, bit `i` of word `i / 64` for
 //! row `i` (bitvec's `Lsb0` order). Everything here works on the raw words, as the query

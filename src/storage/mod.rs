@@ -8,6 +8,8 @@
 //!   ([`AnyColumns`]), with the per-type opt-ins (snapshot, checksum, `Debug`);
 //! - `mask.rs` — table signatures and query masks (`bitvec` words);
 //! - `marks.rs` — change marks (`Changed` / `Added`), row-aligned bit sets per column;
+//! - `required.rs` — required components: which types a type requires, and their
+//!   constructors;
 //! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports;
 //! - `save.rs` — the storage's part of save files: written, parsed and checked, applied.
 //!
@@ -25,6 +27,7 @@
 mod column;
 mod marks;
 mod mask;
+mod required;
 mod save;
 mod snapshot;
 mod table;
@@ -34,6 +37,7 @@ use std::any::type_name;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
+pub(crate) use required::Required;
 pub(crate) use save::ParsedStorage;
 pub(crate) use snapshot::{RestoreError, StorageSnapshot};
 pub(crate) use table::{Table, TableId, Tables};
@@ -56,10 +60,13 @@ pub(crate) struct Storage {
     /// The ids of `ChildOf` and `Children`, once `World::register_hierarchy` registered
     /// them: structural changes then keep parents and children in step.
     pub(crate) hierarchy: Option<Hierarchy>,
+    /// Which types each type requires (required components).
+    pub(crate) required: Required,
 }
 
 impl Storage {
-    /// An empty storage with the same registered types and opt-ins (no entities).
+    /// An empty storage with the same registered types and opt-ins (no entities, and no
+    /// required components: it is filled by loading a save, never by spawns).
     pub(crate) fn empty_like(&self) -> Storage {
         Storage {
             entities: Entities::default(),
@@ -68,6 +75,7 @@ impl Storage {
             tables: Tables::default(),
             tables_with: vec![Vec::new(); self.columns.len()],
             hierarchy: self.hierarchy,
+            required: Required::default(),
         }
     }
 
@@ -76,6 +84,7 @@ impl Storage {
         let id = self.registry.add::<C>()?;
         self.columns.push(Box::new(TypedColumns::<C>::default()));
         self.tables_with.push(Vec::new());
+        self.required.resolve(std::any::TypeId::of::<C>(), id);
         Ok(id)
     }
 
@@ -166,6 +175,107 @@ impl Storage {
         let c = &mut self.columns[id.index()];
         c.discard_staged();
         c.flush_graveyard();
+    }
+
+    /// Why type `id` cannot be spawned or inserted yet (a requirement of it names a type
+    /// not registered), if so: the message.
+    #[inline]
+    pub(crate) fn missing_required(&self, id: ComponentId) -> Option<String> {
+        self.required.missing(id, |c| self.registry.info(c).name)
+    }
+
+    /// Panics with [`missing_required`](Self::missing_required)'s message, if any.
+    #[inline]
+    #[track_caller]
+    pub(crate) fn check_required(&self, id: ComponentId) {
+        if let Some(message) = self.missing_required(id) {
+            panic!("{message}");
+        }
+    }
+
+    /// Adds to `ids` (a bundle's types, their values staged) every type they require that
+    /// the bundle lacks, transitively, staging a value of each (see `required.rs`).
+    /// Nothing without requirements.
+    #[inline]
+    pub(crate) fn stage_required(&mut self, ids: &mut Vec<ComponentId>) {
+        if !self.required.any() {
+            return;
+        }
+        let (required, columns) = (&self.required, &mut self.columns);
+        required.closure(ids, 0, |r| r.make().stage(&mut *columns[r.id().index()]));
+    }
+
+    /// After `e` gained or replaced its `id` value: inserts every type `id` requires,
+    /// transitively, that `e` lacks, each made by its constructor, and puts their ids in
+    /// `added` (in the order inserted). Nothing if `id` has no requirement or `e` is dead.
+    pub(crate) fn insert_required(
+        &mut self,
+        e: Entity,
+        id: ComponentId,
+        added: &mut Vec<ComponentId>,
+    ) {
+        added.clear();
+        if !self.required.has(id) {
+            return;
+        }
+        let Some(loc) = self.entities.location(e) else {
+            return;
+        };
+        added.extend(
+            self.tables
+                .get(loc.table)
+                .components()
+                .iter()
+                .filter(|&&c| c != id),
+        );
+        let present = added.len();
+        added.push(id);
+        let mut plan = std::mem::take(self.required.plan_mut());
+        plan.clear();
+        self.required
+            .closure(added, present, |r| plan.push(r.clone()));
+        for r in &plan {
+            let c = r.id();
+            r.make().stage(&mut *self.columns[c.index()]);
+            let inserted = self.insert_staged(e, c);
+            debug_assert!(inserted, "the entity is alive");
+        }
+        added.drain(..=present);
+        plan.clear();
+        *self.required.plan_mut() = plan;
+    }
+
+    /// For a batch spawn of `ids` (a bundle's types): appends to `ids` the types they
+    /// require that the bundle lacks (see [`stage_required`](Self::stage_required)) and
+    /// keeps how to make them for [`fill_required`](Self::fill_required).
+    pub(crate) fn add_required(&mut self, ids: &mut Vec<ComponentId>) {
+        let mut plan = std::mem::take(self.required.plan_mut());
+        plan.clear();
+        if self.required.any() {
+            self.required.closure(ids, 0, |r| plan.push(r.clone()));
+        }
+        *self.required.plan_mut() = plan;
+    }
+
+    /// Pushes `n` values of every type [`add_required`](Self::add_required) added onto
+    /// its column in `table`, marked added; then forgets them.
+    pub(crate) fn fill_required(&mut self, table: TableId, n: usize) {
+        let plan = std::mem::take(self.required.plan_mut());
+        for r in &plan {
+            let c = r.id();
+            let col = self
+                .tables
+                .get(table)
+                .column(c)
+                .expect("the batch's table has its required types");
+            let columns = &mut *self.columns[c.index()];
+            let before = columns.column_len(col);
+            r.make().push(columns, col, n);
+            columns.mark_added(col, before..before + n);
+        }
+        let mut plan = plan;
+        plan.clear();
+        *self.required.plan_mut() = plan;
     }
 
     /// Spawns an entity from values staged in the columns of `ids` (bundle order).

@@ -1,10 +1,13 @@
-//! The Sync phase: fold every output into the world, then apply structural commands.
+//! The Sync phase: fold every output of a stage into the world, then apply structural
+//! commands. A frame has one Sync per [stage](crate::Runtime::add_stage), after that
+//! stage's Run, over that stage's systems only.
 //!
 //! Sync runs seven named steps, in order, each a function of this module (and a Tracy zone
 //! of the same name, but for the first):
 //!
-//! 0. [`clear_marks`] — forgets the change marks of the previous Sync (what `Changed<C>`
-//!    / `Added<C>` report is what *this* Sync does).
+//! 0. [`clear_marks`] — in the frame's first stage only: forgets the change marks of the
+//!    previous frame (what `Changed<C>` / `Added<C>` report is what *this* frame's Syncs
+//!    do; a later stage's Sync adds its marks to those of the stages before it).
 //! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
 //!    type, in system order (a pointer move and one downcast per (system, type)).
 //!    Then, only if an entity is watched, [`Watches::record_writes`] notes its writes and
@@ -41,7 +44,7 @@ use crate::fold::FailedAt;
 use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::MergeTarget;
-use crate::system::SystemSlot;
+use crate::system::{StageId, SystemSlot};
 use crate::world::World;
 
 /// What Sync keeps across frames (capacity only).
@@ -70,29 +73,45 @@ pub(crate) struct SyncReport {
     pub(crate) messages: u64,
 }
 
-/// Runs the whole Sync phase for the systems that ran this frame.
+/// Which stage a Sync is for.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StageSync {
+    /// The stage.
+    pub(crate) stage: StageId,
+    /// Where its systems sit among the runtime's (their place numbers their reserved
+    /// spawn ids; see `Entities::reserve_for_frame`).
+    pub(crate) base: usize,
+    /// Whether it is the frame's first stage: its Sync forgets the previous frame's marks
+    /// and provenance records.
+    pub(crate) first: bool,
+}
+
+/// Runs the whole Sync phase for the systems of one stage (`systems`), those that ran.
 pub(crate) fn sync(
     world: &mut World,
     systems: &mut [SystemSlot],
+    at: StageSync,
     pool: &Pool,
     scratch: &mut SyncScratch,
     watches: &mut Watches,
 ) -> SyncReport {
     let mut report = SyncReport::default();
-    clear_marks(world);
+    if at.first {
+        clear_marks(world);
+    }
     {
         let _zone = crate::profile::zone!("gather");
         gather(world, systems);
     }
     if !watches.is_empty() {
-        watches.record_writes(world, systems);
+        watches.record_writes(world, systems, at.stage, at.first);
     }
     {
         let _zone = crate::profile::zone!("fold_all");
         fold_all(world, pool, &mut report);
     }
     if !watches.is_empty() {
-        watches.record_after(world);
+        watches.record_after(world, at.stage);
     }
     {
         let _zone = crate::profile::zone!("fold_resources");
@@ -104,7 +123,7 @@ pub(crate) fn sync(
     }
     {
         let _zone = crate::profile::zone!("commands");
-        apply_commands(world, systems, &mut scratch.commands, &mut report);
+        apply_commands(world, systems, at.base, &mut scratch.commands, &mut report);
     }
     if world.messages_mut().len() > 0 {
         let _zone = crate::profile::zone!("deliver_messages");
@@ -113,8 +132,9 @@ pub(crate) fn sync(
     report
 }
 
-/// Step 0: unmarks every row marked changed or added by the previous Sync (or between
-/// frames). Cost: O(types), plus O(columns) for each type that had a mark.
+/// Step 0 (first stage only): unmarks every row marked changed or added by the previous
+/// frame's Syncs (or between frames). Cost: O(types), plus O(columns) for each type that
+/// had a mark.
 fn clear_marks(world: &mut World) {
     world.storage_mut().clear_marks();
 }
@@ -214,19 +234,23 @@ fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
 ///
 /// A spawn made with `Output::spawn` takes the id reserved for it in Run (see the
 /// `entity` module docs): overflow ids get their slots first, and after the systems'
-/// commands each system's block drops the ids it used.
+/// commands each system's block drops the ids it used. The stage's systems sit at
+/// `base..` among the runtime's: their reservations and overflow lanes are numbered so.
 fn apply_commands(
     world: &mut World,
     systems: &mut [SystemSlot],
+    base: usize,
     scratch: &mut CommandScratch,
     report: &mut SyncReport,
 ) {
     let applied = world.apply_changes(scratch, &mut report.commands, |host, scratch, rep| {
         // Overflow ids handed out in Run get their slots before any command allocates.
-        host.world
-            .storage_mut()
-            .entities
-            .create_overflow(|s| systems.get(s).map_or(0, |slot| slot.out.spawned as usize));
+        // Lanes of other stages' systems spawned nothing.
+        host.world.storage_mut().entities.create_overflow(|s| {
+            s.checked_sub(base)
+                .and_then(|i| systems.get(i))
+                .map_or(0, |slot| slot.out.spawned as usize)
+        });
         for slot in systems.iter_mut() {
             if slot.ran && !slot.out.commands.is_empty() {
                 apply_list(host, &mut slot.out.commands, scratch, rep);
@@ -237,7 +261,7 @@ fn apply_commands(
         for (s, slot) in systems.iter_mut().enumerate() {
             let spawned = if slot.ran { slot.out.spawned } else { 0 };
             let entities = &mut host.world.storage_mut().entities;
-            entities.commit_reserved(s, spawned as usize);
+            entities.commit_reserved(base + s, spawned as usize);
             slot.out.spawned = 0;
         }
     });

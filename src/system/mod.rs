@@ -2,7 +2,7 @@
 
 pub(crate) mod id;
 
-pub use id::SystemId;
+pub use id::{StageId, SystemId};
 
 use std::borrow::Cow;
 use std::panic::Location;
@@ -92,9 +92,29 @@ where
     }
 }
 
+/// One system of a [`Runtime`](crate::Runtime), as
+/// [`Runtime::systems`](crate::Runtime::systems) lists it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SystemInfo<'a> {
+    /// Its id (registration order).
+    pub id: SystemId,
+    /// Its name: [`System::name`], a closure's call site, or the name given to
+    /// [`Runtime::add_system_named`](crate::Runtime::add_system_named).
+    pub name: &'a str,
+    /// Whether it runs ([`Runtime::set_enabled`](crate::Runtime::set_enabled)).
+    pub enabled: bool,
+    /// The stage it runs in.
+    pub stage: StageId,
+}
+
 /// What the runtime keeps per system: the system, its name, its switch, its buffers and
 /// the figures of its last run.
 pub(crate) struct SystemSlot {
+    /// Its id (registration order; slots are kept stage by stage, so not its place).
+    pub(crate) id: SystemId,
+    /// The stage it runs in.
+    pub(crate) stage: StageId,
     pub(crate) system: Box<dyn System>,
     pub(crate) name: Arc<str>,
     pub(crate) enabled: bool,

@@ -12,6 +12,7 @@ mod debug;
 pub(crate) mod declare;
 pub(crate) mod hierarchy;
 mod messages;
+mod required;
 mod resources;
 pub(crate) mod save;
 mod snapshot;
@@ -116,6 +117,9 @@ impl World {
     /// `|h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>()`. Its type decides Sync's
     /// path at compile time (see [`Merge`]).
     ///
+    /// The components `C` requires (`#[component(requires(..))]`) are declared here, as
+    /// by [`require_with`](Self::require_with).
+    ///
     /// # Panics
     /// If `C` is already registered: one type has one merge.
     #[track_caller]
@@ -139,6 +143,7 @@ impl World {
         match self.storage.add_type::<C>() {
             Ok(id) => {
                 self.folds.push(Box::new(Fold::<C, _>::new(merge)));
+                self.declare_required::<C>(id);
                 id
             }
             Err(_) => registered_twice::<C>(),
@@ -150,11 +155,13 @@ impl World {
         self.storage.registry.get::<C>().is_some()
     }
 
-    /// Spawns an entity with the components of `bundle` (a tuple; `()` for none).
+    /// Spawns an entity with the components of `bundle` (a tuple; `()` for none), and
+    /// the components they [require](Self::require) that the bundle lacks.
     ///
     /// # Panics
-    /// If a type in the bundle is unregistered or appears twice, or if an
-    /// [`on_add`](Self::on_add) hook it fires panics (once every change is applied).
+    /// If a type in the bundle is unregistered, appears twice or requires a type that is
+    /// not registered, or if an [`on_add`](Self::on_add) hook it fires panics (once every
+    /// change is applied).
     #[track_caller]
     pub fn spawn<B: Bundle>(&mut self, bundle: B) -> Entity {
         let mut ids = std::mem::take(&mut self.scratch_ids);
@@ -163,6 +170,7 @@ impl World {
             storage: &mut self.storage,
             ids: &mut ids,
         });
+        self.storage.stage_required(&mut ids);
         let e = self.storage.spawn_staged(&mut ids);
         let child = (self.storage.hierarchy).is_some_and(|h| ids.contains(&h.child_of));
         self.scratch_ids = ids;
@@ -245,15 +253,16 @@ impl World {
         true
     }
 
-    /// Inserts `component` into `e`, replacing (and dropping) any existing `C`.
-    /// Returns `false`, dropping `component`, if `e` is dead. A [`ChildOf`] reparents `e`
+    /// Inserts `component` into `e`, replacing (and dropping) any existing `C`, and the
+    /// components `C` [requires](Self::require) that `e` lacks. Returns `false`, dropping
+    /// `component`, if `e` is dead. A [`ChildOf`] reparents `e`
     /// ([`set_parent`](Self::set_parent); `false` if the parent is dead).
     ///
     /// # Panics
-    /// If `C` is not registered, if `C` is [`Children`] (kept by Sync), if a `ChildOf`
-    /// would make a cycle (with [`HierarchyError`](crate::HierarchyError)'s message,
-    /// nothing changed), or if a [hook](Self::on_add) it fires panics (once every change
-    /// is applied).
+    /// If `C` is not registered or requires a type that is not, if `C` is [`Children`]
+    /// (kept by Sync), if a `ChildOf` would make a cycle (with
+    /// [`HierarchyError`](crate::HierarchyError)'s message, nothing changed), or if a
+    /// [hook](Self::on_add) it fires panics (once every change is applied).
     #[track_caller]
     pub fn insert<C: Component>(&mut self, e: Entity, component: C) -> bool {
         assert_not_children::<C>();
@@ -265,7 +274,12 @@ impl World {
             };
         }
         let id = self.storage.registry.id::<C>();
-        if self.hooks.has(id, Change::Add) || self.hooks.has(id, Change::Remove) {
+        self.storage.check_required(id);
+        let required = self.storage.required.has(id);
+        if self.hooks.has(id, Change::Add)
+            || self.hooks.has(id, Change::Remove)
+            || (required && self.hooks.any(Change::Add))
+        {
             return self.with_hooks(|a| {
                 if a.world.storage.slot_of(e, id).is_some() {
                     a.hooks.fire(Change::Remove, id, a.world, e);
@@ -273,13 +287,23 @@ impl World {
                 a.world.storage.stage(id, component);
                 let ok = a.world.storage.insert_staged(e, id);
                 if ok {
+                    let mut added = Vec::new();
+                    a.world.storage.insert_required(e, id, &mut added);
                     a.hooks.fire(Change::Add, id, a.world, e);
+                    for r in added {
+                        a.hooks.fire(Change::Add, r, a.world, e);
+                    }
                 }
                 ok
             });
         }
         self.storage.stage(id, component);
         let ok = self.storage.insert_staged(e, id);
+        if ok && required {
+            let mut added = std::mem::take(&mut self.scratch_ids);
+            self.storage.insert_required(e, id, &mut added);
+            self.scratch_ids = added;
+        }
         self.storage.columns_mut(id).flush_graveyard();
         ok
     }
@@ -350,7 +374,7 @@ impl World {
             .is_some_and(|l| self.storage.tables.get(l.table).has(id))
     }
 
-    /// Whether `e`'s `C` was written by the last Sync (merged into, inserted, or spawned
+    /// Whether `e`'s `C` was written by the last frame's Sync (merged into, inserted, or spawned
     /// with), or inserted or spawned between frames since; `false` if `e` is dead or has no
     /// `C`. Exact semantics on [`Changed`](crate::Changed). Cost: one lookup and one bit.
     ///
@@ -379,7 +403,7 @@ impl World {
             .is_some_and(|(changed, _)| changed)
     }
 
-    /// Whether `e` gained `C` in the last Sync (or between frames since): spawned with it,
+    /// Whether `e` gained `C` in the last frame's Sync (or between frames since): spawned with it,
     /// or given it when it had none. `false` if `e` is dead or has no `C`. Exact semantics
     /// on [`Added`](crate::Added); see [`is_changed`](Self::is_changed).
     ///
@@ -577,12 +601,16 @@ impl BundleSink for StageSink<'_> {
     fn put<C: Component>(&mut self, value: C) {
         assert_not_children::<C>();
         let id = self.storage.registry.id::<C>();
-        if self.ids.contains(&id) {
+        let missing = self.storage.missing_required(id);
+        if self.ids.contains(&id) || missing.is_some() {
             for &staged in self.ids.iter() {
                 self.storage.discard_staged(staged);
             }
             self.ids.clear();
-            crate::bundle::duplicate::<C>();
+            match missing {
+                Some(message) => panic!("{message}"),
+                None => crate::bundle::duplicate::<C>(),
+            }
         }
         self.ids.push(id);
         self.storage.stage(id, value);

@@ -337,14 +337,15 @@ impl World {
     /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
     /// later call succeeds.
     pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
-        let saved = match self.written_resource_not_snapshotting() {
-            Some(type_name) => Err(SnapshotError::ResourceNotSnapshotting { type_name }),
-            None => self.storage.save(&mut into.storage).map_err(|id| {
-                SnapshotError::NotSnapshotting {
-                    type_name: self.storage.type_name(id),
-                }
-            }),
-        };
+        let saved =
+            match self.written_resource_not_snapshotting() {
+                Some(type_name) => Err(SnapshotError::ResourceNotSnapshotting { type_name }),
+                None => self.storage.save(&mut into.storage).map_err(|id| {
+                    SnapshotError::NotSnapshotting {
+                        type_name: self.storage.type_name(id),
+                    }
+                }),
+            };
         let saved = saved.and_then(|()| self.save_messages(into));
         if let Err(e) = saved {
             into.resources.clear();

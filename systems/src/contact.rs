@@ -185,16 +185,16 @@ mod tests {
         rt.add_system(Contact::default());
         rt.frame(); // no grid yet: its own, of this world
         assert_eq!((hp(&rt, red), hp(&rt, blue)), (98, 99));
-        // Between frames blue moves away and `gone` dies; the grid built in frame 0 still
+        // Between frames blue moves away and `gone` dies; the grid built in the first frame still
         // has them where they were.
         rt.world_mut().get_mut::<Position>(blue).unwrap().0 = Vec2::new(10.0, 0.0);
         rt.world_mut().despawn(gone);
         rt.frame();
         assert_eq!(hp(&rt, blue), 98, "red hit blue where it was");
         assert_eq!(hp(&rt, red), 98, "blue, now alone, hit no one");
-        assert_eq!(hp(&rt, green), 100 - 4, "hit in frame 0 only");
+        assert_eq!(hp(&rt, green), 100 - 4, "hit in the first frame only");
         assert_eq!(rt.stats().dropped, 0, "no damage for the dead");
-        rt.frame(); // the grid of frame 1 saw the move
+        rt.frame(); // the grid of the second frame saw the move
         assert_eq!((hp(&rt, red), hp(&rt, blue)), (98, 98));
     }
 

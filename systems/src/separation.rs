@@ -191,7 +191,7 @@ mod tests {
         let v = |rt: &Runtime, e| rt.world().get::<Velocity>(e).unwrap().0;
         rt.frame(); // no grid yet: its own, of this world
         assert_eq!((v(&rt, a), v(&rt, b)), (Vec2::new(-1.0, 0.0), Vec2::X));
-        // Between frames b moves away and d dies; the grid built in frame 0 still has b
+        // Between frames b moves away and d dies; the grid built in the first frame still has b
         // overlapping a, and d beside c.
         rt.world_mut().get_mut::<Position>(b).unwrap().0 = Vec2::new(10.0, 0.0);
         rt.world_mut().despawn(d);
@@ -203,7 +203,7 @@ mod tests {
             Vec2::new(-2.0, 0.0),
             "d, dead since, pushes a last time"
         );
-        rt.frame(); // the grid of frame 1 saw the move
+        rt.frame(); // the grid of the second frame saw the move
         assert_eq!(v(&rt, a), Vec2::new(-2.0, 0.0));
     }
 

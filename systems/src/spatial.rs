@@ -50,7 +50,7 @@ use crate::{Collider, Grid, Health, Position, Projectile, Team, Velocity};
 /// let a = world.spawn((Position(Vec2::ZERO), Velocity(Vec2::ZERO), c, Team(1), Health::full(9)));
 /// let mut rt = Runtime::builder().build(world);
 /// rt.add_system(BuildGrid::default());
-/// rt.frame(); // frame 0 builds the grid from the world before it
+/// rt.frame(); // the first frame builds the grid from the world before it
 /// let grid = rt.world().resource::<SpatialGrid>();
 /// assert_eq!(grid.frame(), Some(0));
 /// let mut near = Vec::new();
@@ -111,7 +111,8 @@ impl SpatialGrid {
         self.built.as_ref().map(|b| &b.grid)
     }
 
-    /// The frame ([`Time::frame`]) whose Run built the grid, if one was built.
+    /// [`Time::frame`] as the Run that built the grid read it (the frames completed before
+    /// that one: 0 for the first), if one was built.
     pub fn frame(&self) -> Option<u64> {
         self.built.as_ref().map(|b| b.frame)
     }
@@ -394,7 +395,8 @@ mod tests {
         rt.add_system(BuildGrid::default());
         assert!(SpatialGrid::current(rt.world()).is_none(), "not built yet");
         rt.frame();
-        // Between frames `Time::frame` is 1: the grid built in frame 0 is current.
+        // Between frames `Time::frame` is 1: the grid built in the first frame (which
+        // read `Time::frame` 0) is current.
         let grid = SpatialGrid::current(rt.world()).expect("built last frame");
         let mut items = Vec::new();
         grid.for_each_near(Vec2::ZERO, 10.0, |it| items.push((it.entity, it.tag)));

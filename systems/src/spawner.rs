@@ -84,7 +84,7 @@ pub struct SpawnerConfig {
     pub teams: u8,
     /// Agents each wave tops every team up to.
     pub agents_per_team: usize,
-    /// Frames between waves; the first wave is at frame 0.
+    /// Frames between waves; the first wave is in the first frame ([`Time::frame`] 0).
     pub wave_every: u64,
     /// Lower corner of the arena. Team `t` spawns in the `t`-th vertical strip.
     pub min: Vec2,

@@ -50,7 +50,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::ops::AddAssign;
+use std::ops::{AddAssign, Range};
 use std::sync::{Arc, Mutex};
 
 use runsync::prelude::*;
@@ -132,7 +132,7 @@ impl AddAssign<f32> for S {
 }
 
 /// Zero-sized, with zero-sized outputs and a no-op merge.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct Z;
 impl Component for Z {
     type Output = ();
@@ -1044,6 +1044,26 @@ impl MEnt {
         }
     }
 
+    /// Gives the entity, breadth first from `given` (the kinds just spawned with or
+    /// inserted), every kind they require ([`REQUIRES`]) that it lacks, made by
+    /// [`required_value`] and marked added: what the runtime does with the requirements
+    /// [`declare_required`] declares.
+    pub fn add_required(&mut self, given: &[Kind]) {
+        let mut queue = given.to_vec();
+        let mut i = 0;
+        while i < queue.len() {
+            for &(of, r) in &REQUIRES {
+                if of == queue[i] && !self.has(r) {
+                    required_value(self, r);
+                    self.added |= r.bit();
+                    self.changed |= r.bit();
+                    queue.push(r);
+                }
+            }
+            i += 1;
+        }
+    }
+
     /// Removes the component (and its marks); whether there was one.
     pub fn clear(&mut self, k: Kind) -> bool {
         let had = self.has(k);
@@ -1087,6 +1107,39 @@ impl MEnt {
     }
 }
 
+/// Required components, when a case turns them on: `(of, required)` in declaration order.
+/// `A` → `F`, `Z`; `F` → `Lo`; `Lo` → `A` (a cycle); `B` → `S`. Each kind is required by
+/// one kind only, so its constructor is never in question.
+pub const REQUIRES: [(Kind, Kind); 5] = [
+    (Kind::A, Kind::F),
+    (Kind::A, Kind::Z),
+    (Kind::F, Kind::Lo),
+    (Kind::Lo, Kind::A),
+    (Kind::B, Kind::S),
+];
+
+/// The value a required kind is made with.
+fn required_value(m: &mut MEnt, k: Kind) {
+    match k {
+        Kind::A => m.a = Some(3),
+        Kind::F => m.f = Some(7),
+        Kind::Lo => m.lo = Some(Bits(1.5)),
+        Kind::S => m.s = Some(Bits(2.0)),
+        Kind::Z => m.z = true,
+        _ => unreachable!("{k:?} is required by no kind"),
+    }
+}
+
+/// Declares [`REQUIRES`] in `world`, with [`required_value`]'s constructors.
+pub fn declare_required(world: &mut World) {
+    world
+        .require_with::<A, F>(|| F(7))
+        .require::<A, Z>()
+        .require_with::<F, Lo>(|| Lo(1.5))
+        .require_with::<Lo, A>(|| A(3))
+        .require_with::<B, S>(|| S(2.0));
+}
+
 /// What `stats()` must say about a frame.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Counts {
@@ -1115,6 +1168,8 @@ pub struct Model {
     known: Vec<Entity>,
     /// The resource `R`.
     res: u64,
+    /// Whether [`REQUIRES`] is declared.
+    requires: bool,
 }
 
 /// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
@@ -1206,9 +1261,11 @@ impl Model {
         }
     }
 
-    /// After the commands: each block drops the ids its system's spawns took.
-    fn commit(&mut self, spawned: &[usize]) {
-        for (s, &n) in spawned.iter().enumerate() {
+    /// After the commands: each block of the stage's systems (at `places`) drops the ids
+    /// its system's spawns took.
+    fn commit(&mut self, spawned: &[usize], places: Range<usize>) {
+        for s in places {
+            let n = spawned[s];
             let (block, last) = &mut self.reserved[s];
             block.drain(..n.min(block.len()));
             *last = n;
@@ -1379,8 +1436,10 @@ impl Model {
         Ok(())
     }
 
-    /// Applies one frame's outputs (per system, in registration order).
-    fn frame(&mut self, emits: &[Vec<Emit>]) -> Counts {
+    /// Applies one stage's outputs (per system, by place: stage by stage, registration
+    /// order within; the stage's systems are at `places`, the others emitted nothing).
+    /// The frame's `first` stage starts by forgetting the previous frame's marks.
+    fn sync(&mut self, emits: &[Vec<Emit>], places: Range<usize>, first: bool) -> Counts {
         let mut n = Counts {
             systems: emits
                 .iter()
@@ -1394,10 +1453,13 @@ impl Model {
                 .collect(),
             ..Counts::default()
         };
-        // Sync starts by forgetting the previous marks.
-        for m in self.live.values_mut() {
-            m.changed = 0;
-            m.added = 0;
+        // The frame's first Sync starts by forgetting the previous frame's marks; later
+        // stages add theirs.
+        if first {
+            for m in self.live.values_mut() {
+                m.changed = 0;
+                m.added = 0;
+            }
         }
         // Merges: one call per (type, entity) with its outputs in system, then emission
         // order.
@@ -1435,6 +1497,14 @@ impl Model {
                         b: b.map(|b| Bits(f32::from(b))),
                         ..MEnt::default()
                     };
+                    if self.requires {
+                        let given: Vec<Kind> = [(Kind::A, a.is_some()), (Kind::B, b.is_some())]
+                            .iter()
+                            .filter(|g| g.1)
+                            .map(|g| g.0)
+                            .collect();
+                        m.add_required(&given);
+                    }
                     m.mark_all_added();
                     match id {
                         Some(e) => {
@@ -1455,14 +1525,23 @@ impl Model {
                     n.despawned += u64::from(ok);
                     ok
                 }
-                Emit::Insert(k, e, x) => self.live.get_mut(&e).map(|m| m.set(k, x)).is_some(),
+                Emit::Insert(k, e, x) => match self.live.get_mut(&e) {
+                    Some(m) => {
+                        m.set(k, x);
+                        if self.requires {
+                            m.add_required(&[k]);
+                        }
+                        true
+                    }
+                    None => false,
+                },
                 Emit::Remove(k, e) => self.live.get_mut(&e).is_some_and(|m| m.clear(k)),
             };
             if !ok {
                 n.dropped += 1;
             }
         }
-        self.commit(&spawned);
+        self.commit(&spawned, places);
         n
     }
 }
@@ -1619,11 +1698,58 @@ pub fn run_on(
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<Trace, String> {
+    run_staged_on(workers, &vec![0; systems], 1, false, frames, initial)
+}
+
+/// Who sits at a place of the runtime (stage by stage, registration order within).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Who {
+    /// User system `s`.
+    System(usize),
+    /// The probe of a stage past the first: it snapshots the world its stage's Run sees,
+    /// so that the model can take that stage's iteration orders from it after the frame.
+    Probe(usize),
+}
+
+/// [`run_on`] with `stages` stages: user system `s` runs in stage `stage_of[s]`. The model
+/// applies each stage in turn, expanding a stage's batches against the world that stage's
+/// Run saw (the world before the frame for the first stage; for a later one, a copy its
+/// probe system took during its Run) and checking that world against the model first.
+/// With one stage there is no probe, and this is the single-Sync model. With `requires`,
+/// the world declares [`REQUIRES`] after the setup spawns, and the model follows.
+pub fn run_staged_on(
+    workers: usize,
+    stage_of: &[usize],
+    stages: usize,
+    requires: bool,
+    frames: &[Vec<Vec<Batch>>],
+    initial: &[Initial],
+) -> Result<Trace, String> {
+    let systems = stage_of.len();
+    assert!(stage_of.iter().all(|&k| k < stages));
+    // Places: each stage's systems in registration order (user systems first, then its
+    // probe, registered after them), stage after stage.
+    let mut places: Vec<Who> = Vec::new();
+    let mut ranges: Vec<Range<usize>> = Vec::new();
+    for k in 0..stages {
+        let start = places.len();
+        places.extend((0..systems).filter(|&s| stage_of[s] == k).map(Who::System));
+        if k > 0 {
+            places.push(Who::Probe(k));
+        }
+        ranges.push(start..places.len());
+    }
+    let total = places.len();
+    let place_of = |s: usize| places.iter().position(|&w| w == Who::System(s)).unwrap();
+
     let token = Arc::new(());
     let mut trace = Trace::new();
     {
         let mut world = World::new();
         register_all(&mut world);
+        if stages > 1 {
+            snapshotting_all(&mut world);
+        }
         let mut model = Model::default();
         for init in initial {
             let m = init.ent();
@@ -1663,45 +1789,116 @@ pub fn run_on(
             ensure(e == expect, || format!("spawned {e:?}, model {expect:?}"))?;
         }
         check(&world, &snapshot(&world), &model)?;
+        if requires {
+            declare_required(&mut world);
+            model.requires = true;
+        }
 
         model.res = world.resource::<R>().0;
         let plan: Arc<Mutex<Vec<Vec<RBatch>>>> = Arc::new(Mutex::new(vec![Vec::new(); systems]));
         let returned: Arc<Mutex<Vec<Vec<Entity>>>> =
             Arc::new(Mutex::new(vec![Vec::new(); systems]));
-        let mut rt = Runtime::builder().workers(workers).build(world);
+        let seen: Arc<Mutex<Vec<Option<Snapshot>>>> =
+            Arc::new(Mutex::new((0..stages).map(|_| None).collect()));
+        let mut rt = Runtime::builder()
+            .workers(workers)
+            .stages((0..stages).map(|k| format!("stage{k}")))
+            .build(world);
+        let stage_ids: Vec<StageId> = (0..stages)
+            .map(|k| rt.stage_id(&format!("stage{k}")).unwrap())
+            .collect();
         for s in 0..systems {
             let plan = plan.clone();
             let returned = returned.clone();
             let token = token.clone();
-            rt.add_system(move |world: &World, out: &mut Output| {
-                let batches = plan.lock().unwrap()[s].clone();
-                let ids = run_batches(world, out, &batches, &token);
-                returned.lock().unwrap()[s] = ids;
-            });
+            rt.add_system_to(
+                stage_ids[stage_of[s]],
+                move |world: &World, out: &mut Output| {
+                    let batches = plan.lock().unwrap()[s].clone();
+                    let ids = run_batches(world, out, &batches, &token);
+                    returned.lock().unwrap()[s] = ids;
+                },
+            );
+        }
+        for (k, &stage) in stage_ids.iter().enumerate().skip(1) {
+            let seen = seen.clone();
+            rt.add_system_named_to(
+                stage,
+                format!("probe{k}"),
+                move |world: &World, _: &mut Output| {
+                    seen.lock().unwrap()[k] = Some(world.snapshot().expect("every type snapshots"));
+                },
+            );
         }
         for (i, frame) in frames.iter().enumerate() {
             let at = |e: String| format!("frame {i}: {e}");
             let mut resolved: Vec<Vec<RBatch>> = vec![Vec::new(); systems];
-            let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); systems];
-            model.reserve(systems);
             for (s, batches) in frame.iter().enumerate().take(systems) {
-                for b in batches {
-                    let r = model.resolve(b);
-                    model.expand(rt.world(), s, &r, &mut emits[s]).map_err(at)?;
-                    resolved[s].push(r);
+                resolved[s] = batches.iter().map(|b| model.resolve(b)).collect();
+            }
+            // The first stage's outputs, against the world before the frame.
+            let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); total];
+            model.reserve(total);
+            for p in ranges[0].clone() {
+                if let Who::System(s) = places[p] {
+                    for r in &resolved[s] {
+                        model.expand(rt.world(), p, r, &mut emits[p]).map_err(at)?;
+                    }
                 }
             }
-            *plan.lock().unwrap() = resolved;
+            *plan.lock().unwrap() = resolved.clone();
             rt.frame();
+            let mut stage_counts = vec![model.sync(&emits, ranges[0].clone(), true)];
+            for (k, range) in ranges.iter().enumerate().skip(1) {
+                let at = |e: String| format!("frame {i}, stage {k}: {e}");
+                let copy = seen.lock().unwrap()[k]
+                    .take()
+                    .ok_or_else(|| at("the probe did not run".into()))?;
+                let mut w = World::new();
+                register_all(&mut w);
+                snapshotting_all(&mut w);
+                w.restore(&copy);
+                drop(copy);
+                // The stage's Run saw what the model says the stages before it left.
+                check(&w, &snapshot(&w), &model).map_err(at)?;
+                let mut stage_emits: Vec<Vec<Emit>> = vec![Vec::new(); total];
+                model.reserve(total);
+                for p in range.clone() {
+                    if let Who::System(s) = places[p] {
+                        for r in &resolved[s] {
+                            model.expand(&w, p, r, &mut stage_emits[p]).map_err(at)?;
+                        }
+                    }
+                }
+                drop(w);
+                stage_counts.push(model.sync(&stage_emits, range.clone(), false));
+                for p in range.clone() {
+                    emits[p] = std::mem::take(&mut stage_emits[p]);
+                }
+            }
             // `Output::spawn` returned exactly the ids the model predicts.
-            for (s, es) in emits.iter().enumerate() {
-                let want = spawn_ids(es);
+            for s in 0..systems {
+                let want = spawn_ids(&emits[place_of(s)]);
                 let got = std::mem::take(&mut returned.lock().unwrap()[s]);
                 ensure(got == want, || {
                     at(format!("system {s} spawned {got:?}, model {want:?}"))
                 })?;
             }
-            let want = model.frame(&emits);
+            // The frame's figures: every stage's added up; per system by id (the probes,
+            // registered last, emit nothing).
+            let mut want = Counts {
+                systems: vec![(0, 0); total],
+                ..Counts::default()
+            };
+            for (k, c) in stage_counts.iter().enumerate() {
+                want.merged += c.merged;
+                want.dropped += c.dropped;
+                want.spawned += c.spawned;
+                want.despawned += c.despawned;
+                for (s, _) in stage_of.iter().enumerate().filter(|&(_, &sk)| sk == k) {
+                    want.systems[s] = c.systems[place_of(s)];
+                }
+            }
             let snap = snapshot(rt.world());
             check(rt.world(), &snap, &model).map_err(at)?;
             let res = rt.world().resource::<R>().0;
@@ -1719,6 +1916,14 @@ pub fn run_on(
             ensure(got == want, || {
                 at(format!("stats {got:?} != model {want:?}"))
             })?;
+            for (k, c) in stage_counts.iter().enumerate() {
+                let g = &st.stages[k];
+                let got = (g.merged, g.dropped, g.spawned, g.despawned);
+                let want = (c.merged, c.dropped, c.spawned, c.despawned);
+                ensure(got == want, || {
+                    at(format!("stage {k} stats {got:?} != model {want:?}"))
+                })?;
+            }
             trace.push((snap, got));
         }
         // Live D components are exactly the model's.
@@ -1735,6 +1940,23 @@ pub fn run_on(
     Ok(trace)
 }
 
+/// Opts every component type, and the written resource [`R`], into snapshots (for the
+/// probes of [`run_staged_on`]).
+fn snapshotting_all(world: &mut World) {
+    world
+        .snapshotting_resource::<R>()
+        .snapshotting::<A>()
+        .snapshotting::<B>()
+        .snapshotting::<C>()
+        .snapshotting::<Padded>()
+        .snapshotting::<F>()
+        .snapshotting::<Lo>()
+        .snapshotting::<Hi>()
+        .snapshotting::<S>()
+        .snapshotting::<Z>()
+        .snapshotting::<D>();
+}
+
 /// [`run_on`] at every worker count of [`WORKERS`]; the runs must also agree with each
 /// other after every frame, iteration order included.
 pub fn run_case(
@@ -1742,9 +1964,21 @@ pub fn run_case(
     frames: &[Vec<Vec<Batch>>],
     initial: &[Initial],
 ) -> Result<(), String> {
+    run_staged_case(&vec![0; systems], 1, false, frames, initial)
+}
+
+/// [`run_staged_on`] at every worker count of [`WORKERS`]; the runs must also agree with
+/// each other after every frame, iteration order included.
+pub fn run_staged_case(
+    stage_of: &[usize],
+    stages: usize,
+    requires: bool,
+    frames: &[Vec<Vec<Batch>>],
+    initial: &[Initial],
+) -> Result<(), String> {
     let mut first: Option<Trace> = None;
     for workers in WORKERS {
-        let trace = run_on(workers, systems, frames, initial)
+        let trace = run_staged_on(workers, stage_of, stages, requires, frames, initial)
             .map_err(|e| format!("{workers} workers: {e}"))?;
         match &first {
             None => first = Some(trace),

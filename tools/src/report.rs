@@ -22,7 +22,7 @@ pub struct SystemFrame {
 /// One frame.
 #[derive(Clone, Debug, Serialize)]
 pub struct FrameRecord {
-    /// Frame index.
+    /// The frame's number (`FrameStats::frame`: the first frame is 1).
     pub frame: u64,
     /// Wall time of the whole `Runtime::frame` call, in microseconds.
     pub frame_us: f64,

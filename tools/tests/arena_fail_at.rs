@@ -35,7 +35,7 @@ fn a_failed_frame_is_reported_and_fails_the_run() {
 
 #[test]
 fn json_lists_the_failure_and_stderr_says_it() {
-    let out = arena(&["--fail-at", "0", "--json"]);
+    let out = arena(&["--fail-at", "1", "--json"]);
     assert_eq!(out.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON on stdout");
     let failures = json["failures"].as_array().expect("a failures list");
@@ -44,10 +44,10 @@ fn json_lists_the_failure_and_stderr_says_it() {
         failures[0]
             .as_str()
             .unwrap()
-            .starts_with("frame 0 failed: system `FailAt`")
+            .starts_with("frame 1 failed: system `FailAt`")
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("arena: frame 0 failed"), "{stderr}");
+    assert!(stderr.contains("arena: frame 1 failed"), "{stderr}");
 }
 
 #[test]
@@ -55,6 +55,16 @@ fn without_the_flag_nothing_fails() {
     let out = arena(&[]);
     assert!(out.status.success());
     assert!(!String::from_utf8_lossy(&out.stdout).contains("failed"));
+}
+
+#[test]
+fn frames_count_from_one() {
+    let out = arena(&["--fail-at", "0"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap usage error: there is no frame 0"
+    );
 }
 
 #[test]

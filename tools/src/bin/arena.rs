@@ -60,11 +60,17 @@ struct Args {
     /// world comes out bit-identical and report the cost per frame. 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     rollback: u64,
-    /// Make one system (`FailAt`, added for this) panic in frame N (the first frame is 0,
-    /// as in runsync's messages): the frame fails, its outputs are discarded, the run goes
-    /// on, and the failure is reported (and shown in Tracy with `--features tracy`). The
-    /// exit status is then 1. Changes the game, so not with the checks that compare runs.
-    #[arg(long, value_name = "N", conflicts_with_all = ["check_determinism", "rollback"])]
+    /// Make one system (`FailAt`, added for this) panic in frame N (the first frame is 1,
+    /// as in runsync's messages and `stats().frame`): the frame fails, its outputs are
+    /// discarded, the run goes on, and the failure is reported (and shown in Tracy with
+    /// `--features tracy`). The exit status is then 1. Changes the game, so not with the
+    /// checks that compare runs.
+    #[arg(
+        long,
+        value_name = "N",
+        value_parser = clap::value_parser!(u64).range(1..),
+        conflicts_with_all = ["check_determinism", "rollback"]
+    )]
     fail_at: Option<u64>,
     /// Serve the live inspector (runsync-inspect) at ADDR while the arena runs, paced at
     /// 60 frames a second: pause, step, rewind, browse entities, see who wrote what. Prints
@@ -283,12 +289,13 @@ fn main() -> ExitCode {
     let mut rt = build(config);
     if let Some(n) = args.fail_at {
         // Once: a failed frame does not advance the frame count, so the retry is frame N
-        // again.
+        // again. During frame N, `Time::frame` counts the N - 1 frames completed.
         let mut failed = false;
         rt.add_system_named(
             "FailAt",
             move |world: &runsync::World, _: &mut runsync::Output| {
-                if !failed && world.get_resource::<runsync::Time>().map(|t| t.frame) == Some(n) {
+                let running = world.get_resource::<runsync::Time>().map(|t| t.frame + 1);
+                if !failed && running == Some(n) {
                     failed = true;
                     panic!("arena: --fail-at {n}: this frame fails on purpose");
                 }
