@@ -219,9 +219,17 @@ impl Summary {
             self.fps, self.frames, self.seconds, self.workers
         );
         let _ = writeln!(s);
+        // The first column fits the longest system name (`PropagateTransforms`).
+        let w = self
+            .systems
+            .iter()
+            .map(|sys| sys.name.chars().count())
+            .max()
+            .unwrap_or(0)
+            .max(12);
         let _ = writeln!(
             s,
-            "{:<12} {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "{:<w$} {:>9} {:>9} {:>9} {:>9} {:>9}",
             "phase", "p50 ms", "p95 ms", "p99 ms", "max ms", "mean ms"
         );
         for (name, p) in [
@@ -231,20 +239,20 @@ impl Summary {
         ] {
             let _ = writeln!(
                 s,
-                "{:<12} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
+                "{:<w$} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3}",
                 name, p.p50_ms, p.p95_ms, p.p99_ms, p.max_ms, p.mean_ms
             );
         }
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{:<12} {:>9} {:>14} {:>16}",
+            "{:<w$} {:>9} {:>14} {:>16}",
             "system", "mean ms", "writes/frame", "commands/frame"
         );
         for sys in &self.systems {
             let _ = writeln!(
                 s,
-                "{:<12} {:>9.3} {:>14.0} {:>16.1}",
+                "{:<w$} {:>9.3} {:>14.0} {:>16.1}",
                 sys.name, sys.mean_ms, sys.writes_per_frame, sys.commands_per_frame
             );
         }
