@@ -14,9 +14,10 @@
 //! - `output = Type` sets `Component::Output` (default: `Self`).
 //! - `merge = expr` (optional) makes the type `runsync::DefaultMerge`, so
 //!   `world.register_default::<Pos>()` registers it with that merge.
-//! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save` — `register_default`
-//!   then also calls `world.snapshotting::<T>()`, `checksumming::<T>()`,
-//!   `debugging::<T>()`, `saving::<T>()`.
+//! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save`, `save_pod` —
+//!   `register_default` then also calls `world.snapshotting::<T>()`,
+//!   `checksumming::<T>()`, `debugging::<T>()`, `saving::<T>()`, `saving_pod::<T>()`
+//!   (`save` or `save_pod`, not both).
 //!
 //! `#[derive(Checksum)]` implements `runsync::Checksum` by writing every field in
 //! declaration order (an enum writes its variant index first).
@@ -37,11 +38,12 @@ pub fn derive_component(input: TokenStream) -> TokenStream {
 }
 
 /// The opt-in flags of `#[component(..)]`, in the order `register_default` applies them.
-const FLAGS: [(&str, &str); 4] = [
+const FLAGS: [(&str, &str); 5] = [
     ("snapshot", "snapshotting"),
     ("checksum", "checksumming"),
     ("debug", "debugging"),
     ("save", "saving"),
+    ("save_pod", "saving_pod"),
 ];
 
 fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
@@ -71,10 +73,18 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
             } else {
                 Err(meta.error(
                     "unknown `component` attribute: expected `output = Type`, `merge = expr`, \
-                     or a flag: `snapshot`, `checksum`, `debug`, `save`",
+                     or a flag: `snapshot`, `checksum`, `debug`, `save`, `save_pod`",
                 ))
             }
         })?;
+    }
+    let is = |f: &str| flags.iter().any(|i| i == f);
+    if is("saving") && is("saving_pod") {
+        return Err(syn::Error::new(
+            first_flag.expect("flags were given"),
+            "`save` and `save_pod` are two ways to opt a type into save files (serde values, \
+             plain bytes): give one of them",
+        ));
     }
     let name = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();
