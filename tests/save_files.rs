@@ -559,3 +559,47 @@ fn zero_sized_plain_data() {
     assert!(es.iter().all(|&e| loaded.has::<Marker>(e)));
     assert_eq!(loaded.len(), 5);
 }
+
+/// The offset of the first reservation's `spawned_last` in a world save (the layout of
+/// `src/storage/save.rs`): header and kind, the type list (name, encoding), the slots, the
+/// free list, the retired count, the reservation count.
+fn first_reservation_at(file: &[u8]) -> usize {
+    let mut at = 13;
+    let types = u64_at(file, at);
+    at += 8;
+    for _ in 0..types {
+        at += 8 + u64_at(file, at) as usize;
+        at += if file[at] == 0 { 1 } else { 5 };
+    }
+    at += 8 + 4 * u64_at(file, at) as usize;
+    at += 8 + 4 * u64_at(file, at) as usize;
+    at + 8 + 8
+}
+
+/// Found by the fuzz target `load` (an out-of-memory in the frame after the load): a
+/// reservation that claims its system spawned billions of entities last frame loaded, and
+/// the next frame then reserved twice that many ids. Now the load says the allocator does
+/// not hold together.
+#[test]
+fn a_reservation_that_claims_more_spawns_than_slots_is_an_error() {
+    let mut rt = game(1, 4);
+    rt.frame();
+    let mut file = Vec::new();
+    rt.world().save(&mut file).unwrap();
+    let at = first_reservation_at(&file);
+    let spawned = u32::from_le_bytes(file[at..at + 4].try_into().unwrap());
+    assert!(
+        spawned <= 1,
+        "the test game spawns at most one entity a frame: {spawned}"
+    );
+    assert!(try_load(&file).is_ok());
+    let mut f = file.clone();
+    f[at..at + 4].copy_from_slice(&0x7575_7575u32.to_le_bytes());
+    match try_load(&f) {
+        Err(LoadError::BadEntities { what }) => assert!(
+            what.contains("entities were spawned last frame, more than the"),
+            "{what}"
+        ),
+        other => panic!("{other:?}"),
+    }
+}

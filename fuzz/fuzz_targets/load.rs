@@ -10,7 +10,13 @@
 //!
 //! ```sh
 //! cargo +nightly fuzz run load -- -max_total_time=120
+//! cargo +nightly fuzz run load fuzz/regressions/load/*   # the inputs it found, fixed
 //! ```
+//!
+//! `fuzz/regressions/load/spawned-last-past-the-slots` (an edit: a reservation that
+//! claims billions of spawns last frame, which the next frame then reserved — an
+//! out-of-memory) is `tests/save_files.rs`'s
+//! `a_reservation_that_claims_more_spawns_than_slots_is_an_error`.
 
 #![no_main]
 

@@ -208,6 +208,16 @@ impl Storage {
             }
             reserved.push((ids, spawned_last));
         }
+        // Each system spawned its `spawned_last` entities into slots of their own, and the
+        // next frame reserves twice that: a count past the slots would have it reserve
+        // billions of ids.
+        let spawned: u64 = reserved.iter().map(|&(_, s)| u64::from(s)).sum();
+        if spawned > slots as u64 {
+            return Err(bad(format!(
+                "the reservations say {spawned} entities were spawned last frame, more than \
+                 the {slots} slots"
+            )));
+        }
         let lanes = (r.u32("the lanes")?, r.u32("the lanes")?);
 
         // The tables, and every live entity's location.
