@@ -3,9 +3,9 @@
 //!
 //! A save file is little-endian binary: an 8-byte magic (`RSYNSAVE`, or `RSYNPLAY` for a
 //! replay), a `u32` version, then sections of counts and length-prefixed runs. A save is
-//! written through a bounded buffer ([`Sink`]) and read from a `Read` a chunk at a time
-//! ([`Source`]), plain-data columns straight between the column and the I/O: no copy of
-//! the whole file is made. Nothing is allocated by a count or length the file claims
+//! written through a bounded buffer ([`Sink`]), plain-data columns straight from memory,
+//! and read from a `Read` a chunk at a time ([`Source`]): no copy of the whole file is
+//! made. Nothing is allocated by a count or length the file claims
 //! beyond a bound of what was read so far: a file that lies about a length ends early
 //! ([`LoadError::Truncated`]), never in a huge allocation. Replays are read whole
 //! ([`Reader`]), with every count checked against the bytes that remain
@@ -654,10 +654,10 @@ impl From<LoadError> for ColumnError {
 }
 
 /// Reads a save from a `Read` a chunk at a time: fields from a read-ahead buffer, big
-/// runs of bytes (plain-data columns) straight into their destination. It never
-/// allocates by a length the input claims: what it allocates ahead of the bytes read is
-/// at most a chunk, so a length that lies ends in [`LoadError::Truncated`], not in a huge
-/// allocation.
+/// runs of bytes straight into their destination (plain-data values through a buffer
+/// aligned for them). It never allocates by a length the input claims beyond its
+/// [`allowance`](Self::allowance), 16 times the bytes read so far, so a length that lies
+/// ends in [`LoadError::Truncated`], not in a huge allocation.
 pub(crate) struct Source<'r> {
     r: &'r mut dyn std::io::Read,
     /// Read ahead: `buf[pos..end]` are the next bytes.

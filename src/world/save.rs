@@ -54,8 +54,9 @@ impl World {
     }
 
     /// Opts component type `C` into save files as plain data: its columns are saved as
-    /// their bytes and loaded by copying them back, about a `memcpy` each, where
-    /// [`saving`](Self::saving) encodes and decodes every value through serde. `C` must be
+    /// their bytes, handed to the writer as they are, and loaded by copying them back
+    /// through a cache-sized buffer, where [`saving`](Self::saving) encodes and decodes
+    /// every value through serde. `C` must be
     /// [`bytemuck::Pod`] (`#[derive(Pod, Zeroable)]` with `#[repr(C)]` or
     /// `#[repr(transparent)]`: numbers and arrays of them, no padding, no pointers), so
     /// any bytes a file holds are a valid `C`: a load checks only their length. The
@@ -157,8 +158,8 @@ impl World {
     /// saves (each the same way: [`saving`](Self::saving) or
     /// [`saving_pod`](Self::saving_pod)), and opt the same resources into saves, as the
     /// world that saved it; hooks, merges and the opt-ins are this world's own. The file
-    /// is read to its end, a 64 KiB chunk at a time (plain-data columns straight into
-    /// place): a load never holds a copy of the whole file.
+    /// is read to its end, a 64 KiB chunk at a time: a load never holds a copy of the
+    /// whole file.
     ///
     /// Every bad file is an error that says what is wrong, checked before anything
     /// changes: on an error the world is as it was.
