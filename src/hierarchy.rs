@@ -58,6 +58,32 @@ impl Checksum for ChildOf {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Children(pub(crate) Vec<Entity>);
 
+// Saved as the parent's id, and the children's ids in order. A loaded save is checked
+// for a consistent hierarchy (`storage::save`) before anything changes.
+impl serde::Serialize for ChildOf {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ChildOf {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Entity::deserialize(d).map(ChildOf)
+    }
+}
+
+impl serde::Serialize for Children {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(s)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Children {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Vec::<Entity>::deserialize(d).map(Children)
+    }
+}
+
 impl std::ops::Deref for Children {
     type Target = [Entity];
     #[inline]

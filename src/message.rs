@@ -160,6 +160,10 @@ type CopyFn<M> = fn(&Inbox<M>, &mut Inbox<M>);
 type SumFn<M> = fn(&Inbox<M>, &mut Checksummer);
 /// An inbox's messages as `Debug` text.
 type ShowFn<M> = fn(&Inbox<M>) -> String;
+/// Appends an inbox's messages to a save file (postcard), or says why it cannot.
+type EncodeFn<M> = fn(&Inbox<M>, &mut Vec<u8>) -> Result<(), String>;
+/// Decodes a save file's messages of one type (all of `bytes`).
+type DecodeFn<M> = fn(&[u8]) -> Result<(Vec<M>, Vec<(Entity, M)>), String>;
 
 /// The delivered messages of one type: what systems read during Run.
 pub(crate) struct Inbox<M> {
@@ -175,6 +179,8 @@ pub(crate) struct Inbox<M> {
     /// Set by `World::checksumming_message` (`M: Checksum + Debug`): the checksum, and
     /// the messages as `Debug` text.
     sum: Option<(SumFn<M>, ShowFn<M>)>,
+    /// Set by `World::saving_message` (`M: Serialize + DeserializeOwned`).
+    serde: Option<(EncodeFn<M>, DecodeFn<M>)>,
 }
 
 impl<M: Message> Inbox<M> {
@@ -186,6 +192,7 @@ impl<M: Message> Inbox<M> {
             scratch: Vec::new(),
             copy: None,
             sum: None,
+            serde: None,
         }
     }
 
@@ -249,6 +256,23 @@ impl<M: Message> Inbox<M> {
         });
     }
 
+    pub(crate) fn enable_serde(&mut self)
+    where
+        M: serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.serde = Some((
+            |inbox, out| {
+                let both = (&inbox.broadcast[..], &inbox.addressed[..]);
+                crate::savefile::encode_values(std::slice::from_ref(&both), out)
+            },
+            |bytes| {
+                let mut v = Vec::with_capacity(1);
+                crate::savefile::decode_values(bytes, 1, &mut v)?;
+                Ok(v.pop().expect("one value decoded"))
+            },
+        ));
+    }
+
     pub(crate) fn enable_sum(&mut self)
     where
         M: Checksum + fmt::Debug,
@@ -290,6 +314,16 @@ pub(crate) trait AnyInbox: Send + Sync {
     fn capacity_bytes(&self) -> usize;
     /// Whether snapshots may copy it (`World::snapshotting_message`).
     fn snapshotting(&self) -> bool;
+    /// Whether the type is opted into save files.
+    fn saving(&self) -> bool;
+    /// Appends the delivered messages to a save file's bytes.
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), String>;
+    /// Decodes a save file's messages of this type, to [`install`](Self::install) later.
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send + Sync>, String>;
+    /// Makes decoded messages the delivered ones.
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>);
+    /// An empty inbox of the same type, with the same opt-ins.
+    fn empty_like(&self) -> Box<dyn AnyInbox>;
     /// Copies the delivered messages into `into` (reusing it). Only if `snapshotting`.
     fn save(&self, into: &mut Option<SavedMessages>);
     /// Puts a copy made by `save` back. Only if `snapshotting`.
@@ -364,6 +398,33 @@ impl<M: Message> AnyInbox for Inbox<M> {
     }
     fn snapshotting(&self) -> bool {
         self.copy.is_some()
+    }
+    fn saving(&self) -> bool {
+        self.serde.is_some()
+    }
+    fn encode(&self, out: &mut Vec<u8>) -> Result<(), String> {
+        let (encode, _) = self.serde.expect("saving a message type not opted in");
+        encode(self, out)
+    }
+    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send + Sync>, String> {
+        let (_, decode) = self.serde.expect("loading a message type not opted in");
+        Ok(Box::new(decode(bytes)?))
+    }
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>) {
+        let (broadcast, addressed) = *decoded
+            .downcast::<(Vec<M>, Vec<(Entity, M)>)>()
+            .expect("decoded messages of another type");
+        self.broadcast = broadcast;
+        self.addressed = addressed;
+        self.sort_order();
+    }
+    fn empty_like(&self) -> Box<dyn AnyInbox> {
+        Box::new(Inbox::<M> {
+            copy: self.copy,
+            sum: self.sum,
+            serde: self.serde,
+            ..Inbox::new()
+        })
     }
     fn save(&self, into: &mut Option<SavedMessages>) {
         let copy = self.copy.expect("saving a message type not opted in");
@@ -458,6 +519,14 @@ impl Messages {
             .as_any_mut()
             .downcast_mut()
             .expect("message index maps to another type")
+    }
+
+    /// The same message types with the same opt-ins, and no messages.
+    pub(crate) fn empty_like(&self) -> Messages {
+        Messages {
+            ids: self.ids.clone(),
+            inboxes: self.inboxes.iter().map(|i| i.empty_like()).collect(),
+        }
     }
 
     /// Every type's inbox, by index.

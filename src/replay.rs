@@ -136,6 +136,14 @@ impl Replay {
         self.frames.is_empty()
     }
 
+    /// The runtime save the replay starts from, as [`Runtime::save`](crate::Runtime::save)
+    /// writes it: load it ([`Runtime::load`](crate::Runtime::load),
+    /// [`World::load`](crate::World::load)) to look at the state before the first frame —
+    /// a configuration resource saved with it, say — without playing the replay.
+    pub fn start_save(&self) -> &[u8] {
+        &self.start
+    }
+
     /// The name of the input type the replay was recorded with.
     pub fn input_type(&self) -> &str {
         &self.input_type

@@ -12,7 +12,7 @@ use crate::output::SystemOutputs;
 use crate::pool::Pool;
 use crate::provenance::{Provenance, Watches};
 use crate::replay::{Divergence, Recorder, Replay, ReplayError, ReplayFrame, ReplayReport};
-use crate::savefile::{LoadError, Put, Reader, SaveError};
+use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
 use crate::stats::{FrameError, FrameStats, MemoryStats, StageStats, SystemStats};
 use crate::sync::StageSync;
 use crate::system::{StageId, System, SystemId, SystemInfo, SystemSlot};
@@ -1236,10 +1236,7 @@ impl Runtime {
     /// # Errors
     /// As [`World::save`].
     pub fn save(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
-        let mut out = Vec::new();
-        self.write_save(&mut out)?;
-        w.write_all(&out)?;
-        Ok(())
+        self.write_save(w)
     }
 
     /// Loads a save made by [`save`](Self::save): the world ([`World::load`]), the frame
@@ -1250,12 +1247,13 @@ impl Runtime {
     /// As [`World::load`], and [`LoadError::NotARuntimeSave`] for a save made by
     /// [`World::save`]. The runtime is then as it was.
     pub fn load(&mut self, r: &mut impl std::io::Read) -> Result<(), LoadError> {
-        let bytes = crate::savefile::read_all(r)?;
-        self.load_bytes(&bytes)
+        let mut src = Source::new(r);
+        self.read_save(&mut src)?;
+        src.finish()
     }
 
-    /// A runtime save into `out`.
-    fn write_save(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
+    /// Writes a runtime save to `w`.
+    fn write_save(&self, w: &mut dyn std::io::Write) -> Result<(), SaveError> {
         let mut part = Vec::with_capacity(21);
         part.put_u64(self.frame);
         let time = self.world.get_resource::<Time>();
@@ -1263,13 +1261,19 @@ impl Runtime {
         let t = time.copied().unwrap_or(Time { dt: 0.0, frame: 0 });
         part.put_u32(t.dt.to_bits());
         part.put_u64(t.frame);
-        self.world.write_save(out, Some(&part))
+        let mut out = Sink::new(w);
+        self.world.write_save(&mut out, Some(&part))?;
+        out.finish()
     }
 
     /// Reads a runtime save from `r` (which may go on after it) and applies it.
-    fn read_save(&mut self, r: &mut Reader<'_>) -> Result<(), LoadError> {
+    fn read_save(&mut self, r: &mut Source<'_>) -> Result<(), LoadError> {
         let parsed = self.world.parse_save_from(r)?;
-        let mut part = Reader::new(parsed.runtime.ok_or(LoadError::NotARuntimeSave)?);
+        let runtime = parsed
+            .runtime
+            .as_deref()
+            .ok_or(LoadError::NotARuntimeSave)?;
+        let mut part = Reader::new(runtime);
         let frame = part.u64("the frame counter")?;
         let has_time = part.u8("the time")?;
         let dt = f32::from_bits(part.u32("the time")?);
@@ -1544,10 +1548,10 @@ impl Runtime {
     }
 
     /// Loads a runtime save held in memory (all of it).
-    fn load_bytes(&mut self, bytes: &[u8]) -> Result<(), LoadError> {
-        let mut reader = Reader::new(bytes);
-        self.read_save(&mut reader)?;
-        reader.finish()
+    fn load_bytes(&mut self, mut bytes: &[u8]) -> Result<(), LoadError> {
+        let mut src = Source::new(&mut bytes);
+        self.read_save(&mut src)?;
+        src.finish()
     }
 
     /// Starts recording write provenance for `e` from the next frame on: which systems

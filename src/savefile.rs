@@ -2,24 +2,108 @@
 //! [`World::load`](crate::World::load), the runtime's saves and replays share.
 //!
 //! A save file is little-endian binary: an 8-byte magic (`RSYNSAVE`, or `RSYNPLAY` for a
-//! replay), a `u32` version, then sections whose every count and length is checked
-//! against the bytes that remain before anything is allocated for it: a file that lies
-//! about a length is an error ([`LoadError::BadLength`]), never a huge allocation.
+//! replay), a `u32` version, then sections of counts and length-prefixed runs. A save is
+//! written through a bounded buffer ([`Sink`]), plain-data columns straight from memory,
+//! and read from a `Read` a chunk at a time ([`Source`]): no copy of the whole file is
+//! made. Nothing is allocated by a count or length the file claims
+//! beyond a bound of what was read so far: a file that lies about a length ends early
+//! ([`LoadError::Truncated`]), never in a huge allocation. Replays are read whole
+//! ([`Reader`]), with every count checked against the bytes that remain
+//! ([`LoadError::BadLength`]).
 //! Component and resource values go through serde, encoded with
 //! [postcard](https://docs.rs/postcard) (a stable, documented wire format), column by
-//! column; the framing around them is written here by hand, so each column's bytes are
-//! delimited and a value that does not decode names its type and table.
+//! column — or, for a component type opted in as plain data
+//! ([`World::saving_pod`](crate::World::saving_pod)), as the column's bytes, one copy;
+//! each type's [`Encoding`] is in the file. The framing around them is written here by
+//! hand, so each column's bytes are delimited and a value that does not decode names its
+//! type and table.
+//!
+//! Versions: 1 had no encoding per type (every column through serde); 2 adds it.
 
 use std::fmt;
 
 /// The first bytes of a world or runtime save.
 pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
 /// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 1;
+pub(crate) const VERSION: u32 = 2;
+
+/// How a component type's values are laid out in a save: written after its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Encoding {
+    /// Each value through serde, postcard-encoded one after the other (`saving`). Byte 0.
+    Serde,
+    /// The values' bytes as they are in memory (`saving_pod`: a `bytemuck::Pod` type),
+    /// `size` bytes each, in the byte order of the machine that saved them. Byte 1
+    /// (little-endian) or 2 (big-endian), then `size` as a `u32`.
+    Plain {
+        /// `size_of` the type.
+        size: u32,
+        /// The byte order of the saving machine.
+        little_endian: bool,
+    },
+}
+
+impl Encoding {
+    /// Plain bytes of `size` bytes a value, in this machine's byte order.
+    pub(crate) fn plain(size: usize) -> Encoding {
+        Encoding::Plain {
+            size: u32::try_from(size).expect("a component type under 4 GiB"),
+            little_endian: cfg!(target_endian = "little"),
+        }
+    }
+
+    pub(crate) fn write(self, out: &mut Vec<u8>) {
+        match self {
+            Encoding::Serde => out.put_u8(0),
+            Encoding::Plain {
+                size,
+                little_endian,
+            } => {
+                out.put_u8(if little_endian { 1 } else { 2 });
+                out.put_u32(size);
+            }
+        }
+    }
+
+    pub(crate) fn read(r: &mut Source<'_>) -> Result<Encoding, LoadError> {
+        match r.u8("a type's encoding")? {
+            0 => Ok(Encoding::Serde),
+            b @ (1 | 2) => Ok(Encoding::Plain {
+                size: r.u32("a type's encoding")?,
+                little_endian: b == 1,
+            }),
+            b => Err(LoadError::BadData {
+                what: format!("unknown encoding {b} of a component type"),
+            }),
+        }
+    }
+}
+
+impl fmt::Display for Encoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Encoding::Serde => write!(f, "serde values (`saving`)"),
+            Encoding::Plain {
+                size,
+                little_endian,
+            } => write!(
+                f,
+                "plain data of {size} bytes a value, {} (`saving_pod`)",
+                if *little_endian {
+                    "little-endian"
+                } else {
+                    "big-endian"
+                }
+            ),
+        }
+    }
+}
 
 /// Why a save could not be written ([`World::save`](crate::World::save),
-/// [`Runtime::save`](crate::Runtime::save), a replay). Nothing is written when a check
-/// fails before the first byte; an I/O error may leave a partial file.
+/// [`Runtime::save`](crate::Runtime::save), a replay). Nothing is written when a type or
+/// resource is not opted in (checked before the first byte); an I/O error, or a value
+/// whose `Serialize` fails, may leave a partial file (a save is written as it is made, a
+/// chunk at a time).
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SaveError {
@@ -34,6 +118,13 @@ pub enum SaveError {
     /// is not opted in with [`World::saving_resource`](crate::World::saving_resource).
     ResourceNotSaving {
         /// The resource type's name.
+        type_name: &'static str,
+    },
+    /// A registered message type is not opted in with
+    /// [`World::saving_message`](crate::World::saving_message): its delivered messages
+    /// are read by the next frame, so a save without them would run on differently.
+    MessageNotSaving {
+        /// The message type's name.
         type_name: &'static str,
     },
     /// A value's `Serialize` failed.
@@ -66,6 +157,13 @@ impl fmt::Display for SaveError {
                 "runsync: resource `{type_name}` is written by systems but not opted into \
                  saves; derive `Serialize` and `Deserialize` for it and call \
                  `world.saving_resource::<{}>()`",
+                short(type_name)
+            ),
+            SaveError::MessageNotSaving { type_name } => write!(
+                f,
+                "runsync: message type `{type_name}` is not opted into saves (its delivered \
+                 messages are read by the next frame); derive `Serialize` and `Deserialize` \
+                 for it and call `world.saving_message::<{}>()`",
                 short(type_name)
             ),
             SaveError::Encode { type_name, message } => {
@@ -123,7 +221,10 @@ pub enum LoadError {
         /// The part being read.
         what: &'static str,
     },
-    /// A count or length larger than what is left of the input could hold.
+    /// A count or length larger than what is left of the input could hold (in a replay,
+    /// which is read whole: a save is read as a stream, where such a length is an input
+    /// that ends early, [`Truncated`](Self::Truncated), allocated for only as its bytes
+    /// arrive).
     BadLength {
         /// The part being read.
         what: &'static str,
@@ -155,6 +256,17 @@ pub enum LoadError {
         /// The world's types, by id.
         world: Vec<&'static str>,
     },
+    /// A component type is saved in another [encoding](crate::World::saving_pod) than
+    /// this world opts it in with (serde values vs plain data), or as plain data of
+    /// another size or byte order.
+    Encoding {
+        /// The type's name.
+        type_name: &'static str,
+        /// How the file holds it.
+        file: String,
+        /// How this world opts it in.
+        world: String,
+    },
     /// A component type of this world is not opted into saves, so it cannot be decoded.
     NotSaving {
         /// The type's name.
@@ -175,6 +287,19 @@ pub enum LoadError {
         /// The resource type's name.
         type_name: &'static str,
     },
+    /// A registered message type is not opted into saves here.
+    MessageNotSaving {
+        /// The message type's name.
+        type_name: &'static str,
+    },
+    /// The file's message types are not this world's (the same types, registered in the
+    /// same order, are needed).
+    MessageTypes {
+        /// The file's, in order.
+        file: Vec<String>,
+        /// This world's, by registration order.
+        world: Vec<&'static str>,
+    },
     /// Values that do not decode as this world's type of that name (another type under
     /// the same name, or corrupt bytes), or leave bytes over.
     Decode {
@@ -189,6 +314,13 @@ pub enum LoadError {
     DuplicateEntity {
         /// The entity.
         entity: crate::entity::Entity,
+    },
+    /// The parents and children in the file do not agree (a `ChildOf` naming a dead
+    /// entity or one whose `Children` leave the child out, a child listed twice or by a
+    /// parent it does not name, an empty `Children`, or a cycle); `what` says where.
+    BadHierarchy {
+        /// What is wrong.
+        what: String,
     },
     /// The entity allocator or the tables do not hold together (a row's entity that is
     /// not allocated, a live slot in no table, a free slot listed twice, ...).
@@ -257,6 +389,16 @@ impl fmt::Display for LoadError {
                 file.join(", "),
                 world.join(", ")
             ),
+            LoadError::Encoding {
+                type_name,
+                file,
+                world,
+            } => write!(
+                f,
+                "component type `{type_name}` is saved as {file}, and opted in here as \
+                 {world}: opt it in as the world that saved it did (a type whose size \
+                 changed cannot load plain data saved before)"
+            ),
             LoadError::NotSaving { type_name } => write!(
                 f,
                 "component type `{type_name}` is not opted into saves here; call \
@@ -277,6 +419,18 @@ impl fmt::Display for LoadError {
                 "resource `{type_name}` is written by systems but not opted into saves here; \
                  call `world.saving_resource::<..>()` for it before loading"
             ),
+            LoadError::MessageNotSaving { type_name } => write!(
+                f,
+                "message type `{type_name}` is not opted into saves here; call \
+                 `world.saving_message::<..>()` for it before loading"
+            ),
+            LoadError::MessageTypes { file, world } => write!(
+                f,
+                "the file's message types are [{}], this world's [{}]; register the same \
+                 message types in the same order before loading",
+                file.join(", "),
+                world.join(", ")
+            ),
             LoadError::Decode {
                 type_name,
                 table,
@@ -296,6 +450,7 @@ impl fmt::Display for LoadError {
                 write!(f, "entity {entity} is listed twice (corrupt file)")
             }
             LoadError::BadEntities { what } => write!(f, "bad entity allocator: {what}"),
+            LoadError::BadHierarchy { what } => write!(f, "bad parents and children: {what}"),
             LoadError::BadTable { table, what } => write!(f, "bad table {table}: {what}"),
             LoadError::TrailingBytes { count } => {
                 write!(f, "{count} bytes after the end of the save (corrupt file)")
@@ -421,14 +576,7 @@ impl<'a> Reader<'a> {
             });
         }
         self.take(8, "the magic")?;
-        let version = self.u32("the version")?;
-        if version != VERSION {
-            return Err(LoadError::Version {
-                found: version,
-                supported: VERSION,
-            });
-        }
-        Ok(())
+        check_version(self.u32("the version")?)
     }
 
     /// The input must end here.
@@ -440,7 +588,418 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Reads all of `r` into memory (a load parses from a slice: every check is against the
+/// How many bytes a [`Sink`] gathers before it writes them out, and a [`Source`] reads
+/// ahead; also the most a [`Source`] allocates ahead of the bytes it has read.
+const CHUNK: usize = 64 * 1024;
+
+/// Writes a save to a `Write` through a bounded buffer: fields are gathered in `buf` and
+/// written out a chunk at a time, big slices (plain-data columns) straight through, so a
+/// save never holds a copy of the whole file. The first I/O error is kept (nothing more
+/// is written after it) and returned by [`finish`](Self::finish).
+pub(crate) struct Sink<'w> {
+    w: &'w mut dyn std::io::Write,
+    /// Bytes not written yet. A field may be patched here until the next `put_*`, which
+    /// may write them out (see [`placeholder`](Self::placeholder)).
+    pub(crate) buf: Vec<u8>,
+    error: Option<std::io::Error>,
+}
+
+impl<'w> Sink<'w> {
+    pub(crate) fn new(w: &'w mut dyn std::io::Write) -> Self {
+        Sink {
+            w,
+            buf: Vec::with_capacity(CHUNK),
+            error: None,
+        }
+    }
+
+    /// Writes out the gathered bytes.
+    fn flush(&mut self) {
+        if self.error.is_none() && !self.buf.is_empty() {
+            if let Err(e) = self.w.write_all(&self.buf) {
+                self.error = Some(e);
+            }
+        }
+        self.buf.clear();
+    }
+
+    /// Writes out the gathered bytes if they are a chunk or more.
+    #[inline]
+    fn spill(&mut self) {
+        if self.buf.len() >= CHUNK {
+            self.flush();
+        }
+    }
+
+    /// Appends `n` zero bytes to be patched in `buf[at..at + n]` (`at` returned) before
+    /// the next `put_*` or [`raw`](Self::raw).
+    pub(crate) fn placeholder(&mut self, n: usize) -> usize {
+        self.spill();
+        let at = self.buf.len();
+        self.buf.resize(at + n, 0);
+        at
+    }
+
+    /// Appends bytes; a chunk or more are written straight through, not copied.
+    pub(crate) fn raw(&mut self, bytes: &[u8]) {
+        if bytes.len() < CHUNK {
+            self.spill();
+            self.buf.extend_from_slice(bytes);
+        } else {
+            self.flush();
+            if self.error.is_none() {
+                if let Err(e) = self.w.write_all(bytes) {
+                    self.error = Some(e);
+                }
+            }
+        }
+    }
+
+    /// Writes out the rest; the first I/O error, if there was one.
+    pub(crate) fn finish(mut self) -> Result<(), SaveError> {
+        self.flush();
+        match self.error.take() {
+            Some(e) => Err(SaveError::Io(e)),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Put for Sink<'_> {
+    #[inline]
+    fn put_u8(&mut self, v: u8) {
+        self.spill();
+        self.buf.push(v);
+    }
+    #[inline]
+    fn put_u32(&mut self, v: u32) {
+        self.spill();
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    #[inline]
+    fn put_u64(&mut self, v: u64) {
+        self.spill();
+        self.buf.extend_from_slice(&v.to_le_bytes());
+    }
+    fn put_bytes(&mut self, b: &[u8]) {
+        self.put_u64(b.len() as u64);
+        self.raw(b);
+    }
+}
+
+/// Why a column did not load: the input (truncated, unreadable), or its bytes (named
+/// with the type and table by the caller).
+pub(crate) enum ColumnError {
+    Load(LoadError),
+    Decode(String),
+}
+
+impl From<LoadError> for ColumnError {
+    fn from(e: LoadError) -> Self {
+        ColumnError::Load(e)
+    }
+}
+
+/// Reads a save from a `Read` a chunk at a time: fields from a read-ahead buffer, big
+/// runs of bytes straight into their destination (plain-data values through a buffer
+/// aligned for them). It never allocates by a length the input claims beyond its
+/// [`allowance`](Self::allowance), 16 times the bytes read so far, so a length that lies
+/// ends in [`LoadError::Truncated`], not in a huge allocation.
+pub(crate) struct Source<'r> {
+    r: &'r mut dyn std::io::Read,
+    /// Read ahead: `buf[pos..end]` are the next bytes.
+    buf: Box<[u8]>,
+    pos: usize,
+    end: usize,
+    /// A serde column's bytes, reused from column to column.
+    scratch: Vec<u8>,
+    /// Plain-data values on their way to a column, aligned for them.
+    aligned: Vec<u128>,
+    /// Bytes read from the input so far.
+    consumed: usize,
+}
+
+impl<'r> Source<'r> {
+    pub(crate) fn new(r: &'r mut dyn std::io::Read) -> Self {
+        Source {
+            r,
+            buf: vec![0; CHUNK].into_boxed_slice(),
+            pos: 0,
+            end: 0,
+            scratch: Vec::new(),
+            aligned: Vec::new(),
+            consumed: 0,
+        }
+    }
+
+    /// Reads into `into`; `Ok(0)` at the end of the input.
+    fn read_some(&mut self, into: &mut [u8]) -> Result<usize, LoadError> {
+        loop {
+            match self.r.read(into) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(LoadError::Io(e)),
+                Ok(n) => {
+                    self.consumed += n;
+                    return Ok(n);
+                }
+            }
+        }
+    }
+
+    /// How many bytes may be reserved ahead of reading them: 16 times what was read so
+    /// far (a column is a few times its rows' entity ids), at least a few chunks. A file
+    /// that lies about a length gets no more than that before it runs out.
+    fn allowance(&self) -> usize {
+        self.consumed.saturating_mul(16).max(4 * CHUNK)
+    }
+
+    /// Fills `into` exactly, from the read-ahead buffer first, then the input.
+    fn read_exact(&mut self, into: &mut [u8], what: &'static str) -> Result<(), LoadError> {
+        let buffered = (self.end - self.pos).min(into.len());
+        into[..buffered].copy_from_slice(&self.buf[self.pos..self.pos + buffered]);
+        self.pos += buffered;
+        let mut done = buffered;
+        while done < into.len() {
+            // Small reads refill the buffer (one `read` for many fields); big ones go
+            // straight to their destination.
+            if into.len() - done < CHUNK / 4 {
+                self.fill(into.len() - done, what)?;
+                let n = into.len() - done;
+                into[done..].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+                self.pos += n;
+                return Ok(());
+            }
+            match self.read_some(&mut into[done..])? {
+                0 => return Err(LoadError::Truncated { what }),
+                n => done += n,
+            }
+        }
+        Ok(())
+    }
+
+    /// Makes at least `n` (at most a chunk) bytes buffered.
+    fn fill(&mut self, n: usize, what: &'static str) -> Result<(), LoadError> {
+        debug_assert!(n <= CHUNK);
+        if self.end - self.pos >= n {
+            return Ok(());
+        }
+        self.buf.copy_within(self.pos..self.end, 0);
+        self.end -= self.pos;
+        self.pos = 0;
+        while self.end < n {
+            let mut buf = std::mem::take(&mut self.buf);
+            let read = self.read_some(&mut buf[self.end..]);
+            self.buf = buf;
+            match read? {
+                0 => return Err(LoadError::Truncated { what }),
+                k => self.end += k,
+            }
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn array<const N: usize>(&mut self, what: &'static str) -> Result<[u8; N], LoadError> {
+        if self.end - self.pos < N {
+            self.fill_cold(N, what)?;
+        }
+        let b: [u8; N] = self.buf[self.pos..self.pos + N]
+            .try_into()
+            .expect("N bytes");
+        self.pos += N;
+        Ok(b)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn fill_cold(&mut self, n: usize, what: &'static str) -> Result<(), LoadError> {
+        self.fill(n, what)
+    }
+
+    /// The bytes of the next entries of `size` bytes (at most `n` of them, at least one,
+    /// at most a chunk): for a list read in runs rather than field by field. Consumed.
+    pub(crate) fn entries(
+        &mut self,
+        n: usize,
+        size: usize,
+        what: &'static str,
+    ) -> Result<&[u8], LoadError> {
+        debug_assert!(n > 0 && size > 0 && size <= CHUNK);
+        if self.end - self.pos < size {
+            self.fill(size, what)?;
+        }
+        let k = ((self.end - self.pos) / size).min(n);
+        let run = &self.buf[self.pos..self.pos + k * size];
+        self.pos += k * size;
+        Ok(run)
+    }
+
+    #[inline]
+    pub(crate) fn u8(&mut self, what: &'static str) -> Result<u8, LoadError> {
+        Ok(self.array::<1>(what)?[0])
+    }
+
+    #[inline]
+    pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, LoadError> {
+        Ok(u32::from_le_bytes(self.array(what)?))
+    }
+
+    #[inline]
+    pub(crate) fn u64(&mut self, what: &'static str) -> Result<u64, LoadError> {
+        Ok(u64::from_le_bytes(self.array(what)?))
+    }
+
+    /// A `u64` count. Nothing is allocated by it: callers reserve at most
+    /// [`capacity`](Self::capacity) entries up front and grow as entries are read.
+    pub(crate) fn count(&mut self, what: &'static str) -> Result<usize, LoadError> {
+        let n = self.u64(what)?;
+        usize::try_from(n).map_err(|_| LoadError::BadData {
+            what: format!("{what}: {n} entries, more than this machine can address"),
+        })
+    }
+
+    /// What to reserve up front for `n` entries of `size` bytes claimed by the input:
+    /// no more than [`allowance`](Self::allowance) allows.
+    pub(crate) fn capacity(&self, n: usize, size: usize) -> usize {
+        n.min(self.allowance() / size.max(1))
+    }
+
+    /// `n` bytes into `out` (replacing what it held), grown a chunk at a time as they
+    /// are read.
+    fn read_vec(&mut self, n: u64, what: &'static str, out: &mut Vec<u8>) -> Result<(), LoadError> {
+        out.clear();
+        let n = usize::try_from(n).map_err(|_| LoadError::Truncated { what })?;
+        out.reserve(n.min(self.allowance()));
+        while out.len() < n {
+            let at = out.len();
+            out.resize(at + (n - at).min(4 * CHUNK), 0);
+            self.read_exact(&mut out[at..], what)?;
+        }
+        Ok(())
+    }
+
+    /// A `u64` length, then that many bytes.
+    pub(crate) fn bytes(&mut self, what: &'static str) -> Result<Vec<u8>, LoadError> {
+        let n = self.u64(what)?;
+        let mut out = Vec::new();
+        self.read_vec(n, what, &mut out)?;
+        Ok(out)
+    }
+
+    /// `n` bytes into the scratch buffer (reused), borrowed until the next read.
+    pub(crate) fn scratch(&mut self, n: u64, what: &'static str) -> Result<&[u8], LoadError> {
+        let mut scratch = std::mem::take(&mut self.scratch);
+        let read = self.read_vec(n, what, &mut scratch);
+        self.scratch = scratch;
+        read?;
+        Ok(&self.scratch)
+    }
+
+    /// A length-prefixed UTF-8 name.
+    pub(crate) fn name(&mut self, what: &'static str) -> Result<String, LoadError> {
+        String::from_utf8(self.bytes(what)?).map_err(|_| LoadError::BadData {
+            what: format!("{what} is not UTF-8"),
+        })
+    }
+
+    /// `n` plain-data values onto `out`, their bytes read straight into it, a chunk of
+    /// values at a time.
+    pub(crate) fn pod<T: bytemuck::Pod>(
+        &mut self,
+        n: usize,
+        what: &'static str,
+        out: &mut Vec<T>,
+    ) -> Result<(), LoadError> {
+        let size = std::mem::size_of::<T>().max(1);
+        out.reserve(n.min(self.allowance() / size));
+        let mut left = n;
+        if std::mem::align_of::<T>() <= std::mem::align_of::<u128>() && size <= CHUNK {
+            // A chunk of values at a time, read into a buffer aligned for `T` (it stays in
+            // cache), then copied onto `out` with one `memcpy`.
+            let mut aligned = std::mem::take(&mut self.aligned);
+            aligned.resize(CHUNK / 16, 0);
+            let per_chunk = CHUNK / size;
+            let read = loop {
+                if left == 0 {
+                    break Ok(());
+                }
+                let step = left.min(per_chunk);
+                let bytes = &mut bytemuck::cast_slice_mut::<u128, u8>(&mut aligned)[..step * size];
+                if let Err(e) = self.read_exact(bytes, what) {
+                    break Err(e);
+                }
+                out.extend_from_slice(bytemuck::cast_slice(bytes));
+                left -= step;
+            };
+            self.aligned = aligned;
+            return read;
+        }
+        // Over-aligned or huge values: zeroed a chunk at a time (safe Rust cannot read
+        // into uninitialised memory), then read over while still in cache.
+        let per_chunk = (4 * CHUNK / size).max(1);
+        while left > 0 {
+            let at = out.len();
+            let step = left.min(per_chunk);
+            out.resize(at + step, T::zeroed());
+            self.read_exact(bytemuck::cast_slice_mut(&mut out[at..]), what)?;
+            left -= step;
+        }
+        Ok(())
+    }
+
+    /// Checks the magic and the version.
+    pub(crate) fn header(&mut self, magic: &[u8; 8]) -> Result<(), LoadError> {
+        let mut found = Vec::with_capacity(8);
+        while found.len() < 8 {
+            match self.u8("the magic") {
+                Ok(b) => found.push(b),
+                Err(LoadError::Truncated { .. }) => break,
+                Err(e) => return Err(e),
+            }
+            if !magic.starts_with(&found) {
+                break;
+            }
+        }
+        if found != magic {
+            return Err(LoadError::BadMagic { found });
+        }
+        check_version(self.u32("the version")?)
+    }
+
+    /// The input must end here: reads it to its end, counting.
+    pub(crate) fn finish(&mut self) -> Result<(), LoadError> {
+        let mut count = self.end - self.pos;
+        self.pos = self.end;
+        let mut buf = std::mem::take(&mut self.buf);
+        let read = loop {
+            match self.read_some(&mut buf) {
+                Ok(0) => break Ok(()),
+                Ok(n) => count += n,
+                Err(e) => break Err(e),
+            }
+        };
+        self.buf = buf;
+        read?;
+        match count {
+            0 => Ok(()),
+            count => Err(LoadError::TrailingBytes { count }),
+        }
+    }
+}
+
+/// A version this build reads, or the error.
+fn check_version(version: u32) -> Result<(), LoadError> {
+    if version == VERSION {
+        Ok(())
+    } else {
+        Err(LoadError::Version {
+            found: version,
+            supported: VERSION,
+        })
+    }
+}
+
+/// Reads all of `r` into memory (a replay parses from a slice: every check is against the
 /// bytes that exist). Grows with the input, never by a length the input claims.
 pub(crate) fn read_all(r: &mut impl std::io::Read) -> Result<Vec<u8>, LoadError> {
     let mut bytes = Vec::new();
@@ -480,6 +1039,47 @@ pub(crate) fn encode_values<T: serde::Serialize>(
         v.serialize(&mut ser).map_err(|e| e.to_string())?;
     }
     Ok(())
+}
+
+/// Appends the bytes of `values` to `out`: the plain-data encoding, one copy.
+pub(crate) fn encode_pod<T: bytemuck::Pod>(values: &[T], out: &mut Vec<u8>) -> Result<(), String> {
+    out.extend_from_slice(bytemuck::cast_slice(values));
+    Ok(())
+}
+
+/// Reads a plain-data column of `len` bytes holding `n` values onto `out`: any bytes are a
+/// valid `Pod` value, so only the length is checked (before anything is read), and the
+/// bytes are read straight into `out`, grown as they arrive (a zero-sized type reads and
+/// allocates nothing).
+pub(crate) fn decode_pod<T: bytemuck::Pod>(
+    src: &mut Source<'_>,
+    len: u64,
+    n: usize,
+    out: &mut Vec<T>,
+) -> Result<(), ColumnError> {
+    let size = std::mem::size_of::<T>();
+    if (n as u64).checked_mul(size as u64) != Some(len) {
+        return Err(ColumnError::Decode(format!(
+            "{len} bytes for {n} values of {size} bytes"
+        )));
+    }
+    if size == 0 {
+        out.resize(n, T::zeroed());
+        return Ok(());
+    }
+    src.pod(n, "a column", out)?;
+    Ok(())
+}
+
+/// Reads a serde column of `len` bytes holding `n` postcard-encoded values onto `out`.
+pub(crate) fn decode_serde<T: serde::de::DeserializeOwned>(
+    src: &mut Source<'_>,
+    len: u64,
+    n: usize,
+    out: &mut Vec<T>,
+) -> Result<(), ColumnError> {
+    let bytes = src.scratch(len, "a column")?;
+    decode_values(bytes, n, out).map_err(ColumnError::Decode)
 }
 
 /// Decodes exactly `n` values from `bytes` (all of them) onto `out`. Reserves at most one

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use runsync::prelude::*;
 use runsync::{Checksummer, SnapshotError};
 
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 struct Val(i64);
 impl Component for Val {
     type Output = i64;
@@ -365,4 +365,84 @@ fn sending_an_unregistered_type_says_how_to_register_it() {
 #[should_panic(expected = "message type `u16` is not registered")]
 fn reading_an_unregistered_type_is_an_error() {
     World::new().messages::<u16>();
+}
+
+/// Delivered messages are state the next frame reads, so save files hold them: a type
+/// not opted in is an error naming it (on save and on load), an opted-in one comes back
+/// as it was, broadcast and addressed, and the next frames run the same.
+#[test]
+fn save_files_hold_the_delivered_messages() {
+    #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Ping(u32);
+    impl Checksum for Ping {
+        fn checksum(&self, h: &mut Checksummer) {
+            self.0.checksum(h);
+        }
+    }
+    let make = |opt_in: bool| {
+        let mut w = World::new();
+        w.register::<Val>(|v: &mut Val, d: &[i64]| v.0 += d.iter().sum::<i64>());
+        w.saving::<Val>().checksumming::<Val>();
+        w.register_message::<Ping>().checksumming_message::<Ping>();
+        if opt_in {
+            w.saving_message::<Ping>();
+        }
+        w
+    };
+    let mut w = make(false);
+    let e = w.spawn((Val(1),));
+    w.send_message(Ping(7));
+    w.send_message_to(e, Ping(9));
+    let err = w.save(&mut Vec::new()).unwrap_err();
+    assert!(
+        matches!(err, runsync::SaveError::MessageNotSaving { type_name } if type_name.ends_with("Ping")),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("saving_message::<Ping>()"),
+        "{err}"
+    );
+
+    let mut w = make(true);
+    let e = w.spawn((Val(1),));
+    w.send_message(Ping(7));
+    w.send_message_to(e, Ping(9));
+    let mut file = Vec::new();
+    w.save(&mut file).unwrap();
+    let mut back = make(true);
+    back.load(&mut file.as_slice()).unwrap();
+    assert_eq!(back.messages::<Ping>(), [Ping(7)]);
+    assert_eq!(back.messages_for::<Ping>(e).collect::<Vec<_>>(), [&Ping(9)]);
+    assert_eq!(back.checksum(), w.checksum());
+    // The next frame reads them alike.
+    let run = |w: World| {
+        let mut rt = Runtime::builder().workers(2).build(w);
+        rt.add_system(|w: &World, out: &mut Output| {
+            let n: i64 = w.messages::<Ping>().iter().map(|p| i64::from(p.0)).sum();
+            for (e, _) in w.query::<(&Val,)>() {
+                let to: i64 = w.messages_for::<Ping>(e).map(|p| i64::from(p.0)).sum();
+                out.write::<Val>(e, n * 100 + to);
+            }
+        });
+        rt.frame();
+        rt.world().checksum()
+    };
+    assert_eq!(run(back), run(w));
+
+    // A world that does not opt the type in, or registers other message types, refuses
+    // the file.
+    let mut not_opted = make(false);
+    let err = not_opted.load(&mut file.as_slice()).unwrap_err();
+    assert!(
+        matches!(err, runsync::LoadError::MessageNotSaving { .. }),
+        "{err}"
+    );
+    let mut other = make(true);
+    other.register_message::<u8>();
+    other.saving_message::<u8>();
+    let err = other.load(&mut file.as_slice()).unwrap_err();
+    assert!(
+        matches!(err, runsync::LoadError::MessageTypes { .. }),
+        "{err}"
+    );
 }

@@ -567,7 +567,9 @@ fn snapshot_100k(c: &mut Criterion) {
 /// Save files of the same 100k entities × 4 `Copy` components (issue 17: target ≤ 4× a
 /// `memcpy` of the same bytes): `World::save` into a reused `Vec<u8>` (cleared each
 /// time), `World::load` of that file into the same world, and the `memcpy` of
-/// `snapshot_100k` (the four columns plus the entity list).
+/// `snapshot_100k` (the four columns plus the entity list). `runsync_save` / `_load`:
+/// the types opted in through serde (`saving`); `runsync_save_pod` / `_load_pod`: as
+/// plain data (`saving_pod`).
 fn save_100k(c: &mut Criterion) {
     const N: usize = 100_000;
     let mut g = c.benchmark_group("save_100k");
@@ -593,6 +595,22 @@ fn save_100k(c: &mut Criterion) {
         })
     });
     g.bench_function("runsync_load", |b| {
+        b.iter(|| world.load(&mut file.as_slice()).expect("a valid save"))
+    });
+    world
+        .saving_pod::<Transform>()
+        .saving_pod::<Position>()
+        .saving_pod::<Rotation>()
+        .saving_pod::<Velocity>();
+    file.clear();
+    world.save(&mut file).expect("all types opted in");
+    g.bench_function("runsync_save_pod", |b| {
+        b.iter(|| {
+            file.clear();
+            world.save(&mut file).expect("all types opted in")
+        })
+    });
+    g.bench_function("runsync_load_pod", |b| {
         b.iter(|| world.load(&mut file.as_slice()).expect("a valid save"))
     });
     let src = vec![1u8; bytes];

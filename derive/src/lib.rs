@@ -22,9 +22,10 @@
 //!   and lacks `A` gets `A::default()`, and `expr` for `B` (a constant expression: it
 //!   becomes a `fn() -> B`); declared when the type is registered, as
 //!   `World::require_with` does. Each entry is a type path (no generic arguments).
-//! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save` — `register_default`
-//!   then also calls `world.snapshotting::<T>()`, `checksumming::<T>()`,
-//!   `debugging::<T>()`, `saving::<T>()`.
+//! - flags, with `merge`: `snapshot`, `checksum`, `debug`, `save`, `save_pod` —
+//!   `register_default` then also calls `world.snapshotting::<T>()`,
+//!   `checksumming::<T>()`, `debugging::<T>()`, `saving::<T>()`, `saving_pod::<T>()`
+//!   (`save` or `save_pod`, not both).
 //!
 //! `#[derive(Checksum)]` implements `runsync::Checksum` by writing every field in
 //! declaration order (an enum writes its variant index first).
@@ -45,11 +46,12 @@ pub fn derive_component(input: TokenStream) -> TokenStream {
 }
 
 /// The opt-in flags of `#[component(..)]`, in the order `register_default` applies them.
-const FLAGS: [(&str, &str); 4] = [
+const FLAGS: [(&str, &str); 5] = [
     ("snapshot", "snapshotting"),
     ("checksum", "checksumming"),
     ("debug", "debugging"),
     ("save", "saving"),
+    ("save_pod", "saving_pod"),
 ];
 
 fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
@@ -96,10 +98,18 @@ fn expand(input: &DeriveInput) -> syn::Result<proc_macro2::TokenStream> {
                 Err(meta.error(
                     "unknown `component` attribute: expected `output = Type`, `merge = expr`, \
                      `requires(Type, Type = expr, ..)`, or a flag: `snapshot`, `checksum`, \
-                     `debug`, `save`",
+                     `debug`, `save`, `save_pod`",
                 ))
             }
         })?;
+    }
+    let is = |f: &str| flags.iter().any(|i| i == f);
+    if is("saving") && is("saving_pod") {
+        return Err(syn::Error::new(
+            first_flag.expect("flags were given"),
+            "`save` and `save_pod` are two ways to opt a type into save files (serde values, \
+             plain bytes): give one of them",
+        ));
     }
     let name = &input.ident;
     let (impl_generics, ty_generics, where_clause) = input.generics.split_for_impl();

@@ -1,14 +1,26 @@
 //! Feeds arbitrary bytes to the save-file loaders (`World::load`, `Runtime::load`): each
 //! must return an error or load a world that runs, never panic, abort on a huge
-//! allocation, or hang. A failed load must leave the world as it was. Seed the corpus with
-//! real saves for depth: `cargo test -p runsync --test save_files` builds the bad-file
-//! corpus the same way.
+//! allocation, or hang. A failed load must leave the world as it was.
+//!
+//! Two ways in, by the first byte: even, the rest is the file as it is; odd, the rest
+//! edits a valid save of a small game (serde columns, a plain-data column, a resource,
+//! free and reserved ids): every 3 bytes set the byte at a little-endian `u16` offset
+//! (modulo the length) to the third; 1 or 2 bytes left over cut that many times 97 bytes
+//! off the end. So the fuzzer starts deep inside real saves, as well as from nothing.
 //!
 //! ```sh
-//! cargo +nightly fuzz run load -- -max_total_time=60
+//! cargo +nightly fuzz run load -- -max_total_time=120
+//! cargo +nightly fuzz run load fuzz/regressions/load/*   # the inputs it found, fixed
 //! ```
+//!
+//! `fuzz/regressions/load/spawned-last-past-the-slots` (an edit: a reservation that
+//! claims billions of spawns last frame, which the next frame then reserved — an
+//! out-of-memory) is `tests/save_files.rs`'s
+//! `a_reservation_that_claims_more_spawns_than_slots_is_an_error`.
 
 #![no_main]
+
+use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use runsync::prelude::*;
@@ -17,6 +29,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Component, Checksum, Clone, Copy, Debug, Serialize, Deserialize)]
 #[component(merge = merge::last, checksum, save)]
 struct Pos(f32, f32);
+
+/// Plain data: saved as its bytes.
+#[derive(Component, Checksum, Clone, Copy, Debug, bytemuck::Pod, bytemuck::Zeroable)]
+#[component(merge = merge::last, checksum, save_pod)]
+#[repr(C)]
+struct Vel {
+    x: f32,
+    y: u16,
+    z: u16,
+}
 
 #[derive(Component, Checksum, Clone, Debug, Serialize, Deserialize)]
 #[component(merge = merge::last, checksum, save)]
@@ -36,6 +58,7 @@ struct Log(Vec<u32>);
 fn world() -> World {
     let mut w = World::new();
     w.register_default::<Pos>();
+    w.register_default::<Vel>();
     w.register_default::<Name>();
     w.register_default::<State>();
     w.register_resource::<Log>(|l: &mut Log, d: &[u32]| l.0.extend_from_slice(d));
@@ -44,18 +67,66 @@ fn world() -> World {
     w
 }
 
-fuzz_target!(|data: &[u8]| {
+/// The game the loaded worlds run a frame of, and the reference save is made from.
+fn game(w: World, workers: usize) -> Runtime {
+    let mut rt = Runtime::builder().workers(workers).build(w);
+    rt.add_system(|w: &World, out: &mut Output| {
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            out.write::<Pos>(e, Pos(p.1, p.0));
+            if p.0 > 3.0 {
+                out.despawn(e);
+            } else {
+                out.spawn((State::Idle, Vel { x: p.0, y: 1, z: 2 }));
+            }
+        }
+    });
+    rt
+}
+
+/// A runtime save of a few frames of the game: entities in several tables, free and
+/// reserved ids, every kind of column, the resource.
+fn reference() -> &'static [u8] {
+    static SAVE: OnceLock<Vec<u8>> = OnceLock::new();
+    SAVE.get_or_init(|| {
+        let mut w = world();
+        w.insert_resource(Log(vec![7, 8]));
+        for i in 0..6u16 {
+            let v = Vel { x: f32::from(i), y: i, z: 9 };
+            match i % 3 {
+                0 => w.spawn((Pos(f32::from(i), 0.5), v, Name(format!("n{i}")))),
+                1 => w.spawn((v, State::Busy(i as u8))),
+                _ => w.spawn((Pos(0.0, f32::from(i)),)),
+            };
+        }
+        let mut rt = game(w, 1);
+        for _ in 0..3 {
+            rt.frame();
+        }
+        let mut file = Vec::new();
+        rt.save(&mut file).unwrap();
+        file
+    })
+}
+
+/// The reference save with `edits` applied (see the module docs).
+fn edited(edits: &[u8]) -> Vec<u8> {
+    let mut f = reference().to_vec();
+    let mut chunks = edits.chunks_exact(3);
+    for e in &mut chunks {
+        let at = usize::from(u16::from_le_bytes([e[0], e[1]])) % f.len();
+        f[at] = e[2];
+    }
+    let cut = 97 * chunks.remainder().len();
+    f.truncate(f.len().saturating_sub(cut));
+    f
+}
+
+fn check(data: &[u8]) {
     let mut w = world();
     let before = w.checksum();
     match w.load(&mut &data[..]) {
         Ok(()) => {
-            let mut rt = Runtime::builder().workers(2).build(w);
-            rt.add_system(|w: &World, out: &mut Output| {
-                for (e, (p,)) in w.query::<(&Pos,)>() {
-                    out.write::<Pos>(e, Pos(p.1, p.0));
-                    out.spawn((State::Idle,));
-                }
-            });
+            let mut rt = game(w, 2);
             rt.frame();
             let _ = rt.world().checksum();
         }
@@ -64,6 +135,16 @@ fuzz_target!(|data: &[u8]| {
             let _ = e.to_string();
         }
     }
-    let mut rt = Runtime::builder().workers(1).build(world());
-    let _ = rt.load(&mut &data[..]);
+    let mut rt = game(world(), 1);
+    if rt.load(&mut &data[..]).is_ok() {
+        rt.frame();
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    match data.split_first() {
+        Some((&mode, edits)) if mode & 1 == 1 => check(&edited(edits)),
+        Some((_, file)) => check(file),
+        None => check(data),
+    }
 });

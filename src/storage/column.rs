@@ -6,6 +6,7 @@ use std::fmt;
 use super::marks::TypeMarks;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
+use crate::savefile::{ColumnError, Encoding, Source};
 
 /// Per-type operations (opt-ins) that need more than [`Component`]'s bounds, recorded by an opt-in
 /// ([`World::snapshotting`](crate::World::snapshotting),
@@ -18,32 +19,53 @@ pub(crate) struct TypeOps<C> {
     /// Formats one value (`Debug`).
     debug: Option<DebugFn<C>>,
     /// Encodes and decodes values for save files (serde).
-    serde: Option<SerdeFns<C>>,
+    serde: Option<SaveFns<C>>,
 }
 
-/// A type's save-file codec: `encode(values, out)` appends the values; `decode(bytes, n,
-/// out)` pushes exactly `n` values decoded from all of `bytes`.
-pub(crate) struct SerdeFns<T> {
+/// A type's save-file codec, in `encoding`: `encode(values, out)` appends the values;
+/// `bytes(values)` are their bytes, for plain data (written without a copy);
+/// `decode(src, len, n, out)` reads a column of `len` bytes and pushes its `n` values.
+pub(crate) struct SaveFns<T> {
+    pub(crate) encoding: Encoding,
     pub(crate) encode: fn(&[T], &mut Vec<u8>) -> Result<(), String>,
+    pub(crate) bytes: Option<BytesFn<T>>,
     pub(crate) decode: DecodeFn<T>,
 }
 
-/// `fn(bytes, n, out)`: see [`SerdeFns`].
-type DecodeFn<T> = fn(&[u8], usize, &mut Vec<T>) -> Result<(), String>;
+/// `fn(values) -> their bytes`: see [`SaveFns`].
+type BytesFn<T> = fn(&[T]) -> &[u8];
 
-impl<T> Clone for SerdeFns<T> {
+/// `fn(src, len, n, out)`: see [`SaveFns`].
+type DecodeFn<T> = fn(&mut Source<'_>, u64, usize, &mut Vec<T>) -> Result<(), ColumnError>;
+
+impl<T> Clone for SaveFns<T> {
     fn clone(&self) -> Self {
         *self
     }
 }
 
-impl<T> Copy for SerdeFns<T> {}
+impl<T> Copy for SaveFns<T> {}
 
-impl<T: serde::Serialize + serde::de::DeserializeOwned> SerdeFns<T> {
+impl<T: serde::Serialize + serde::de::DeserializeOwned> SaveFns<T> {
+    /// Values through serde.
     pub(crate) fn of() -> Self {
-        SerdeFns {
+        SaveFns {
+            encoding: Encoding::Serde,
             encode: crate::savefile::encode_values::<T>,
-            decode: crate::savefile::decode_values::<T>,
+            bytes: None,
+            decode: crate::savefile::decode_serde::<T>,
+        }
+    }
+}
+
+impl<T: bytemuck::Pod> SaveFns<T> {
+    /// Values as plain data.
+    pub(crate) fn pod() -> Self {
+        SaveFns {
+            encoding: Encoding::plain(std::mem::size_of::<T>()),
+            encode: crate::savefile::encode_pod::<T>,
+            bytes: Some(bytemuck::cast_slice::<T, u8>),
+            decode: crate::savefile::decode_pod::<T>,
         }
     }
 }
@@ -142,12 +164,20 @@ impl<C: Component> TypedColumns<C> {
         self.enable_debug();
     }
 
-    /// Opts `C` into save files.
+    /// Opts `C` into save files, through serde.
     pub(crate) fn enable_serde(&mut self)
     where
         C: serde::Serialize + serde::de::DeserializeOwned,
     {
-        self.ops.serde = Some(SerdeFns::of());
+        self.ops.serde = Some(SaveFns::of());
+    }
+
+    /// Opts `C` into save files, as plain data.
+    pub(crate) fn enable_pod(&mut self)
+    where
+        C: bytemuck::Pod,
+    {
+        self.ops.serde = Some(SaveFns::pod());
     }
 
     /// Opts `C` into `Debug` text (desync reports and write provenance).
@@ -256,24 +286,30 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
-    /// Whether the type was opted into save files.
-    fn can_serde(&self) -> bool;
-    /// Appends the values of column `col` (postcard), or says why not.
+    /// How the type is opted into save files, if it is.
+    fn save_encoding(&self) -> Option<Encoding>;
+    /// Appends the values of column `col` (in its [`Encoding`]), or says why not.
     fn encode_column(&self, col: u32, out: &mut Vec<u8>) -> Result<(), String>;
-    /// Decodes one column per `(bytes, rows)` into a `Vec<Vec<C>>` (boxed), or returns
-    /// the index of the column that failed and why. Touches nothing here.
-    fn decode_columns(
+    /// The bytes of column `col`, for a type saved as plain data.
+    fn column_bytes(&self, col: u32) -> Option<&[u8]>;
+    /// No decoded columns yet: an empty `Vec<Vec<C>>`, boxed, for
+    /// [`read_column`](Self::read_column).
+    fn new_columns(&self) -> Box<dyn Any + Send + Sync>;
+    /// Reads a column of `len` bytes holding `rows` values from `src` and pushes it onto
+    /// `into` (from [`new_columns`](Self::new_columns)). Touches nothing here.
+    fn read_column(
         &self,
-        columns: &[(&[u8], usize)],
-    ) -> Result<Box<dyn Any + Send + Sync>, (usize, String)>;
+        src: &mut Source<'_>,
+        len: u64,
+        rows: usize,
+        into: &mut (dyn Any + Send + Sync),
+    ) -> Result<(), ColumnError>;
     /// Replaces every column and its marks by decoded ones (from
-    /// [`decode_columns`](Self::decode_columns), as many columns as the storage's tables
+    /// [`read_column`](Self::read_column), as many columns as the storage's tables
     /// hold the type).
     fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks);
     /// The change marks, for save files.
     fn marks(&self) -> &TypeMarks;
-    /// Bytes the values take in memory (a save's size estimate).
-    fn value_bytes(&self) -> usize;
     /// Empty columns of the same type with the same opt-ins.
     fn empty_like(&self) -> Box<dyn AnyColumns>;
     /// The checksum of one value, if the type was opted into checksums.
@@ -442,30 +478,45 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         self.ops.checksum.is_some()
     }
 
-    fn can_serde(&self) -> bool {
-        self.ops.serde.is_some()
+    fn save_encoding(&self) -> Option<Encoding> {
+        self.ops.serde.map(|f| f.encoding)
     }
 
     fn encode_column(&self, col: u32, out: &mut Vec<u8>) -> Result<(), String> {
         let fns = self.ops.serde.ok_or("not opted into saves")?;
-        (fns.encode)(&self.columns[col as usize], out)
+        let values = &self.columns[col as usize];
+        // Values of plain numbers encode to about their size: one allocation.
+        out.reserve(std::mem::size_of_val::<[C]>(values));
+        (fns.encode)(values, out)
     }
 
-    fn decode_columns(
+    fn column_bytes(&self, col: u32) -> Option<&[u8]> {
+        let bytes = self.ops.serde?.bytes?;
+        Some(bytes(&self.columns[col as usize]))
+    }
+
+    fn new_columns(&self) -> Box<dyn Any + Send + Sync> {
+        Box::new(Vec::<Vec<C>>::new())
+    }
+
+    fn read_column(
         &self,
-        columns: &[(&[u8], usize)],
-    ) -> Result<Box<dyn Any + Send + Sync>, (usize, String)> {
+        src: &mut Source<'_>,
+        len: u64,
+        rows: usize,
+        into: &mut (dyn Any + Send + Sync),
+    ) -> Result<(), ColumnError> {
         let fns = self
             .ops
             .serde
-            .ok_or((0, "not opted into saves".to_owned()))?;
-        let mut out: Vec<Vec<C>> = Vec::with_capacity(columns.len());
-        for (i, &(bytes, rows)) in columns.iter().enumerate() {
-            let mut col = Vec::new();
-            (fns.decode)(bytes, rows, &mut col).map_err(|e| (i, e))?;
-            out.push(col);
-        }
-        Ok(Box::new(out))
+            .ok_or_else(|| ColumnError::Decode("not opted into saves".to_owned()))?;
+        let columns = into
+            .downcast_mut::<Vec<Vec<C>>>()
+            .expect("decoded columns of another type");
+        let mut col = Vec::new();
+        (fns.decode)(src, len, rows, &mut col)?;
+        columns.push(col);
+        Ok(())
     }
 
     fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks) {
@@ -493,10 +544,6 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             },
             ..TypedColumns::default()
         })
-    }
-
-    fn value_bytes(&self) -> usize {
-        self.columns.iter().map(Vec::len).sum::<usize>() * std::mem::size_of::<C>()
     }
 
     fn checksum_value(&self, col: u32, row: u32) -> Option<u64> {

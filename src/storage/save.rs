@@ -1,7 +1,8 @@
 //! Save files of the storage (see `crate::savefile` for the framing): the registered
-//! types by name, the entity allocator, the tables in creation order (types and
-//! entities), then each type's columns — change marks and postcard-encoded values,
-//! column-wise, as hecs's column serialization — in the order of the tables that hold it.
+//! types by name, each with its encoding, the entity allocator, the tables in creation
+//! order (types and entities), then each type's columns — change marks and values
+//! (postcard-encoded, or plain bytes), column-wise, as hecs's column serialization — in
+//! the order of the tables that hold it.
 //!
 //! Loading parses and checks everything into a [`ParsedStorage`] first (decoding every
 //! column), so a bad file changes nothing; [`Storage::apply_save`] then rebuilds the
@@ -9,13 +10,14 @@
 //! the saved world, and later frames run as they would have there.
 
 use std::any::Any;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 
 use super::{Storage, TypeMarks};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, Location};
-use crate::savefile::{LoadError, Put, Reader, SaveError};
+use crate::hierarchy::{ChildOf, Children, Hierarchy};
+use crate::savefile::{ColumnError, Encoding, LoadError, Put, SaveError, Sink, Source};
 
 /// A checked, decoded storage, ready for [`Storage::apply_save`].
 pub(crate) struct ParsedStorage {
@@ -30,27 +32,22 @@ impl Storage {
     /// The first registered type (by id) not opted into save files.
     pub(crate) fn first_not_saving(&self) -> Option<ComponentId> {
         (0..self.columns.len())
-            .find(|&i| !self.columns[i].can_serde())
+            .find(|&i| self.columns[i].save_encoding().is_none())
             .map(|i| ComponentId(i as u32))
     }
 
-    /// Appends the storage's section of a save to `out`.
-    pub(crate) fn save_to(&self, out: &mut Vec<u8>) -> Result<(), SaveError> {
+    /// Writes the storage's section of a save to `out`.
+    pub(crate) fn save_to(&self, out: &mut Sink<'_>) -> Result<(), SaveError> {
         if let Some(id) = self.first_not_saving() {
             return Err(SaveError::NotSaving {
                 type_name: self.type_name(id),
             });
         }
-        // One allocation for the whole file, for values that encode to their size.
-        out.reserve(
-            self.columns.iter().map(|c| c.value_bytes()).sum::<usize>()
-                + 8 * self.entities.len()
-                + 4 * self.entities.slots()
-                + 4096,
-        );
         out.put_u64(self.registry.len() as u64);
         for i in 0..self.registry.len() {
             out.put_bytes(self.registry.info(ComponentId(i as u32)).name.as_bytes());
+            let encoding = self.columns[i].save_encoding().expect("checked above");
+            encoding.write(&mut out.buf);
         }
         let e = &self.entities;
         out.put_u64(e.slots() as u64);
@@ -81,7 +78,6 @@ impl Storage {
                 out.put_u32(c.0);
             }
             out.put_u64(table.len() as u64);
-            out.reserve(8 * table.len());
             for e in &table.entities {
                 out.put_u64(e.to_bits());
             }
@@ -96,22 +92,26 @@ impl Storage {
                         out.put_u64(w);
                     }
                 }
-                // The column's byte length, patched once its values are encoded in place.
-                let at = out.len();
-                out.put_u64(0);
                 let col = self
                     .tables
                     .get(t)
                     .column(ComponentId(id as u32))
                     .expect("a table has a column per type");
+                if let Some(bytes) = columns.column_bytes(col) {
+                    // Plain data: its bytes, written without a copy.
+                    out.put_bytes(bytes);
+                    continue;
+                }
+                // The column's byte length, patched once its values are encoded in place.
+                let at = out.placeholder(8);
                 columns
-                    .encode_column(col, out)
+                    .encode_column(col, &mut out.buf)
                     .map_err(|message| SaveError::Encode {
                         type_name: self.type_name(ComponentId(id as u32)),
                         message,
                     })?;
-                let len = (out.len() - at - 8) as u64;
-                out[at..at + 8].copy_from_slice(&len.to_le_bytes());
+                let len = (out.buf.len() - at - 8) as u64;
+                out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
             }
         }
         Ok(())
@@ -140,28 +140,48 @@ impl Storage {
     }
 
     /// Reads and checks the storage's section of a save, decoding every column; changes
-    /// nothing.
-    pub(crate) fn parse_save(&self, r: &mut Reader<'_>) -> Result<ParsedStorage, LoadError> {
-        let n = r.count(8, "the component type list")?;
-        let mut names = Vec::with_capacity(n);
+    /// nothing. Every list grows as its entries are read, never by the count the file
+    /// gives (see [`Source`]).
+    pub(crate) fn parse_save(&self, r: &mut Source<'_>) -> Result<ParsedStorage, LoadError> {
+        let n = r.count("the component type list")?;
+        let mut names = Vec::with_capacity(r.capacity(n, 9));
+        let mut encodings = Vec::with_capacity(r.capacity(n, 9));
         for _ in 0..n {
             names.push(r.name("a component type name")?);
+            encodings.push(Encoding::read(r)?);
         }
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.check_types(&names)?;
         if let Some(id) = self.first_not_saving() {
             return Err(LoadError::NotSaving {
                 type_name: self.type_name(id),
             });
         }
+        for (i, &file) in encodings.iter().enumerate() {
+            let world = self.columns[i].save_encoding().expect("checked above");
+            if file != world {
+                return Err(LoadError::Encoding {
+                    type_name: self.type_name(ComponentId(i as u32)),
+                    file: file.to_string(),
+                    world: world.to_string(),
+                });
+            }
+        }
         let bad = |what: String| LoadError::BadEntities { what };
 
         // The allocator.
-        let slots = r.count(4, "the entity slots")?;
-        let mut generations = Vec::with_capacity(slots);
-        for i in 0..slots {
-            let g = r.u32("the entity slots")?;
-            generations
-                .push(NonZeroU32::new(g).ok_or_else(|| bad(format!("slot {i} has generation 0")))?);
+        let slots = r.count("the entity slots")?;
+        // Each slot's generation, and (set with the tables) the location of its entity.
+        let mut states: Vec<(NonZeroU32, Location)> = Vec::with_capacity(r.capacity(slots, 4));
+        while states.len() < slots {
+            let run = r.entries(slots - states.len(), 4, "the entity slots")?;
+            for g in run.chunks_exact(4) {
+                let g = u32::from_le_bytes(g.try_into().expect("4 bytes"));
+                let i = states.len();
+                let g =
+                    NonZeroU32::new(g).ok_or_else(|| bad(format!("slot {i} has generation 0")))?;
+                states.push((g, Location::NONE));
+            }
         }
         let index = |i: u32, what: &str| {
             if (i as usize) < slots {
@@ -172,35 +192,47 @@ impl Storage {
                 )))
             }
         };
-        let nfree = r.count(4, "the free list")?;
-        let mut free = Vec::with_capacity(nfree);
+        let nfree = r.count("the free list")?;
+        let mut free = Vec::with_capacity(r.capacity(nfree, 4));
         for _ in 0..nfree {
             free.push(index(r.u32("the free list")?, "the free list")?);
         }
         let retired = r.u64("the retired count")?;
-        let nres = r.count(12, "the reservations")?;
-        let mut reserved = Vec::with_capacity(nres);
+        let nres = r.count("the reservations")?;
+        let mut reserved = Vec::with_capacity(r.capacity(nres, 12));
         for _ in 0..nres {
             let spawned_last = r.u32("a reservation")?;
-            let n = r.count(4, "a reservation's ids")?;
-            let mut ids = Vec::with_capacity(n);
+            let n = r.count("a reservation's ids")?;
+            let mut ids = Vec::with_capacity(r.capacity(n, 4));
             for _ in 0..n {
                 ids.push(index(r.u32("a reservation's ids")?, "a reservation")?);
             }
             reserved.push((ids, spawned_last));
         }
+        // Each system spawned its `spawned_last` entities into slots of their own, and the
+        // next frame reserves twice that: a count past the slots would have it reserve
+        // billions of ids.
+        let spawned: u64 = reserved.iter().map(|&(_, s)| u64::from(s)).sum();
+        if spawned > slots as u64 {
+            return Err(bad(format!(
+                "the reservations say {spawned} entities were spawned last frame, more than \
+                 the {slots} slots"
+            )));
+        }
         let lanes = (r.u32("the lanes")?, r.u32("the lanes")?);
 
         // The tables, and every live entity's location.
-        let ntables = r.count(16, "the table list")?;
-        let mut locations = vec![Location::NONE; slots];
-        let mut tables: Vec<(Vec<ComponentId>, Vec<Entity>)> = Vec::with_capacity(ntables);
-        let mut sets: HashSet<Vec<ComponentId>> = HashSet::with_capacity(ntables);
+        let ntables = r.count("the table list")?;
+        let mut tables: Vec<(Vec<ComponentId>, Vec<Entity>)> =
+            Vec::with_capacity(r.capacity(ntables, 16));
+        let mut sets: HashSet<Vec<ComponentId>> = HashSet::new();
         for t in 0..ntables {
-            let table = t as u32;
+            let table = u32::try_from(t).map_err(|_| LoadError::BadData {
+                what: format!("more than {} tables", u32::MAX),
+            })?;
             let bad_table = |what: String| LoadError::BadTable { table, what };
-            let ntypes = r.count(4, "a table's types")?;
-            let mut types = Vec::with_capacity(ntypes);
+            let ntypes = r.count("a table's types")?;
+            let mut types = Vec::with_capacity(r.capacity(ntypes, 4));
             for _ in 0..ntypes {
                 let c = r.u32("a table's types")?;
                 if c as usize >= self.registry.len() {
@@ -224,27 +256,33 @@ impl Storage {
                     "the same component set as an earlier table".into(),
                 ));
             }
-            let rows = r.count(8, "a table's entities")?;
-            let mut entities = Vec::with_capacity(rows);
-            for row in 0..rows {
-                let bits = r.u64("a table's entities")?;
-                let e = Entity::from_bits(bits).ok_or_else(|| {
-                    bad(format!("table {t} row {row}: not an entity ({bits:#x})"))
-                })?;
-                let i = e.index() as usize;
-                if i >= slots || generations[i].get() != e.generation() {
-                    return Err(bad(format!(
-                        "table {t} row {row}: entity {e} is not allocated"
-                    )));
+            let rows = r.count("a table's entities")?;
+            let mut entities = Vec::with_capacity(r.capacity(rows, 8));
+            while entities.len() < rows {
+                let run = r.entries(rows - entities.len(), 8, "a table's entities")?;
+                for bits in run.chunks_exact(8) {
+                    let bits = u64::from_le_bytes(bits.try_into().expect("8 bytes"));
+                    let row = entities.len();
+                    let e = Entity::from_bits(bits).ok_or_else(|| {
+                        bad(format!("table {t} row {row}: not an entity ({bits:#x})"))
+                    })?;
+                    let i = e.index() as usize;
+                    let Some((_, location)) =
+                        states.get_mut(i).filter(|(g, _)| g.get() == e.generation())
+                    else {
+                        return Err(bad(format!(
+                            "table {t} row {row}: entity {e} is not allocated"
+                        )));
+                    };
+                    if *location != Location::NONE {
+                        return Err(LoadError::DuplicateEntity { entity: e });
+                    }
+                    *location = Location {
+                        table,
+                        row: row as u32,
+                    };
+                    entities.push(e);
                 }
-                if locations[i] != Location::NONE {
-                    return Err(LoadError::DuplicateEntity { entity: e });
-                }
-                locations[i] = Location {
-                    table,
-                    row: row as u32,
-                };
-                entities.push(e);
             }
             tables.push((types, entities));
         }
@@ -259,7 +297,7 @@ impl Storage {
         let mut listed = vec![false; slots];
         for &i in free.iter().chain(reserved.iter().flat_map(|(ids, _)| ids)) {
             let i = i as usize;
-            if locations[i] != Location::NONE {
+            if states[i].1 != Location::NONE {
                 return Err(bad(format!(
                     "slot {i} is alive and listed as free or reserved"
                 )));
@@ -270,8 +308,8 @@ impl Storage {
         }
         let mut retired_found = 0u64;
         for i in 0..slots {
-            if locations[i] == Location::NONE && !listed[i] {
-                if generations[i].get() != u32::MAX {
+            if states[i].1 == Location::NONE && !listed[i] {
+                if states[i].0.get() != u32::MAX {
                     return Err(bad(format!(
                         "slot {i} is neither alive, free, reserved nor retired"
                     )));
@@ -284,52 +322,62 @@ impl Storage {
                 "{retired} retired slots claimed, {retired_found} found"
             )));
         }
-        let entities = Entities::from_parts(
-            generations.into_iter().zip(locations).collect(),
-            free,
-            retired as usize,
-            reserved,
-            lanes,
-        );
+        let entities = Entities::from_parts(states, free, retired as usize, reserved, lanes);
 
         // The columns: per type, one per table that holds it, in creation order.
         let mut columns = Vec::with_capacity(self.columns.len());
         for (id, typed) in self.columns.iter().enumerate() {
             let type_name = self.type_name(ComponentId(id as u32));
-            let holding: Vec<usize> = (0..tables.len())
-                .filter(|&t| tables[t].0.contains(&ComponentId(id as u32)))
-                .collect();
-            let mut marks = Vec::with_capacity(holding.len());
-            let mut bytes = Vec::with_capacity(holding.len());
-            for &t in &holding {
+            let mut decoded = typed.new_columns();
+            let mut marks = Vec::new();
+            let mut rows = Vec::new();
+            for (t, (types, entities)) in tables.iter().enumerate() {
+                if !types.contains(&ComponentId(id as u32)) {
+                    continue;
+                }
                 let mut words = || -> Result<Vec<u64>, LoadError> {
-                    let n = r.count(8, "change marks")?;
-                    (0..n).map(|_| r.u64("change marks")).collect()
+                    let n = r.count("change marks")?;
+                    let mut w = Vec::with_capacity(r.capacity(n, 8));
+                    while w.len() < n {
+                        let run = r.entries(n - w.len(), 8, "change marks")?;
+                        w.extend(
+                            run.chunks_exact(8)
+                                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+                        );
+                    }
+                    Ok(w)
                 };
                 let changed = words()?;
                 let added = words()?;
                 marks.push((changed, added));
-                bytes.push((r.bytes("a column")?, tables[t].1.len()));
+                rows.push(entities.len());
+                let len = r.u64("a column")?;
+                typed
+                    .read_column(r, len, entities.len(), &mut *decoded)
+                    .map_err(|e| match e {
+                        ColumnError::Load(e) => e,
+                        ColumnError::Decode(message) => LoadError::Decode {
+                            type_name,
+                            table: Some(t as u32),
+                            message,
+                        },
+                    })?;
             }
             let marks =
-                TypeMarks::from_words(marks, |k| bytes[k].1).map_err(|e| LoadError::BadData {
+                TypeMarks::from_words(marks, |k| rows[k]).map_err(|e| LoadError::BadData {
                     what: format!("`{type_name}`: {e}"),
                 })?;
-            let decoded =
-                typed
-                    .decode_columns(&bytes)
-                    .map_err(|(k, message)| LoadError::Decode {
-                        type_name,
-                        table: Some(holding[k] as u32),
-                        message,
-                    })?;
             columns.push((decoded, marks));
         }
-        Ok(ParsedStorage {
+        let parsed = ParsedStorage {
             entities,
             tables,
             columns,
-        })
+        };
+        if let Some(h) = self.hierarchy {
+            check_hierarchy(&parsed, h)?;
+        }
+        Ok(parsed)
     }
 
     /// Makes this storage the parsed one: the tables in the saved order (so the same
@@ -352,5 +400,186 @@ impl Storage {
             c.install(decoded, marks);
         }
         self.entities = parsed.entities;
+    }
+}
+
+/// The rows of type `id` in `parsed`, with their entities: `(entity, value)` in table
+/// order.
+fn rows_of<C: 'static>(parsed: &ParsedStorage, id: ComponentId) -> Vec<(Entity, &C)> {
+    let columns = parsed.columns[id.index()]
+        .0
+        .downcast_ref::<Vec<Vec<C>>>()
+        .expect("a type's decoded columns");
+    let tables = parsed
+        .tables
+        .iter()
+        .filter(|(types, _)| types.contains(&id));
+    tables
+        .zip(columns)
+        .flat_map(|((_, entities), column)| entities.iter().copied().zip(column))
+        .collect()
+}
+
+/// Checks that the parents and children of a parsed save hold together as Sync keeps
+/// them (see `commands::tree`): every `ChildOf(p)` names a live `p` other than the child,
+/// whose `Children` lists the child; every `Children` is non-empty and lists each of its
+/// children once, each naming it; no entity is its own ancestor. A file that breaks one
+/// would make later despawns and walks loop or panic.
+fn check_hierarchy(parsed: &ParsedStorage, h: Hierarchy) -> Result<(), LoadError> {
+    let bad = |what: String| LoadError::BadHierarchy { what };
+    let alive: HashSet<Entity> = parsed
+        .tables
+        .iter()
+        .flat_map(|(_, entities)| entities.iter().copied())
+        .collect();
+    // In table order, so that the first problem reported does not depend on hashing.
+    let edges: Vec<(Entity, Entity)> = rows_of::<ChildOf>(parsed, h.child_of)
+        .into_iter()
+        .map(|(e, &ChildOf(p))| (e, p))
+        .collect();
+    let mut parent: HashMap<Entity, Entity> = HashMap::with_capacity(edges.len());
+    for &(e, p) in &edges {
+        if p == e {
+            return Err(bad(format!("{e} is its own parent")));
+        }
+        if !alive.contains(&p) {
+            return Err(bad(format!("{e}'s parent {p} is not alive")));
+        }
+        parent.insert(e, p);
+    }
+    let mut listed: HashSet<Entity> = HashSet::with_capacity(edges.len());
+    for (q, list) in rows_of::<Children>(parsed, h.children) {
+        if list.is_empty() {
+            return Err(bad(format!("{q} has an empty `Children`")));
+        }
+        for &c in list.iter() {
+            if parent.get(&c) != Some(&q) {
+                return Err(bad(format!(
+                    "{q}'s `Children` lists {c}, whose `ChildOf` does not name {q}"
+                )));
+            }
+            if !listed.insert(c) {
+                return Err(bad(format!("{q}'s `Children` lists {c} twice")));
+            }
+        }
+    }
+    if let Some(&(c, p)) = edges.iter().find(|(c, _)| !listed.contains(c)) {
+        return Err(bad(format!(
+            "{c} names {p} its parent, but {p}'s `Children` leave it out"
+        )));
+    }
+    // Each entity has at most one parent: walk up from each, stopping at an entity known
+    // to lead to a root; meeting the walk's own path again is a cycle. Every entity is
+    // walked over once.
+    let mut rooted: HashSet<Entity> = HashSet::with_capacity(edges.len());
+    let mut path: HashSet<Entity> = HashSet::new();
+    for &(start, _) in &edges {
+        path.clear();
+        let mut at = start;
+        while !rooted.contains(&at) {
+            if !path.insert(at) {
+                return Err(bad(format!("{at} is its own ancestor (a cycle)")));
+            }
+            match parent.get(&at) {
+                Some(&p) => at = p,
+                None => break,
+            }
+        }
+        rooted.extend(path.iter().copied());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::hierarchy::{ChildOf, Children};
+    use crate::savefile::LoadError;
+    use crate::world::World;
+    use crate::{Component, Entity};
+
+    #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Hp(i32);
+    impl Component for Hp {
+        type Output = i32;
+    }
+
+    /// A world with a ship, two turrets and a barrel on the first turret.
+    fn fleet() -> (World, [Entity; 4]) {
+        let mut w = World::new();
+        w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+        w.saving::<Hp>().register_hierarchy();
+        let ship = w.spawn((Hp(10),));
+        let left = w.spawn((Hp(2), ChildOf(ship)));
+        let right = w.spawn((Hp(2), ChildOf(ship)));
+        let barrel = w.spawn((ChildOf(left),));
+        (w, [ship, left, right, barrel])
+    }
+
+    fn load(w: &World) -> Result<World, LoadError> {
+        let mut bytes = Vec::new();
+        w.save(&mut bytes).expect("saves");
+        let (mut into, _) = fleet();
+        into.load(&mut bytes.as_slice()).map(|()| into)
+    }
+
+    fn set<C: Component>(w: &mut World, e: Entity, value: C) {
+        let id = w.storage().registry.id::<C>();
+        let (col, row) = w.storage().slot_of(e, id).expect("has it");
+        w.storage_mut().typed_mut::<C>(id).columns[col as usize][row as usize] = value;
+    }
+
+    #[test]
+    fn a_hierarchy_round_trips_and_a_broken_one_is_refused() {
+        let (w, [ship, left, right, barrel]) = fleet();
+        let back = load(&w).expect("a consistent hierarchy loads");
+        assert_eq!(back.children(ship), [left, right]);
+        assert_eq!(back.parent(barrel), Some(left));
+        assert_eq!(back.checksum(), w.checksum());
+
+        type Corrupt = fn(&mut World, [Entity; 4]);
+        let broken: [(&str, Corrupt); 5] = [
+            ("own parent", |w, [_, l, _, _]| set(w, l, ChildOf(l))),
+            ("not alive", |w, [s, l, _, _]| {
+                let dead = Entity::from_bits(u64::from(s.index() + 50) | 1 << 32).unwrap();
+                set(w, l, ChildOf(dead))
+            }),
+            ("does not name", |w, [s, l, r, _]| {
+                set(w, s, Children(vec![l, r, l]));
+                set(w, l, ChildOf(r))
+            }),
+            ("twice", |w, [s, l, _, _]| set(w, s, Children(vec![l, l]))),
+            ("leave it out", |w, [s, l, _, _]| {
+                set(w, s, Children(vec![l]))
+            }),
+        ];
+        for (what, corrupt) in broken {
+            let (mut w, es) = fleet();
+            corrupt(&mut w, es);
+            match load(&w) {
+                Err(LoadError::BadHierarchy { what: message }) => {
+                    assert!(message.contains(what), "{what}: {message}")
+                }
+                other => panic!("{what}: {other:?}"),
+            }
+        }
+    }
+
+    /// Parents and children that agree with each other but go round: x under y, y
+    /// under x.
+    #[test]
+    fn a_cycle_in_a_save_is_refused() {
+        let (mut w, _) = fleet();
+        let r = w.spawn((Hp(1),));
+        let other = w.spawn((ChildOf(r),));
+        let x = w.spawn((ChildOf(r),));
+        let y = w.spawn((ChildOf(x),));
+        let z = w.spawn((ChildOf(y),));
+        set(&mut w, x, ChildOf(y));
+        set(&mut w, r, Children(vec![other]));
+        set(&mut w, y, Children(vec![z, x]));
+        match load(&w) {
+            Err(LoadError::BadHierarchy { what }) => assert!(what.contains("cycle"), "{what}"),
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -10,8 +10,11 @@ use crate::hierarchy::{ChildOf, Children, Hierarchy, HierarchyError};
 impl World {
     /// Registers the parent/child relationship: the components [`ChildOf`] (on a child,
     /// naming its parent) and [`Children`] (on a parent, kept by Sync), opted into
-    /// snapshots, checksums and `Debug` output. Registering twice is a no-op. Returns
-    /// `self` to chain.
+    /// snapshots, checksums, save files and `Debug` output. Registering twice is a no-op.
+    /// Returns `self` to chain. A save file that loads into such a world must hold a
+    /// consistent hierarchy (each `ChildOf` names a live parent listing the child once,
+    /// each `Children` lists live children naming it, no cycle), else
+    /// [`LoadError::BadHierarchy`](crate::LoadError::BadHierarchy).
     ///
     /// ```
     /// use runsync::prelude::*;
@@ -102,10 +105,12 @@ impl World {
         self.storage.hierarchy = Some(Hierarchy { child_of, children });
         self.snapshotting::<ChildOf>()
             .checksumming::<ChildOf>()
-            .debugging::<ChildOf>();
+            .debugging::<ChildOf>()
+            .saving::<ChildOf>();
         self.snapshotting::<Children>()
             .checksumming::<Children>()
             .debugging::<Children>()
+            .saving::<Children>()
     }
 
     /// Whether [`register_hierarchy`](Self::register_hierarchy) was called.

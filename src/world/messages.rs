@@ -231,6 +231,22 @@ impl World {
         self
     }
 
+    /// Opts message type `M` into save files ([`save`](Self::save),
+    /// [`load`](Self::load), replays): a save holds the delivered messages (they are read
+    /// by the next frame), a load puts them back. A world that registers a message type
+    /// must opt it in to save. Returns `self` to chain.
+    ///
+    /// # Panics
+    /// If `M` is not registered.
+    #[track_caller]
+    pub fn saving_message<M>(&mut self) -> &mut Self
+    where
+        M: Message + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.messages.inbox_mut::<M>().enable_serde();
+        self
+    }
+
     /// Opts message type `M` into [`checksum`](Self::checksum): after the resources, for
     /// each opted-in type in registration order, the number of delivered messages and
     /// each of them, then the addressed ones with their entities. Returns `self` to chain.

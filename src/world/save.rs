@@ -8,8 +8,9 @@
 //! `Time` follow), the registered component types by name (registration order), the
 //! entity allocator, every table (types, entities) in creation order, each type's columns
 //! with their change marks, then every resource opted into saves (present or absent).
-//! Values are serde-encoded with postcard; a world with a type or written resource not
-//! opted in cannot be saved (an error naming it, never a file that leaves it out).
+//! Values are serde-encoded with postcard, or copied as bytes for plain-data types
+//! ([`World::saving_pod`]); a world with a type or written resource not opted in cannot be
+//! saved (an error naming it, never a file that leaves it out).
 
 use std::any::TypeId;
 use std::io::{Read, Write};
@@ -17,17 +18,19 @@ use std::io::{Read, Write};
 use super::World;
 use crate::component::Component;
 use crate::resource::{AnyBox, ResourceSerde};
-use crate::savefile::{LoadError, Put, Reader, SAVE_MAGIC, SaveError, VERSION};
+use crate::savefile::{LoadError, Put, SAVE_MAGIC, SaveError, Sink, Source, VERSION};
 use crate::storage::ParsedStorage;
 
 /// A checked, decoded save, ready to apply; with the runtime's part, if the save has one.
-pub(crate) struct ParsedSave<'a> {
+pub(crate) struct ParsedSave {
     storage: ParsedStorage,
+    /// Per message type, by registration order: its decoded messages.
+    messages: Vec<Box<dyn std::any::Any + Send + Sync>>,
     /// Per resource opted in here (by opt-in order): its saved value, or `None` if the
     /// save holds it absent.
     resources: Vec<Option<AnyBox>>,
     /// The runtime's bytes, for a runtime save.
-    pub(crate) runtime: Option<&'a [u8]>,
+    pub(crate) runtime: Option<Vec<u8>>,
 }
 
 const KIND_WORLD: u8 = 0;
@@ -37,7 +40,8 @@ impl World {
     /// Opts component type `C` into save files ([`save`](Self::save),
     /// [`load`](Self::load)), through serde. Every registered type must be opted in to
     /// save (or load) a world. The `save` flag of `#[component(..)]` does the same in
-    /// [`register_default`](Self::register_default). Returns `self` to chain.
+    /// [`register_default`](Self::register_default). Replaces a
+    /// [`saving_pod`](Self::saving_pod) opt-in. Returns `self` to chain.
     ///
     /// # Panics
     /// If `C` is not registered.
@@ -48,6 +52,52 @@ impl World {
     {
         let id = self.storage.registry.id::<C>();
         self.storage.typed_mut::<C>(id).enable_serde();
+        self
+    }
+
+    /// Opts component type `C` into save files as plain data: its columns are saved as
+    /// their bytes, handed to the writer as they are, and loaded by copying them back
+    /// through a cache-sized buffer, where [`saving`](Self::saving) encodes and decodes
+    /// every value through serde. `C` must be
+    /// [`bytemuck::Pod`] (`#[derive(Pod, Zeroable)]` with `#[repr(C)]` or
+    /// `#[repr(transparent)]`: numbers and arrays of them, no padding, no pointers), so
+    /// any bytes a file holds are a valid `C`: a load checks only their length. The
+    /// `save_pod` flag of `#[component(..)]` does the same in
+    /// [`register_default`](Self::register_default). Replaces a `saving` opt-in (and the
+    /// other way round); a save records which one each type used, and loads only into a
+    /// world that opted it in the same way.
+    ///
+    /// The bytes are those of `C` in memory: a save loads into a build where `C` has the
+    /// same layout (a changed size is a [`LoadError::Encoding`]; a change that keeps the
+    /// size, such as swapped fields, is not seen, as with serde), on a machine of the
+    /// same byte order (another is a [`LoadError::Encoding`]).
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, bytemuck::Pod, bytemuck::Zeroable)]
+    /// #[component(merge = merge::last, save_pod, checksum)]
+    /// #[repr(C)]
+    /// struct Pos { x: f32, y: f32 }
+    ///
+    /// let make = || { let mut w = World::new(); w.register_default::<Pos>(); w };
+    /// let mut world = make();
+    /// let e = world.spawn((Pos { x: 1.0, y: 2.0 },));
+    /// let mut file = Vec::new();
+    /// world.save(&mut file).unwrap();
+    /// let mut loaded = make();
+    /// loaded.load(&mut file.as_slice()).unwrap();
+    /// assert_eq!(loaded.get::<Pos>(e), Some(&Pos { x: 1.0, y: 2.0 }));
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` is not registered.
+    #[track_caller]
+    pub fn saving_pod<C>(&mut self) -> &mut Self
+    where
+        C: Component + bytemuck::Pod,
+    {
+        let id = self.storage.registry.id::<C>();
+        self.storage.typed_mut::<C>(id).enable_pod();
         self
     }
 
@@ -89,37 +139,43 @@ impl World {
     /// assert_eq!(loaded.checksum(), world.checksum());
     /// ```
     ///
-    /// Cost: one pass over every column, encoding each value (for `Copy` types of plain
-    /// numbers, a few times a `memcpy` of the columns: see the README), into one buffer
-    /// written with one `write_all`.
+    /// Cost: one pass over every column, encoding each value through serde — or, for a
+    /// type opted in with [`saving_pod`](Self::saving_pod), handing the column's bytes to
+    /// `w` as they are (see the README for both against a `memcpy`). The rest is gathered
+    /// and written a 64 KiB chunk at a time (a serde column whole, to prefix its length):
+    /// no copy of the whole file is made.
     ///
     /// # Errors
     /// [`SaveError::NotSaving`] / [`SaveError::ResourceNotSaving`] naming the first type
     /// or written resource not opted in (nothing written); [`SaveError::Encode`] if a
     /// value's `Serialize` fails; [`SaveError::Io`].
     pub fn save(&self, w: &mut impl Write) -> Result<(), SaveError> {
-        let mut out = Vec::new();
+        let mut out = Sink::new(w);
         self.write_save(&mut out, None)?;
-        w.write_all(&out)?;
-        Ok(())
+        out.finish()
     }
 
     /// Replaces this world's state by a save file's ([`save`](Self::save)). This world
     /// must register the same component types in the same order, opt every one into
-    /// saves, and opt the same resources into saves, as the world that saved it; hooks,
-    /// merges and the opt-ins are this world's own. The file is read to its end.
+    /// saves (each the same way: [`saving`](Self::saving) or
+    /// [`saving_pod`](Self::saving_pod)), and opt the same resources into saves, as the
+    /// world that saved it; hooks, merges and the opt-ins are this world's own. The file
+    /// is read to its end, a 64 KiB chunk at a time: a load never holds a copy of the
+    /// whole file.
     ///
     /// Every bad file is an error that says what is wrong, checked before anything
     /// changes: on an error the world is as it was.
     ///
     /// # Errors
-    /// Every [`LoadError`]: a truncated file, another magic or version, an unknown or
-    /// missing type or resource, values that do not decode as the type, lengths larger
-    /// than the file, duplicate entities, an allocator or tables that do not hold
-    /// together, bytes after the end.
+    /// Every [`LoadError`]: a truncated file (and lengths larger than the file: a load
+    /// allocates only as the bytes arrive, so they are found out when it ends early),
+    /// another magic or version, an unknown or missing type or resource, a type saved
+    /// another way, values that do not decode as the type, duplicate entities, an
+    /// allocator or tables that do not hold together, bytes after the end.
     pub fn load(&mut self, r: &mut impl Read) -> Result<(), LoadError> {
-        let bytes = crate::savefile::read_all(r)?;
-        let parsed = self.parse_save(&bytes)?;
+        let mut src = Source::new(r);
+        let parsed = self.parse_save_from(&mut src)?;
+        src.finish()?;
         self.apply_save(parsed);
         Ok(())
     }
@@ -127,13 +183,16 @@ impl World {
     /// Writes a whole save (header, `runtime`'s bytes if given, body) to `out`.
     pub(crate) fn write_save(
         &self,
-        out: &mut Vec<u8>,
+        out: &mut Sink<'_>,
         runtime: Option<&[u8]>,
     ) -> Result<(), SaveError> {
         if let Some(type_name) = self.written_resource_not_saving() {
             return Err(SaveError::ResourceNotSaving { type_name });
         }
-        out.extend_from_slice(&SAVE_MAGIC);
+        if let Some(type_name) = self.message_not_saving() {
+            return Err(SaveError::MessageNotSaving { type_name });
+        }
+        out.raw(&SAVE_MAGIC);
         out.put_u32(VERSION);
         match runtime {
             None => out.put_u8(KIND_WORLD),
@@ -146,34 +205,38 @@ impl World {
         out.put_u64(self.resource_serde.len() as u64);
         for r in &self.resource_serde {
             out.put_bytes(r.name.as_bytes());
-            let at = out.len();
-            out.put_u8(0);
-            out.put_u64(0);
+            // Presence and length, patched once the value is encoded in place.
+            let at = out.placeholder(9);
             let present =
-                (r.encode)(&self.resources, out).map_err(|message| SaveError::Encode {
+                (r.encode)(&self.resources, &mut out.buf).map_err(|message| SaveError::Encode {
                     type_name: r.name,
                     message,
                 })?;
-            out[at] = u8::from(present);
-            let len = (out.len() - at - 9) as u64;
-            out[at + 1..at + 9].copy_from_slice(&len.to_le_bytes());
+            out.buf[at] = u8::from(present);
+            let len = (out.buf.len() - at - 9) as u64;
+            out.buf[at + 1..at + 9].copy_from_slice(&len.to_le_bytes());
+        }
+        // The delivered messages, type by type in registration order.
+        let inboxes = self.messages.inboxes();
+        out.put_u64(inboxes.len() as u64);
+        for inbox in inboxes {
+            out.put_bytes(inbox.name().as_bytes());
+            let at = out.placeholder(8);
+            inbox
+                .encode(&mut out.buf)
+                .map_err(|message| SaveError::Encode {
+                    type_name: inbox.name(),
+                    message,
+                })?;
+            let len = (out.buf.len() - at - 8) as u64;
+            out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
         }
         Ok(())
     }
 
-    /// Reads and checks a whole save (all of `bytes`); changes nothing.
-    pub(crate) fn parse_save<'a>(&self, bytes: &'a [u8]) -> Result<ParsedSave<'a>, LoadError> {
-        let mut r = Reader::new(bytes);
-        let parsed = self.parse_save_from(&mut r)?;
-        r.finish()?;
-        Ok(parsed)
-    }
-
-    /// [`parse_save`](Self::parse_save) from a reader that goes on after the save.
-    pub(crate) fn parse_save_from<'a>(
-        &self,
-        r: &mut Reader<'a>,
-    ) -> Result<ParsedSave<'a>, LoadError> {
+    /// Reads and checks a whole save from `r` (which may go on after it); changes
+    /// nothing.
+    pub(crate) fn parse_save_from(&self, r: &mut Source<'_>) -> Result<ParsedSave, LoadError> {
         r.header(&SAVE_MAGIC)?;
         let runtime = match r.u8("the kind")? {
             KIND_WORLD => None,
@@ -187,19 +250,21 @@ impl World {
         if let Some(type_name) = self.written_resource_not_saving() {
             return Err(LoadError::ResourceNotSaving { type_name });
         }
+        if let Some(type_name) = self.message_not_saving() {
+            return Err(LoadError::MessageNotSaving { type_name });
+        }
         let storage = self.storage.parse_save(r)?;
-        let n = r.count(9, "the resource list")?;
+        let n = r.count("the resource list")?;
         let mut resources: Vec<Option<Option<AnyBox>>> =
             (0..self.resource_serde.len()).map(|_| None).collect();
         for _ in 0..n {
             let name = r.name("a resource name")?;
             let present = r.u8("a resource")?;
-            let value = r.bytes("a resource")?;
+            let len = r.u64("a resource")?;
             let Some(i) = self.resource_serde.iter().position(|s| s.name == name) else {
-                return Err(LoadError::UnknownResource {
-                    name: name.to_owned(),
-                });
+                return Err(LoadError::UnknownResource { name });
             };
+            let value = r.scratch(len, "a resource")?;
             let s = &self.resource_serde[i];
             let decoded = match present {
                 0 if value.is_empty() => None,
@@ -225,16 +290,66 @@ impl World {
             .zip(&self.resource_serde)
             .map(|(v, s)| v.ok_or(LoadError::MissingResource { type_name: s.name }))
             .collect::<Result<_, _>>()?;
+        let messages = self.parse_messages(r)?;
         Ok(ParsedSave {
             storage,
+            messages,
             resources,
             runtime,
         })
     }
 
+    /// The messages section of a save: the same message types as this world's, in
+    /// order, each decoded.
+    fn parse_messages(
+        &self,
+        r: &mut Source<'_>,
+    ) -> Result<Vec<Box<dyn std::any::Any + Send + Sync>>, LoadError> {
+        let inboxes = self.messages.inboxes();
+        let world = || inboxes.iter().map(|i| i.name()).collect::<Vec<_>>();
+        let n = r.count("the message type list")?;
+        let mut names = Vec::with_capacity(r.capacity(n, 9));
+        let mut decoded = Vec::with_capacity(inboxes.len());
+        for k in 0..n {
+            let name = r.name("a message type name")?;
+            let len = r.u64("a message type's messages")?;
+            let bytes = r.scratch(len, "a message type's messages")?;
+            names.push(name);
+            let Some(inbox) = inboxes.get(k).filter(|i| i.name() == names[k]) else {
+                continue; // reported below, with every name
+            };
+            decoded.push(inbox.decode(bytes).map_err(|message| LoadError::Decode {
+                type_name: inbox.name(),
+                table: None,
+                message,
+            })?);
+        }
+        if decoded.len() != inboxes.len() || n != inboxes.len() {
+            return Err(LoadError::MessageTypes {
+                file: names,
+                world: world(),
+            });
+        }
+        Ok(decoded)
+    }
+
+    /// The first message type (by registration order) not opted into saves.
+    fn message_not_saving(&self) -> Option<&'static str> {
+        let inboxes = self.messages.inboxes();
+        inboxes.iter().find(|i| !i.saving()).map(|i| i.name())
+    }
+
     /// Makes this world the parsed save's (the runtime's part is the caller's).
-    pub(crate) fn apply_save(&mut self, parsed: ParsedSave<'_>) {
+    pub(crate) fn apply_save(&mut self, parsed: ParsedSave) {
         self.storage.apply_save(parsed.storage);
+        for (inbox, decoded) in self
+            .messages_mut()
+            .inboxes_mut()
+            .iter_mut()
+            .zip(parsed.messages)
+        {
+            inbox.install(decoded);
+        }
         for (s, value) in self.resource_serde.iter().zip(parsed.resources) {
             (s.put)(&mut self.resources, value);
         }
@@ -246,6 +361,7 @@ impl World {
     pub(crate) fn shadow(&self) -> World {
         let mut w = World::new();
         w.storage = self.storage.empty_like();
+        w.messages = self.messages.empty_like();
         w.resource_sums = self.resource_sums.clone();
         w.resource_serde = self.resource_serde.clone();
         w

@@ -6,7 +6,7 @@ use glam::Vec2;
 use runsync::Entity;
 
 /// One entry of a [`Grid`].
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GridItem {
     /// The entity.
     pub entity: Entity,
@@ -97,6 +97,18 @@ impl Grid {
             input: Vec::new(),
             cells: Vec::new(),
         }
+    }
+
+    /// The requested cell side ([`new`](Self::new)).
+    pub(crate) fn cell(&self) -> f32 {
+        self.cell
+    }
+
+    /// The items of the last rebuild in the order they were given (those with a finite
+    /// position): rebuilding from them gives this grid again, bit for bit, as a rebuild
+    /// depends only on its input and the requested cell side.
+    pub(crate) fn inserted(&self) -> &[GridItem] {
+        &self.input
     }
 
     /// Number of items.

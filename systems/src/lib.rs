@@ -63,6 +63,7 @@ use std::ops::AddAssign;
 
 use glam::Vec2;
 use runsync::prelude::*;
+use serde::{Deserialize, Serialize};
 
 /// The `glam` this crate's components use, so a game need not pin a matching version.
 pub use glam;
@@ -90,7 +91,7 @@ pub use transform::{GlobalTransform, PropagateTransforms, Transform};
 /// **Output: a [`Displace`]ment; merge: sum of deltas.** [`Integrate`] emits
 /// `Displace(velocity * dt)`, [`Bounds`] emits the correction that brings the entity back
 /// inside; both apply.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Position(pub Vec2);
 
 impl Component for Position {
@@ -114,7 +115,7 @@ impl AddAssign<Displace> for Position {
 /// force-like system ([`Gravity`], [`Drag`], [`Separation`], the reflection of [`Bounds`],
 /// your steering) emits its own contribution computed from last frame's velocity; they
 /// all add up.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Velocity(pub Vec2);
 
 impl Component for Velocity {
@@ -137,7 +138,7 @@ impl AddAssign<Impulse> for Velocity {
 /// **Output: a [`LifetimeDelta`], seconds to add (negative to age); merge: sum of
 /// deltas**, so another system may extend or shorten a lifetime in the same frame as
 /// [`Expire`] ages it.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Lifetime(pub f32);
 
 impl Component for Lifetime {
@@ -160,7 +161,7 @@ impl AddAssign<LifetimeDelta> for Lifetime {
 /// **Output: `i32` change (negative = damage, positive = heal); merge: sum, then capped at
 /// `max`** — every hit of the frame counts, and heals never overfill. Integer points keep
 /// the sum independent of order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Health {
     /// Current hit points.
     pub hp: i32,
@@ -188,7 +189,7 @@ impl Component for Health {
 /// Which side an entity is on; [`Contact`] only hurts entities of other teams.
 ///
 /// **Output: `Team`; merge: last write wins** (a team is set, not accumulated).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Team(pub u8);
 
 impl Component for Team {
@@ -198,7 +199,7 @@ impl Component for Team {
 /// A circle around the position, for [`Separation`] and [`Contact`].
 ///
 /// **Output: `Collider`; merge: last write wins.**
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Collider {
     /// Radius in world units.
     pub radius: f32,
@@ -212,7 +213,7 @@ impl Component for Collider {
 /// (melee) — or, for a [`Projectile`], once, to the first enemy it touches.
 ///
 /// **Output: `Damage`; merge: last write wins.**
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Damage(pub i32);
 
 impl Component for Damage {
@@ -223,7 +224,7 @@ impl Component for Damage {
 /// [`Separation`] ignores it.
 ///
 /// **Output: `Projectile`; merge: last write wins.**
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Projectile;
 
 impl Component for Projectile {
@@ -231,8 +232,10 @@ impl Component for Projectile {
 }
 
 /// Registers every component of this crate with its documented merge, and opts each into
-/// snapshots ([`World::snapshotting`]) and checksums ([`World::checksumming`]), so a
-/// world of these components can be rolled back and compared.
+/// snapshots ([`World::snapshotting`]), checksums ([`World::checksumming`]) and save
+/// files ([`World::saving`]; they are `Serialize + Deserialize`, glam's vectors through
+/// glam's `serde` feature), so a world of these components can be rolled back, compared,
+/// saved and replayed.
 ///
 /// ```
 /// use runsync::prelude::*;
@@ -240,6 +243,8 @@ impl Component for Projectile {
 /// runsync_systems::register(&mut world);
 /// world.spawn((runsync_systems::Team(1),));
 /// assert!(world.snapshot().is_ok());
+/// let mut file = Vec::new();
+/// world.save(&mut file).unwrap();
 /// ```
 ///
 /// # Panics
@@ -256,7 +261,7 @@ pub fn register(world: &mut World) {
     world.register::<Transform>(merge::last);
     world.register::<GlobalTransform>(merge::last);
     macro_rules! opt_in {
-        ($($t:ty),*) => {$( world.snapshotting::<$t>().checksumming::<$t>(); )*};
+        ($($t:ty),*) => {$( world.snapshotting::<$t>().checksumming::<$t>().saving::<$t>(); )*};
     }
     opt_in!(
         Position,

@@ -6,6 +6,7 @@ use std::cell::RefCell;
 
 use glam::Vec2;
 use runsync::prelude::*;
+use serde::{Deserialize, Serialize};
 
 use crate::Position;
 
@@ -17,7 +18,7 @@ use crate::Position;
 /// platform, with no `sin`/`cos` per entity. Make one with [`Vec2::from_angle`].
 ///
 /// **Output: `Transform`; merge: last write wins** (a transform is set, not accumulated).
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Transform {
     /// Offset from the parent's origin, in the parent's frame.
     pub translation: Vec2,
@@ -66,7 +67,7 @@ impl Component for Transform {
 /// [`Transform`] with one (e.g. `GlobalTransform::default()`).
 ///
 /// **Output: `GlobalTransform`; merge: last write wins.**
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct GlobalTransform(pub Transform);
 
 impl GlobalTransform {

@@ -2,11 +2,13 @@
 //! die and respawn in waves.
 
 use glam::Vec2;
+use runsync::Replay;
 use runsync::prelude::*;
 use runsync_systems::{
-    AgentTemplate, Bounds, BoundsMode, BuildGrid, Contact, Death, Drag, Expire, Health, Impulse,
-    Integrate, Position, ProjectileTemplate, PropagateTransforms, Separation, SpatialGrid, Spawner,
-    SpawnerConfig, Team, TurretTemplate, Velocity,
+    AgentTemplate, Bounds, BoundsMode, BuildGrid, Collider, Contact, Damage, Death, Drag, Expire,
+    Health, Impulse, Integrate, Lifetime, Position, Projectile, ProjectileTemplate,
+    PropagateTransforms, Separation, SpatialGrid, Spawner, SpawnerConfig, Team, TurretTemplate,
+    Velocity,
 };
 
 /// Number of teams in the arena.
@@ -21,6 +23,17 @@ pub struct ArenaConfig {
     pub seed: u64,
     /// Worker threads (0 = one per core).
     pub workers: usize,
+}
+
+/// The arena's configuration, as a resource of its world: [`world`] inserts it and opts it
+/// into save files, so a save or a replay of the arena says which arena it is, and
+/// [`recorded_config`] builds the same one again. No system writes it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ArenaSetup {
+    /// [`ArenaConfig::agents`].
+    pub agents: u64,
+    /// [`ArenaConfig::seed`].
+    pub seed: u64,
 }
 
 /// Side of the square arena for `agents` agents: about 6 square units per agent, so
@@ -41,13 +54,18 @@ pub fn arena_side(agents: usize) -> f32 {
 /// turrets, and a ship's death takes its turrets with it (a cascading despawn). (The field is seen
 /// from above, so there is no [`Gravity`](runsync_systems::Gravity): it would only add
 /// 100,000 velocity writes a frame that cancel out against `Bounds`.)
+///
+/// Every type and resource of its world is opted into snapshots and save files, so the
+/// arena can be rolled back (`--rollback`), recorded and replayed (`--record`,
+/// `--replay`): the components by [`runsync_systems::register`], the [`SpatialGrid`] the
+/// next frame reads by [`SpatialGrid::register`], the [`ArenaSetup`] by [`world`]. The
+/// systems keep no state from one frame to the next that changes the game (the spawner
+/// seeds its generator from the seed and the frame number), so a loaded save runs on as
+/// the saved arena did.
 pub fn build(config: ArenaConfig) -> Runtime {
     let side = arena_side(config.agents);
     let (min, max) = (Vec2::ZERO, Vec2::splat(side));
-    let mut world = World::new();
-    runsync_systems::register(&mut world);
-    SpatialGrid::register(&mut world);
-    world.register_hierarchy();
+    let world = world(config);
     let mut rt = Runtime::builder()
         .workers(config.workers)
         .fixed_hz(60)
@@ -97,6 +115,59 @@ pub fn build(config: ArenaConfig) -> Runtime {
     rt.add_system(Expire);
     rt.add_system(Death);
     rt
+}
+
+/// The arena's world before its first frame: every type registered (and opted in, `Debug`
+/// text included: values and outputs in provenance and divergence reports), the
+/// [`SpatialGrid`] resource, and the [`ArenaSetup`] of `config`; no entity (the first
+/// frame spawns the first wave).
+pub fn world(config: ArenaConfig) -> World {
+    let mut world = World::new();
+    runsync_systems::register(&mut world);
+    SpatialGrid::register(&mut world);
+    // Ships carry turrets.
+    world.register_hierarchy();
+    // Values and outputs as `Debug` text, for the inspector and divergence reports.
+    world
+        .debugging::<Position>()
+        .debugging::<Velocity>()
+        .debugging::<Lifetime>()
+        .debugging::<Health>();
+    world
+        .debugging::<Team>()
+        .debugging::<Collider>()
+        .debugging::<Damage>()
+        .debugging::<Projectile>();
+    world.insert_resource(ArenaSetup {
+        agents: config.agents as u64,
+        seed: config.seed,
+    });
+    world.saving_resource::<ArenaSetup>();
+    world
+}
+
+/// The configuration a replay of the arena was recorded with (its start's
+/// [`ArenaSetup`]), to run at `workers` workers.
+///
+/// # Errors
+/// If the replay's start does not load as an arena's world (another program's replay, or
+/// a corrupt one), or holds agents that do not fit a `usize`.
+pub fn recorded_config(replay: &Replay, workers: usize) -> Result<ArenaConfig, String> {
+    let mut w = world(ArenaConfig {
+        agents: usize::from(TEAMS),
+        seed: 0,
+        workers,
+    });
+    w.load(&mut replay.start_save())
+        .map_err(|e| format!("its start is not an arena's: {e}"))?;
+    let setup = *w.resource::<ArenaSetup>();
+    let agents = usize::try_from(setup.agents)
+        .map_err(|_| format!("it has {} agents, too many for this machine", setup.agents))?;
+    Ok(ArenaConfig {
+        agents,
+        seed: setup.seed,
+        workers,
+    })
 }
 
 /// A steering system as a plain closure: every agent accelerates at `accel` towards the
@@ -166,6 +237,28 @@ mod tests {
         assert!(world.len() > agents, "projectiles are flying");
         let names: Vec<&str> = rt.stats().systems.iter().map(|s| &*s.name).collect();
         assert_eq!(names[..4], ["BuildGrid", "Spawner", "Steer", "Drag"]);
+    }
+
+    #[test]
+    fn a_replay_says_which_arena_it_is() {
+        let config = ArenaConfig {
+            agents: 40,
+            seed: 9,
+            workers: 1,
+        };
+        let mut rt = build(config);
+        rt.record_replay::<()>().unwrap();
+        rt.frame();
+        let mut file = Vec::new();
+        rt.finish_replay(&mut file).unwrap();
+        let replay = Replay::read(&mut file.as_slice()).unwrap();
+        assert_eq!(
+            recorded_config(&replay, 3),
+            Ok(ArenaConfig {
+                workers: 3,
+                ..config
+            })
+        );
     }
 
     #[test]

@@ -15,16 +15,56 @@ use glam::{Mat4, Vec3};
 use runsync::{Output, Runtime, World, merge};
 
 /// A 64-byte transform.
-#[derive(Clone, Copy, Debug, BevyComponent, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    BevyComponent,
+    serde::Serialize,
+    serde::Deserialize,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+)]
+#[repr(transparent)]
 pub(crate) struct Transform(pub(crate) Mat4);
 /// A position.
-#[derive(Clone, Copy, Debug, BevyComponent, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    BevyComponent,
+    serde::Serialize,
+    serde::Deserialize,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+)]
+#[repr(transparent)]
 pub(crate) struct Position(pub(crate) Vec3);
 /// A rotation.
-#[derive(Clone, Copy, Debug, BevyComponent, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    BevyComponent,
+    serde::Serialize,
+    serde::Deserialize,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+)]
+#[repr(transparent)]
 pub(crate) struct Rotation(pub(crate) Vec3);
 /// A velocity.
-#[derive(Clone, Copy, Debug, BevyComponent, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    BevyComponent,
+    serde::Serialize,
+    serde::Deserialize,
+    bytemuck::Pod,
+    bytemuck::Zeroable,
+)]
+#[repr(transparent)]
 pub(crate) struct Velocity(pub(crate) Vec3);
 
 impl runsync::Component for Transform {

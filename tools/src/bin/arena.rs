@@ -6,20 +6,22 @@
 //! percentiles, per-system time and output counts, entities, merged/dropped outputs and
 //! peak memory. With `--rollback N`, every frame also rolls back N frames and re-simulates
 //! them, as rollback netcode does on every late input, and reports what that costs.
+//! `--record FILE` records the run as a runsync replay; `--replay FILE` plays one back at
+//! any worker count and reports the first divergence, if any.
 //! `cargo run --release -p runsync-tools --bin arena -- --help` for options.
 
-use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use runsync::RuntimeSnapshot;
+use runsync::{LoadError, Replay, ReplayError, RuntimeSnapshot, SaveError};
 use runsync_systems::Health;
 use runsync_tools::digest::{desync_report, digest, first_mismatch};
 use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
-use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build};
+use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build, recorded_config};
 use runsync_tools::{chart, picture};
 use serde::Serialize;
 
@@ -82,6 +84,26 @@ struct Args {
     /// world each; 0 = no rewind).
     #[arg(long, value_name = "N", default_value_t = 60, requires = "inspect")]
     inspect_ring: usize,
+    /// Record the run as a replay in FILE: the arena's start (its configuration included),
+    /// then every frame's checksum, and a save of the whole arena every `--keyframes`
+    /// frames. Play it with `--replay FILE`. Not with the options that rewind or change
+    /// the game.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["rollback", "fail_at", "inspect"])]
+    record: Option<PathBuf>,
+    /// With `--record`: a keyframe (a save of the whole arena) every N frames, from which
+    /// a divergence report shows the values that differ; 0 = none. Each costs a save.
+    #[arg(long, value_name = "N", default_value_t = 60, requires = "record")]
+    keyframes: u64,
+    /// Replay a recording made with `--record` (the same arena: agents and seed come from
+    /// the file) on `--workers` workers, checking every frame's checksum. Prints how many
+    /// frames matched, or, at the first frame that differs, the divergence: the frame,
+    /// the entity and component that differ with both values, and the systems and outputs
+    /// that wrote the replayed value; the exit status is then 1.
+    #[arg(long, value_name = "FILE", conflicts_with_all = [
+        "entities", "frames", "seed", "json", "chart", "picture", "check_determinism",
+        "rollback", "fail_at", "inspect", "record",
+    ])]
+    replay: Option<PathBuf>,
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -176,28 +198,15 @@ impl Rollback {
     }
 }
 
-/// `--inspect`: the arena's types shown as `Debug` text, the inspector served, frames
-/// paced at the game's 60 Hz so the page shows a game, not a benchmark.
+/// `--inspect`: the inspector served (the arena's types are shown as `Debug` text: see
+/// `scenario::world`), frames paced at the game's 60 Hz so the page shows a game, not a
+/// benchmark.
 mod inspect {
     use std::time::{Duration, Instant};
 
-    use runsync::Runtime;
     use runsync_inspect::Inspector;
-    use runsync_systems::{
-        Collider, Damage, Health, Lifetime, Position, Projectile, Team, Velocity,
-    };
 
-    pub(super) fn start(rt: &mut Runtime, addr: &str, ring: usize) -> std::io::Result<Inspector> {
-        let world = rt.world_mut();
-        world
-            .debugging::<Position>()
-            .debugging::<Velocity>()
-            .debugging::<Lifetime>();
-        world
-            .debugging::<Health>()
-            .debugging::<Team>()
-            .debugging::<Collider>();
-        world.debugging::<Damage>().debugging::<Projectile>();
+    pub(super) fn start(addr: &str, ring: usize) -> std::io::Result<Inspector> {
         let inspector = Inspector::builder().ring(ring).bind(addr)?;
         println!("arena: inspector at {}", inspector.url());
         Ok(inspector)
@@ -260,10 +269,68 @@ fn at_least_one_per_team(s: &str) -> Result<usize, String> {
     Ok(n)
 }
 
+/// `--replay FILE`: plays the recording on `workers` workers.
+fn replay(path: &Path, workers: usize) -> ExitCode {
+    let read = std::fs::File::open(path)
+        .map_err(LoadError::Io)
+        .and_then(|f| Replay::read(&mut std::io::BufReader::new(f)))
+        .map_err(|e| e.to_string())
+        .and_then(|replay| Ok((recorded_config(&replay, workers)?, replay)));
+    let (config, replay) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("arena: cannot replay {}: {e}", path.display());
+            return ExitCode::from(2);
+        }
+    };
+    let mut rt = build(config);
+    println!(
+        "arena: replaying {} frames of {} agents in {} teams, seed {}, on {} workers",
+        replay.len(),
+        config.agents,
+        TEAMS,
+        config.seed,
+        rt.workers()
+    );
+    let start = Instant::now();
+    match rt.play_replay::<()>(&replay) {
+        Ok(report) => match &report.divergence {
+            None => {
+                println!(
+                    "replay           ok: {} frames, every checksum as recorded ({:.2} s)",
+                    report.frames,
+                    start.elapsed().as_secs_f64()
+                );
+                ExitCode::SUCCESS
+            }
+            Some(d) => {
+                println!("replay           MISMATCH after {} frames", report.frames);
+                print!("{d}");
+                ExitCode::from(1)
+            }
+        },
+        Err(e @ ReplayError::Frame { .. }) => {
+            println!("replay           FAILED: {e}");
+            ExitCode::from(1)
+        }
+        Err(e) => {
+            eprintln!("arena: cannot replay {}: {e}", path.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     let args = Args::parse();
+    if let Some(path) = &args.replay {
+        return replay(path, args.workers);
+    }
     // Fail before the run, not after it, if an output file cannot be written.
-    for (what, path) in [("chart", &args.chart), ("picture", &args.picture)] {
+    for (what, path) in [
+        ("chart", &args.chart),
+        ("picture", &args.picture),
+        ("replay", &args.record),
+    ] {
         if let Some(path) = path {
             if let Err(e) = std::fs::File::create(path) {
                 eprintln!("arena: cannot write the {what} to {}: {e}", path.display());
@@ -302,8 +369,13 @@ fn main() -> ExitCode {
             },
         );
     }
+    if args.record.is_some() {
+        // The arena has no player input: the frames' inputs are `()`, never set.
+        rt.record_replay_keyframes::<()>(args.keyframes)
+            .expect("the arena's types and resources are all opted into saves");
+    }
     let mut inspector = match &args.inspect {
-        Some(addr) => match inspect::start(&mut rt, addr, args.inspect_ring) {
+        Some(addr) => match inspect::start(addr, args.inspect_ring) {
             Ok(i) => Some(i),
             Err(e) => {
                 eprintln!("arena: cannot serve the inspector at {addr}: {e}");
@@ -376,6 +448,26 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    let recorded = match &args.record {
+        Some(path) => {
+            let written = std::fs::File::create(path)
+                .map_err(SaveError::Io)
+                .and_then(|f| {
+                    let mut w = std::io::BufWriter::new(f);
+                    rt.finish_replay(&mut w)?;
+                    w.flush().map_err(SaveError::Io)
+                });
+            if let Err(e) = written {
+                eprintln!(
+                    "arena: could not write the replay to {}: {e}",
+                    path.display()
+                );
+                return ExitCode::from(2);
+            }
+            Some(path)
+        }
+        None => None,
+    };
     drop(rt);
 
     let mut determinism: Option<String> = None;
@@ -450,6 +542,13 @@ fn main() -> ExitCode {
         }
         if let Some(path) = &args.picture {
             println!("picture          {}", path.display());
+        }
+        if let Some(path) = recorded {
+            println!(
+                "replay           {} ({} frames; play it with --replay)",
+                path.display(),
+                args.frames
+            );
         }
         if let Some(d) = &determinism {
             println!("determinism      {d}");
