@@ -83,12 +83,13 @@ mod imp {
         }
     }
 
-    /// Opens a plain zone named `name` (known only at run time: a stage's), with this call
-    /// site as its source location, built once per site (a `&mut ZoneSite`) and reused.
-    macro_rules! zone_named {
+    /// The source locations kept in `site` (a `&mut ZoneSite`) for `name`, interned with
+    /// the call site of the macro that expands this (function, file, line) at its first
+    /// use, then reused.
+    macro_rules! site_locations {
         ($site:expr, $name:expr) => {{
             let site: &mut $crate::profile::ZoneSite = $site;
-            let locs = match site.0 {
+            match site.0 {
                 Some(locs) => locs,
                 None => *site.0.insert($crate::profile::intern(
                     &$name,
@@ -99,9 +100,17 @@ mod imp {
                     concat!(file!(), "\0"),
                     line!(),
                 )),
-            };
-            $crate::profile::Zone::named(locs)
+            }
         }};
+    }
+    pub(crate) use site_locations;
+
+    /// Opens a plain zone named `name` (known only at run time: a stage's), with this call
+    /// site as its source location, built once per site (a `&mut ZoneSite`) and reused.
+    macro_rules! zone_named {
+        ($site:expr, $name:expr) => {
+            $crate::profile::Zone::named($crate::profile::site_locations!($site, $name))
+        };
     }
     pub(crate) use zone_named;
 
@@ -130,22 +139,9 @@ mod imp {
     /// Enters the job zone kept in `site` (a `&mut ZoneSite`), named `name`, with this call
     /// site as its source location (built once per site and name, then reused).
     macro_rules! enter {
-        ($site:expr, $name:expr) => {{
-            let site: &mut $crate::profile::ZoneSite = $site;
-            let locs = match site.0 {
-                Some(locs) => locs,
-                None => *site.0.insert($crate::profile::intern(
-                    &$name,
-                    {
-                        struct S;
-                        ::std::any::type_name::<S>()
-                    },
-                    concat!(file!(), "\0"),
-                    line!(),
-                )),
-            };
-            $crate::profile::JobZone::enter(locs)
-        }};
+        ($site:expr, $name:expr) => {
+            $crate::profile::JobZone::enter($crate::profile::site_locations!($site, $name))
+        };
     }
     pub(crate) use enter;
 
@@ -691,4 +687,4 @@ pub(crate) use imp::{
     name_frame_thread, name_worker, plot, suspend, visited, zone, zone_named,
 };
 #[cfg(feature = "tracy")]
-pub(crate) use imp::{intern, plot_in_bytes, plot_value};
+pub(crate) use imp::{intern, plot_in_bytes, plot_value, site_locations};

@@ -168,17 +168,22 @@ fn cases() -> u32 {
         .unwrap_or(default)
 }
 
-proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases(),
-        // Miri's isolation forbids the file access that persisting failures needs.
+/// The suites' configuration: `cases` cases, failures persisted (except under Miri, whose
+/// isolation forbids the file access that needs).
+fn config(cases: u32) -> ProptestConfig {
+    ProptestConfig {
+        cases,
         failure_persistence: if cfg!(miri) {
             None
         } else {
             ProptestConfig::default().failure_persistence
         },
         ..ProptestConfig::default()
-    })]
+    }
+}
+
+proptest! {
+    #![proptest_config(config(cases()))]
 
     #[test]
     fn runtime_matches_sequential_model(
@@ -191,15 +196,7 @@ proptest! {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig {
-        cases: cases().div_ceil(4),
-        failure_persistence: if cfg!(miri) {
-            None
-        } else {
-            ProptestConfig::default().failure_persistence
-        },
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(config(cases().div_ceil(4)))]
 
     /// Stages (one to three) and required components (on or off).
     #[test]
