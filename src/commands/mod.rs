@@ -343,6 +343,29 @@ pub(crate) fn settle(
     }
 }
 
+/// Inserts the list's next value of type `id` into `e` on its own, on settled columns
+/// (`replaces`: `e` has an `id` already, whose `on_remove` hooks fire first). Returns
+/// whether `e` was alive; a dead target's value is dropped and counted.
+fn insert_one(
+    host: &mut dyn Host,
+    list: &mut CommandList,
+    id: ComponentId,
+    e: Entity,
+    replaces: bool,
+    report: &mut CommandReport,
+) -> bool {
+    if replaces {
+        host.fire(Change::Remove, id, e);
+    }
+    let storage = host.storage();
+    list.values_of(id).stage_next(storage.columns_mut(id));
+    let alive = storage.insert_staged(e, id);
+    if !alive {
+        report.dropped += 1;
+    }
+    alive
+}
+
 /// Applies one command list (a system's, or a round of hook commands) in order, firing
 /// the hooks of hooked types as it goes, and leaves it empty. Removed values stay in the
 /// storage's graveyards.
@@ -379,16 +402,10 @@ pub(crate) fn apply_list(
                 // A type with required components: one by one, then what it requires.
                 batch.flush(host.storage(), list);
                 let replaces = host.storage().slot_of(e, id).is_some();
-                if replaces {
-                    host.fire(Change::Remove, id, e);
-                }
-                let storage = host.storage();
-                list.values_of(id).stage_next(storage.columns_mut(id));
-                if !storage.insert_staged(e, id) {
-                    report.dropped += 1;
+                if !insert_one(host, list, id, e, replaces, report) {
                     continue;
                 }
-                storage.insert_required(e, id, added);
+                host.storage().insert_required(e, id, added);
                 host.fire(Change::Add, id, e);
                 for &r in added.iter() {
                     host.fire(Change::Add, r, e);
@@ -406,14 +423,7 @@ pub(crate) fn apply_list(
                     // A dead target or a replacement: one by one, on settled columns.
                     batch.flush(host.storage(), list);
                     let replaces = matches!(plan, Plan::Stays(_));
-                    if replaces {
-                        host.fire(Change::Remove, id, e);
-                    }
-                    let storage = host.storage();
-                    list.values_of(id).stage_next(storage.columns_mut(id));
-                    if !storage.insert_staged(e, id) {
-                        report.dropped += 1;
-                    }
+                    insert_one(host, list, id, e, replaces, report);
                     if replaces {
                         host.fire(Change::Add, id, e);
                     }
