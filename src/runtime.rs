@@ -789,6 +789,8 @@ impl Runtime {
             }
             start = end;
         }
+        // Between frames too (checksums, snapshots, saves see the canonical layout).
+        self.world.storage_mut().canonicalize();
         self.stats.entities = self.world.len();
         self.count_frame();
         self.profile_frame_end();
@@ -798,6 +800,8 @@ impl Runtime {
     /// One stage: the Run of the systems at `places`, then their Sync. Its figures go to
     /// the frame's stats, added to those of the stages before.
     fn stage(&mut self, stage: StageId, places: Range<usize>) -> Result<(), FrameError> {
+        // Canonical order (when on): tables and rows sorted before the Run reads them.
+        self.world.storage_mut().canonicalize();
         // Ids for spawns made in Run, per system, in place order (deterministic).
         self.world
             .storage_mut()

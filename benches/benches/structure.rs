@@ -19,6 +19,13 @@
 //! - `propagate_10k`: one frame (1 worker) of `runsync_systems::PropagateTransforms`
 //!   over 1,000 roots with 10 children each (11,000 entities): `runsync`; and, to
 //!   subtract, `runsync_roots_only` (the same roots without children).
+//! - `canonical_100k`: what canonical order (`World::set_canonical_order`) costs. One
+//!   frame (1 worker) over 100,000 entities of one movement system, the README's lead
+//!   loop (`out.query` with a `Write<Pos>` slot, last-wins merge): `steady_off` /
+//!   `steady_on` with no structural change (canonical order checks each table is still
+//!   sorted); `churn_off` / `churn_on` where the system also despawns one entity in a
+//!   hundred and spawns as many (their reused ids arrive below the last index: the
+//!   table is re-sorted every frame).
 
 #![allow(
     missing_docs,
@@ -277,9 +284,69 @@ fn propagate_10k(c: &mut Criterion) {
     g.finish();
 }
 
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Pos(f32, f32);
+impl runsync::Component for Pos {
+    type Output = Pos;
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Vel(f32, f32);
+impl runsync::Component for Vel {
+    type Output = Vel;
+}
+
+/// 100,000 moving entities, canonical order `on` or off; with `churn`, one in a hundred
+/// is despawned and replaced each frame.
+fn canonical_runtime(on: bool, churn: bool) -> Runtime {
+    let mut w = World::new();
+    w.register::<Pos>(runsync::merge::last);
+    w.register::<Vel>(runsync::merge::last);
+    w.set_canonical_order(on);
+    for i in 0..100_000 {
+        w.spawn((Pos(i as f32, 0.0), Vel(1.0, 0.5)));
+    }
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system(move |w: &World, out: &mut Output| {
+        let frame = w.resource::<runsync::Time>().frame;
+        for (_, (p, v, mut pos)) in out.query::<(&Pos, &Vel, runsync::Write<Pos>)>() {
+            pos.set(Pos(p.0 + v.0 * 0.01, p.1 + v.1 * 0.01));
+        }
+        if churn {
+            let gone = w
+                .query::<&Pos>()
+                .filter(|(e, _)| u64::from(e.index()) % 100 == frame % 100);
+            let gone: Vec<Entity> = gone.map(|(e, _)| e).collect();
+            for e in gone {
+                out.despawn(e);
+                out.spawn((Pos(0.0, 0.0), Vel(1.0, 0.5)));
+            }
+        }
+    });
+    rt
+}
+
+fn canonical_100k(c: &mut Criterion) {
+    let mut g = c.benchmark_group("canonical_100k");
+    g.throughput(Throughput::Elements(100_000));
+    for (name, on, churn) in [
+        ("steady_off", false, false),
+        ("steady_on", true, false),
+        ("churn_off", false, true),
+        ("churn_on", true, true),
+    ] {
+        let mut rt = canonical_runtime(on, churn);
+        for _ in 0..10 {
+            rt.frame();
+        }
+        g.bench_function(name, |b| b.iter(|| rt.frame()));
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = structure;
     config = quick();
-    targets = messages_10k, despawn_tree_10k, propagate_10k
+    targets = messages_10k, despawn_tree_10k, propagate_10k, canonical_100k
 }
 criterion_main!(structure);

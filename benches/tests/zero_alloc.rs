@@ -4,7 +4,8 @@
 //! systems writing one type with a hand-written merge, scattered writes with a closure
 //! merge (many: bucketed; few: keyed), and all of them at once; messages, broadcast and
 //! addressed; transform propagation down a hierarchy; and a frame of three stages, each
-//! writing, with spawns in one stage despawned by the next. Each path also gets a runtime
+//! writing, with spawns in one stage despawned by the next; and canonical order with rows
+//! re-sorted every frame. Each path also gets a runtime
 //! of its own, so that the fast path Sync takes for it alone (a single source in query
 //! order, a swapped-in column, ...) is the one counted.
 //!
@@ -454,6 +455,32 @@ fn stages(workers: usize) -> Runtime {
     rt
 }
 
+/// Canonical order (`World::set_canonical_order`) with rows re-sorted every frame: each
+/// frame despawns one entity in fifty and spawns as many, whose reused ids arrive below
+/// the table's last index; every row is written (marks to move with the rows).
+fn canonical(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register::<Pos>(merge::last);
+    world.register::<Vel>(merge::last);
+    world.register::<Health>(|h: &mut Health, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    world.set_canonical_order(true);
+    for i in 0..5_000 {
+        world.spawn((Pos(i as f32, 0.0), Vel(1.0, 0.5), Health(100)));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(|w: &World, out: &mut Output| {
+        let frame = w.resource::<Time>().frame;
+        for (e, (p, h)) in w.query::<(&Pos, &Health)>() {
+            out.write::<Health>(e, if p.0 > 100.0 { -1 } else { 1 } + h.0 % 2);
+            if u64::from(e.index()) % 50 == frame % 50 {
+                out.despawn(e);
+                out.spawn((Pos(p.1, p.0), Vel(0.5, 1.0), Health(h.0)));
+            }
+        }
+    });
+    rt
+}
+
 /// Builds a scenario's runtime on the given number of workers.
 type BuildRuntime = fn(usize) -> Runtime;
 
@@ -463,7 +490,7 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 13] = [
+    let scenarios: [(&str, BuildRuntime, usize); 14] = [
         ("output slots (Output::query)", query_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
@@ -499,6 +526,11 @@ fn steady_state_frame_does_not_allocate() {
         (
             "three stages, each writing, with spawns and despawns",
             stages,
+            100,
+        ),
+        (
+            "canonical order, rows re-sorted every frame",
+            canonical,
             100,
         ),
     ];

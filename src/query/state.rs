@@ -31,7 +31,7 @@ use crate::component::{Component, ComponentId, Registry};
 use crate::entity::Entity;
 use crate::output::buffer::{OutBuf, SystemOutputs};
 use crate::storage::{
-    AnyColumns, QueryMask, Storage, Table, TableId, Tables, TypeMarks, TypedColumns,
+    AnyColumns, QueryMask, Storage, Table, TableId, TableOrder, Tables, TypeMarks, TypedColumns,
 };
 
 /// One table as a query element sees it: its entities and columns.
@@ -216,7 +216,7 @@ fn written_twice(name: &str) -> ! {
     )
 }
 
-/// The tables a query visits, in creation order.
+/// The tables a query visits, in creation order (or canonical order, when that is on).
 #[derive(Clone)]
 pub(crate) enum Candidates<'w> {
     /// The table list of the query's rarest required type.
@@ -273,7 +273,7 @@ impl<'w, Q: QueryData> QueryState<'w, Q> {
             lend: Lend::Shared(storage),
         };
         let elements = Q::init(&mut source);
-        Self::new(elements, storage.tables(), |id| storage.tables_with(id))
+        Self::new(elements, storage.tables(), storage.table_order())
     }
 
     /// `Q`'s part of `table` (a copy of the state takes it).
@@ -307,7 +307,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
             ),
         };
         let elements = Q::init(&mut source);
-        Self::new(elements, storage.tables(), |id| storage.tables_with(id))
+        Self::new(elements, storage.tables(), storage.table_order())
     }
 
     /// `Q` over `storage`, each type's columns lent to at most one element, and the tables
@@ -331,8 +331,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
             lend: Lend::Exclusive(slots),
         };
         let elements = Q::init(&mut source);
-        let tables_with = split.tables_with;
-        Self::new(elements, split.tables, |id| &tables_with[id.index()])
+        Self::new(elements, split.tables, split.order)
     }
 
     /// The mask and candidate tables of `elements`, from one walk over their filter: the
@@ -341,14 +340,14 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     fn new(
         elements: Q::State<'w>,
         tables: &'w Tables,
-        tables_with: impl Fn(ComponentId) -> &'w [TableId],
+        order: TableOrder<'w>,
     ) -> (Self, Candidates<'w>) {
         let mut mask = QueryMask::default();
         let mut rarest: Option<&'w [TableId]> = None;
         Q::for_each_filter(&elements, &mut |id, required| {
             if required {
                 mask.require(id);
-                let list = tables_with(id);
+                let list = order.with(id);
                 if rarest.is_none_or(|r| list.len() < r.len()) {
                     rarest = Some(list);
                 }
@@ -358,7 +357,10 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
         });
         let candidates = match rarest {
             Some(list) => Candidates::List(list.iter()),
-            None => Candidates::All(0..tables.len() as TableId),
+            None => match order.all() {
+                Some(all) => Candidates::List(all.iter()),
+                None => Candidates::All(0..tables.len() as TableId),
+            },
         };
         let state = QueryState {
             elements,

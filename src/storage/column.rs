@@ -250,6 +250,9 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32);
     /// [`remove_row`](Self::remove_row) for each of `rows`, in order.
     fn remove_rows(&mut self, col: u32, rows: &[u32]);
+    /// Reorders column `col` (values and marks) by swapping rows, in order (the swaps of
+    /// a permutation: `storage::permute::swaps_of`).
+    fn permute_rows(&mut self, col: u32, swaps: &[(u32, u32)]);
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
     /// Replaces row `row` of column `col` with the staged value (old one to the graveyard).
@@ -368,6 +371,11 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
                 .swap_remove(col as usize, row as usize, column.len());
             self.graveyard.push(column.swap_remove(row as usize));
         }
+    }
+
+    fn permute_rows(&mut self, col: u32, swaps: &[(u32, u32)]) {
+        super::permute::apply_swaps(&mut self.columns[col as usize], swaps);
+        self.marks.swap_rows(col as usize, swaps);
     }
 
     fn push_staged(&mut self, col: u32) {

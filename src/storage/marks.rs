@@ -112,6 +112,22 @@ impl Bits {
         self.put(last, false);
     }
 
+    /// Swaps the bits of each pair of rows, in order (no allocation once the words cover
+    /// the rows).
+    fn swap_rows(&mut self, swaps: &[(u32, u32)]) {
+        if self.0.is_empty() {
+            return;
+        }
+        for &(i, j) in swaps {
+            let (i, j) = (i as usize, j as usize);
+            let (bi, bj) = (self.get(i), self.get(j));
+            if bi != bj {
+                self.put(i, bj);
+                self.put(j, bi);
+            }
+        }
+    }
+
     /// Marks nothing (capacity kept).
     #[inline]
     fn clear(&mut self) {
@@ -301,6 +317,17 @@ impl TypeMarks {
         }
     }
 
+    /// Follows swaps of column `col`'s rows (in order): the marks move with the rows.
+    pub(crate) fn swap_rows(&mut self, col: usize, swaps: &[(u32, u32)]) {
+        let c = &mut self.columns[col];
+        if c.is_clear() {
+            return;
+        }
+        for bits in [&mut c.changed, &mut c.added] {
+            bits.swap_rows(swaps);
+        }
+    }
+
     /// Follows `swap_remove(row)` on column `col` of `len` rows.
     #[inline]
     pub(crate) fn swap_remove(&mut self, col: usize, row: usize, len: usize) {
@@ -387,6 +414,29 @@ mod tests {
         }
         assert_eq!(b.count(), 71);
         assert_eq!(view.count_ones(), 71);
+    }
+
+    #[test]
+    fn swapped_rows_take_their_bits_along() {
+        let (mut placed, mut swaps) = (Vec::new(), Vec::new());
+        for (set, perm) in [
+            (vec![0, 3], vec![3, 2, 1, 0]),
+            (vec![1, 64, 70], (0..71).rev().collect::<Vec<u32>>()),
+            (vec![2], vec![1, 2, 0]),
+            (vec![], vec![1, 0]),
+        ] {
+            let mut bits = Bits::default();
+            for &r in &set {
+                bits.put(r, true);
+            }
+            let before: Vec<bool> = (0..perm.len()).map(|r| bits.get(r)).collect();
+            crate::storage::permute::swaps_of(&perm, &mut placed, &mut swaps);
+            bits.swap_rows(&swaps);
+            let after: Vec<bool> = (0..perm.len()).map(|r| bits.get(r)).collect();
+            let want: Vec<bool> = perm.iter().map(|&p| before[p as usize]).collect();
+            assert_eq!(after, want, "set {set:?}");
+            assert_eq!(bits.count(), set.len());
+        }
     }
 
     #[test]

@@ -11,7 +11,9 @@
 //! - `required.rs` — required components: which types a type requires, and their
 //!   constructors;
 //! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports;
-//! - `save.rs` — the storage's part of save files: written, parsed and checked, applied.
+//! - `save.rs` — the storage's part of save files: written, parsed and checked, applied;
+//! - `canonical.rs` — canonical order: tables visited by their types, rows sorted by
+//!   entity index (`World::set_canonical_order`), with `permute.rs` reordering rows.
 //!
 //! Entities with the same set of component types share a table: a list of entities and,
 //! for each of its component types, one column (a `Vec<C>`) in that type's
@@ -24,9 +26,11 @@
 //! systems run), so everything here is plain `&mut` code. Storage knows nothing of
 //! the `World`, outputs, merges or Sync.
 
+mod canonical;
 mod column;
 mod marks;
 mod mask;
+mod permute;
 mod required;
 mod save;
 mod snapshot;
@@ -34,6 +38,7 @@ mod table;
 
 use std::any::type_name;
 
+pub(crate) use canonical::TableOrder;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
@@ -62,6 +67,8 @@ pub(crate) struct Storage {
     pub(crate) hierarchy: Option<Hierarchy>,
     /// Which types each type requires (required components).
     pub(crate) required: Required,
+    /// Canonical order's table lists, when it is on (`World::set_canonical_order`).
+    canonical: Option<Box<canonical::Canonical>>,
 }
 
 impl Storage {
@@ -76,6 +83,7 @@ impl Storage {
             tables_with: vec![Vec::new(); self.columns.len()],
             hierarchy: self.hierarchy,
             required: Required::default(),
+            canonical: self.canonical.as_ref().map(|_| Box::default()),
         }
     }
 
@@ -115,7 +123,7 @@ impl Storage {
             columns: &mut self.columns,
             registry: &self.registry,
             tables: &self.tables,
-            tables_with: &self.tables_with,
+            order: TableOrder::of(&self.tables, &self.tables_with, self.canonical.as_deref()),
         }
     }
 
@@ -127,11 +135,6 @@ impl Storage {
     #[inline]
     pub(crate) fn tables(&self) -> &Tables {
         &self.tables
-    }
-
-    #[inline]
-    pub(crate) fn tables_with(&self, id: ComponentId) -> &[TableId] {
-        &self.tables_with[id.index()]
     }
 
     /// `(tables, entity slots, bytes reserved by columns and entity lists)`.
@@ -304,7 +307,7 @@ impl Storage {
             columns.push_staged(col);
             columns.mark_added(col, row as usize..row as usize + 1);
         }
-        table.entities.push(e);
+        table.push(e);
         self.entities
             .set_location(e.index(), Location { table: t, row });
     }
@@ -366,8 +369,7 @@ impl Storage {
         t.entities.reserve(n);
         for _ in 0..n {
             let e = self.entities.alloc();
-            let row = t.entities.len() as u32;
-            t.entities.push(e);
+            let row = t.push(e);
             self.entities
                 .set_location(e.index(), Location { table, row });
             out.push(e);
@@ -414,9 +416,7 @@ impl Storage {
     /// one entity or a batch, before anything else touches them.
     pub(crate) fn relocate(&mut self, e: Entity, from: Location, to: TableId) {
         self.swap_remove_entity(from);
-        let t = self.tables.get_mut(to);
-        let row = t.entities.len() as u32;
-        t.entities.push(e);
+        let row = self.tables.get_mut(to).push(e);
         self.entities
             .set_location(e.index(), Location { table: to, row });
     }
@@ -502,9 +502,7 @@ impl Storage {
     /// Removes row `loc.row` from its table's entity list (columns already swap-removed)
     /// and fixes the location of the entity that moved into the hole.
     fn swap_remove_entity(&mut self, loc: Location) {
-        let table = self.tables.get_mut(loc.table);
-        table.entities.swap_remove(loc.row as usize);
-        if let Some(&moved) = table.entities.get(loc.row as usize) {
+        if let Some(moved) = self.tables.get_mut(loc.table).swap_remove(loc.row) {
             self.entities.set_location(moved.index(), loc);
         }
     }
@@ -561,8 +559,8 @@ pub(crate) struct SplitColumns<'a> {
     pub(crate) columns: &'a mut [Box<dyn AnyColumns>],
     pub(crate) registry: &'a Registry,
     pub(crate) tables: &'a Tables,
-    /// The match cache (see [`Storage::tables_with`]), by id.
-    pub(crate) tables_with: &'a [Vec<TableId>],
+    /// The order queries try tables in (the match cache, or canonical order).
+    pub(crate) order: TableOrder<'a>,
 }
 
 /// What an insert or remove of one type would do to an entity; see [`Storage::plan`].

@@ -394,7 +394,9 @@ impl Storage {
                 let id = self.table_for(&types);
                 assert_eq!(id as usize, t, "tables are recreated in order");
             }
-            self.tables.get_mut(t as u32).entities = entities;
+            let table = self.tables.get_mut(t as u32);
+            table.entities = entities;
+            table.unsorted = true;
         }
         for (c, (decoded, marks)) in self.columns.iter_mut().zip(parsed.columns) {
             c.install(decoded, marks);

@@ -105,7 +105,9 @@ impl Storage {
         }
         self.restore_tables(from);
         for (t, (_, entities)) in from.tables.iter().enumerate() {
-            self.tables.get_mut(t as u32).entities.clone_from(entities);
+            let table = self.tables.get_mut(t as u32);
+            table.entities.clone_from(entities);
+            table.unsorted = true;
         }
         self.entities.clone_from(&from.entities);
         for (c, saved) in self.columns.iter_mut().zip(&from.columns) {
@@ -141,8 +143,11 @@ impl Storage {
     /// contribute only which entities have them.
     pub(crate) fn checksum(&self, h: &mut Checksummer) {
         checksum_entities(&self.entities, h);
-        for t in 0..self.tables.len() {
-            let table = self.tables.get(t as u32);
+        // In canonical order (when on and current) the tables go in that order too, so
+        // that two worlds with the same contents have the same checksum.
+        let all = self.table_order().all();
+        for i in 0..all.map_or(self.tables.len(), <[_]>::len) {
+            let table = self.tables.get(all.map_or(i as u32, |a| a[i]));
             if table.len() == 0 {
                 continue;
             }

@@ -22,6 +22,10 @@ pub(crate) struct Table {
     columns: Vec<u32>,
     /// The entity in each row.
     pub(crate) entities: Vec<Entity>,
+    /// The rows may be out of entity order (canonical order re-checks them): set by
+    /// [`push`](Self::push) of an index below the last, a swap-remove that moved a row,
+    /// and wholesale replacement (restore, load).
+    pub(crate) unsorted: bool,
     /// Cached transitions: the table reached by inserting / removing one type.
     add_edges: Vec<(ComponentId, TableId)>,
     remove_edges: Vec<(ComponentId, TableId)>,
@@ -63,6 +67,26 @@ impl Table {
     pub(crate) fn entities(&self) -> &[Entity] {
         &self.entities
     }
+
+    /// Appends `e` as the last row; returns its row.
+    #[inline]
+    pub(crate) fn push(&mut self, e: Entity) -> u32 {
+        let row = self.entities.len() as u32;
+        if self.entities.last().is_some_and(|l| l.index() > e.index()) {
+            self.unsorted = true;
+        }
+        self.entities.push(e);
+        row
+    }
+
+    /// Removes row `row`, the last row taking its place; returns the entity moved there.
+    #[inline]
+    pub(crate) fn swap_remove(&mut self, row: u32) -> Option<Entity> {
+        self.entities.swap_remove(row as usize);
+        let moved = self.entities.get(row as usize).copied();
+        self.unsorted |= moved.is_some();
+        moved
+    }
 }
 
 /// All tables, plus a lookup from component set to table.
@@ -72,6 +96,9 @@ pub(crate) struct Tables {
     /// The last set looked up and its table: spawning many entities of one kind (a
     /// loop of `spawn`, or a Sync full of spawns) then skips hashing the set.
     last: (Vec<ComponentId>, TableId),
+    /// Counts table creations and truncations: what canonical order's lists were built
+    /// for (`storage::canonical`).
+    epoch: u64,
 }
 
 impl Default for Tables {
@@ -80,6 +107,7 @@ impl Default for Tables {
             tables: Vec::new(),
             by_components: HashMap::new(),
             last: (Vec::new(), 0),
+            epoch: 0,
         };
         // Table 0 always exists: entities with no components.
         t.create(&[], |_, _| unreachable!("the empty table has no columns"));
@@ -101,6 +129,12 @@ impl Tables {
     #[inline]
     pub(crate) fn len(&self) -> usize {
         self.tables.len()
+    }
+
+    /// Changes whenever a table is created or dropped.
+    #[inline]
+    pub(crate) fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// The table for exactly `sorted` (sorted, no duplicates), created if needed;
@@ -130,6 +164,7 @@ impl Tables {
         mut add_column: impl FnMut(ComponentId, TableId) -> u32,
     ) -> TableId {
         let id = self.tables.len() as TableId;
+        self.epoch += 1;
         let width = sorted.last().map_or(0, |c| c.index() + 1);
         let mut signature = Mask::default();
         let mut columns = vec![NO_COLUMN; width];
@@ -144,6 +179,7 @@ impl Tables {
             signature,
             columns,
             entities: Vec::new(),
+            unsorted: false,
             add_edges: Vec::new(),
             remove_edges: Vec::new(),
         });
@@ -158,6 +194,7 @@ impl Tables {
         if n >= self.tables.len() {
             return;
         }
+        self.epoch += 1;
         for t in self.tables.drain(n..) {
             self.by_components.remove(&t.components);
         }

@@ -433,6 +433,59 @@ impl World {
         self.len() == 0
     }
 
+    /// Turns *canonical order* on or off (off by default).
+    ///
+    /// Normally queries visit tables in the order they were created and each table's
+    /// rows in the order entities arrived, so iteration order depends on the world's
+    /// history as well as its contents (the frame is still deterministic: the same
+    /// history gives the same order). In canonical order, queries visit tables sorted by
+    /// their component types, and rows sorted by entity index, from the start of every
+    /// Run on ([`Runtime`](crate::Runtime) re-sorts before each stage's Run and after the
+    /// frame's last Sync). Then:
+    ///
+    /// - two worlds with the same contents (the same entities, ids included, the same
+    ///   components and values, the same allocator state) run the same frames bit for
+    ///   bit, however they were built: a system's emission order, and so the order its
+    ///   outputs reach a merge, no longer depends on which archetype appeared first or
+    ///   which rows a despawn swapped;
+    /// - a world holding a subset of another's entities visits them in the same relative
+    ///   order: what a shard of a larger world needs to merge as the whole world would;
+    /// - [`checksum`](Self::checksum) between frames depends on contents only.
+    ///
+    /// The cost is a sort of the rows of each table that a despawn, a component move or
+    /// an arrival below the last index left out of order, once per stage (the README's
+    /// Performance section has the figures), and nothing for tables still in order
+    /// beyond one pass over their entity ids. Between frames, structural changes
+    /// (`spawn`, `despawn`, ...) may leave the world out of order until the next Run;
+    /// queries then still see every entity.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Debug, Clone, Copy, PartialEq)] struct Hp(u32);
+    /// # impl Component for Hp { type Output = Hp; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(merge::last);
+    /// world.set_canonical_order(true);
+    /// let a = world.spawn((Hp(1),));
+    /// let b = world.spawn((Hp(2),));
+    /// let c = world.spawn((Hp(3),));
+    /// world.despawn(a); // `c` moves into `a`'s row
+    /// let mut rt = Runtime::builder().build(world);
+    /// rt.frame();
+    /// // Rows are in entity order again.
+    /// let order: Vec<Entity> = rt.world().query::<&Hp>().map(|(e, _)| e).collect();
+    /// assert_eq!(order, [b, c]);
+    /// ```
+    pub fn set_canonical_order(&mut self, on: bool) {
+        self.storage.set_canonical(on);
+        self.storage.canonicalize();
+    }
+
+    /// Whether canonical order is on: see [`set_canonical_order`](Self::set_canonical_order).
+    pub fn canonical_order(&self) -> bool {
+        self.storage.is_canonical()
+    }
+
     /// Iterates over the entities matching `Q`, yielding `(Entity, Q::Item)`.
     ///
     /// `Q` is a tuple of `&C`, `Option<&C>`, [`With<C>`](crate::With) and
