@@ -527,6 +527,61 @@ impl Entities {
         self.alive += 1;
     }
 
+    /// Makes `e` alive under its own id (index and generation) in a world that did not
+    /// allocate it (an entity arriving from another world): a slot past the end (the
+    /// slots between join the free list), a free or reserved slot (taken off its list),
+    /// one left by [`evict`](Self::evict), or a retired one (still counted as retired). The caller sets its location. Returns
+    /// `false`, changing nothing, if the slot holds a live entity or the index is past
+    /// the limit.
+    pub(crate) fn place(&mut self, e: Entity) -> bool {
+        let i = e.index as usize;
+        if i >= self.max_slots()
+            || self
+                .slots
+                .get(i)
+                .is_some_and(|s| s.location != Location::NONE)
+        {
+            return false;
+        }
+        if i >= self.slots.len() {
+            let from = self.slots.len() as u32;
+            self.slots.resize(
+                i + 1,
+                Slot {
+                    generation: NonZeroU32::MIN,
+                    location: Location::NONE,
+                },
+            );
+            self.free.extend((from..e.index).rev());
+        } else if let Some(k) = self.free.iter().rposition(|&f| f == e.index) {
+            self.free.remove(k);
+        } else if let Some((r, k)) = (self.reserved.iter().enumerate())
+            .find_map(|(r, res)| Some((r, res.ids.iter().position(|&f| f == e.index)?)))
+        {
+            self.reserved[r].ids.remove(k);
+        }
+        self.slots[i].generation = e.generation;
+        self.alive += 1;
+        true
+    }
+
+    /// Whether slot `index` holds a live entity (of any generation).
+    pub(crate) fn index_alive(&self, index: u32) -> bool {
+        self.slots
+            .get(index as usize)
+            .is_some_and(|s| s.location != Location::NONE)
+    }
+
+    /// Takes a live entity out of this world without freeing its id (it lives on
+    /// elsewhere: see [`place`](Self::place)) and returns where it was; `None` for a
+    /// stale handle.
+    pub(crate) fn evict(&mut self, e: Entity) -> Option<Location> {
+        let loc = self.location(e)?;
+        self.slots[e.index as usize].location = Location::NONE;
+        self.alive -= 1;
+        Some(loc)
+    }
+
     /// Frees a live entity's slot and returns where it was. Returns `None` (and changes
     /// nothing) for a stale or never-allocated handle.
     pub(crate) fn free(&mut self, e: Entity) -> Option<Location> {

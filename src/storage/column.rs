@@ -295,6 +295,10 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn encode_column(&self, col: u32, out: &mut Vec<u8>) -> Result<(), String>;
     /// The bytes of column `col`, for a type saved as plain data.
     fn column_bytes(&self, col: u32) -> Option<&[u8]>;
+    /// Appends row `row` of column `col` (one value, in the type's [`Encoding`]).
+    fn encode_value(&self, col: u32, row: u32, out: &mut Vec<u8>) -> Result<(), String>;
+    /// Decodes one value of `len` bytes from `src` and stages it (for `push_staged`).
+    fn stage_decoded(&mut self, src: &mut Source<'_>, len: u64) -> Result<(), ColumnError>;
     /// No decoded columns yet: an empty `Vec<Vec<C>>`, boxed, for
     /// [`read_column`](Self::read_column).
     fn new_columns(&self) -> Box<dyn Any + Send + Sync>;
@@ -501,6 +505,30 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn column_bytes(&self, col: u32) -> Option<&[u8]> {
         let bytes = self.ops.serde?.bytes?;
         Some(bytes(&self.columns[col as usize]))
+    }
+
+    fn encode_value(&self, col: u32, row: u32, out: &mut Vec<u8>) -> Result<(), String> {
+        let fns = self.ops.serde.ok_or("not opted into saves")?;
+        (fns.encode)(
+            std::slice::from_ref(&self.columns[col as usize][row as usize]),
+            out,
+        )
+    }
+
+    fn stage_decoded(&mut self, src: &mut Source<'_>, len: u64) -> Result<(), ColumnError> {
+        let fns = self
+            .ops
+            .serde
+            .ok_or_else(|| ColumnError::Decode("not opted into saves".to_owned()))?;
+        let mut one = Vec::with_capacity(1);
+        (fns.decode)(src, len, 1, &mut one)?;
+        match one.pop() {
+            Some(v) => {
+                self.stage(v);
+                Ok(())
+            }
+            None => Err(ColumnError::Decode("no value".to_owned())),
+        }
     }
 
     fn new_columns(&self) -> Box<dyn Any + Send + Sync> {

@@ -12,6 +12,7 @@
 //!   constructors;
 //! - `snapshot.rs` — copies of the whole storage, its checksum and desync reports;
 //! - `save.rs` — the storage's part of save files: written, parsed and checked, applied;
+//! - `transfer.rs` — one entity as a record, to move it to another world;
 //! - `canonical.rs` — canonical order: tables visited by their types, rows sorted by
 //!   entity index (`World::set_canonical_order`), with `permute.rs` reordering rows.
 //!
@@ -35,6 +36,7 @@ mod required;
 mod save;
 mod snapshot;
 mod table;
+mod transfer;
 
 use std::any::type_name;
 

@@ -7,6 +7,7 @@ use std::fmt;
 use super::World;
 use crate::checksum::{Checksum, Checksummer, Desync};
 use crate::component::{Component, ComponentId};
+use crate::entity::Entity;
 use crate::resource::ResourceSum;
 
 impl World {
@@ -109,7 +110,8 @@ impl World {
 
     /// A stable 64-bit digest of the world's state: the entity allocator (live entities,
     /// every slot's generation, the free list), then each non-empty table in creation
-    /// order with its component type ids and entities, then, for each type opted in with
+    /// order ([canonical order](Self::set_canonical_order) when that is on) with its
+    /// component type ids and entities, then, for each type opted in with
     /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
     /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
     /// order. Types not opted in count only through which entities have them; other
@@ -147,6 +149,32 @@ impl World {
             inbox.checksum(&mut h);
         }
         h.finish()
+    }
+
+    /// A stable 64-bit digest of one entity: its id, then for each of its component types
+    /// (by id) the type's id and, for a type opted in with
+    /// [`checksumming`](Self::checksumming), the value. `None` if `e` is dead.
+    ///
+    /// It depends on that entity alone, not on where it is stored: a world split into
+    /// parts (shards) sums its entities' digests into one that does not depend on how it
+    /// was split (a wrapping sum, which is what `runsync-cluster` compares).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Debug, Clone, Copy, PartialEq, runsync::Checksum)] struct Hp(u32);
+    /// # impl Component for Hp { type Output = Hp; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(merge::last);
+    /// world.checksumming::<Hp>();
+    /// let e = world.spawn((Hp(3),));
+    /// let before = world.entity_checksum(e).unwrap();
+    /// world.get_mut::<Hp>(e).unwrap().0 = 4;
+    /// assert_ne!(world.entity_checksum(e), Some(before));
+    /// world.despawn(e);
+    /// assert_eq!(world.entity_checksum(e), None);
+    /// ```
+    pub fn entity_checksum(&self, e: Entity) -> Option<u64> {
+        self.storage.entity_checksum(e)
     }
 
     /// Where this world and `other`, which should be equal, first differ, or `None` if

@@ -16,6 +16,7 @@ mod required;
 mod resources;
 pub(crate) mod save;
 mod snapshot;
+mod transfer;
 
 pub use snapshot::{Snapshot, SnapshotError};
 

@@ -1,0 +1,181 @@
+//! Moving single entities between worlds: an entity's id and components as one
+//! self-delimiting record ([`Storage::export_entity`]), read back into another storage
+//! with the same registered types under the same id ([`Storage::import_entity`]), and
+//! taken out of the first without freeing its id ([`Storage::evict`]). What a shard of a
+//! world sharded over machines sends when an entity migrates or is mirrored.
+//!
+//! A record: the entity's bits (`u64`), the number of its components (`u32`), then per
+//! component, in id order: its id (`u32`), the length of its value (`u64`) and the value
+//! in the type's save encoding (postcard or plain bytes). Little-endian.
+
+use super::Storage;
+use crate::component::ComponentId;
+use crate::entity::{Entity, Location};
+use crate::savefile::{ColumnError, LoadError, SaveError, Source};
+
+/// Reads `N` bytes off the front of `src`.
+fn take<const N: usize>(src: &mut &[u8], what: &'static str) -> Result<[u8; N], LoadError> {
+    let Some((head, rest)) = src.split_first_chunk::<N>() else {
+        return Err(LoadError::Truncated { what });
+    };
+    *src = rest;
+    Ok(*head)
+}
+
+impl Storage {
+    /// Appends `e`'s record to `out`; `Ok(false)` (nothing written) if `e` is dead.
+    pub(crate) fn export_entity(&self, e: Entity, out: &mut Vec<u8>) -> Result<bool, SaveError> {
+        let Some(loc) = self.entities.location(e) else {
+            return Ok(false);
+        };
+        let table = self.tables.get(loc.table);
+        if let Some(&c) =
+            (table.components().iter()).find(|c| self.columns[c.index()].save_encoding().is_none())
+        {
+            return Err(SaveError::NotSaving {
+                type_name: self.type_name(c),
+            });
+        }
+        let start = out.len();
+        out.extend_from_slice(&e.to_bits().to_le_bytes());
+        out.extend_from_slice(&(table.components().len() as u32).to_le_bytes());
+        for &c in table.components() {
+            let col = table.column(c).expect("a table has a column per type");
+            out.extend_from_slice(&c.0.to_le_bytes());
+            let at = out.len();
+            out.extend_from_slice(&[0; 8]);
+            if let Err(message) = self.columns[c.index()].encode_value(col, loc.row, out) {
+                out.truncate(start);
+                return Err(SaveError::Encode {
+                    type_name: self.type_name(c),
+                    message,
+                });
+            }
+            let len = (out.len() - at - 8) as u64;
+            out[at..at + 8].copy_from_slice(&len.to_le_bytes());
+        }
+        Ok(true)
+    }
+
+    /// Reads one record off the front of `src` and places its entity, under its id, in
+    /// the table of its types. Every check comes first: on an error nothing changed
+    /// (values already decoded are dropped). `ids` is scratch.
+    pub(crate) fn import_entity(
+        &mut self,
+        src: &mut &[u8],
+        ids: &mut Vec<ComponentId>,
+    ) -> Result<Entity, LoadError> {
+        let bits = u64::from_le_bytes(take(src, "an entity record")?);
+        let e = Entity::from_bits(bits).ok_or_else(|| LoadError::BadData {
+            what: format!("{bits:#x} is not an entity id"),
+        })?;
+        if self.entities.location(e).is_some() || self.entities.index_alive(e.index()) {
+            return Err(LoadError::DuplicateEntity { entity: e });
+        }
+        let n = u32::from_le_bytes(take(src, "an entity record")?) as usize;
+        if n > self.registry.len() {
+            return Err(LoadError::BadData {
+                what: format!(
+                    "an entity with {n} components, of {} types",
+                    self.registry.len()
+                ),
+            });
+        }
+        ids.clear();
+        let result = self.stage_record(src, n, ids);
+        if let Err(error) = result {
+            for &c in ids.iter() {
+                self.columns[c.index()].discard_staged();
+                self.columns[c.index()].flush_graveyard();
+            }
+            return Err(error);
+        }
+        if !self.entities.place(e) {
+            for &c in ids.iter() {
+                self.columns[c.index()].discard_staged();
+                self.columns[c.index()].flush_graveyard();
+            }
+            return Err(LoadError::BadData {
+                what: format!("entity {e} cannot be placed (index past the limit)"),
+            });
+        }
+        self.place_staged(e, ids);
+        Ok(e)
+    }
+
+    /// Decodes and stages the `n` values of a record, pushing each staged type onto `ids`
+    /// (types in increasing id order, each registered and opted into saves).
+    fn stage_record(
+        &mut self,
+        src: &mut &[u8],
+        n: usize,
+        ids: &mut Vec<ComponentId>,
+    ) -> Result<(), LoadError> {
+        for _ in 0..n {
+            let id = u32::from_le_bytes(take(src, "a component id")?);
+            if id as usize >= self.registry.len() || ids.last().is_some_and(|l| l.0 >= id) {
+                return Err(LoadError::BadData {
+                    what: format!("component id {id} out of order or not registered"),
+                });
+            }
+            let c = ComponentId(id);
+            let len = u64::from_le_bytes(take(src, "a component value")?);
+            if len > src.len() as u64 {
+                return Err(LoadError::Truncated {
+                    what: "a component value",
+                });
+            }
+            let (value, rest) = src.split_at(len as usize);
+            *src = rest;
+            let mut value = value;
+            let mut source = Source::new(&mut value);
+            let type_name = self.type_name(c);
+            let columns = &mut self.columns[c.index()];
+            if columns.save_encoding().is_none() {
+                return Err(LoadError::NotSaving { type_name });
+            }
+            columns
+                .stage_decoded(&mut source, len)
+                .map_err(|e| match e {
+                    ColumnError::Load(error) => error,
+                    ColumnError::Decode(message) => LoadError::Decode {
+                        type_name,
+                        table: None,
+                        message,
+                    },
+                })?;
+            ids.push(c);
+        }
+        Ok(())
+    }
+
+    /// The digest of `e` alone: see `World::entity_checksum`.
+    pub(crate) fn entity_checksum(&self, e: Entity) -> Option<u64> {
+        let loc = self.entities.location(e)?;
+        let table = self.tables.get(loc.table);
+        let mut h = crate::checksum::Checksummer::new();
+        h.write_u64(e.to_bits());
+        for &c in table.components() {
+            let col = table.column(c).expect("a table has a column per type");
+            h.write_u32(c.0);
+            if let Some(v) = self.columns[c.index()].checksum_value(col, loc.row) {
+                h.write_u64(v);
+            }
+        }
+        Some(h.finish())
+    }
+
+    /// Takes `e` and its components out without freeing its id (no generation change,
+    /// not on the free list); returns where it was, or `None` if `e` is dead.
+    pub(crate) fn evict(&mut self, e: Entity) -> Option<Location> {
+        let loc = self.entities.evict(e)?;
+        let table = self.tables.get(loc.table);
+        for &c in table.components() {
+            let col = table.column(c).expect("table lacks its own column");
+            self.columns[c.index()].remove_row(col, loc.row);
+        }
+        self.swap_remove_entity(loc);
+        self.flush_table_graveyards(loc.table);
+        Some(loc)
+    }
+}

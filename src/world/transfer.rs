@@ -1,0 +1,232 @@
+//! Moving single entities between worlds (see `storage::transfer` for the record).
+
+use super::World;
+use crate::entity::Entity;
+use crate::savefile::{LoadError, SaveError};
+
+impl World {
+    /// Appends entity `e` — its id and all its components — to `out` as one record, which
+    /// [`import_entity`](Self::import_entity) reads into another world that registers the
+    /// same component types in the same order. Every component type of `e` must be
+    /// opted into saves ([`saving`](Self::saving) or [`saving_pod`](Self::saving_pod));
+    /// values go in that encoding. Returns `Ok(false)`, writing nothing, if `e` is dead.
+    ///
+    /// This is how an entity moves to another world (a shard of a world split over
+    /// threads or machines): export it, [`evict`](Self::evict) it here, import it there.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # use serde::{Deserialize, Serialize};
+    /// #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+    /// struct Pos(f32, f32);
+    /// impl Component for Pos { type Output = Pos; }
+    ///
+    /// let registered = || {
+    ///     let mut w = World::new();
+    ///     w.register::<Pos>(merge::last);
+    ///     w.saving::<Pos>();
+    ///     w
+    /// };
+    /// let (mut here, mut there) = (registered(), registered());
+    /// let e = here.spawn((Pos(1.0, 2.0),));
+    /// let mut record = Vec::new();
+    /// assert!(here.export_entity(e, &mut record).unwrap());
+    /// assert!(here.evict(e));
+    /// assert_eq!(there.import_entity(&mut &record[..]).unwrap(), e); // the same id
+    /// assert_eq!(there.get::<Pos>(e), Some(&Pos(1.0, 2.0)));
+    /// assert!(!here.is_alive(e));
+    /// ```
+    ///
+    /// # Errors
+    /// [`SaveError::NotSaving`] naming the first of `e`'s types not opted into saves,
+    /// [`SaveError::Encode`] if a value's `Serialize` fails; `out` is then as it was.
+    pub fn export_entity(&self, e: Entity, out: &mut Vec<u8>) -> Result<bool, SaveError> {
+        self.storage.export_entity(e, out)
+    }
+
+    /// Reads one record written by [`export_entity`](Self::export_entity) off the front
+    /// of `src` (advancing it past the record, so records can be read one after another
+    /// from one buffer) and inserts its entity under the same id, with its components.
+    /// The id must not be alive here; the slot it needs is taken from wherever this
+    /// world's allocator keeps it (free, reserved for a coming spawn, never used), so
+    /// later spawns here never reuse it while it lives. No hooks fire and required
+    /// components are not added: the entity arrives whole, it is not spawned.
+    ///
+    /// # Errors
+    /// [`LoadError::DuplicateEntity`] if an entity lives in the id's slot here;
+    /// [`LoadError::Truncated`], [`LoadError::BadData`] or [`LoadError::Decode`] for a
+    /// record that is cut short, names types this world does not register (or not in
+    /// order) or does not decode; [`LoadError::NotSaving`] for a type not opted into
+    /// saves here. On an error nothing changed, `src` included.
+    pub fn import_entity(&mut self, src: &mut &[u8]) -> Result<Entity, LoadError> {
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        let mut rest = *src;
+        let result = self.storage.import_entity(&mut rest, &mut ids);
+        self.scratch_ids = ids;
+        if result.is_ok() {
+            *src = rest;
+        }
+        result
+    }
+
+    /// Takes `e` and its components out of this world *without despawning it*: no hooks
+    /// fire, and its id is neither freed nor reused here (the entity lives on in another
+    /// world: see [`export_entity`](Self::export_entity)). Returns `false` if `e` is
+    /// dead.
+    ///
+    /// # Panics
+    /// If `e` has a parent or children ([`register_hierarchy`](Self::register_hierarchy)):
+    /// moving part of a hierarchy to another world is not supported.
+    #[track_caller]
+    pub fn evict(&mut self, e: Entity) -> bool {
+        if let Some(h) = self.storage.hierarchy {
+            assert!(
+                self.storage.slot_of(e, h.child_of).is_none()
+                    && self.storage.slot_of(e, h.children).is_none(),
+                "runsync: cannot evict {e}: it has a parent or children (moving part of a \
+                 hierarchy to another world is not supported)"
+            );
+        }
+        self.storage.evict(e).is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde::{Deserialize, Serialize};
+
+    use crate::prelude::*;
+    use crate::savefile::{LoadError, SaveError};
+
+    #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+    struct Pos(f32, f32);
+    impl Component for Pos {
+        type Output = Pos;
+    }
+
+    #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+    struct Name(String);
+    impl Component for Name {
+        type Output = Name;
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Secret(u8);
+    impl Component for Secret {
+        type Output = Secret;
+    }
+
+    fn world() -> World {
+        let mut w = World::new();
+        w.register::<Pos>(merge::last);
+        w.register::<Name>(merge::last);
+        w.register::<Secret>(merge::last);
+        w.saving::<Pos>().saving::<Name>();
+        w
+    }
+
+    #[test]
+    fn records_round_trip_one_after_another() {
+        let (mut a, mut b) = (world(), world());
+        let x = a.spawn((Pos(1.0, 2.0), Name("x".into())));
+        let y = a.spawn((Pos(3.0, 4.0),));
+        let mut buf = Vec::new();
+        assert!(a.export_entity(x, &mut buf).unwrap());
+        assert!(a.export_entity(y, &mut buf).unwrap());
+        let mut src = &buf[..];
+        assert_eq!(b.import_entity(&mut src).unwrap(), x);
+        assert_eq!(b.import_entity(&mut src).unwrap(), y);
+        assert!(src.is_empty());
+        assert_eq!(b.get::<Name>(x), Some(&Name("x".into())));
+        assert_eq!(b.get::<Pos>(y), Some(&Pos(3.0, 4.0)));
+        assert!(!b.has::<Name>(y));
+        assert_eq!(b.len(), 2);
+        // A dead entity writes nothing.
+        a.despawn(y);
+        let n = buf.len();
+        assert!(!a.export_entity(y, &mut buf).unwrap());
+        assert_eq!(buf.len(), n);
+    }
+
+    #[test]
+    fn bad_records_change_nothing() {
+        let (mut a, mut b) = (world(), world());
+        let x = a.spawn((Pos(1.0, 2.0), Name("hello".into())));
+        let mut buf = Vec::new();
+        a.export_entity(x, &mut buf).unwrap();
+        for cut in 0..buf.len() {
+            let err = b.import_entity(&mut &buf[..cut]).unwrap_err();
+            assert!(
+                matches!(err, LoadError::Truncated { .. } | LoadError::Decode { .. }),
+                "cut at {cut}: {err:?}"
+            );
+            assert_eq!(b.len(), 0);
+        }
+        // Alive already.
+        b.import_entity(&mut &buf[..]).unwrap();
+        assert!(matches!(
+            b.import_entity(&mut &buf[..]),
+            Err(LoadError::DuplicateEntity { entity }) if entity == x
+        ));
+        // Nothing left staged by the failures: spawning still works.
+        let z = b.spawn((Pos(0.0, 0.0), Name("z".into())));
+        assert_eq!(b.get::<Name>(z), Some(&Name("z".into())));
+        // A type not opted in, on either side.
+        let s = a.spawn((Secret(1),));
+        assert!(matches!(
+            a.export_entity(s, &mut Vec::new()),
+            Err(SaveError::NotSaving { .. })
+        ));
+    }
+
+    #[test]
+    fn an_imported_id_is_never_handed_out_again() {
+        let mut a = world();
+        let far: Vec<Entity> = (0..40).map(|i| a.spawn((Pos(i as f32, 0.0),))).collect();
+        // `b` has run a frame: its allocator holds ids reserved for spawns, and ids
+        // freed by despawns.
+        let mut b = world();
+        let local: Vec<Entity> = (0..8).map(|_| b.spawn((Pos(0.0, 0.0),))).collect();
+        for &e in &local[..4] {
+            b.despawn(e);
+        }
+        let mut rt = Runtime::builder().workers(1).build(b);
+        rt.add_system(|w: &World, out: &mut Output| {
+            if w.resource::<Time>().frame % 2 == 1 {
+                for i in 0..30 {
+                    out.spawn((Pos(-1.0, i as f32),));
+                }
+            }
+        });
+        rt.frame();
+        let mut arrived = Vec::new();
+        for &e in &far[..] {
+            let mut record = Vec::new();
+            a.export_entity(e, &mut record).unwrap();
+            a.evict(e);
+            match rt.world_mut().import_entity(&mut &record[..]) {
+                Ok(got) => arrived.push(got),
+                // Ids alive in both worlds: this test's two worlds overlap by design.
+                Err(LoadError::DuplicateEntity { .. }) => {}
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert!(
+            arrived.len() > 20,
+            "most ids were free, reserved or new here"
+        );
+        for _ in 0..3 {
+            rt.frame();
+        }
+        // Every arrival kept its values; no spawn took an arrival's slot.
+        for &e in &arrived {
+            assert_eq!(rt.world().get::<Pos>(e).map(|p| p.1), Some(0.0), "{e}");
+        }
+        let mut indices: Vec<u32> = rt.world().query::<&Pos>().map(|(e, _)| e.index()).collect();
+        let n = indices.len();
+        indices.sort_unstable();
+        indices.dedup();
+        assert_eq!(indices.len(), n, "one entity per slot");
+        assert!(!a.is_alive(far[0]) && a.is_empty());
+    }
+}
