@@ -67,3 +67,17 @@ fn filtered_queries_yield_only_the_data() {
     assert_eq!(minions.len(), 10);
     assert!(minions.all(|(e, _)| !w.has::<Boss>(e)));
 }
+
+#[test]
+fn the_empty_query_visits_every_entity() {
+    let mut w = world();
+    let bare = w.spawn(());
+    let all: Vec<Entity> = w.query::<()>().map(|(e, ())| e).collect();
+    assert_eq!(all.len(), w.len());
+    assert_eq!(w.query::<()>().len(), w.len());
+    assert!(all.contains(&bare));
+    let mut sorted = all.clone();
+    sorted.sort_unstable_by_key(|e| e.to_bits());
+    sorted.dedup();
+    assert_eq!(sorted.len(), all.len(), "each entity once");
+}

@@ -375,6 +375,9 @@ impl<C: Component> QueryOut for Option<&C> {
 
 macro_rules! tuple_query {
     ($($name:ident $idx:tt),*) => {
+        // `()` (no element: every entity) leaves the arguments unused and its row read
+        // empty.
+        #[allow(unused_variables, unused_unsafe, clippy::unused_unit)]
         impl<$($name: Fetch),*> Fetch for ($($name,)*) {
             type Out<'w> = ($($name::Out<'w>,)*);
             type State<'w> = ($($name::State<'w>,)*);
@@ -432,6 +435,7 @@ macro_rules! tuple_query {
     };
 }
 
+tuple_query!();
 tuple_query!(A 0);
 tuple_query!(A 0, B 1);
 tuple_query!(A 0, B 1, C 2);

@@ -490,8 +490,10 @@ impl World {
     /// Iterates over the entities matching `Q`, yielding `(Entity, Q::Item)`.
     ///
     /// `Q` is a tuple of `&C`, `Option<&C>`, [`With<C>`](crate::With) and
-    /// [`Without<C>`](crate::Without). Order: tables in creation order, rows in table order
-    /// — the same for the same world history, whatever the thread count.
+    /// [`Without<C>`](crate::Without); `()` visits every entity. Order: tables in creation
+    /// order, rows in table order — the same for the same world history, whatever the
+    /// thread count ([canonical order](Self::set_canonical_order) makes it depend on the
+    /// contents only).
     ///
     /// # Panics
     /// If a type in `Q` is not registered.
