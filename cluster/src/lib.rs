@@ -1,0 +1,608 @@
+//! runsync's frame sharded over [timely-dataflow](https://github.com/TimelyDataflow/timely-dataflow):
+//! one world split into *shards*, each a runsync [`World`] and [`Runtime`] with the same
+//! registrations and systems, on the threads of one process or on several processes
+//! over TCP — with the same bits, frame after frame, as the whole world in one process.
+//!
+//! # How a frame goes
+//!
+//! Every shard *owns* the entities a [`Partition`] gives it (a region of space, say) and
+//! holds read-only *ghosts* (mirrors) of the other shards' entities near its region. A
+//! frame on each shard:
+//!
+//! 1. imports what the last exchange brought: entities that migrated here, and ghosts;
+//! 2. runs one runsync frame (Run, then Sync) over its owned entities *and* its ghosts;
+//! 3. drops its ghosts (whatever the frame did to them: their owners computed the same
+//!    thing, see below);
+//! 4. asks the partition, for every owned entity, who owns it now and which shards must
+//!    mirror it; sends each entity that changed owner (all its components, id kept) to
+//!    its new owner and a copy to every shard that mirrors it, through one timely
+//!    exchange (a keyed all-to-all, in lockstep rounds: the frame number is the epoch).
+//!
+//! # Why the bits are the same: the owner computes
+//!
+//! Each shard's world is in runsync's [canonical order](World::set_canonical_order):
+//! queries visit tables by their types and rows by entity id, so a shard visits the
+//! entities it holds in the same relative order as one process visiting all of them.
+//! Every output that reaches an owned entity — its own writes, writes from neighbours
+//! (scattered writes), despawns — is computed *on its owner*, from the owner's copies of
+//! the emitting entities (owned or ghosts), in the order one process would emit them,
+//! and merged there in that order: float sums come out bit for bit the same. Outputs the
+//! shard computes for ghosts are thrown away with the ghosts; the ghosts' owners compute
+//! the same outputs for themselves. No output crosses the network, only entities.
+//!
+//! That holds when the ghosts cover everything an owned entity's outputs depend on: every
+//! entity that may write to it (within the systems' interaction range `r`) and
+//! everything *those* read (within `r` of them). So the mirror range must be at least
+//! `2r` (plus how far an entity moves in a frame, for systems that look at last frame's
+//! positions). `tests/same_bits.rs` shows a mirror range of `r` giving other bits.
+//!
+//! This differs from the first plan (route each write aimed at a ghost to its owner and
+//! merge it there): merging remote writes "in the order one process would use" needs
+//! each write to carry its emitter's place in that order; computing them on the owner
+//! gets the order for free, moves no outputs, and costs a deeper halo and the work spent
+//! on ghosts.
+//!
+//! # What a sharded world may not do (yet)
+//!
+//! Checked, with a [`ClusterError`]: spawning during a frame (spawned ids would have to
+//! be agreed across shards; [`ClusterError::Spawned`]), and parents and children
+//! (`World::evict` refuses them). Not checked, documented: systems must be *local* — a
+//! system's outputs to an entity depend only on entities within the interaction range
+//! (no "count every entity" resource, no messages read across regions), and change
+//! detection on ghosts sees every ghost as just added.
+//!
+//! # Example
+//!
+//! ```
+//! use runsync_cluster::{Cluster, model};
+//!
+//! let shards = |n: usize| {
+//!     let report = Cluster::new(model::bands(), model::world, model::systems)
+//!         .frames(5)
+//!         .run(runsync_cluster::timely::Config::process(n))
+//!         .unwrap()
+//!         .expect("this process holds shard 0");
+//!     report.frames.iter().map(|f| f.checksum).collect::<Vec<u64>>()
+//! };
+//! // One process, the whole world:
+//! let one = model::reference(5);
+//! assert_eq!(shards(1), one);
+//! assert_eq!(shards(3), one);
+//! ```
+
+pub mod model;
+
+use std::cell::RefCell;
+use std::fmt;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use runsync::{Entity, LoadError, Runtime, SaveError, World};
+use timely::container::CapacityContainerBuilder;
+use timely::dataflow::InputHandle;
+use timely::dataflow::channels::pact::Exchange;
+use timely::dataflow::operators::generic::operator::Operator;
+use timely::dataflow::operators::{Input, Probe};
+
+pub use timely;
+
+/// Which shard owns an entity, and which others mirror it. Evaluated on the owner after
+/// every frame (and once at the start), from the entity's state then.
+pub trait Partition: Send + Sync + 'static {
+    /// The shard (in `0..shards`) that owns `e`.
+    fn owner(&self, world: &World, e: Entity, shards: usize) -> usize;
+
+    /// Pushes onto `out` every shard that must hold a ghost of `e`: those whose region
+    /// lies within the mirror range of it. The owner may be among them (it is skipped).
+    fn mirrors(&self, world: &World, e: Entity, shards: usize, out: &mut Vec<usize>);
+}
+
+/// A ready-made [`Partition`]: the x axis from `min` to `max` cut into one band per shard
+/// (equal widths; the outer bands reach to infinity), entities mirrored by every band
+/// within `range` of their x. An entity without an x (`x` returns `None`) belongs to
+/// shard 0 and is not mirrored.
+pub struct Bands<F> {
+    min: f32,
+    max: f32,
+    range: f32,
+    x: F,
+}
+
+impl<F: Fn(&World, Entity) -> Option<f32> + Send + Sync + 'static> Bands<F> {
+    /// Bands over `min..max` mirroring within `range`; `x` reads an entity's x.
+    ///
+    /// # Panics
+    /// If `min < max` does not hold or `range` is negative (or any is not finite).
+    #[track_caller]
+    pub fn new(min: f32, max: f32, range: f32, x: F) -> Self {
+        assert!(
+            min.is_finite() && max.is_finite() && min < max,
+            "runsync-cluster: bands need finite min < max, got {min}..{max}"
+        );
+        assert!(
+            range.is_finite() && range >= 0.0,
+            "runsync-cluster: the mirror range must be finite and not negative, got {range}"
+        );
+        Bands { min, max, range, x }
+    }
+
+    /// The band of `x` among `shards`.
+    fn band(&self, x: f32, shards: usize) -> usize {
+        let t = (x - self.min) / (self.max - self.min) * shards as f32;
+        if t.is_nan() || t < 0.0 {
+            return 0;
+        }
+        (t as usize).min(shards - 1)
+    }
+}
+
+impl<F: Fn(&World, Entity) -> Option<f32> + Send + Sync + 'static> Partition for Bands<F> {
+    fn owner(&self, world: &World, e: Entity, shards: usize) -> usize {
+        (self.x)(world, e).map_or(0, |x| self.band(x, shards))
+    }
+
+    fn mirrors(&self, world: &World, e: Entity, shards: usize, out: &mut Vec<usize>) {
+        if let Some(x) = (self.x)(world, e) {
+            let (lo, hi) = (
+                self.band(x - self.range, shards),
+                self.band(x + self.range, shards),
+            );
+            out.extend(lo..=hi);
+        }
+    }
+}
+
+/// What one frame did, over all shards.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FrameReport {
+    /// The frame's number (from 1, as `Runtime::frame_count`).
+    pub frame: u64,
+    /// [`world_checksum`] of the whole world after the frame (the wrapping sum of every
+    /// shard's part): the same as one process's.
+    pub checksum: u64,
+    /// Live entities after the frame.
+    pub entities: usize,
+    /// Ghost copies sent after the frame (one per entity and mirroring shard).
+    pub ghosts: usize,
+    /// Entities that changed owner after the frame.
+    pub migrations: usize,
+    /// Bytes of entity records sent between shards after the frame.
+    pub bytes: usize,
+    /// Shard 0's whole frame: import, Run and Sync, export, exchange (the exchange ends
+    /// when every shard's records are in, so this is the frame's wall time).
+    pub time: Duration,
+    /// The slowest shard's Run and Sync.
+    pub run_sync: Duration,
+    /// Shard 0's exchange: sending, then waiting for every shard's records (so it holds
+    /// the other shards' lag behind shard 0).
+    pub exchange: Duration,
+}
+
+/// What a [`Cluster::run`] did: one [`FrameReport`] per frame.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// The number of shards (timely workers over all processes).
+    pub shards: usize,
+    /// Per frame, in order.
+    pub frames: Vec<FrameReport>,
+}
+
+/// Why a [`Cluster::run`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ClusterError {
+    /// timely could not start (a bad configuration, a process that did not connect).
+    Timely(String),
+    /// A shard's frame failed (a system panicked).
+    Frame {
+        /// The shard.
+        shard: usize,
+        /// What runsync said.
+        message: String,
+    },
+    /// A system spawned entities, which a sharded world does not support yet.
+    Spawned {
+        /// The shard that saw it.
+        shard: usize,
+        /// The frame.
+        frame: u64,
+    },
+    /// An entity could not be sent (a component type not opted into saves).
+    Save(SaveError),
+    /// A record could not be read (the shards do not register the same types).
+    Load(LoadError),
+}
+
+impl fmt::Display for ClusterError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ClusterError::Timely(m) => write!(f, "runsync-cluster: timely failed: {m}"),
+            ClusterError::Frame { shard, message } => {
+                write!(
+                    f,
+                    "runsync-cluster: shard {shard}'s frame failed: {message}"
+                )
+            }
+            ClusterError::Spawned { shard, frame } => write!(
+                f,
+                "runsync-cluster: a system on shard {shard} spawned entities in frame \
+                 {frame}; a sharded world cannot spawn yet (spawned ids would have to be \
+                 agreed across shards)"
+            ),
+            ClusterError::Save(e) => write!(f, "runsync-cluster: cannot send an entity: {e}"),
+            ClusterError::Load(e) => write!(
+                f,
+                "runsync-cluster: cannot read an entity from another shard (do all \
+                 shards register the same types?): {e}"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ClusterError {}
+
+/// The wrapping sum of [`World::entity_checksum`] over every entity: a digest of a whole
+/// world that does not depend on how it is split, so one process's world and a sharded
+/// one can be compared frame by frame.
+pub fn world_checksum(world: &World) -> u64 {
+    world
+        .query::<()>()
+        .filter_map(|(e, ())| world.entity_checksum(e))
+        .fold(0u64, u64::wrapping_add)
+}
+
+/// Builds the whole world (every shard calls it: it must give the same world each time).
+type WorldFn = Arc<dyn Fn() -> World + Send + Sync>;
+/// Adds the systems (the same on every shard).
+type SystemsFn = Arc<dyn Fn(&mut Runtime) + Send + Sync>;
+
+/// A world sharded over timely workers: see the [crate docs](crate).
+pub struct Cluster<P> {
+    partition: Arc<P>,
+    world: WorldFn,
+    systems: SystemsFn,
+    frames: u64,
+    shard_workers: usize,
+}
+
+impl<P: Partition> Cluster<P> {
+    /// A cluster of the world `world` builds, split by `partition`, each shard running
+    /// the systems `systems` adds. Every shard calls `world` and keeps the entities it
+    /// owns, so `world` must build the same world every time (ids included).
+    pub fn new(
+        partition: P,
+        world: impl Fn() -> World + Send + Sync + 'static,
+        systems: impl Fn(&mut Runtime) + Send + Sync + 'static,
+    ) -> Self {
+        Cluster {
+            partition: Arc::new(partition),
+            world: Arc::new(world),
+            systems: Arc::new(systems),
+            frames: 1,
+            shard_workers: 1,
+        }
+    }
+
+    /// How many frames [`run`](Self::run) runs (1 by default).
+    pub fn frames(mut self, frames: u64) -> Self {
+        self.frames = frames;
+        self
+    }
+
+    /// runsync workers inside each shard (1 by default: timely's workers are the
+    /// parallelism).
+    pub fn shard_workers(mut self, workers: usize) -> Self {
+        self.shard_workers = workers.max(1);
+        self
+    }
+
+    /// Runs the frames on the timely workers `config` describes (one shard per worker:
+    /// `timely::Config::process(4)` for four threads of this process, a
+    /// `CommunicationConfig::Cluster` for several processes). Returns the report in the
+    /// process that holds shard 0, `None` in the others.
+    ///
+    /// # Errors
+    /// The first shard's [`ClusterError`].
+    pub fn run(self, config: timely::Config) -> Result<Option<Report>, ClusterError> {
+        let guards = timely::execute(config, move |worker| {
+            let mut shard = Shard::new(
+                worker.index(),
+                worker.peers(),
+                &self.partition,
+                &self.world,
+                &self.systems,
+                self.shard_workers,
+            )?;
+            // Records by the round (timely epoch) they were sent in: a shard that is
+            // ahead may deliver the next round's records while this one still waits.
+            let inbox: Rc<RefCell<Vec<(u64, Record)>>> = Rc::default();
+            let mut input = InputHandle::<u64, CapacityContainerBuilder<Vec<Record>>>::new();
+            let probe = worker.dataflow::<u64, _, _>(|scope| {
+                let inbox = Rc::clone(&inbox);
+                scope
+                    .input_from(&mut input)
+                    .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
+                        Exchange::new(|r: &Record| u64::from(r.0)),
+                        "Deliver",
+                        move |_, _| {
+                            move |records, _| {
+                                records.for_each(|time, data| {
+                                    let round = *time.time();
+                                    inbox
+                                        .borrow_mut()
+                                        .extend(data.drain(..).map(|r| (round, r)));
+                                });
+                            }
+                        },
+                    )
+                    .probe()
+                    .0
+            });
+            let mut exchange = |out: &mut Vec<Record>, shard: &mut Shard| {
+                let start = Instant::now();
+                let round = *input.time();
+                for r in out.drain(..) {
+                    input.send(r);
+                }
+                input.advance_to(round + 1);
+                while probe.less_than(input.time()) {
+                    worker.step_or_park(None);
+                }
+                let mut inbox = inbox.borrow_mut();
+                let ahead = inbox.iter().filter(|(t, _)| *t > round).count();
+                // This round's records, in arrival order, out; the next round's stay.
+                let mut kept = Vec::with_capacity(ahead);
+                for (t, r) in inbox.drain(..) {
+                    if t == round {
+                        shard.received.push(r);
+                    } else {
+                        kept.push((t, r));
+                    }
+                }
+                *inbox = kept;
+                start.elapsed()
+            };
+            let mut out = Vec::new();
+            shard.send_mirrors(&mut out)?;
+            exchange(&mut out, &mut shard);
+            let mut report = Report {
+                shards: shard.shards,
+                frames: Vec::new(),
+            };
+            for frame in 1..=self.frames {
+                let start = Instant::now();
+                let mut stats = shard.frame(frame, &mut out)?;
+                out.push(stats.record());
+                stats.exchange = exchange(&mut out, &mut shard);
+                stats.time = start.elapsed();
+                if shard.index == 0 {
+                    report.frames.push(shard.gather(frame, stats));
+                } else {
+                    shard.received.retain(|r| r.1 != STATS);
+                }
+            }
+            Ok((shard.index == 0).then_some(report))
+        })
+        .map_err(ClusterError::Timely)?;
+        let mut report = None;
+        for result in guards.join() {
+            match result.map_err(ClusterError::Timely)? {
+                Ok(Some(r)) => report = Some(r),
+                Ok(None) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(report)
+    }
+}
+
+/// One record between shards: the shard it goes to, its kind and its bytes.
+type Record = (u32, u8, Vec<u8>);
+
+/// An entity that now belongs to the receiving shard.
+const MIGRANT: u8 = 0;
+/// A read-only copy for the receiving shard's coming frame.
+const GHOST: u8 = 1;
+/// A shard's figures for the frame (sent to shard 0).
+const STATS: u8 = 2;
+
+/// One shard's figures for a frame (what it sends shard 0).
+#[derive(Default)]
+struct ShardStats {
+    checksum: u64,
+    entities: u64,
+    ghosts: u64,
+    migrations: u64,
+    bytes: u64,
+    time: Duration,
+    run_sync: Duration,
+    exchange: Duration,
+}
+
+impl ShardStats {
+    fn record(&self) -> Record {
+        let words = [
+            self.checksum,
+            self.entities,
+            self.ghosts,
+            self.migrations,
+            self.bytes,
+            self.run_sync.as_nanos() as u64,
+        ];
+        (
+            0,
+            STATS,
+            words.iter().flat_map(|w| w.to_le_bytes()).collect(),
+        )
+    }
+
+    fn read(bytes: &[u8]) -> [u64; 6] {
+        let mut words = [0; 6];
+        for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
+            *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
+        }
+        words
+    }
+}
+
+/// One shard: its runtime and what it exchanges.
+struct Shard {
+    index: usize,
+    shards: usize,
+    partition: Arc<dyn Partition>,
+    rt: Runtime,
+    /// The ghosts imported for the coming frame.
+    ghosts: Vec<Entity>,
+    /// Records received in the last exchange.
+    received: Vec<Record>,
+    /// Scratch: the mirrors of one entity.
+    mirrors: Vec<usize>,
+}
+
+impl Shard {
+    fn new<P: Partition>(
+        index: usize,
+        shards: usize,
+        partition: &Arc<P>,
+        world: &WorldFn,
+        systems: &SystemsFn,
+        workers: usize,
+    ) -> Result<Shard, ClusterError> {
+        let mut world = world();
+        world.set_canonical_order(true);
+        let all: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
+        for e in all {
+            if partition.owner(&world, e, shards) != index {
+                world.evict(e);
+            }
+        }
+        let mut rt = Runtime::builder().workers(workers).build(world);
+        systems(&mut rt);
+        let partition: Arc<dyn Partition> = partition.clone();
+        Ok(Shard {
+            index,
+            shards,
+            partition,
+            rt,
+            ghosts: Vec::new(),
+            received: Vec::new(),
+            mirrors: Vec::new(),
+        })
+    }
+
+    /// Pushes a ghost of every owned entity for each shard that mirrors it, and moves
+    /// out every entity another shard owns now. Returns (ghosts, migrations, bytes).
+    fn send_mirrors(&mut self, out: &mut Vec<Record>) -> Result<(u64, u64, u64), ClusterError> {
+        let world = self.rt.world();
+        let owned: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
+        let (mut ghosts, mut bytes) = (0, 0);
+        let mut leaving = Vec::new();
+        for e in owned {
+            let owner = self.partition.owner(world, e, self.shards);
+            self.mirrors.clear();
+            self.partition
+                .mirrors(world, e, self.shards, &mut self.mirrors);
+            self.mirrors.sort_unstable();
+            self.mirrors.dedup();
+            let mut record = Vec::new();
+            world
+                .export_entity(e, &mut record)
+                .map_err(ClusterError::Save)?;
+            for &s in &self.mirrors {
+                if s != owner && s < self.shards {
+                    ghosts += 1;
+                    bytes += record.len() as u64;
+                    out.push((s as u32, GHOST, record.clone()));
+                }
+            }
+            if owner != self.index {
+                bytes += record.len() as u64;
+                out.push((owner as u32, MIGRANT, record));
+                leaving.push(e);
+            }
+        }
+        let migrations = leaving.len() as u64;
+        for e in leaving {
+            self.rt.world_mut().evict(e);
+        }
+        Ok((ghosts, migrations, bytes))
+    }
+
+    /// Imports the last exchange's entities, runs the frame, drops the ghosts, sends
+    /// migrants and mirrors (into `out`).
+    fn frame(&mut self, frame: u64, out: &mut Vec<Record>) -> Result<ShardStats, ClusterError> {
+        // Records from several shards arrive in any order: imported in a fixed one (the
+        // frame itself does not depend on it, in canonical order; the allocator's free
+        // list does).
+        let mut received = std::mem::take(&mut self.received);
+        received.retain(|r| r.1 != STATS);
+        received.sort_unstable_by(|a, b| (a.1, &a.2[..8]).cmp(&(b.1, &b.2[..8])));
+        for (_, kind, bytes) in &received {
+            let e = self
+                .rt
+                .world_mut()
+                .import_entity(&mut &bytes[..])
+                .map_err(ClusterError::Load)?;
+            if *kind == GHOST {
+                self.ghosts.push(e);
+            }
+        }
+        let start = Instant::now();
+        self.rt.try_frame().map_err(|e| ClusterError::Frame {
+            shard: self.index,
+            message: e.to_string(),
+        })?;
+        let run_sync = start.elapsed();
+        if self.rt.stats().spawned > 0 {
+            return Err(ClusterError::Spawned {
+                shard: self.index,
+                frame,
+            });
+        }
+        for g in self.ghosts.drain(..) {
+            self.rt.world_mut().evict(g);
+        }
+        let world = self.rt.world();
+        let checksum = world_checksum(world);
+        let entities = world.len() as u64;
+        let (ghosts, migrations, bytes) = self.send_mirrors(out)?;
+        Ok(ShardStats {
+            checksum,
+            entities,
+            ghosts,
+            migrations,
+            bytes,
+            run_sync,
+            ..ShardStats::default()
+        })
+    }
+
+    /// Shard 0: the frame's figures over all shards, from their records.
+    fn gather(&mut self, frame: u64, own: ShardStats) -> FrameReport {
+        let mut report = FrameReport {
+            frame,
+            time: own.time,
+            exchange: own.exchange,
+            ..FrameReport::default()
+        };
+        let mut add = |w: [u64; 6]| {
+            report.checksum = report.checksum.wrapping_add(w[0]);
+            report.entities += w[1] as usize;
+            report.ghosts += w[2] as usize;
+            report.migrations += w[3] as usize;
+            report.bytes += w[4] as usize;
+            report.run_sync = report.run_sync.max(Duration::from_nanos(w[5]));
+        };
+        let mut others = 0;
+        for (_, kind, bytes) in &self.received {
+            if *kind == STATS {
+                add(ShardStats::read(bytes));
+                others += 1;
+            }
+        }
+        debug_assert_eq!(others, self.shards);
+        self.received.retain(|r| r.1 != STATS);
+        report
+    }
+}

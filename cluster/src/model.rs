@@ -1,0 +1,232 @@
+//! A model scenario for sharding, small enough for tests and big enough to measure:
+//! agents in a box, bouncing off its walls, pushed apart by their neighbours and hurting
+//! them, regenerating, dying. Every frame entities cross band boundaries (migrations),
+//! write to neighbours across them (scattered float sums, order-sensitive), and die near
+//! them (despawns).
+//!
+//! - [`Pos`] and [`Vel`] (two `f32`s each), [`Hp`] (`f32`); all saved (serde) and
+//!   checksummed.
+//! - `move`: `Pos += Vel`; an agent leaving the box gets an impulse back in (`Vel`
+//!   merges by summing impulses in order: a hand-written `fn`).
+//! - `crowd`: each agent looks at its neighbours within [`RANGE`] (a grid built in the
+//!   system from a query, so in canonical order): it is pushed away from each (an impulse
+//!   to its own `Vel`), and hurts each by [`HURT`] shared among them (a write to the
+//!   *neighbour's* `Hp`, a closure merge summing in order). What an agent deals depends on
+//!   how many neighbours it has, so a shard needs ghosts within `2 × RANGE` of its region.
+//! - `life`: regenerates `Hp`, despawns the dead.
+//!
+//! [`reference()`] runs it in one process (one world, canonical order) for comparison.
+
+use std::collections::BTreeMap;
+
+use runsync::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::{Bands, world_checksum};
+
+/// Position.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
+pub struct Pos(pub [f32; 2]);
+impl Component for Pos {
+    type Output = Pos;
+}
+
+/// Velocity, per frame; systems send impulses.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
+pub struct Vel(pub [f32; 2]);
+impl Component for Vel {
+    type Output = [f32; 2];
+}
+
+/// Health; systems send deltas.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
+pub struct Hp(pub f32);
+impl Component for Hp {
+    type Output = f32;
+}
+
+/// How far an agent sees and reaches.
+pub const RANGE: f32 = 4.0;
+/// What an agent deals per frame, shared among its neighbours.
+pub const HURT: f32 = 0.26;
+/// Health regained per frame.
+pub const REGEN: f32 = 0.25;
+/// Agents per unit of area.
+const DENSITY: f32 = 0.1;
+
+/// The box for `entities` agents: `(width, height)`, twice as wide as high.
+pub fn size(entities: usize) -> (f32, f32) {
+    let height = (entities as f32 / DENSITY / 2.0).sqrt();
+    (2.0 * height, height)
+}
+
+/// A deterministic hash of two integers to `[0, 1)`.
+fn unit(a: u64, b: u64) -> f32 {
+    let mut x = a.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ b.rotate_left(29) ^ 0xD1B5_4A32_D192_ED03;
+    x ^= x >> 31;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 29;
+    (x >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// The registrations (the same in every shard).
+pub fn register(w: &mut World) {
+    w.register::<Pos>(merge::last);
+    w.register::<Vel>(add_impulses);
+    w.register::<Hp>(|h: &mut Hp, deltas: &[f32]| {
+        for d in deltas {
+            h.0 += d;
+        }
+    });
+    w.saving::<Pos>().saving::<Vel>().saving::<Hp>();
+    w.checksumming::<Pos>()
+        .checksumming::<Vel>()
+        .checksumming::<Hp>();
+}
+
+/// `Vel`'s merge: impulses added in order.
+fn add_impulses(v: &mut Vel, impulses: &[[f32; 2]]) {
+    for i in impulses {
+        v.0[0] += i[0];
+        v.0[1] += i[1];
+    }
+}
+
+/// The model world with `entities` agents.
+pub fn world_of(entities: usize) -> World {
+    let mut w = World::new();
+    register(&mut w);
+    let (width, height) = size(entities);
+    for i in 0..entities as u64 {
+        let p = [unit(i, 1) * width, unit(i, 2) * height];
+        let v = [unit(i, 3) - 0.5, unit(i, 4) - 0.5];
+        w.spawn((Pos(p), Vel(v), Hp(1.0 + 5.0 * unit(i, 5))));
+    }
+    w
+}
+
+/// The model world with 2,000 agents.
+pub fn world() -> World {
+    world_of(2_000)
+}
+
+/// A [`Bands`] partition along x for `entities` agents, mirroring within `range`.
+pub fn bands_of(
+    entities: usize,
+    range: f32,
+) -> Bands<impl Fn(&World, Entity) -> Option<f32> + Send + Sync + 'static> {
+    let (width, _) = size(entities);
+    Bands::new(0.0, width, range, |w: &World, e| {
+        w.get::<Pos>(e).map(|p| p.0[0])
+    })
+}
+
+/// [`bands_of`] for [`world`], mirroring within `2 × RANGE` (what the systems need).
+pub fn bands() -> Bands<impl Fn(&World, Entity) -> Option<f32> + Send + Sync + 'static> {
+    bands_of(2_000, 2.0 * RANGE)
+}
+
+/// Adds the model's systems for [`world`].
+pub fn systems(rt: &mut Runtime) {
+    systems_of(2_000)(rt);
+}
+
+/// The model's systems for a world of `entities` agents.
+pub fn systems_of(entities: usize) -> impl Fn(&mut Runtime) + Send + Sync + 'static {
+    let (width, height) = size(entities);
+    move |rt: &mut Runtime| {
+        rt.add_system_named("move", move |w: &World, out: &mut Output| {
+            for (e, (p, v)) in w.query::<(&Pos, &Vel)>() {
+                let next = [p.0[0] + v.0[0], p.0[1] + v.0[1]];
+                out.write::<Pos>(e, Pos(next));
+                let back = |x: f32, max: f32, v: f32| {
+                    if (x < 0.0 && v < 0.0) || (x > max && v > 0.0) {
+                        -2.0 * v
+                    } else {
+                        0.0
+                    }
+                };
+                let kick = [back(next[0], width, v.0[0]), back(next[1], height, v.0[1])];
+                if kick != [0.0, 0.0] {
+                    out.write::<Vel>(e, kick);
+                }
+            }
+        });
+        rt.add_system_named("crowd", crowd);
+        rt.add_system_named("life", |w: &World, out: &mut Output| {
+            for (e, (h,)) in w.query::<(&Hp,)>() {
+                if h.0 <= 0.0 {
+                    out.despawn(e);
+                } else {
+                    out.write::<Hp>(e, REGEN);
+                }
+            }
+        });
+    }
+}
+
+/// A cell of the crowd grid (`RANGE` wide).
+type Cell = (i32, i32);
+
+/// Cell of a position in the crowd grid.
+fn cell(p: [f32; 2]) -> Cell {
+    ((p[0] / RANGE).floor() as i32, (p[1] / RANGE).floor() as i32)
+}
+
+/// The `crowd` system: push and hurt the neighbours within [`RANGE`].
+fn crowd(w: &World, out: &mut Output) {
+    // Cells in a sorted map, each listing its agents in query order: the same relative
+    // order in a shard as in one process (canonical order).
+    let mut grid: BTreeMap<Cell, Vec<(Entity, [f32; 2])>> = BTreeMap::new();
+    for (e, (p,)) in w.query::<(&Pos,)>() {
+        grid.entry(cell(p.0)).or_default().push((e, p.0));
+    }
+    let mut near = Vec::new();
+    for (e, (p, _)) in w.query::<(&Pos, &Hp)>() {
+        near.clear();
+        let (cx, cy) = cell(p.0);
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for &(n, q) in grid.get(&(cx + dx, cy + dy)).into_iter().flatten() {
+                    let d = [p.0[0] - q[0], p.0[1] - q[1]];
+                    let d2 = d[0] * d[0] + d[1] * d[1];
+                    if n != e && d2 < RANGE * RANGE {
+                        near.push((n, d, d2));
+                    }
+                }
+            }
+        }
+        if near.is_empty() {
+            continue;
+        }
+        let share = -HURT / near.len() as f32;
+        let mut push = [0.0f32; 2];
+        for &(n, d, d2) in &near {
+            let k = 0.05 / d2.max(0.25);
+            push[0] += d[0] * k;
+            push[1] += d[1] * k;
+            out.write::<Hp>(n, share);
+        }
+        out.write::<Vel>(e, push);
+    }
+}
+
+/// The model in one process: one world of `entities` agents in canonical order, one
+/// worker; [`world_checksum`] after each of `frames` frames.
+pub fn reference_of(entities: usize, frames: u64) -> Vec<u64> {
+    let mut w = world_of(entities);
+    w.set_canonical_order(true);
+    let mut rt = Runtime::builder().workers(1).build(w);
+    systems_of(entities)(&mut rt);
+    (0..frames)
+        .map(|_| {
+            rt.frame();
+            world_checksum(rt.world())
+        })
+        .collect()
+}
+
+/// [`reference_of`] for [`world`].
+pub fn reference(frames: u64) -> Vec<u64> {
+    reference_of(2_000, frames)
+}

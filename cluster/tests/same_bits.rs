@@ -1,0 +1,220 @@
+//! The sharded frame gives the same bits as one process: the model scenario's world
+//! checksum after every frame, on 1 to 4 shards (threads), with runsync workers inside
+//! shards, and on two processes over loopback, equals one process's — while entities
+//! migrate every frame, write to neighbours across every band boundary and die near
+//! them. A mirror range that leaves out a neighbour's neighbour gives other bits.
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use runsync::prelude::*;
+use runsync_cluster::model::{self, Pos};
+use runsync_cluster::{Cluster, ClusterError, Report, timely};
+
+const FRAMES: u64 = 80;
+
+fn sharded(shards: usize, range: f32, shard_workers: usize) -> Report {
+    Cluster::new(model::bands_of(2_000, range), model::world, model::systems)
+        .frames(FRAMES)
+        .shard_workers(shard_workers)
+        .run(timely::Config::process(shards))
+        .unwrap()
+        .expect("shard 0 is in this process")
+}
+
+fn checksums(report: &Report) -> Vec<u64> {
+    report.frames.iter().map(|f| f.checksum).collect()
+}
+
+#[test]
+fn one_to_four_shards_give_one_process_bits() {
+    let one = model::reference(FRAMES);
+    for shards in 1..=4 {
+        let report = sharded(shards, 2.0 * model::RANGE, 1);
+        assert_eq!(report.shards, shards);
+        assert_eq!(checksums(&report), one, "{shards} shards");
+        let last = report.frames.last().unwrap();
+        assert!(last.entities < 2_000, "agents died");
+        if shards > 1 {
+            // Every frame mirrors and most migrate.
+            assert!(
+                report.frames.iter().all(|f| f.ghosts > 0),
+                "{shards} shards"
+            );
+            let migrated: usize = report.frames.iter().map(|f| f.migrations).sum();
+            assert!(
+                migrated > FRAMES as usize,
+                "{shards} shards: {migrated} migrations"
+            );
+        }
+    }
+}
+
+#[test]
+fn runsync_workers_inside_shards_change_nothing() {
+    assert_eq!(
+        checksums(&sharded(2, 2.0 * model::RANGE, 3)),
+        model::reference(FRAMES)
+    );
+}
+
+/// The model in one process, noting per frame the agents that died and the pairs within
+/// reach that straddle a boundary of `shards` bands.
+fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>) {
+    let (width, _) = model::size(2_000);
+    let band = |x: f32| ((x / width * shards as f32).max(0.0) as usize).min(shards - 1);
+    let mut w = model::world();
+    w.set_canonical_order(true);
+    let mut rt = Runtime::builder().workers(1).build(w);
+    model::systems(&mut rt);
+    // Per boundary: agents that died within reach of it, pairs across it.
+    let (mut deaths, mut pairs) = (vec![0; shards - 1], vec![0; shards - 1]);
+    for _ in 0..FRAMES {
+        let before: Vec<(Entity, [f32; 2])> = rt
+            .world()
+            .query::<(&Pos,)>()
+            .map(|(e, (p,))| (e, p.0))
+            .collect();
+        for (i, &(a, p)) in before.iter().enumerate() {
+            for &(_, q) in &before[i + 1..] {
+                let d = [p[0] - q[0], p[1] - q[1]];
+                if d[0] * d[0] + d[1] * d[1] < model::RANGE * model::RANGE
+                    && band(p[0]) != band(q[0])
+                {
+                    pairs[band(p[0]).min(band(q[0]))] += 1;
+                }
+            }
+            let _ = a;
+        }
+        rt.frame();
+        for &(e, p) in &before {
+            if !rt.world().is_alive(e) {
+                for (b, count) in deaths.iter_mut().enumerate() {
+                    let edge = width * (b + 1) as f32 / shards as f32;
+                    if (p[0] - edge).abs() < model::RANGE {
+                        *count += 1;
+                    }
+                }
+            }
+        }
+    }
+    (deaths, pairs)
+}
+
+#[test]
+fn the_scenario_crosses_every_boundary() {
+    // What `one_to_four_shards_give_one_process_bits` exercised, counted in one process:
+    // at 4 shards, each of the 3 boundaries sees neighbours writing across it every
+    // frame, and agents dying within reach of it.
+    let (deaths, pairs) = boundary_traffic(4);
+    for b in 0..3 {
+        assert!(
+            pairs[b] > FRAMES as usize,
+            "boundary {b}: {} pairs",
+            pairs[b]
+        );
+        assert!(deaths[b] > 0, "boundary {b}: no death near it ({deaths:?})");
+    }
+}
+
+#[test]
+fn a_missing_ghost_gives_other_bits() {
+    // Mirroring within the interaction range only: an agent near the edge still sees all
+    // its neighbours, but not all of theirs, so what they deal it differs.
+    let one = model::reference(FRAMES);
+    let short = sharded(2, model::RANGE, 1);
+    assert_ne!(checksums(&short), one);
+    let first = (checksums(&short).iter().zip(&one)).position(|(a, b)| a != b);
+    assert!(first.is_some());
+}
+
+#[test]
+fn spawning_is_refused_with_a_clear_error() {
+    let result = Cluster::new(model::bands(), model::world, |rt: &mut Runtime| {
+        model::systems(rt);
+        rt.add_system(|w: &World, out: &mut Output| {
+            if w.resource::<Time>().frame == 2 {
+                out.spawn((Pos([1.0, 1.0]),));
+            }
+        });
+    })
+    .frames(5)
+    .run(timely::Config::process(2));
+    match result {
+        Err(e @ ClusterError::Spawned { frame: 3, .. }) => {
+            assert!(e.to_string().contains("cannot spawn yet"), "{e}");
+        }
+        other => panic!("expected a spawn error, got {other:?}"),
+    }
+}
+
+/// A free port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn two_processes_on_loopback_give_one_process_bits() {
+    let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let start = |process: usize| {
+        Command::new(env!("CARGO_BIN_EXE_shards"))
+            .args(["--processes", "2", "--shards", "1", "--entities", "2000"])
+            .args(["--frames", &FRAMES.to_string(), "--checksums"])
+            .args(["--process", &process.to_string(), "--addresses", &addresses])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut children = [start(0), start(1)];
+    // Bounded in time: both must finish within a minute.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for child in &mut children {
+        loop {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            if Instant::now() > deadline {
+                for c in &mut children {
+                    let _ = c.kill();
+                }
+                panic!("the processes did not finish within a minute");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut out = String::new();
+    children[0]
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    for (i, child) in children.iter_mut().enumerate() {
+        let status = child.wait().unwrap();
+        let mut err = String::new();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert!(status.success(), "process {i} failed: {err}");
+    }
+    let got: Vec<u64> = out
+        .lines()
+        .filter_map(|l| l.strip_prefix("frame "))
+        .map(|l| {
+            let hex = l.split(" checksum 0x").nth(1).expect("a checksum line");
+            u64::from_str_radix(hex, 16).unwrap()
+        })
+        .collect();
+    assert_eq!(got, model::reference(FRAMES), "process 0 printed:\n{out}");
+    assert!(out.contains("2 shards"), "{out}");
+}
