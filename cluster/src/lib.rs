@@ -74,6 +74,7 @@ pub mod model;
 
 use std::cell::RefCell;
 use std::fmt;
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -153,6 +154,80 @@ impl<F: Fn(&World, Entity) -> Option<f32> + Send + Sync + 'static> Partition for
     }
 }
 
+/// A ready-made [`Partition`] over the plane: the rectangle from `min` to `max` cut into
+/// `cols × rows` equal tiles (the outer ones reach to infinity), tile `row * cols + col`
+/// owned by shard `tile % shards`, entities mirrored by every tile within `range` of
+/// their position (its shard, when that is not the owner). Square-ish tiles keep the
+/// mirrored border short: with `M` shards a shard's ghosts grow as `sqrt(N / M)`, where
+/// bands ([`Bands`]) keep a whole world-height of border. An entity without a position
+/// (`pos` returns `None`) belongs to shard 0 and is not mirrored.
+pub struct Tiles<F> {
+    min: [f32; 2],
+    max: [f32; 2],
+    tiles: [usize; 2],
+    range: f32,
+    pos: F,
+}
+
+impl<F: Fn(&World, Entity) -> Option<[f32; 2]> + Send + Sync + 'static> Tiles<F> {
+    /// `cols × rows` tiles over `min..max`, mirroring within `range`; `pos` reads an
+    /// entity's position.
+    ///
+    /// # Panics
+    /// If the rectangle is empty or not finite, a tile count is 0, or `range` is negative
+    /// or not finite.
+    #[track_caller]
+    pub fn new(min: [f32; 2], max: [f32; 2], cols: usize, rows: usize, range: f32, pos: F) -> Self {
+        assert!(
+            (0..2).all(|i| min[i].is_finite() && max[i].is_finite() && min[i] < max[i]),
+            "runsync-cluster: tiles need a finite, non-empty rectangle, got {min:?}..{max:?}"
+        );
+        assert!(
+            cols > 0 && rows > 0,
+            "runsync-cluster: tiles need at least one column and row"
+        );
+        assert!(
+            range.is_finite() && range >= 0.0,
+            "runsync-cluster: the mirror range must be finite and not negative, got {range}"
+        );
+        Tiles {
+            min,
+            max,
+            tiles: [cols, rows],
+            range,
+            pos,
+        }
+    }
+
+    /// The column (`axis` 0) or row (1) of coordinate `v`.
+    fn cut(&self, axis: usize, v: f32) -> usize {
+        let t = (v - self.min[axis]) / (self.max[axis] - self.min[axis]) * self.tiles[axis] as f32;
+        if t.is_nan() || t < 0.0 {
+            return 0;
+        }
+        (t as usize).min(self.tiles[axis] - 1)
+    }
+}
+
+impl<F: Fn(&World, Entity) -> Option<[f32; 2]> + Send + Sync + 'static> Partition for Tiles<F> {
+    fn owner(&self, world: &World, e: Entity, shards: usize) -> usize {
+        (self.pos)(world, e).map_or(0, |p| {
+            (self.cut(1, p[1]) * self.tiles[0] + self.cut(0, p[0])) % shards
+        })
+    }
+
+    fn mirrors(&self, world: &World, e: Entity, shards: usize, out: &mut Vec<usize>) {
+        if let Some(p) = (self.pos)(world, e) {
+            let r = self.range;
+            for row in self.cut(1, p[1] - r)..=self.cut(1, p[1] + r) {
+                for col in self.cut(0, p[0] - r)..=self.cut(0, p[0] + r) {
+                    out.push((row * self.tiles[0] + col) % shards);
+                }
+            }
+        }
+    }
+}
+
 /// What one frame did, over all shards.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct FrameReport {
@@ -174,6 +249,12 @@ pub struct FrameReport {
     pub time: Duration,
     /// The slowest shard's Run and Sync.
     pub run_sync: Duration,
+    /// The slowest shard's import of the entities the last exchange brought (ghosts and
+    /// migrants), before the frame.
+    pub import: Duration,
+    /// The slowest shard's work after the frame: dropping ghosts, the world checksum,
+    /// asking the partition about every owned entity, exporting ghosts and migrants.
+    pub export: Duration,
     /// Shard 0's exchange: sending, then waiting for every shard's records (so it holds
     /// the other shards' lag behind shard 0).
     pub exchange: Duration,
@@ -210,8 +291,16 @@ pub enum ClusterError {
     },
     /// An entity could not be sent (a component type not opted into saves).
     Save(SaveError),
-    /// A record could not be read (the shards do not register the same types).
+    /// A record could not be read (the shards do not register the same types), or a
+    /// checkpoint could not be loaded.
     Load(LoadError),
+    /// A checkpoint could not be written or read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
 }
 
 impl fmt::Display for ClusterError {
@@ -233,9 +322,12 @@ impl fmt::Display for ClusterError {
             ClusterError::Save(e) => write!(f, "runsync-cluster: cannot send an entity: {e}"),
             ClusterError::Load(e) => write!(
                 f,
-                "runsync-cluster: cannot read an entity from another shard (do all \
-                 shards register the same types?): {e}"
+                "runsync-cluster: cannot read an entity from another shard or a \
+                 checkpoint (do all shards register the same types?): {e}"
             ),
+            ClusterError::Io { path, error } => {
+                write!(f, "runsync-cluster: {}: {error}", path.display())
+            }
         }
     }
 }
@@ -252,6 +344,11 @@ pub fn world_checksum(world: &World) -> u64 {
         .fold(0u64, u64::wrapping_add)
 }
 
+/// The checkpoint file of shard `shard` of `shards` after frame `frame` in `dir`.
+pub fn checkpoint_path(dir: &Path, shard: usize, shards: usize, frame: u64) -> PathBuf {
+    dir.join(format!("shard-{shard}-of-{shards}-frame-{frame}.runsync"))
+}
+
 /// Builds the whole world (every shard calls it: it must give the same world each time).
 type WorldFn = Arc<dyn Fn() -> World + Send + Sync>;
 /// Adds the systems (the same on every shard).
@@ -264,6 +361,10 @@ pub struct Cluster<P> {
     systems: SystemsFn,
     frames: u64,
     shard_workers: usize,
+    /// Write a checkpoint every so many frames, into this folder.
+    checkpoints: Option<(u64, PathBuf)>,
+    /// Start from the checkpoint of this frame in this folder.
+    resume: Option<(PathBuf, u64)>,
 }
 
 impl<P: Partition> Cluster<P> {
@@ -281,6 +382,8 @@ impl<P: Partition> Cluster<P> {
             systems: Arc::new(systems),
             frames: 1,
             shard_workers: 1,
+            checkpoints: None,
+            resume: None,
         }
     }
 
@@ -294,6 +397,29 @@ impl<P: Partition> Cluster<P> {
     /// parallelism).
     pub fn shard_workers(mut self, workers: usize) -> Self {
         self.shard_workers = workers.max(1);
+        self
+    }
+
+    /// Every `every` frames (after frame `every`, `2 × every`, ...), each shard writes its
+    /// part of the world into the folder `dir` (created if needed): a runtime save of the
+    /// entities it owns (`Runtime::save`: every component type must be opted into saves)
+    /// and the entities on their way to it. The file is
+    /// [`checkpoint_path`]`(dir, shard, shards, frame)`, written whole and then renamed.
+    ///
+    /// Frames are deterministic, so checkpoints are how a cluster recovers: when a shard
+    /// dies, every shard goes back to the last checkpoint ([`resume`](Self::resume)) and
+    /// the frames since come out the same, bit for bit (ghosts are not saved: the first
+    /// exchange after a resume mirrors again).
+    pub fn checkpoints(mut self, every: u64, dir: impl Into<PathBuf>) -> Self {
+        self.checkpoints = (every > 0).then(|| (every, dir.into()));
+        self
+    }
+
+    /// Starts from the checkpoints written after frame `frame` into `dir` (by as many
+    /// shards as run now) instead of the world [`new`](Self::new) builds (which still
+    /// gives the registrations); runs on to frame [`frames`](Self::frames).
+    pub fn resume(mut self, dir: impl Into<PathBuf>, frame: u64) -> Self {
+        self.resume = Some((dir.into(), frame));
         self
     }
 
@@ -363,6 +489,13 @@ impl<P: Partition> Cluster<P> {
                 *inbox = kept;
                 start.elapsed()
             };
+            let first = match &self.resume {
+                Some((dir, frame)) => {
+                    shard.resume(dir, *frame)?;
+                    *frame + 1
+                }
+                None => 1,
+            };
             let mut out = Vec::new();
             shard.send_mirrors(&mut out)?;
             exchange(&mut out, &mut shard);
@@ -370,7 +503,7 @@ impl<P: Partition> Cluster<P> {
                 shards: shard.shards,
                 frames: Vec::new(),
             };
-            for frame in 1..=self.frames {
+            for frame in first..=self.frames {
                 let start = Instant::now();
                 let mut stats = shard.frame(frame, &mut out)?;
                 out.push(stats.record());
@@ -380,6 +513,11 @@ impl<P: Partition> Cluster<P> {
                     report.frames.push(shard.gather(frame, stats));
                 } else {
                     shard.received.retain(|r| r.1 != STATS);
+                }
+                if let Some((every, dir)) = &self.checkpoints {
+                    if frame % every == 0 {
+                        shard.checkpoint(dir, frame)?;
+                    }
                 }
             }
             Ok((shard.index == 0).then_some(report))
@@ -417,18 +555,25 @@ struct ShardStats {
     bytes: u64,
     time: Duration,
     run_sync: Duration,
+    import: Duration,
+    export: Duration,
     exchange: Duration,
 }
 
+/// The words of a [`ShardStats`] record.
+const STATS_WORDS: usize = 8;
+
 impl ShardStats {
     fn record(&self) -> Record {
-        let words = [
+        let words: [u64; STATS_WORDS] = [
             self.checksum,
             self.entities,
             self.ghosts,
             self.migrations,
             self.bytes,
             self.run_sync.as_nanos() as u64,
+            self.import.as_nanos() as u64,
+            self.export.as_nanos() as u64,
         ];
         (
             0,
@@ -437,8 +582,8 @@ impl ShardStats {
         )
     }
 
-    fn read(bytes: &[u8]) -> [u64; 6] {
-        let mut words = [0; 6];
+    fn read(bytes: &[u8]) -> [u64; STATS_WORDS] {
+        let mut words = [0; STATS_WORDS];
         for (w, chunk) in words.iter_mut().zip(bytes.chunks_exact(8)) {
             *w = u64::from_le_bytes(chunk.try_into().expect("8 bytes"));
         }
@@ -505,16 +650,18 @@ impl Shard {
                 .mirrors(world, e, self.shards, &mut self.mirrors);
             self.mirrors.sort_unstable();
             self.mirrors.dedup();
+            self.mirrors.retain(|&s| s != owner && s < self.shards);
+            if self.mirrors.is_empty() && owner == self.index {
+                continue;
+            }
             let mut record = Vec::new();
             world
                 .export_entity(e, &mut record)
                 .map_err(ClusterError::Save)?;
             for &s in &self.mirrors {
-                if s != owner && s < self.shards {
-                    ghosts += 1;
-                    bytes += record.len() as u64;
-                    out.push((s as u32, GHOST, record.clone()));
-                }
+                ghosts += 1;
+                bytes += record.len() as u64;
+                out.push((s as u32, GHOST, record.clone()));
             }
             if owner != self.index {
                 bytes += record.len() as u64;
@@ -529,6 +676,71 @@ impl Shard {
         Ok((ghosts, migrations, bytes))
     }
 
+    /// Writes this shard's checkpoint after `frame` (see [`Cluster::checkpoints`]): the
+    /// runtime save's length and bytes, then the migrants received (count, then each
+    /// record's length and bytes), little-endian.
+    fn checkpoint(&self, dir: &Path, frame: u64) -> Result<(), ClusterError> {
+        let mut save = Vec::new();
+        self.rt.save(&mut save).map_err(ClusterError::Save)?;
+        let mut file = Vec::with_capacity(save.len() + 16);
+        file.extend_from_slice(&(save.len() as u64).to_le_bytes());
+        file.extend_from_slice(&save);
+        let migrants: Vec<&Record> = self.received.iter().filter(|r| r.1 == MIGRANT).collect();
+        file.extend_from_slice(&(migrants.len() as u64).to_le_bytes());
+        for (_, _, bytes) in migrants {
+            file.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+            file.extend_from_slice(bytes);
+        }
+        let path = checkpoint_path(dir, self.index, self.shards, frame);
+        let io = |error| ClusterError::Io {
+            path: path.clone(),
+            error,
+        };
+        std::fs::create_dir_all(dir).map_err(io)?;
+        let tmp = path.with_extension("partial");
+        std::fs::write(&tmp, &file).map_err(io)?;
+        std::fs::rename(&tmp, &path).map_err(io)
+    }
+
+    /// Loads this shard's checkpoint after `frame` and imports its migrants.
+    fn resume(&mut self, dir: &Path, frame: u64) -> Result<(), ClusterError> {
+        let path = checkpoint_path(dir, self.index, self.shards, frame);
+        let file = std::fs::read(&path).map_err(|error| ClusterError::Io {
+            path: path.clone(),
+            error,
+        })?;
+        let bad = |what: &str| ClusterError::Io {
+            path: path.clone(),
+            error: std::io::Error::new(std::io::ErrorKind::InvalidData, what.to_owned()),
+        };
+        let mut src = &file[..];
+        let mut take = |n: usize, what: &str| -> Result<&[u8], ClusterError> {
+            if src.len() < n {
+                return Err(bad(what));
+            }
+            let (head, rest) = src.split_at(n);
+            src = rest;
+            Ok(head)
+        };
+        let word = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes")) as usize;
+        let len = word(take(8, "a truncated checkpoint")?);
+        let save = take(len, "a truncated checkpoint")?;
+        self.rt.load(&mut &save[..]).map_err(ClusterError::Load)?;
+        let n = word(take(8, "a truncated checkpoint")?);
+        for _ in 0..n {
+            let len = word(take(8, "a truncated checkpoint")?);
+            let record = take(len, "a truncated checkpoint")?;
+            self.rt
+                .world_mut()
+                .import_entity(&mut &record[..])
+                .map_err(ClusterError::Load)?;
+        }
+        if !src.is_empty() {
+            return Err(bad("bytes after the checkpoint's end"));
+        }
+        Ok(())
+    }
+
     /// Imports the last exchange's entities, runs the frame, drops the ghosts, sends
     /// migrants and mirrors (into `out`).
     fn frame(&mut self, frame: u64, out: &mut Vec<Record>) -> Result<ShardStats, ClusterError> {
@@ -538,6 +750,7 @@ impl Shard {
         let mut received = std::mem::take(&mut self.received);
         received.retain(|r| r.1 != STATS);
         received.sort_unstable_by(|a, b| (a.1, &a.2[..8]).cmp(&(b.1, &b.2[..8])));
+        let imported = Instant::now();
         for (_, kind, bytes) in &received {
             let e = self
                 .rt
@@ -548,6 +761,7 @@ impl Shard {
                 self.ghosts.push(e);
             }
         }
+        let import = imported.elapsed();
         let start = Instant::now();
         self.rt.try_frame().map_err(|e| ClusterError::Frame {
             shard: self.index,
@@ -560,6 +774,7 @@ impl Shard {
                 frame,
             });
         }
+        let exported = Instant::now();
         for g in self.ghosts.drain(..) {
             self.rt.world_mut().evict(g);
         }
@@ -574,6 +789,8 @@ impl Shard {
             migrations,
             bytes,
             run_sync,
+            import,
+            export: exported.elapsed(),
             ..ShardStats::default()
         })
     }
@@ -586,13 +803,15 @@ impl Shard {
             exchange: own.exchange,
             ..FrameReport::default()
         };
-        let mut add = |w: [u64; 6]| {
+        let mut add = |w: [u64; STATS_WORDS]| {
             report.checksum = report.checksum.wrapping_add(w[0]);
             report.entities += w[1] as usize;
             report.ghosts += w[2] as usize;
             report.migrations += w[3] as usize;
             report.bytes += w[4] as usize;
             report.run_sync = report.run_sync.max(Duration::from_nanos(w[5]));
+            report.import = report.import.max(Duration::from_nanos(w[6]));
+            report.export = report.export.max(Duration::from_nanos(w[7]));
         };
         let mut others = 0;
         for (_, kind, bytes) in &self.received {

@@ -22,7 +22,7 @@ use std::collections::BTreeMap;
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bands, world_checksum};
+use crate::{Bands, Tiles, world_checksum};
 
 /// Position.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
@@ -119,6 +119,25 @@ pub fn bands_of(
     Bands::new(0.0, width, range, |w: &World, e| {
         w.get::<Pos>(e).map(|p| p.0[0])
     })
+}
+
+/// A [`Tiles`] partition for `entities` agents: `cols × rows` tiles, mirroring within
+/// `range`.
+pub fn tiles_of(
+    entities: usize,
+    cols: usize,
+    rows: usize,
+    range: f32,
+) -> Tiles<impl Fn(&World, Entity) -> Option<[f32; 2]> + Send + Sync + 'static> {
+    let (width, height) = size(entities);
+    Tiles::new(
+        [0.0, 0.0],
+        [width, height],
+        cols,
+        rows,
+        range,
+        |w: &World, e| w.get::<Pos>(e).map(|p| p.0),
+    )
 }
 
 /// [`bands_of`] for [`world`], mirroring within `2 × RANGE` (what the systems need).

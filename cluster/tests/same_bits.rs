@@ -53,6 +53,30 @@ fn one_to_four_shards_give_one_process_bits() {
 }
 
 #[test]
+fn tiles_give_one_process_bits() {
+    // 4 × 2 tiles on 3 and 4 shards (with 3, some shards hold tiles far apart).
+    let one = model::reference(FRAMES);
+    for shards in [3, 4] {
+        let report = Cluster::new(
+            model::tiles_of(2_000, 4, 2, 2.0 * model::RANGE),
+            model::world,
+            model::systems,
+        )
+        .frames(FRAMES)
+        .run(timely::Config::process(shards))
+        .unwrap()
+        .unwrap();
+        assert_eq!(checksums(&report), one, "{shards} shards");
+        assert!(
+            report
+                .frames
+                .iter()
+                .all(|f| f.ghosts > 0 && f.migrations > 0)
+        );
+    }
+}
+
+#[test]
 fn runsync_workers_inside_shards_change_nothing() {
     assert_eq!(
         checksums(&sharded(2, 2.0 * model::RANGE, 3)),
@@ -148,6 +172,37 @@ fn spawning_is_refused_with_a_clear_error() {
         }
         other => panic!("expected a spawn error, got {other:?}"),
     }
+}
+
+#[test]
+fn a_cluster_resumes_from_its_checkpoints_with_the_same_bits() {
+    let dir = std::env::temp_dir().join(format!("runsync-cluster-ckpt-{}", std::process::id()));
+    let cluster = || Cluster::new(model::bands(), model::world, model::systems).frames(30);
+    let full = cluster()
+        .checkpoints(10, &dir)
+        .run(timely::Config::process(3))
+        .unwrap()
+        .unwrap();
+    assert!(runsync_cluster::checkpoint_path(&dir, 2, 3, 20).exists());
+    // Say a shard died during frame 24: every shard goes back to frame 20 and runs on.
+    let resumed = cluster()
+        .resume(&dir, 20)
+        .run(timely::Config::process(3))
+        .unwrap()
+        .unwrap();
+    assert_eq!(resumed.frames.first().map(|f| f.frame), Some(21));
+    assert_eq!(checksums(&resumed), checksums(&full)[20..]);
+    assert_eq!(checksums(&full), model::reference(30));
+    // A checkpoint written by another number of shards is not there.
+    let err = cluster()
+        .resume(&dir, 20)
+        .run(timely::Config::process(2))
+        .unwrap_err();
+    assert!(
+        matches!(&err, ClusterError::Io { path, .. } if path.ends_with("shard-0-of-2-frame-20.runsync")),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// A free port on 127.0.0.1 (bound, then released).

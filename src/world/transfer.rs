@@ -71,8 +71,8 @@ impl World {
 
     /// Takes `e` and its components out of this world *without despawning it*: no hooks
     /// fire, and its id is neither freed nor reused here (the entity lives on in another
-    /// world: see [`export_entity`](Self::export_entity)). Returns `false` if `e` is
-    /// dead.
+    /// world: see [`export_entity`](Self::export_entity)); saves keep its slot held.
+    /// Returns `false` if `e` is dead.
     ///
     /// # Panics
     /// If `e` has a parent or children ([`register_hierarchy`](Self::register_hierarchy)):
@@ -146,6 +146,35 @@ mod tests {
         let n = buf.len();
         assert!(!a.export_entity(y, &mut buf).unwrap());
         assert_eq!(buf.len(), n);
+    }
+
+    #[test]
+    fn a_world_with_evicted_ids_saves_and_loads() {
+        // Saves need every type opted in: a world without `Secret`.
+        let world = || {
+            let mut w = World::new();
+            w.register::<Pos>(merge::last);
+            w.saving::<Pos>();
+            w
+        };
+        let mut a = world();
+        let x = a.spawn((Pos(1.0, 2.0),));
+        let y = a.spawn((Pos(3.0, 4.0),));
+        a.evict(x);
+        let mut file = Vec::new();
+        a.save(&mut file).unwrap();
+        let mut b = world();
+        b.load(&mut &file[..]).unwrap();
+        assert_eq!(b.get::<Pos>(y), Some(&Pos(3.0, 4.0)));
+        assert!(!b.is_alive(x));
+        // The evicted id's slot is still held: `x` can come back under its id.
+        let mut record = Vec::new();
+        let mut c = world();
+        let x2 = c.spawn((Pos(5.0, 6.0),));
+        assert_eq!(x2, x);
+        c.export_entity(x2, &mut record).unwrap();
+        assert_eq!(b.import_entity(&mut &record[..]).unwrap(), x);
+        assert_eq!(b.get::<Pos>(x), Some(&Pos(5.0, 6.0)));
     }
 
     #[test]

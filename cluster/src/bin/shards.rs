@@ -43,6 +43,9 @@ struct Args {
     /// Mirror range (default: twice the model's interaction range, what it needs).
     #[arg(long)]
     range: Option<f32>,
+    /// Tiles instead of bands: `COLSxROWS` (e.g. `4x2`), tile `k` on shard `k % shards`.
+    #[arg(long)]
+    tiles: Option<String>,
     /// Also run the world in one process and compare every frame's checksum.
     #[arg(long)]
     check: bool,
@@ -92,13 +95,33 @@ fn main() -> ExitCode {
     };
     let entities = args.entities;
     let range = args.range.unwrap_or(2.0 * model::RANGE);
-    let cluster = Cluster::new(
-        model::bands_of(entities, range),
-        move || model::world_of(entities),
-        model::systems_of(entities),
-    )
-    .frames(args.frames);
-    let report = match cluster.run(config) {
+    let result = match &args.tiles {
+        None => Cluster::new(
+            model::bands_of(entities, range),
+            move || model::world_of(entities),
+            model::systems_of(entities),
+        )
+        .frames(args.frames)
+        .run(config),
+        Some(tiles) => {
+            let Some((cols, rows)) = tiles
+                .split_once('x')
+                .and_then(|(c, r)| Some((c.parse().ok()?, r.parse().ok()?)))
+                .filter(|&(c, r): &(usize, usize)| c > 0 && r > 0)
+            else {
+                eprintln!("shards: --tiles wants COLSxROWS, e.g. 4x2 (got {tiles:?})");
+                return ExitCode::FAILURE;
+            };
+            Cluster::new(
+                model::tiles_of(entities, cols, rows, range),
+                move || model::world_of(entities),
+                model::systems_of(entities),
+            )
+            .frames(args.frames)
+            .run(config)
+        }
+    };
+    let report = match result {
         Ok(Some(report)) => report,
         Ok(None) => return ExitCode::SUCCESS, // another process reports
         Err(e) => {
@@ -174,10 +197,12 @@ fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
         v.get(v.len() / 2).copied().unwrap_or(0.0)
     };
     println!(
-        "median: frame {:.2} ms (run+sync {:.2} ms, exchange {:.2} ms), {:.0} ghosts, {:.0} \
-         migrations, {:.1} KiB sent per frame",
+        "median: frame {:.2} ms (import {:.2}, run+sync {:.2}, export {:.2}, exchange {:.2} \
+         ms), {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
         median(&|f| ms(f.time)),
+        median(&|f| ms(f.import)),
         median(&|f| ms(f.run_sync)),
+        median(&|f| ms(f.export)),
         median(&|f| ms(f.exchange)),
         median(&|f| f.ghosts as f64),
         median(&|f| f.migrations as f64),
