@@ -72,6 +72,24 @@
 
 pub mod model;
 
+/// A Tracy zone until the end of the enclosing block (nothing without `tracy`).
+macro_rules! zone {
+    ($name:literal) => {
+        #[cfg(feature = "tracy")]
+        let _zone = tracy_client::span!($name);
+    };
+}
+
+/// A Tracy plot point (nothing without `tracy`).
+macro_rules! plot {
+    ($name:literal, $value:expr) => {
+        #[cfg(feature = "tracy")]
+        tracy_client::plot!($name, $value as f64);
+        #[cfg(not(feature = "tracy"))]
+        let _ = $value;
+    };
+}
+
 use std::cell::RefCell;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -466,6 +484,7 @@ impl<P: Partition> Cluster<P> {
                     .0
             });
             let mut exchange = |out: &mut Vec<Record>, shard: &mut Shard| {
+                zone!("cluster: exchange");
                 let start = Instant::now();
                 let round = *input.time();
                 for r in out.drain(..) {
@@ -751,14 +770,17 @@ impl Shard {
         received.retain(|r| r.1 != STATS);
         received.sort_unstable_by(|a, b| (a.1, &a.2[..8]).cmp(&(b.1, &b.2[..8])));
         let imported = Instant::now();
-        for (_, kind, bytes) in &received {
-            let e = self
-                .rt
-                .world_mut()
-                .import_entity(&mut &bytes[..])
-                .map_err(ClusterError::Load)?;
-            if *kind == GHOST {
-                self.ghosts.push(e);
+        {
+            zone!("cluster: import");
+            for (_, kind, bytes) in &received {
+                let e = self
+                    .rt
+                    .world_mut()
+                    .import_entity(&mut &bytes[..])
+                    .map_err(ClusterError::Load)?;
+                if *kind == GHOST {
+                    self.ghosts.push(e);
+                }
             }
         }
         let import = imported.elapsed();
@@ -775,6 +797,7 @@ impl Shard {
             });
         }
         let exported = Instant::now();
+        zone!("cluster: export");
         for g in self.ghosts.drain(..) {
             self.rt.world_mut().evict(g);
         }
@@ -782,6 +805,9 @@ impl Shard {
         let checksum = world_checksum(world);
         let entities = world.len() as u64;
         let (ghosts, migrations, bytes) = self.send_mirrors(out)?;
+        plot!("cluster ghosts sent", ghosts);
+        plot!("cluster migrations", migrations);
+        plot!("cluster bytes sent", bytes);
         Ok(ShardStats {
             checksum,
             entities,
