@@ -181,6 +181,11 @@ fn out_of_slots(max: usize) -> ! {
     )
 }
 
+/// How far past its last slot an arriving entity's index may be
+/// ([`Entities::place`]): so that a record read off the network (a few bytes) cannot make
+/// the allocator grow by gigabytes. Further out needs [`Entities::grow_to`] first.
+pub(crate) const PLACE_SLACK: usize = 64;
+
 /// The smallest block of ids reserved per system for spawns made during Run.
 pub(crate) const MIN_RESERVE: usize = 16;
 
@@ -527,15 +532,35 @@ impl Entities {
         self.alive += 1;
     }
 
+    /// Makes room for indices below `n` (new slots join the free list), up to the slot
+    /// limit: what [`place`](Self::place) needs for indices further out than
+    /// [`PLACE_SLACK`].
+    pub(crate) fn grow_to(&mut self, n: usize) {
+        let n = n.min(self.max_slots());
+        if n > self.slots.len() {
+            let from = self.slots.len() as u32;
+            self.slots.resize(
+                n,
+                Slot {
+                    generation: NonZeroU32::MIN,
+                    location: Location::NONE,
+                },
+            );
+            self.free.extend((from..n as u32).rev());
+        }
+    }
+
     /// Makes `e` alive under its own id (index and generation) in a world that did not
-    /// allocate it (an entity arriving from another world): a slot past the end (the
-    /// slots between join the free list), a free or reserved slot (taken off its list),
-    /// one left by [`evict`](Self::evict), or a retired one (still counted as retired). The caller sets its location. Returns
-    /// `false`, changing nothing, if the slot holds a live entity or the index is past
-    /// the limit.
+    /// allocate it (an entity arriving from another world): a slot past the end, by at
+    /// most [`PLACE_SLACK`] (the slots between join the free list), a free or reserved
+    /// slot (taken off its list), one left by [`evict`](Self::evict), or a retired one
+    /// (still counted as retired). The caller sets its location. Returns `false`,
+    /// changing nothing, if the slot holds a live entity or the index is past the limit
+    /// or the slack.
     pub(crate) fn place(&mut self, e: Entity) -> bool {
         let i = e.index as usize;
         if i >= self.max_slots()
+            || i >= self.slots.len() + PLACE_SLACK
             || self
                 .slots
                 .get(i)

@@ -851,3 +851,107 @@ impl Shard {
         report
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn x_of(w: &World, e: Entity) -> Option<f32> {
+        w.get::<model::Pos>(e).map(|p| p.0[0])
+    }
+
+    fn pos_of(w: &World, e: Entity) -> Option<[f32; 2]> {
+        w.get::<model::Pos>(e).map(|p| p.0)
+    }
+
+    /// A world with one agent at each of `at`.
+    fn agents(at: &[[f32; 2]]) -> (World, Vec<Entity>) {
+        let mut w = World::new();
+        model::register(&mut w);
+        let es = at
+            .iter()
+            .map(|&p| w.spawn((model::Pos(p), model::Vel([0.0; 2]), model::Hp(1.0))))
+            .collect();
+        (w, es)
+    }
+
+    fn mirrors(p: &impl Partition, w: &World, e: Entity, shards: usize) -> Vec<usize> {
+        let mut out = Vec::new();
+        p.mirrors(w, e, shards, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    #[test]
+    fn bands_own_by_x_and_mirror_within_range() {
+        let bands = Bands::new(0.0, 100.0, 5.0, x_of);
+        let (w, es) = agents(&[
+            [-10.0, 0.0],
+            [24.0, 0.0],
+            [26.0, 0.0],
+            [50.0, 0.0],
+            [1e9, 0.0],
+        ]);
+        let owners: Vec<usize> = es.iter().map(|&e| bands.owner(&w, e, 4)).collect();
+        assert_eq!(owners, [0, 0, 1, 2, 3], "outer bands reach to infinity");
+        assert_eq!(mirrors(&bands, &w, es[1], 4), [0, 1]);
+        assert_eq!(mirrors(&bands, &w, es[3], 4), [1, 2]); // 45..55 touches band 1 at 45
+        assert_eq!(mirrors(&bands, &w, es[0], 4), [0]);
+        // One shard: everything on it.
+        assert!(es.iter().all(|&e| bands.owner(&w, e, 1) == 0));
+        // No position: shard 0, no mirrors.
+        let mut w2 = World::new();
+        model::register(&mut w2);
+        let bare = w2.spawn((model::Hp(1.0),));
+        assert_eq!(bands.owner(&w2, bare, 4), 0);
+        assert!(mirrors(&bands, &w2, bare, 4).is_empty());
+    }
+
+    #[test]
+    fn tiles_own_by_tile_and_mirror_the_tiles_around() {
+        // 2 × 2 tiles of 50 × 50.
+        let tiles = Tiles::new([0.0, 0.0], [100.0, 100.0], 2, 2, 3.0, pos_of);
+        let (w, es) = agents(&[[10.0, 10.0], [60.0, 10.0], [10.0, 60.0], [49.0, 49.0]]);
+        let owners: Vec<usize> = es.iter().map(|&e| tiles.owner(&w, e, 4)).collect();
+        assert_eq!(owners, [0, 1, 2, 0]);
+        // The corner agent is within range of all four tiles.
+        assert_eq!(mirrors(&tiles, &w, es[3], 4), [0, 1, 2, 3]);
+        assert_eq!(mirrors(&tiles, &w, es[0], 4), [0]);
+        // Three shards: tile 3 goes to shard 0.
+        assert_eq!(mirrors(&tiles, &w, es[3], 3), [0, 1, 2]);
+    }
+
+    #[test]
+    #[should_panic(expected = "bands need finite min < max")]
+    fn empty_bands_are_refused() {
+        let _ = Bands::new(1.0, 1.0, 0.0, x_of);
+    }
+
+    #[test]
+    #[should_panic(expected = "mirror range must be finite and not negative")]
+    fn a_negative_range_is_refused() {
+        let _ = Tiles::new([0.0; 2], [1.0; 2], 1, 1, -1.0, pos_of);
+    }
+
+    #[test]
+    fn stats_records_round_trip() {
+        let stats = ShardStats {
+            checksum: u64::MAX - 3,
+            entities: 7,
+            ghosts: 11,
+            migrations: 13,
+            bytes: 17,
+            run_sync: Duration::from_nanos(19),
+            import: Duration::from_nanos(23),
+            export: Duration::from_nanos(29),
+            ..ShardStats::default()
+        };
+        let (to, kind, bytes) = stats.record();
+        assert_eq!((to, kind), (0, STATS));
+        assert_eq!(
+            ShardStats::read(&bytes),
+            [u64::MAX - 3, 7, 11, 13, 17, 19, 23, 29]
+        );
+    }
+}

@@ -96,7 +96,12 @@ impl Storage {
                 self.columns[c.index()].flush_graveyard();
             }
             return Err(LoadError::BadData {
-                what: format!("entity {e} cannot be placed (index past the limit)"),
+                what: format!(
+                    "entity {e} is more than {} slots past this world's {} (call \
+                     `World::reserve_entity_slots` first for ids that far out)",
+                    crate::entity::PLACE_SLACK,
+                    self.entities.slots()
+                ),
             });
         }
         self.place_staged(e, ids);

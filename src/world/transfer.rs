@@ -48,12 +48,15 @@ impl World {
     /// of `src` (advancing it past the record, so records can be read one after another
     /// from one buffer) and inserts its entity under the same id, with its components.
     /// The id must not be alive here; the slot it needs is taken from wherever this
-    /// world's allocator keeps it (free, reserved for a coming spawn, never used), so
-    /// later spawns here never reuse it while it lives. No hooks fire and required
+    /// world's allocator keeps it (free, reserved for a coming spawn, never used — at
+    /// most 64 slots past the last: see
+    /// [`reserve_entity_slots`](Self::reserve_entity_slots)), so later spawns here never
+    /// reuse it while it lives. No hooks fire and required
     /// components are not added: the entity arrives whole, it is not spawned.
     ///
     /// # Errors
     /// [`LoadError::DuplicateEntity`] if an entity lives in the id's slot here;
+    /// [`LoadError::BadData`] for an index too far out;
     /// [`LoadError::Truncated`], [`LoadError::BadData`] or [`LoadError::Decode`] for a
     /// record that is cut short, names types this world does not register (or not in
     /// order) or does not decode; [`LoadError::NotSaving`] for a type not opted into
@@ -67,6 +70,15 @@ impl World {
             *src = rest;
         }
         result
+    }
+
+    /// Makes room in this world's allocator for entities with indices below `n` to
+    /// arrive ([`import_entity`](Self::import_entity) takes an index at most 64 slots
+    /// past the last one, so that a record read off the network cannot make it allocate
+    /// gigabytes). The new slots are free: spawns here may take them, and an arriving
+    /// entity then finds its slot taken.
+    pub fn reserve_entity_slots(&mut self, n: usize) {
+        self.storage.entities.grow_to(n);
     }
 
     /// Takes `e` and its components out of this world *without despawning it*: no hooks
@@ -175,6 +187,27 @@ mod tests {
         c.export_entity(x2, &mut record).unwrap();
         assert_eq!(b.import_entity(&mut &record[..]).unwrap(), x);
         assert_eq!(b.get::<Pos>(x), Some(&Pos(5.0, 6.0)));
+    }
+
+    #[test]
+    fn a_far_out_index_needs_room_made_first() {
+        // A record naming index 1,000,000 (a few bytes off the network must not make the
+        // allocator grow by megabytes; the fuzzer's first find was a few billion).
+        let mut a = world();
+        let x = a.spawn((Pos(1.0, 1.0),));
+        let mut record = Vec::new();
+        a.export_entity(x, &mut record).unwrap();
+        let e = Entity::from_bits((1 << 32) | 1_000_000).unwrap();
+        record[..8].copy_from_slice(&e.to_bits().to_le_bytes());
+        let mut b = world();
+        let err = b.import_entity(&mut &record[..]).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::BadData { what } if what.contains("reserve_entity_slots")),
+            "{err}"
+        );
+        assert_eq!(b.len(), 0);
+        b.reserve_entity_slots(1_000_001);
+        assert_eq!(b.import_entity(&mut &record[..]).unwrap(), e);
     }
 
     #[test]
