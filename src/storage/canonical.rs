@@ -28,12 +28,16 @@ pub(crate) struct Canonical {
     all: Vec<TableId>,
     /// The [`Tables::epoch`](super::Tables::epoch) the lists were built at.
     epoch: Option<u64>,
-    /// Reused by the row sort: sort keys, a permutation, the rows already placed and the
-    /// swaps that apply the permutation.
+    /// Reused by the row sort: sort keys (sparse tables), rows by index (dense ones), the
+    /// permutation, the rows already placed, the swaps that apply the permutation, its
+    /// inverse, and change-mark words.
     keys: Vec<u64>,
+    slots: Vec<u32>,
     perm: Vec<u32>,
     placed: Vec<bool>,
     swaps: Vec<(u32, u32)>,
+    inv: Vec<u32>,
+    bits: Vec<u64>,
 }
 
 /// The order in which queries try tables: per type, and all of them.
@@ -134,9 +138,12 @@ impl Storage {
         }
         let Canonical {
             keys,
+            slots,
             perm,
             placed,
             swaps,
+            inv,
+            bits,
             ..
         } = c;
         perm.clear();
@@ -147,12 +154,12 @@ impl Storage {
         let span = (hi - lo) as usize + 1;
         if span <= 4 * entities.len() {
             // Dense indices (the usual big table): a counting pass, O(rows + span).
-            keys.clear();
-            keys.resize(span, u64::MAX);
+            slots.clear();
+            slots.resize(span, u32::MAX);
             for (r, e) in entities.iter().enumerate() {
-                keys[(e.index() - lo) as usize] = r as u64;
+                slots[(e.index() - lo) as usize] = r as u32;
             }
-            perm.extend(keys.iter().filter(|&&r| r != u64::MAX).map(|&r| r as u32));
+            perm.extend(slots.iter().copied().filter(|&r| r != u32::MAX));
         } else {
             // Sparse: sorted as packed `index << 32 | row` words (no lookup per compare).
             keys.clear();
@@ -164,19 +171,28 @@ impl Storage {
         }
         swaps_of(perm, placed, swaps);
         apply_swaps(&mut table.entities, swaps);
+        inv.clear();
+        inv.resize(perm.len(), 0);
+        for (i, &p) in perm.iter().enumerate() {
+            inv[p as usize] = i as u32;
+        }
         let table: &Table = self.tables.get(t);
         for &id in table.components() {
             let col = table.column(id).expect("a table has a column per type");
-            self.columns[id.index()].permute_rows(col, swaps);
+            self.columns[id.index()].permute_rows(col, inv, swaps, bits);
         }
-        for (row, e) in table.entities.iter().enumerate() {
-            self.entities.set_location(
-                e.index(),
-                crate::entity::Location {
-                    table: t,
-                    row: row as u32,
-                },
-            );
+        // Only the rows that moved have new locations.
+        for (row, &from) in perm.iter().enumerate() {
+            if from as usize != row {
+                let e = table.entities[row];
+                self.entities.set_location(
+                    e.index(),
+                    crate::entity::Location {
+                        table: t,
+                        row: row as u32,
+                    },
+                );
+            }
         }
     }
 }

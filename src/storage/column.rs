@@ -250,9 +250,16 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32);
     /// [`remove_row`](Self::remove_row) for each of `rows`, in order.
     fn remove_rows(&mut self, col: u32, rows: &[u32]);
-    /// Reorders column `col` (values and marks) by swapping rows, in order (the swaps of
-    /// a permutation: `storage::permute::swaps_of`).
-    fn permute_rows(&mut self, col: u32, swaps: &[(u32, u32)]);
+    /// Reorders column `col` by a permutation: the values by `swaps`
+    /// (`storage::permute::swaps_of`), the marks by its inverse `inv` (row `p` goes to
+    /// `inv[p]`) through `scratch`.
+    fn permute_rows(
+        &mut self,
+        col: u32,
+        perm: &[u32],
+        swaps: &[(u32, u32)],
+        scratch: &mut Vec<u64>,
+    );
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
     /// Replaces row `row` of column `col` with the staged value (old one to the graveyard).
@@ -377,9 +384,15 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         }
     }
 
-    fn permute_rows(&mut self, col: u32, swaps: &[(u32, u32)]) {
+    fn permute_rows(
+        &mut self,
+        col: u32,
+        perm: &[u32],
+        swaps: &[(u32, u32)],
+        scratch: &mut Vec<u64>,
+    ) {
         super::permute::apply_swaps(&mut self.columns[col as usize], swaps);
-        self.marks.swap_rows(col as usize, swaps);
+        self.marks.permute(col as usize, perm, scratch);
     }
 
     fn push_staged(&mut self, col: u32) {

@@ -112,20 +112,35 @@ impl Bits {
         self.put(last, false);
     }
 
-    /// Swaps the bits of each pair of rows, in order (no allocation once the words cover
-    /// the rows).
-    fn swap_rows(&mut self, swaps: &[(u32, u32)]) {
-        if self.0.is_empty() {
+    /// Row `inv[p]` takes row `p`'s bit (`inv` the inverse of a permutation of the
+    /// column's rows: where each row goes): nothing to do when no row or every row is set
+    /// (a column written whole, the usual case), else one pass over the set bits only,
+    /// scattering into `scratch`, which then holds the old words.
+    fn permute(&mut self, inv: &[u32], scratch: &mut Vec<u64>) {
+        let n = inv.len();
+        if self.0.is_empty() || self.all_set(n) {
             return;
         }
-        for &(i, j) in swaps {
-            let (i, j) = (i as usize, j as usize);
-            let (bi, bj) = (self.get(i), self.get(j));
-            if bi != bj {
-                self.put(i, bj);
-                self.put(j, bi);
+        scratch.clear();
+        scratch.resize(n.div_ceil(64), 0);
+        for (w, &word) in self.0.iter().enumerate() {
+            let mut rest = word;
+            while rest != 0 {
+                let p = w * 64 + rest.trailing_zeros() as usize;
+                rest &= rest - 1;
+                let to = inv[p] as usize;
+                scratch[to / 64] |= 1 << (to % 64);
             }
         }
+        std::mem::swap(&mut self.0, scratch);
+    }
+
+    /// Whether rows `0..n` are all set.
+    fn all_set(&self, n: usize) -> bool {
+        let (full, rest) = (n / 64, n % 64);
+        self.0.len() >= n.div_ceil(64)
+            && self.0[..full].iter().all(|&w| w == !0)
+            && (rest == 0 || self.0[full] & ((1 << rest) - 1) == (1 << rest) - 1)
     }
 
     /// Marks nothing (capacity kept).
@@ -317,14 +332,15 @@ impl TypeMarks {
         }
     }
 
-    /// Follows swaps of column `col`'s rows (in order): the marks move with the rows.
-    pub(crate) fn swap_rows(&mut self, col: usize, swaps: &[(u32, u32)]) {
+    /// Follows a permutation of column `col`'s rows, given by its inverse (row `p`'s
+    /// marks go to row `inv[p]`); `scratch` is reused.
+    pub(crate) fn permute(&mut self, col: usize, inv: &[u32], scratch: &mut Vec<u64>) {
         let c = &mut self.columns[col];
         if c.is_clear() {
             return;
         }
         for bits in [&mut c.changed, &mut c.added] {
-            bits.swap_rows(swaps);
+            bits.permute(inv, scratch);
         }
     }
 
@@ -417,21 +433,27 @@ mod tests {
     }
 
     #[test]
-    fn swapped_rows_take_their_bits_along() {
-        let (mut placed, mut swaps) = (Vec::new(), Vec::new());
+    fn permuted_rows_take_their_bits_along() {
+        let mut scratch = Vec::new();
         for (set, perm) in [
             (vec![0, 3], vec![3, 2, 1, 0]),
             (vec![1, 64, 70], (0..71).rev().collect::<Vec<u32>>()),
             (vec![2], vec![1, 2, 0]),
             (vec![], vec![1, 0]),
+            // Every row set: the fast path.
+            ((0..70).collect(), (0..70).rev().collect()),
+            ((0..64).collect(), (0..64).rev().collect()),
         ] {
             let mut bits = Bits::default();
             for &r in &set {
                 bits.put(r, true);
             }
             let before: Vec<bool> = (0..perm.len()).map(|r| bits.get(r)).collect();
-            crate::storage::permute::swaps_of(&perm, &mut placed, &mut swaps);
-            bits.swap_rows(&swaps);
+            let mut inv = vec![0; perm.len()];
+            for (i, &p) in perm.iter().enumerate() {
+                inv[p as usize] = i as u32;
+            }
+            bits.permute(&inv, &mut scratch);
             let after: Vec<bool> = (0..perm.len()).map(|r| bits.get(r)).collect();
             let want: Vec<bool> = perm.iter().map(|&p| before[p as usize]).collect();
             assert_eq!(after, want, "set {set:?}");

@@ -42,6 +42,11 @@ struct Args {
     /// Seed of the spawner's random generator.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Canonical order (`World::set_canonical_order`): queries visit tables by their types
+    /// and rows by entity id, re-sorted every frame; a frame then depends on the world's
+    /// contents only. Changes the game's bits (another iteration order), not its rules.
+    #[arg(long)]
+    canonical: bool,
     /// Print per-frame and summary stats as JSON on stdout (instead of the table).
     #[arg(long)]
     json: bool,
@@ -354,6 +359,9 @@ fn main() -> ExitCode {
     };
 
     let mut rt = build(config);
+    if args.canonical {
+        rt.world_mut().set_canonical_order(true);
+    }
     if let Some(n) = args.fail_at {
         // Once: a failed frame does not advance the frame count, so the retry is frame N
         // again. During frame N, `Time::frame` counts the N - 1 frames completed.
