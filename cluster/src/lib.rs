@@ -48,8 +48,10 @@
 //! be agreed across shards; [`ClusterError::Spawned`]), and parents and children
 //! (`World::evict` refuses them). Not checked, documented: systems must be *local* — a
 //! system's outputs to an entity depend only on entities within the interaction range
-//! (no "count every entity" resource, no messages read across regions), and change
-//! detection on ghosts sees every ghost as just added.
+//! (no messages read across regions), and change detection on ghosts sees every ghost as
+//! just added. What a system needs of the whole world (a centre of mass, a population)
+//! it reads as a world-wide value ([`Cluster::global`]): summed by each shard over what
+//! it owns after every frame, exchanged and added up exactly, read the next frame.
 //!
 //! # Example
 //!
@@ -383,6 +385,8 @@ pub struct Cluster<P> {
     checkpoints: Option<(u64, PathBuf)>,
     /// Start from the checkpoint of this frame in this folder.
     resume: Option<(PathBuf, u64)>,
+    /// World-wide values, recomputed after every frame.
+    globals: Vec<Arc<dyn GlobalValue>>,
 }
 
 impl<P: Partition> Cluster<P> {
@@ -402,6 +406,7 @@ impl<P: Partition> Cluster<P> {
             shard_workers: 1,
             checkpoints: None,
             resume: None,
+            globals: Vec::new(),
         }
     }
 
@@ -416,6 +421,74 @@ impl<P: Partition> Cluster<P> {
     pub fn shard_workers(mut self, workers: usize) -> Self {
         self.shard_workers = workers.max(1);
         self
+    }
+
+    /// A world-wide value `R` for systems to read as a resource: before the first frame
+    /// and after every frame, each shard computes `part` over the entities it owns (not
+    /// its ghosts), the parts are exchanged, and every shard folds them with `combine`
+    /// in shard order, starting from shard 0's, and inserts the result.
+    /// [`run_in_one_process`](Self::run_in_one_process) inserts `part` of the whole
+    /// world instead.
+    ///
+    /// For the same bits on any number of shards, `combine` must be *exact*: integer
+    /// sums, counts, min and max, fixed-point positions — not float sums, whose rounding
+    /// depends on how the world was split. This is how a system that needs the whole
+    /// world (a team's centre of mass, a population count) stays local: it reads last
+    /// frame's total instead of summing every entity itself.
+    pub fn global<R>(mut self, part: fn(&World) -> R, combine: fn(&mut R, R)) -> Self
+    where
+        R: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+    {
+        self.globals.push(Arc::new(Global { part, combine }));
+        self
+    }
+
+    /// Runs the same world, systems and [`global`](Self::global) values in one process,
+    /// one runtime in canonical order with [`shard_workers`](Self::shard_workers)
+    /// workers, no partition: what a sharded [`run`](Self::run) must equal, frame by frame
+    /// ([`FrameReport::checksum`]; the figures of ghosts, migrations and the exchange are
+    /// zero). Not with [`resume`](Self::resume).
+    ///
+    /// # Errors
+    /// [`ClusterError::Frame`] if a frame fails, [`ClusterError::Save`] /
+    /// [`ClusterError::Load`] if a global value does not encode.
+    pub fn run_in_one_process(&self) -> Result<Report, ClusterError> {
+        let mut world = (self.world)();
+        world.set_canonical_order(true);
+        let mut rt = Runtime::builder().workers(self.shard_workers).build(world);
+        (self.systems)(&mut rt);
+        let mut report = Report {
+            shards: 1,
+            frames: Vec::new(),
+        };
+        let mut bytes = Vec::new();
+        let insert = |rt: &mut Runtime, bytes: &mut Vec<u8>| -> Result<(), ClusterError> {
+            for g in &self.globals {
+                bytes.clear();
+                g.part(rt.world(), bytes)?;
+                g.insert(&[&bytes[..]], rt.world_mut())?;
+            }
+            Ok(())
+        };
+        insert(&mut rt, &mut bytes)?;
+        for frame in 1..=self.frames {
+            let start = Instant::now();
+            rt.try_frame().map_err(|e| ClusterError::Frame {
+                shard: 0,
+                message: e.to_string(),
+            })?;
+            let run_sync = start.elapsed();
+            insert(&mut rt, &mut bytes)?;
+            report.frames.push(FrameReport {
+                frame,
+                checksum: world_checksum(rt.world()),
+                entities: rt.world().len(),
+                time: start.elapsed(),
+                run_sync,
+                ..FrameReport::default()
+            });
+        }
+        Ok(report)
     }
 
     /// Every `every` frames (after frame `every`, `2 × every`, ...), each shard writes its
@@ -458,6 +531,7 @@ impl<P: Partition> Cluster<P> {
                 &self.systems,
                 self.shard_workers,
             )?;
+            shard.globals.clone_from(&self.globals);
             // Records by the round (timely epoch) they were sent in: a shard that is
             // ahead may deliver the next round's records while this one still waits.
             let inbox: Rc<RefCell<Vec<(u64, Record)>>> = Rc::default();
@@ -516,6 +590,7 @@ impl<P: Partition> Cluster<P> {
                 None => 1,
             };
             let mut out = Vec::new();
+            shard.send_globals(&mut out)?;
             shard.send_mirrors(&mut out)?;
             exchange(&mut out, &mut shard);
             let mut report = Report {
@@ -563,6 +638,57 @@ const MIGRANT: u8 = 0;
 const GHOST: u8 = 1;
 /// A shard's figures for the frame (sent to shard 0).
 const STATS: u8 = 2;
+/// A shard's part of the world-wide values (`u32` index of the value, then its bytes),
+/// sent to every shard.
+const GLOBAL: u8 = 3;
+
+/// A world-wide value's part and fold, type-erased: see [`Cluster::global`].
+trait GlobalValue: Send + Sync {
+    /// Appends this world's part, encoded.
+    fn part(&self, world: &World, out: &mut Vec<u8>) -> Result<(), ClusterError>;
+    /// Decodes the parts (in shard order), folds them and inserts the total.
+    fn insert(&self, parts: &[&[u8]], world: &mut World) -> Result<(), ClusterError>;
+}
+
+struct Global<R> {
+    part: fn(&World) -> R,
+    combine: fn(&mut R, R),
+}
+
+impl<R> GlobalValue for Global<R>
+where
+    R: serde::Serialize + serde::de::DeserializeOwned + Send + Sync + 'static,
+{
+    fn part(&self, world: &World, out: &mut Vec<u8>) -> Result<(), ClusterError> {
+        let bytes = postcard::to_allocvec(&(self.part)(world)).map_err(|e| {
+            ClusterError::Save(SaveError::Encode {
+                type_name: std::any::type_name::<R>(),
+                message: e.to_string(),
+            })
+        })?;
+        out.extend_from_slice(&bytes);
+        Ok(())
+    }
+
+    fn insert(&self, parts: &[&[u8]], world: &mut World) -> Result<(), ClusterError> {
+        let mut total: Option<R> = None;
+        for bytes in parts {
+            let part: R = postcard::from_bytes(bytes).map_err(|e| {
+                ClusterError::Load(LoadError::BadData {
+                    what: format!("a part of `{}`: {e}", std::any::type_name::<R>()),
+                })
+            })?;
+            match &mut total {
+                None => total = Some(part),
+                Some(t) => (self.combine)(t, part),
+            }
+        }
+        if let Some(t) = total {
+            world.insert_resource(t);
+        }
+        Ok(())
+    }
+}
 
 /// One shard's figures for a frame (what it sends shard 0).
 #[derive(Default)]
@@ -622,6 +748,8 @@ struct Shard {
     received: Vec<Record>,
     /// Scratch: the mirrors of one entity.
     mirrors: Vec<usize>,
+    /// The world-wide values.
+    globals: Vec<Arc<dyn GlobalValue>>,
 }
 
 impl Shard {
@@ -652,6 +780,7 @@ impl Shard {
             ghosts: Vec::new(),
             received: Vec::new(),
             mirrors: Vec::new(),
+            globals: Vec::new(),
         })
     }
 
@@ -693,6 +822,47 @@ impl Shard {
             self.rt.world_mut().evict(e);
         }
         Ok((ghosts, migrations, bytes))
+    }
+
+    /// Sends this shard's part of every world-wide value to every shard (its owned
+    /// entities only: call it with no ghosts in the world, and before migrants leave).
+    fn send_globals(&self, out: &mut Vec<Record>) -> Result<(), ClusterError> {
+        for (k, g) in self.globals.iter().enumerate() {
+            let mut bytes = (self.index as u32).to_le_bytes().to_vec();
+            bytes.extend_from_slice(&(k as u32).to_le_bytes());
+            g.part(self.rt.world(), &mut bytes)?;
+            for s in 0..self.shards {
+                out.push((s as u32, GLOBAL, bytes.clone()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Folds the parts of every world-wide value received (in shard order) and inserts
+    /// the totals; drops those records.
+    fn insert_globals(&mut self) -> Result<(), ClusterError> {
+        if self.globals.is_empty() {
+            return Ok(());
+        }
+        let mut parts: Vec<(u32, u32, &[u8])> = self
+            .received
+            .iter()
+            .filter(|r| r.1 == GLOBAL)
+            .map(|r| {
+                let word = |i: usize| u32::from_le_bytes(r.2[i..i + 4].try_into().expect("4"));
+                (word(4), word(0), &r.2[8..])
+            })
+            .collect();
+        parts.sort_unstable_by_key(|&(k, shard, _)| (k, shard));
+        for (k, g) in self.globals.iter().enumerate() {
+            let of_k: Vec<&[u8]> = (parts.iter())
+                .filter(|p| p.0 as usize == k)
+                .map(|p| p.2)
+                .collect();
+            g.insert(&of_k, self.rt.world_mut())?;
+        }
+        self.received.retain(|r| r.1 != GLOBAL);
+        Ok(())
     }
 
     /// Writes this shard's checkpoint after `frame` (see [`Cluster::checkpoints`]): the
@@ -766,6 +936,7 @@ impl Shard {
         // Records from several shards arrive in any order: imported in a fixed one (the
         // frame itself does not depend on it, in canonical order; the allocator's free
         // list does).
+        self.insert_globals()?;
         let mut received = std::mem::take(&mut self.received);
         received.retain(|r| r.1 != STATS);
         received.sort_unstable_by(|a, b| (a.1, &a.2[..8]).cmp(&(b.1, &b.2[..8])));
@@ -804,6 +975,8 @@ impl Shard {
         let world = self.rt.world();
         let checksum = world_checksum(world);
         let entities = world.len() as u64;
+        // The world-wide values over the owned entities, before any leaves.
+        self.send_globals(out)?;
         let (ghosts, migrations, bytes) = self.send_mirrors(out)?;
         plot!("cluster ghosts sent", ghosts);
         plot!("cluster migrations", migrations);

@@ -16,13 +16,15 @@
 //! - `life`: regenerates `Hp`, despawns the dead.
 //!
 //! [`reference()`] runs it in one process (one world, canonical order) for comparison.
+//! [`herd`] (with the world-wide value [`Herd`]) adds a system that reads the whole
+//! world's centre.
 
 use std::collections::BTreeMap;
 
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bands, Tiles, world_checksum};
+use crate::{Bands, Cluster, Tiles, world_checksum};
 
 /// Position.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
@@ -230,22 +232,113 @@ fn crowd(w: &World, out: &mut Output) {
     }
 }
 
-/// The model in one process: one world of `entities` agents in canonical order, one
-/// worker; [`world_checksum`] after each of `frames` frames.
+/// The model in one process ([`Cluster::run_in_one_process`]: one world of `entities`
+/// agents in canonical order, one worker); [`world_checksum`] after each of `frames`
+/// frames.
 pub fn reference_of(entities: usize, frames: u64) -> Vec<u64> {
-    let mut w = world_of(entities);
-    w.set_canonical_order(true);
-    let mut rt = Runtime::builder().workers(1).build(w);
-    systems_of(entities)(&mut rt);
-    (0..frames)
-        .map(|_| {
-            rt.frame();
-            world_checksum(rt.world())
-        })
-        .collect()
+    let one = Cluster::new(
+        bands_of(entities, 2.0 * RANGE),
+        move || world_of(entities),
+        systems_of(entities),
+    )
+    .frames(frames)
+    .run_in_one_process()
+    .expect("the model runs");
+    one.frames.iter().map(|f| f.checksum).collect()
 }
 
 /// [`reference_of`] for [`world`].
 pub fn reference(frames: u64) -> Vec<u64> {
     reference_of(2_000, frames)
+}
+
+/// The herd's centre, a world-wide value ([`Cluster::global`]) summed exactly: positions
+/// in 1/1024 units as integers, and a count. What the `herd` system steers by.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Herd {
+    /// Sum of the positions, in 1/1024 units.
+    pub sum: [i64; 2],
+    /// Agents counted.
+    pub count: u64,
+}
+
+impl Herd {
+    /// The part of the agents in `world`.
+    pub fn part(world: &World) -> Herd {
+        let mut h = Herd::default();
+        for (_, (p,)) in world.query::<(&Pos,)>() {
+            h.sum[0] += (p.0[0] * 1024.0).round() as i64;
+            h.sum[1] += (p.0[1] * 1024.0).round() as i64;
+            h.count += 1;
+        }
+        h
+    }
+
+    /// Adds `other`'s agents: exact, so the total does not depend on how the world was
+    /// split.
+    pub fn combine(total: &mut Herd, other: Herd) {
+        total.sum[0] += other.sum[0];
+        total.sum[1] += other.sum[1];
+        total.count += other.count;
+    }
+
+    /// The centre, if any agent was counted.
+    pub fn centre(&self) -> Option<[f32; 2]> {
+        (self.count > 0).then(|| {
+            let n = self.count as f64 * 1024.0;
+            [
+                (self.sum[0] as f64 / n) as f32,
+                (self.sum[1] as f64 / n) as f32,
+            ]
+        })
+    }
+}
+
+/// The same centre summed in `f32`: its rounding depends on how the world was split, so
+/// a sharded world steered by it drifts from one process (the test's control).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FloatHerd {
+    /// Sum of the positions.
+    pub sum: [f32; 2],
+    /// Agents counted.
+    pub count: u64,
+}
+
+impl FloatHerd {
+    /// The part of the agents in `world`.
+    pub fn part(world: &World) -> FloatHerd {
+        let mut h = FloatHerd::default();
+        for (_, (p,)) in world.query::<(&Pos,)>() {
+            h.sum[0] += p.0[0];
+            h.sum[1] += p.0[1];
+            h.count += 1;
+        }
+        h
+    }
+
+    /// Adds `other`'s agents (float sums: not exact).
+    pub fn combine(total: &mut FloatHerd, other: FloatHerd) {
+        total.sum[0] += other.sum[0];
+        total.sum[1] += other.sum[1];
+        total.count += other.count;
+    }
+}
+
+/// The `herd` system: every agent gets a small impulse toward the herd's centre as last
+/// counted ([`Herd`], or [`FloatHerd`] if that is the resource there is).
+pub fn herd(w: &World, out: &mut Output) {
+    let centre = match (w.get_resource::<Herd>(), w.get_resource::<FloatHerd>()) {
+        (Some(h), _) => h.centre(),
+        (None, Some(f)) => (f.count > 0).then(|| {
+            let n = f.count as f32;
+            [f.sum[0] / n, f.sum[1] / n]
+        }),
+        (None, None) => None,
+    };
+    let Some(c) = centre else {
+        return;
+    };
+    for (e, (p,)) in w.query::<(&Pos,)>() {
+        out.write::<Vel>(e, [(c[0] - p.0[0]) * 1e-4, (c[1] - p.0[1]) * 1e-4]);
+    }
 }

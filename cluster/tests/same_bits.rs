@@ -77,6 +77,41 @@ fn tiles_give_one_process_bits() {
 }
 
 #[test]
+fn world_wide_values_summed_exactly_give_one_process_bits() {
+    // Every agent also steers toward the whole herd's centre, as summed after the last
+    // frame: each shard sums its own agents, the parts are exchanged and added up.
+    let herded = || {
+        Cluster::new(model::bands(), model::world, |rt: &mut Runtime| {
+            model::systems(rt);
+            rt.add_system_named("herd", model::herd);
+        })
+        .frames(FRAMES)
+    };
+    let one = herded()
+        .global(model::Herd::part, model::Herd::combine)
+        .run_in_one_process()
+        .unwrap();
+    assert_ne!(checksums(&one), model::reference(FRAMES), "the herd steers");
+    for shards in 2..=4 {
+        let report = herded()
+            .global(model::Herd::part, model::Herd::combine)
+            .run(timely::Config::process(shards))
+            .unwrap()
+            .unwrap();
+        assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
+    }
+    // The control: the same centre summed in floats depends on the split.
+    let floats = |shards| {
+        let cluster = herded().global(model::FloatHerd::part, model::FloatHerd::combine);
+        match shards {
+            0 => checksums(&cluster.run_in_one_process().unwrap()),
+            n => checksums(&cluster.run(timely::Config::process(n)).unwrap().unwrap()),
+        }
+    };
+    assert_ne!(floats(3), floats(0));
+}
+
+#[test]
 fn runsync_workers_inside_shards_change_nothing() {
     assert_eq!(
         checksums(&sharded(2, 2.0 * model::RANGE, 3)),
