@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bands, Cluster, Tiles, world_checksum};
+use crate::{Bands, Cluster, Tiles};
 
 /// Position.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
@@ -233,7 +233,7 @@ fn crowd(w: &World, out: &mut Output) {
 }
 
 /// The model in one process ([`Cluster::run_in_one_process`]: one world of `entities`
-/// agents in canonical order, one worker); [`world_checksum`] after each of `frames`
+/// agents in canonical order, one worker); [`world_checksum`](crate::world_checksum) after each of `frames`
 /// frames.
 pub fn reference_of(entities: usize, frames: u64) -> Vec<u64> {
     let one = Cluster::new(
