@@ -233,8 +233,8 @@ fn crowd(w: &World, out: &mut Output) {
 }
 
 /// The model in one process ([`Cluster::run_in_one_process`]: one world of `entities`
-/// agents in canonical order, one worker); [`world_checksum`](crate::world_checksum) after each of `frames`
-/// frames.
+/// agents in canonical order, one worker); [`world_checksum`](crate::world_checksum)
+/// after each of `frames` frames.
 pub fn reference_of(entities: usize, frames: u64) -> Vec<u64> {
     let one = Cluster::new(
         bands_of(entities, 2.0 * RANGE),
