@@ -253,13 +253,7 @@ pub(crate) trait AnyColumns: Send + Sync {
     /// Reorders column `col` by a permutation: the values by `swaps`
     /// (`storage::permute::swaps_of`), the marks by its inverse `inv` (row `p` goes to
     /// `inv[p]`) through `scratch`.
-    fn permute_rows(
-        &mut self,
-        col: u32,
-        perm: &[u32],
-        swaps: &[(u32, u32)],
-        scratch: &mut Vec<u64>,
-    );
+    fn permute_rows(&mut self, col: u32, inv: &[u32], swaps: &[(u32, u32)], scratch: &mut Vec<u64>);
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
     /// Replaces row `row` of column `col` with the staged value (old one to the graveyard).
@@ -387,12 +381,12 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn permute_rows(
         &mut self,
         col: u32,
-        perm: &[u32],
+        inv: &[u32],
         swaps: &[(u32, u32)],
         scratch: &mut Vec<u64>,
     ) {
         super::permute::apply_swaps(&mut self.columns[col as usize], swaps);
-        self.marks.permute(col as usize, perm, scratch);
+        self.marks.permute(col as usize, inv, scratch);
     }
 
     fn push_staged(&mut self, col: u32) {

@@ -381,13 +381,19 @@ impl Storage {
     /// Despawns `e`; its components go to the graveyards. Returns where it was.
     pub(crate) fn despawn(&mut self, e: Entity) -> Option<Location> {
         let loc = self.entities.free(e)?;
+        self.remove_row_at(loc);
+        Some(loc)
+    }
+
+    /// Removes the row at `loc` (its entity's slot already released): its components to
+    /// the graveyards, the last row into its place.
+    fn remove_row_at(&mut self, loc: Location) {
         let table = self.tables.get(loc.table);
         for &c in table.components() {
             let col = table.column(c).expect("table lacks its own column");
             self.columns[c.index()].remove_row(col, loc.row);
         }
         self.swap_remove_entity(loc);
-        Some(loc)
     }
 
     /// Drops the graveyards of the types of `table` (after a despawn between frames).

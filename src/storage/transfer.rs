@@ -174,12 +174,7 @@ impl Storage {
     /// not on the free list); returns where it was, or `None` if `e` is dead.
     pub(crate) fn evict(&mut self, e: Entity) -> Option<Location> {
         let loc = self.entities.evict(e)?;
-        let table = self.tables.get(loc.table);
-        for &c in table.components() {
-            let col = table.column(c).expect("table lacks its own column");
-            self.columns[c.index()].remove_row(col, loc.row);
-        }
-        self.swap_remove_entity(loc);
+        self.remove_row_at(loc);
         self.flush_table_graveyards(loc.table);
         Some(loc)
     }
