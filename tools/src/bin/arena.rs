@@ -44,8 +44,10 @@ struct Args {
     seed: u64,
     /// Canonical order (`World::set_canonical_order`): queries visit tables by their types
     /// and rows by entity id, re-sorted every frame; a frame then depends on the world's
-    /// contents only. Changes the game's bits (another iteration order), not its rules.
-    #[arg(long)]
+    /// contents only. Changes the game's bits once deaths and waves take rows out of
+    /// creation order (another iteration order), not its rules.
+    /// Not with `--record`/`--replay` (replays start in creation order).
+    #[arg(long, conflicts_with_all = ["record", "replay"])]
     canonical: bool,
     /// Print per-frame and summary stats as JSON on stdout (instead of the table).
     #[arg(long)]
@@ -358,10 +360,13 @@ fn main() -> ExitCode {
         workers: args.workers,
     };
 
+    let canonical = args.canonical;
+    let build = |config: ArenaConfig| {
+        let mut rt = build(config);
+        rt.world_mut().set_canonical_order(canonical);
+        rt
+    };
     let mut rt = build(config);
-    if args.canonical {
-        rt.world_mut().set_canonical_order(true);
-    }
     if let Some(n) = args.fail_at {
         // Once: a failed frame does not advance the frame count, so the retry is frame N
         // again. During frame N, `Time::frame` counts the N - 1 frames completed.
