@@ -54,6 +54,13 @@ for s in "${steps[@]}"; do
         fi
         step "fuzzing the frame model for ${FUZZ_SECONDS:-60}s"
         (cd fuzz && cargo +nightly fuzz run frames -- -max_total_time="${FUZZ_SECONDS:-60}")
+        # The readers of untrusted bytes: save files, and entity records from other shards
+        # (their past finds first).
+        for target in load import; do
+            step "fuzzing the $target reader for ${FUZZ_SECONDS:-60}s"
+            (cd fuzz && cargo +nightly fuzz run "$target" regressions/"$target"/* \
+                && cargo +nightly fuzz run "$target" -- -max_total_time="${FUZZ_SECONDS:-60}")
+        done
         ;;
     *)
         echo "unknown step '$s' (expected: miri miri-tb loom asan fuzz)" >&2
