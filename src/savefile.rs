@@ -525,6 +525,11 @@ impl<'a> Reader<'a> {
         Ok(self.take(1, what)?[0])
     }
 
+    /// What is left to read.
+    pub(crate) fn rest(&self) -> &'a [u8] {
+        self.rest
+    }
+
     pub(crate) fn u32(&mut self, what: &'static str) -> Result<u32, LoadError> {
         let b = self.take(4, what)?;
         Ok(u32::from_le_bytes(b.try_into().expect("4 bytes")))

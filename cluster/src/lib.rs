@@ -584,18 +584,13 @@ impl<P: Partition> Cluster<P> {
                 while probe.less_than(input.time()) {
                     worker.step_or_park(None);
                 }
+                // This round's records out, in arrival order; the next round's stay.
                 let mut inbox = inbox.borrow_mut();
-                let ahead = inbox.iter().filter(|(t, _)| *t > round).count();
-                // This round's records, in arrival order, out; the next round's stay.
-                let mut kept = Vec::with_capacity(ahead);
-                for (t, r) in inbox.drain(..) {
-                    if t == round {
-                        shard.received.push(r);
-                    } else {
-                        kept.push((t, r));
-                    }
-                }
-                *inbox = kept;
+                let (now, later) = inbox.drain(..).partition(|(t, _)| *t == round);
+                *inbox = later;
+                shard
+                    .received
+                    .extend(now.into_iter().map(|(_, r): (u64, Record)| r));
                 start.elapsed()
             };
             let first = match &self.resume {
@@ -621,8 +616,6 @@ impl<P: Partition> Cluster<P> {
                 stats.time = start.elapsed();
                 if shard.index == 0 {
                     report.frames.push(shard.gather(frame, stats));
-                } else {
-                    shard.received.retain(|r| r.1 != STATS);
                 }
                 if let Some((every, dir)) = &self.checkpoints {
                     if frame % every == 0 {

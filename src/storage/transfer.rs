@@ -11,16 +11,7 @@
 use super::Storage;
 use crate::component::ComponentId;
 use crate::entity::{Entity, Location};
-use crate::savefile::{ColumnError, LoadError, SaveError, Source};
-
-/// Reads `N` bytes off the front of `src`.
-fn take<const N: usize>(src: &mut &[u8], what: &'static str) -> Result<[u8; N], LoadError> {
-    let Some((head, rest)) = src.split_first_chunk::<N>() else {
-        return Err(LoadError::Truncated { what });
-    };
-    *src = rest;
-    Ok(*head)
-}
+use crate::savefile::{ColumnError, LoadError, Reader, SaveError, Source};
 
 impl Storage {
     /// Appends `e`'s record to `out`; `Ok(false)` (nothing written) if `e` is dead.
@@ -65,14 +56,15 @@ impl Storage {
         src: &mut &[u8],
         ids: &mut Vec<ComponentId>,
     ) -> Result<Entity, LoadError> {
-        let bits = u64::from_le_bytes(take(src, "an entity record")?);
+        let mut r = Reader::new(src);
+        let bits = r.u64("an entity record")?;
         let e = Entity::from_bits(bits).ok_or_else(|| LoadError::BadData {
             what: format!("{bits:#x} is not an entity id"),
         })?;
-        if self.entities.location(e).is_some() || self.entities.index_alive(e.index()) {
+        if self.entities.index_alive(e.index()) {
             return Err(LoadError::DuplicateEntity { entity: e });
         }
-        let n = u32::from_le_bytes(take(src, "an entity record")?) as usize;
+        let n = r.u32("an entity record")? as usize;
         if n > self.registry.len() {
             return Err(LoadError::BadData {
                 what: format!(
@@ -82,29 +74,28 @@ impl Storage {
             });
         }
         ids.clear();
-        let result = self.stage_record(src, n, ids);
-        if let Err(error) = result {
-            for &c in ids.iter() {
-                self.columns[c.index()].discard_staged();
-                self.columns[c.index()].flush_graveyard();
+        let staged = self.stage_record(&mut r, n, ids).and_then(|()| {
+            if self.entities.place(e) {
+                return Ok(());
             }
-            return Err(error);
-        }
-        if !self.entities.place(e) {
-            for &c in ids.iter() {
-                self.columns[c.index()].discard_staged();
-                self.columns[c.index()].flush_graveyard();
-            }
-            return Err(LoadError::BadData {
+            Err(LoadError::BadData {
                 what: format!(
                     "entity {e} is more than {} slots past this world's {} (call \
                      `World::reserve_entity_slots` first for ids that far out)",
                     crate::entity::PLACE_SLACK,
                     self.entities.slots()
                 ),
-            });
+            })
+        });
+        if let Err(error) = staged {
+            for &c in ids.iter() {
+                self.columns[c.index()].discard_staged();
+                self.columns[c.index()].flush_graveyard();
+            }
+            return Err(error);
         }
         self.place_staged(e, ids);
+        *src = r.rest();
         Ok(e)
     }
 
@@ -112,27 +103,24 @@ impl Storage {
     /// (types in increasing id order, each registered and opted into saves).
     fn stage_record(
         &mut self,
-        src: &mut &[u8],
+        r: &mut Reader<'_>,
         n: usize,
         ids: &mut Vec<ComponentId>,
     ) -> Result<(), LoadError> {
         for _ in 0..n {
-            let id = u32::from_le_bytes(take(src, "a component id")?);
+            let id = r.u32("a component id")?;
             if id as usize >= self.registry.len() || ids.last().is_some_and(|l| l.0 >= id) {
                 return Err(LoadError::BadData {
                     what: format!("component id {id} out of order or not registered"),
                 });
             }
             let c = ComponentId(id);
-            let len = u64::from_le_bytes(take(src, "a component value")?);
-            if len > src.len() as u64 {
-                return Err(LoadError::Truncated {
-                    what: "a component value",
-                });
-            }
-            let (value, rest) = src.split_at(len as usize);
-            *src = rest;
-            let mut value = value;
+            let len = r.u64("a component value")?;
+            let what = "a component value";
+            let mut value = r.take(
+                usize::try_from(len).map_err(|_| LoadError::Truncated { what })?,
+                what,
+            )?;
             let mut source = Source::new(&mut value);
             let type_name = self.type_name(c);
             let columns = &mut self.columns[c.index()];
