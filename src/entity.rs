@@ -590,6 +590,19 @@ impl Entities {
         true
     }
 
+    /// Every slot's id (its entity's, or its next one's), `None` for a retired slot: see
+    /// `World::entity_slots`. A free slot at the last generation counts as retired (its
+    /// one remaining use is given up: a slot, for an iterator that needs no free-list
+    /// lookup).
+    pub(crate) fn slot_ids(&self) -> impl ExactSizeIterator<Item = Option<Entity>> + '_ {
+        self.slots.iter().enumerate().map(|(i, s)| {
+            (s.location != Location::NONE || s.generation.get() != u32::MAX).then_some(Entity {
+                index: i as u32,
+                generation: s.generation,
+            })
+        })
+    }
+
     /// Whether slot `index` holds a live entity (of any generation).
     pub(crate) fn index_alive(&self, index: u32) -> bool {
         self.slots

@@ -12,11 +12,13 @@
 //! 1. imports what the last exchange brought: entities that migrated here, and ghosts;
 //! 2. runs one runsync frame (Run, then Sync) over its owned entities *and* its ghosts;
 //! 3. drops its ghosts (whatever the frame did to them: their owners computed the same
-//!    thing, see below);
-//! 4. asks the partition, for every owned entity, who owns it now and which shards must
+//!    thing, see below), and the entities the frame spawned that another shard owns;
+//! 4. agrees with every shard on the ids of the frame's spawns (one exchange round: see
+//!    [Spawned ids](#spawned-ids));
+//! 5. asks the partition, for every owned entity, who owns it now and which shards must
 //!    mirror it; sends each entity that changed owner (all its components, id kept) to
-//!    its new owner and a copy to every shard that mirrors it, through one timely
-//!    exchange (a keyed all-to-all, in lockstep rounds: the frame number is the epoch).
+//!    its new owner and a copy to every shard that mirrors it, through a second timely
+//!    exchange (a keyed all-to-all, in lockstep rounds: timely's epochs).
 //!
 //! # Why the bits are the same: the owner computes
 //!
@@ -42,14 +44,33 @@
 //! gets the order for free, moves no outputs, and costs a deeper halo and the work spent
 //! on ghosts.
 //!
+//! Spawns follow the same rule: a spawn belongs to the shard the partition gives it
+//! (evaluated on the newborn), which computes it from its copies of the emitter, so a
+//! spawn must land within the interaction range of the entity that emits it. The other
+//! shards that computed it (holding the emitter too) drop it.
+//!
+//! # Spawned ids
+//!
+//! runsync gives a spawn the next id of its world's allocator, in the order Sync meets
+//! the spawns — an order a shard sees only part of. So in a cluster, and in
+//! [`run_in_one_process`](Cluster::run_in_one_process) alike, the ids a frame's spawns
+//! end up with are given after the frame by one rule that does not depend on the split:
+//! every shard keeps a copy of one allocator for the whole world; the frame's deaths
+//! free their slots (generation + 1), then the frame's spawns, ordered by their contents
+//! (every component's saved bytes), take the lowest free slots. Shards learn each
+//! other's deaths and kept spawns in one exchange round; spawns with equal contents are
+//! interchangeable. What it asks of systems: the id `Output::spawn` returns (and hooks
+//! see during Sync) is provisional — do not store it in a component or send outputs to
+//! it in the frame that spawns it (use `spawn_deferred`, or put everything in the
+//! bundle). Each shard's copy costs 5 bytes per slot of the whole world.
+//!
 //! # What a sharded world may not do (yet)
 //!
-//! Checked, with a [`ClusterError`]: spawning during a frame (spawned ids would have to
-//! be agreed across shards; [`ClusterError::Spawned`]), and parents and children
-//! (`World::evict` refuses them). Not checked, documented: systems must be *local* — a
-//! system's outputs to an entity depend only on entities within the interaction range
-//! (no messages read across regions), and change detection on ghosts sees every ghost as
-//! just added. What a system needs of the whole world (a centre of mass, a population)
+//! Checked: parents and children (`World::evict` refuses them, with a panic). Not
+//! checked, documented: systems must be *local* — a system's outputs to an entity, and
+//! its spawns, depend only on entities within the interaction range, and a spawn lands
+//! within it (no messages read across regions); spawned ids are provisional in their
+//! frame (above); change detection on ghosts sees every ghost as just added. What a system needs of the whole world (a centre of mass, a population)
 //! it reads as a world-wide value ([`Cluster::global`]): summed by each shard over what
 //! it owns after every frame, exchanged and added up exactly, read the next frame.
 //!
@@ -72,6 +93,7 @@
 //! assert_eq!(shards(3), one);
 //! ```
 
+mod ids;
 pub mod model;
 
 /// A Tracy zone until the end of the enclosing block (nothing without `tracy`).
@@ -99,6 +121,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use ids::{Agreement, Ids};
 use runsync::{Entity, LoadError, Runtime, SaveError, World};
 use timely::container::CapacityContainerBuilder;
 use timely::dataflow::InputHandle;
@@ -258,6 +281,8 @@ pub struct FrameReport {
     pub checksum: u64,
     /// Live entities after the frame.
     pub entities: usize,
+    /// Entities the frame spawned (after the ids were agreed: each once, on its owner).
+    pub spawned: usize,
     /// Ghost copies sent after the frame (one per entity and mirroring shard).
     pub ghosts: usize,
     /// Entities that changed owner after the frame.
@@ -275,8 +300,9 @@ pub struct FrameReport {
     /// The slowest shard's work after the frame: dropping ghosts, the world checksum,
     /// asking the partition about every owned entity, exporting ghosts and migrants.
     pub export: Duration,
-    /// Shard 0's exchange: sending, then waiting for every shard's records (so it holds
-    /// the other shards' lag behind shard 0).
+    /// Shard 0's two exchange rounds (the spawned ids, then the entities): sending, then
+    /// waiting for every shard's records (so it holds the other shards' lag behind
+    /// shard 0).
     pub exchange: Duration,
 }
 
@@ -302,13 +328,6 @@ pub enum ClusterError {
         /// What runsync said.
         message: String,
     },
-    /// A system spawned entities, which a sharded world does not support yet.
-    Spawned {
-        /// The shard that saw it.
-        shard: usize,
-        /// The frame.
-        frame: u64,
-    },
     /// An entity could not be sent (a component type not opted into saves).
     Save(SaveError),
     /// A record could not be read (the shards do not register the same types), or a
@@ -333,12 +352,6 @@ impl fmt::Display for ClusterError {
                     "runsync-cluster: shard {shard}'s frame failed: {message}"
                 )
             }
-            ClusterError::Spawned { shard, frame } => write!(
-                f,
-                "runsync-cluster: a system on shard {shard} spawned entities in frame \
-                 {frame}; a sharded world cannot spawn yet (spawned ids would have to be \
-                 agreed across shards)"
-            ),
             ClusterError::Save(e) => write!(f, "runsync-cluster: cannot send an entity: {e}"),
             ClusterError::Load(e) => write!(
                 f,
@@ -466,6 +479,8 @@ impl<P: Partition> Cluster<P> {
     pub fn run_in_one_process(&self) -> Result<Report, ClusterError> {
         let mut world = (self.world)();
         world.set_canonical_order(true);
+        let mut ids = Ids::of(&world);
+        let mut agreement = Agreement::new(world.query::<()>().map(|(e, ())| e).collect());
         let mut rt = Runtime::builder().workers(self.shard_workers).build(world);
         (self.systems)(&mut rt);
         let mut report = Report {
@@ -489,9 +504,18 @@ impl<P: Partition> Cluster<P> {
                 message: e.to_string(),
             })?;
             let run_sync = start.elapsed();
+            // The same ids as a sharded world's spawns get.
+            let stats = rt.stats();
+            let changed = (stats.spawned > 0, stats.despawned > 0);
+            let told = agreement.collect(rt.world_mut(), 0, changed, |_, _| true)?;
+            let spawned = match told {
+                Some(told) => agreement.apply(&mut ids, rt.world_mut(), 0, &[&told])?,
+                None => 0,
+            };
             insert(&mut rt, &mut bytes)?;
             report.frames.push(FrameReport {
                 frame,
+                spawned,
                 checksum: if self.checksums {
                     world_checksum(rt.world())
                 } else {
@@ -610,9 +634,11 @@ impl<P: Partition> Cluster<P> {
             };
             for frame in first..=self.frames {
                 let start = Instant::now();
-                let mut stats = shard.frame(frame, &mut out)?;
-                out.push(stats.record());
+                let mut stats = shard.run_frame(&mut out)?;
                 stats.exchange = exchange(&mut out, &mut shard);
+                shard.finish_frame(&mut stats, &mut out)?;
+                out.push(stats.record());
+                stats.exchange += exchange(&mut out, &mut shard);
                 stats.time = start.elapsed();
                 if shard.index == 0 {
                     report.frames.push(shard.gather(frame, stats));
@@ -650,6 +676,9 @@ const STATS: u8 = 2;
 /// A shard's part of the world-wide values (`u32` index of the value, then its bytes),
 /// sent to every shard.
 const GLOBAL: u8 = 3;
+/// A shard's owned entities that died in the frame and the spawns it keeps
+/// ([`Agreement::collect`]), sent to every shard.
+const AGREE: u8 = 4;
 
 /// A world-wide value's part and fold, type-erased: see [`Cluster::global`].
 trait GlobalValue: Send + Sync {
@@ -704,6 +733,7 @@ where
 struct ShardStats {
     checksum: u64,
     entities: u64,
+    spawned: u64,
     ghosts: u64,
     migrations: u64,
     bytes: u64,
@@ -715,13 +745,14 @@ struct ShardStats {
 }
 
 /// The words of a [`ShardStats`] record.
-const STATS_WORDS: usize = 8;
+const STATS_WORDS: usize = 9;
 
 impl ShardStats {
     fn record(&self) -> Record {
         let words: [u64; STATS_WORDS] = [
             self.checksum,
             self.entities,
+            self.spawned,
             self.ghosts,
             self.migrations,
             self.bytes,
@@ -761,6 +792,10 @@ struct Shard {
     globals: Vec<Arc<dyn GlobalValue>>,
     /// Whether to compute the checksum after every frame.
     checksums: bool,
+    /// The whole world's entity allocator, as every shard keeps it.
+    ids: Ids,
+    /// The owned entities, and the ids of what a frame spawned.
+    agreement: Agreement,
 }
 
 impl Shard {
@@ -774,9 +809,13 @@ impl Shard {
     ) -> Result<Shard, ClusterError> {
         let mut world = world();
         world.set_canonical_order(true);
+        let ids = Ids::of(&world);
         let all: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
+        let mut owned = Vec::new();
         for e in all {
-            if partition.owner(&world, e, shards) != index {
+            if partition.owner(&world, e, shards) == index {
+                owned.push(e);
+            } else {
                 world.evict(e);
             }
         }
@@ -793,6 +832,8 @@ impl Shard {
             mirrors: Vec::new(),
             globals: Vec::new(),
             checksums: true,
+            ids,
+            agreement: Agreement::new(owned),
         })
     }
 
@@ -803,8 +844,13 @@ impl Shard {
         let owned: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
         let (mut ghosts, mut bytes) = (0, 0);
         let mut leaving = Vec::new();
+        let staying = &mut self.agreement.owned;
+        staying.clear();
         for e in owned {
             let owner = self.partition.owner(world, e, self.shards);
+            if owner == self.index {
+                staying.push(e);
+            }
             self.mirrors.clear();
             self.partition
                 .mirrors(world, e, self.shards, &mut self.mirrors);
@@ -879,7 +925,8 @@ impl Shard {
 
     /// Writes this shard's checkpoint after `frame` (see [`Cluster::checkpoints`]): the
     /// runtime save's length and bytes, then the migrants received (count, then each
-    /// record's length and bytes), little-endian.
+    /// record's length and bytes), then the whole world's entity allocator (length and
+    /// bytes: [`Ids::encode`]), little-endian.
     fn checkpoint(&self, dir: &Path, frame: u64) -> Result<(), ClusterError> {
         let mut save = Vec::new();
         self.rt.save(&mut save).map_err(ClusterError::Save)?;
@@ -892,6 +939,10 @@ impl Shard {
             file.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
             file.extend_from_slice(bytes);
         }
+        let mut ids = Vec::new();
+        self.ids.encode(&mut ids);
+        file.extend_from_slice(&(ids.len() as u64).to_le_bytes());
+        file.extend_from_slice(&ids);
         let path = checkpoint_path(dir, self.index, self.shards, frame);
         let io = |error| ClusterError::Io {
             path: path.clone(),
@@ -927,24 +978,31 @@ impl Shard {
         let len = word(take(8, "a truncated checkpoint")?);
         let save = take(len, "a truncated checkpoint")?;
         self.rt.load(&mut &save[..]).map_err(ClusterError::Load)?;
+        let world = self.rt.world_mut();
+        self.agreement = Agreement::new(world.query::<()>().map(|(e, ())| e).collect());
         let n = word(take(8, "a truncated checkpoint")?);
         for _ in 0..n {
             let len = word(take(8, "a truncated checkpoint")?);
             let record = take(len, "a truncated checkpoint")?;
-            self.rt
-                .world_mut()
+            let e = world
                 .import_entity(&mut &record[..])
                 .map_err(ClusterError::Load)?;
+            self.agreement.placed(e);
+            self.agreement.owned.push(e);
         }
+        let len = word(take(8, "a truncated checkpoint")?);
+        self.ids = Ids::decode(take(len, "a truncated checkpoint")?)
+            .ok_or_else(|| bad("a bad entity allocator"))?;
         if !src.is_empty() {
             return Err(bad("bytes after the checkpoint's end"));
         }
         Ok(())
     }
 
-    /// Imports the last exchange's entities, runs the frame, drops the ghosts, sends
-    /// migrants and mirrors (into `out`).
-    fn frame(&mut self, frame: u64, out: &mut Vec<Record>) -> Result<ShardStats, ClusterError> {
+    /// Imports the last exchange's entities, runs the frame, drops the ghosts and the
+    /// spawns another shard keeps, and sends every shard (into `out`) what this one
+    /// knows of the frame's deaths and spawns: the first exchange round of a frame.
+    fn run_frame(&mut self, out: &mut Vec<Record>) -> Result<ShardStats, ClusterError> {
         // Records from several shards arrive in any order: imported in a fixed one (the
         // frame itself does not depend on it, in canonical order; the allocator's free
         // list does).
@@ -955,14 +1013,16 @@ impl Shard {
         let imported = Instant::now();
         {
             zone!("cluster: import");
+            let world = self.rt.world_mut();
+            world.reserve_entity_slots(self.ids.len());
             for (_, kind, bytes) in &received {
-                let e = self
-                    .rt
-                    .world_mut()
+                let e = world
                     .import_entity(&mut &bytes[..])
                     .map_err(ClusterError::Load)?;
-                if *kind == GHOST {
-                    self.ghosts.push(e);
+                self.agreement.placed(e);
+                match *kind {
+                    GHOST => self.ghosts.push(e),
+                    _ => self.agreement.owned.push(e),
                 }
             }
         }
@@ -973,41 +1033,71 @@ impl Shard {
             message: e.to_string(),
         })?;
         let run_sync = start.elapsed();
-        if self.rt.stats().spawned > 0 {
-            return Err(ClusterError::Spawned {
-                shard: self.index,
-                frame,
-            });
+        let exported = Instant::now();
+        zone!("cluster: spawns and deaths");
+        let stats = self.rt.stats();
+        let changed = (stats.spawned > 0, stats.despawned > 0);
+        let world = self.rt.world_mut();
+        for g in self.ghosts.drain(..) {
+            world.evict(g);
         }
+        let (partition, me, shards) = (&self.partition, self.index, self.shards);
+        let told = self.agreement.collect(world, me as u32, changed, |w, e| {
+            partition.owner(w, e, shards) == me
+        })?;
+        if let Some(told) = told {
+            for s in 1..shards {
+                out.push((s as u32, AGREE, told.clone()));
+            }
+            out.push((0, AGREE, told));
+        }
+        Ok(ShardStats {
+            run_sync,
+            import,
+            export: exported.elapsed(),
+            ..ShardStats::default()
+        })
+    }
+
+    /// After the first round: gives the frame's spawns their agreed ids, then checksums
+    /// and sends the world-wide values, migrants and mirrors (into `out`) for the
+    /// second.
+    fn finish_frame(
+        &mut self,
+        stats: &mut ShardStats,
+        out: &mut Vec<Record>,
+    ) -> Result<(), ClusterError> {
         let exported = Instant::now();
         zone!("cluster: export");
-        for g in self.ghosts.drain(..) {
-            self.rt.world_mut().evict(g);
-        }
+        let received = std::mem::take(&mut self.received);
+        let parts: Vec<&[u8]> = (received.iter())
+            .filter(|r| r.1 == AGREE)
+            .map(|r| &r.2[..])
+            .collect();
+        debug_assert_eq!(
+            parts.len(),
+            received.len(),
+            "the first round is agreement only"
+        );
+        let world = self.rt.world_mut();
+        stats.spawned =
+            (self.agreement).apply(&mut self.ids, world, self.index as u32, &parts)? as u64;
         let world = self.rt.world();
-        let checksum = if self.checksums {
+        stats.checksum = if self.checksums {
             world_checksum(world)
         } else {
             0
         };
-        let entities = world.len() as u64;
+        stats.entities = world.len() as u64;
         // The world-wide values over the owned entities, before any leaves.
         self.send_globals(out)?;
         let (ghosts, migrations, bytes) = self.send_mirrors(out)?;
         plot!("cluster ghosts sent", ghosts);
         plot!("cluster migrations", migrations);
         plot!("cluster bytes sent", bytes);
-        Ok(ShardStats {
-            checksum,
-            entities,
-            ghosts,
-            migrations,
-            bytes,
-            run_sync,
-            import,
-            export: exported.elapsed(),
-            ..ShardStats::default()
-        })
+        (stats.ghosts, stats.migrations, stats.bytes) = (ghosts, migrations, bytes);
+        stats.export += exported.elapsed();
+        Ok(())
     }
 
     /// Shard 0: the frame's figures over all shards, from their records.
@@ -1021,12 +1111,14 @@ impl Shard {
         let mut add = |w: [u64; STATS_WORDS]| {
             report.checksum = report.checksum.wrapping_add(w[0]);
             report.entities += w[1] as usize;
-            report.ghosts += w[2] as usize;
-            report.migrations += w[3] as usize;
-            report.bytes += w[4] as usize;
-            report.run_sync = report.run_sync.max(Duration::from_nanos(w[5]));
-            report.import = report.import.max(Duration::from_nanos(w[6]));
-            report.export = report.export.max(Duration::from_nanos(w[7]));
+            // Every shard counted every spawn (the agreement is all-to-all).
+            report.spawned = w[2] as usize;
+            report.ghosts += w[3] as usize;
+            report.migrations += w[4] as usize;
+            report.bytes += w[5] as usize;
+            report.run_sync = report.run_sync.max(Duration::from_nanos(w[6]));
+            report.import = report.import.max(Duration::from_nanos(w[7]));
+            report.export = report.export.max(Duration::from_nanos(w[8]));
         };
         let mut others = 0;
         for (_, kind, bytes) in &self.received {
@@ -1128,6 +1220,7 @@ mod tests {
         let stats = ShardStats {
             checksum: u64::MAX - 3,
             entities: 7,
+            spawned: 5,
             ghosts: 11,
             migrations: 13,
             bytes: 17,
@@ -1140,7 +1233,7 @@ mod tests {
         assert_eq!((to, kind), (0, STATS));
         assert_eq!(
             ShardStats::read(&bytes),
-            [u64::MAX - 3, 7, 11, 13, 17, 19, 23, 29]
+            [u64::MAX - 3, 7, 5, 11, 13, 17, 19, 23, 29]
         );
     }
 }

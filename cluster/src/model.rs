@@ -1,8 +1,8 @@
 //! A model scenario for sharding, small enough for tests and big enough to measure:
 //! agents in a box, bouncing off its walls, pushed apart by their neighbours and hurting
-//! them, regenerating, dying. Every frame entities cross band boundaries (migrations),
-//! write to neighbours across them (scattered float sums, order-sensitive), and die near
-//! them (despawns).
+//! them, regenerating, breeding, dying. Every frame entities cross band boundaries
+//! (migrations), write to neighbours across them (scattered float sums,
+//! order-sensitive), are born and die near them (spawns, despawns).
 //!
 //! - [`Pos`] and [`Vel`] (two `f32`s each), [`Hp`] (`f32`); all saved (serde) and
 //!   checksummed.
@@ -13,7 +13,8 @@
 //!   to its own `Vel`), and hurts each by [`HURT`] shared among them (a write to the
 //!   *neighbour's* `Hp`, a closure merge summing in order). What an agent deals depends on
 //!   how many neighbours it has, so a shard needs ghosts within `2 × RANGE` of its region.
-//! - `life`: regenerates `Hp`, despawns the dead.
+//! - `life`: regenerates `Hp`, despawns the dead; an agent with more than [`BREED`]
+//!   gives half its `Hp` to a newborn one unit beside it (a spawn).
 //!
 //! [`reference()`] runs it in one process (one world, canonical order) for comparison.
 //! [`herd`] (with the world-wide value [`Herd`]) adds a system that reads the whole
@@ -53,6 +54,8 @@ pub const RANGE: f32 = 4.0;
 pub const HURT: f32 = 0.26;
 /// Health regained per frame.
 pub const REGEN: f32 = 0.25;
+/// Health above which an agent breeds.
+pub const BREED: f32 = 6.0;
 /// Agents per unit of area.
 const DENSITY: f32 = 0.1;
 
@@ -174,15 +177,29 @@ pub fn systems_of(entities: usize) -> impl Fn(&mut Runtime) + Send + Sync + 'sta
             }
         });
         rt.add_system_named("crowd", crowd);
-        rt.add_system_named("life", |w: &World, out: &mut Output| {
-            for (e, (h,)) in w.query::<(&Hp,)>() {
-                if h.0 <= 0.0 {
-                    out.despawn(e);
-                } else {
-                    out.write::<Hp>(e, REGEN);
-                }
-            }
-        });
+        rt.add_system_named("life", life);
+    }
+}
+
+/// The `life` system: regenerate, die, breed.
+fn life(w: &World, out: &mut Output) {
+    for (e, (p, v, h)) in w.query::<(&Pos, &Vel, &Hp)>() {
+        if h.0 <= 0.0 {
+            out.despawn(e);
+            continue;
+        }
+        out.write::<Hp>(e, REGEN);
+        if h.0 > BREED {
+            // The newborn: one unit to the parent's left, drifting the other way.
+            let speed = (v.0[0] * v.0[0] + v.0[1] * v.0[1]).sqrt().max(0.1);
+            let side = [-v.0[1] / speed, v.0[0] / speed];
+            out.write::<Hp>(e, -h.0 / 2.0);
+            out.spawn_deferred((
+                Pos([p.0[0] + side[0], p.0[1] + side[1]]),
+                Vel([-v.0[0], -v.0[1]]),
+                Hp(h.0 / 2.0),
+            ));
+        }
     }
 }
 

@@ -1,8 +1,9 @@
 //! The sharded frame gives the same bits as one process: the model scenario's world
 //! checksum after every frame, on 1 to 4 shards (threads), with runsync workers inside
 //! shards, and on two processes over loopback, equals one process's — while entities
-//! migrate every frame, write to neighbours across every band boundary and die near
-//! them. A mirror range that leaves out a neighbour's neighbour gives other bits.
+//! migrate every frame, write to neighbours across every band boundary, are born and
+//! die near them. A mirror range that leaves out a neighbour's neighbour gives other
+//! bits.
 
 use std::io::Read;
 use std::net::TcpListener;
@@ -10,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use runsync::prelude::*;
-use runsync_cluster::model::{self, Pos};
+use runsync_cluster::model::{self, Hp, Pos, Vel};
 use runsync_cluster::{Cluster, ClusterError, Report, timely};
 
 const FRAMES: u64 = 80;
@@ -36,7 +37,9 @@ fn one_to_four_shards_give_one_process_bits() {
         assert_eq!(report.shards, shards);
         assert_eq!(checksums(&report), one, "{shards} shards");
         let last = report.frames.last().unwrap();
-        assert!(last.entities < 2_000, "agents died");
+        let born: usize = report.frames.iter().map(|f| f.spawned).sum();
+        assert!(born > 20, "{shards} shards: {born} born");
+        assert!(last.entities < 2_000 + born, "agents died");
         if shards > 1 {
             // Every frame mirrors and most migrate.
             assert!(
@@ -119,9 +122,9 @@ fn runsync_workers_inside_shards_change_nothing() {
     );
 }
 
-/// The model in one process, noting per frame the agents that died and the pairs within
-/// reach that straddle a boundary of `shards` bands.
-fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>) {
+/// The model in one process, noting per boundary of `shards` bands the agents that died
+/// and were born within reach of it, and the pairs within reach that straddle it.
+fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
     let (width, _) = model::size(2_000);
     let band = |x: f32| ((x / width * shards as f32).max(0.0) as usize).min(shards - 1);
     let mut w = model::world();
@@ -129,7 +132,19 @@ fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>) {
     let mut rt = Runtime::builder().workers(1).build(w);
     model::systems(&mut rt);
     // Per boundary: agents that died within reach of it, pairs across it.
-    let (mut deaths, mut pairs) = (vec![0; shards - 1], vec![0; shards - 1]);
+    let (mut deaths, mut births, mut pairs) = (
+        vec![0; shards - 1],
+        vec![0; shards - 1],
+        vec![0; shards - 1],
+    );
+    let near = |x: f32, counts: &mut Vec<usize>| {
+        for (b, count) in counts.iter_mut().enumerate() {
+            let edge = width * (b + 1) as f32 / shards as f32;
+            if (x - edge).abs() < model::RANGE {
+                *count += 1;
+            }
+        }
+    };
     for _ in 0..FRAMES {
         let before: Vec<(Entity, [f32; 2])> = rt
             .world()
@@ -150,24 +165,24 @@ fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>) {
         rt.frame();
         for &(e, p) in &before {
             if !rt.world().is_alive(e) {
-                for (b, count) in deaths.iter_mut().enumerate() {
-                    let edge = width * (b + 1) as f32 / shards as f32;
-                    if (p[0] - edge).abs() < model::RANGE {
-                        *count += 1;
-                    }
-                }
+                near(p[0], &mut deaths);
+            }
+        }
+        for (e, (p,)) in rt.world().query::<(&Pos,)>() {
+            if !before.iter().any(|&(b, _)| b == e) {
+                near(p.0[0], &mut births);
             }
         }
     }
-    (deaths, pairs)
+    (deaths, births, pairs)
 }
 
 #[test]
 fn the_scenario_crosses_every_boundary() {
     // What `one_to_four_shards_give_one_process_bits` exercised, counted in one process:
     // at 4 shards, each of the 3 boundaries sees neighbours writing across it every
-    // frame, and agents dying within reach of it.
-    let (deaths, pairs) = boundary_traffic(4);
+    // frame, and agents dying and born within reach of it.
+    let (deaths, births, pairs) = boundary_traffic(4);
     for b in 0..3 {
         assert!(
             pairs[b] > FRAMES as usize,
@@ -175,6 +190,7 @@ fn the_scenario_crosses_every_boundary() {
             pairs[b]
         );
         assert!(deaths[b] > 0, "boundary {b}: no death near it ({deaths:?})");
+        assert!(births[b] > 0, "boundary {b}: no birth near it ({births:?})");
     }
 }
 
@@ -189,23 +205,49 @@ fn a_missing_ghost_gives_other_bits() {
     assert!(first.is_some());
 }
 
-#[test]
-fn spawning_is_refused_with_a_clear_error() {
-    let result = Cluster::new(model::bands(), model::world, |rt: &mut Runtime| {
-        model::systems(rt);
-        rt.add_system(|w: &World, out: &mut Output| {
-            if w.resource::<Time>().frame == 2 {
-                out.spawn((Pos([1.0, 1.0]),));
-            }
-        });
-    })
-    .frames(5)
-    .run(timely::Config::process(2));
-    match result {
-        Err(e @ ClusterError::Spawned { frame: 3, .. }) => {
-            assert!(e.to_string().contains("cannot spawn yet"), "{e}");
+/// The model plus a burst: in frame 3, every 40th agent spawns (with `Output::spawn`,
+/// whose provisional id the cluster replaces) two newborns equal to each other at its
+/// own position, and one elsewhere — 5 units to its right, still within reach.
+fn with_a_burst(rt: &mut Runtime) {
+    model::systems(rt);
+    rt.add_system_named("burst", |w: &World, out: &mut Output| {
+        // `Time::frame` is 2 during frame 3.
+        if w.resource::<Time>().frame != 2 {
+            return;
         }
-        other => panic!("expected a spawn error, got {other:?}"),
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            if e.index() % 40 == 0 {
+                for _ in 0..2 {
+                    out.spawn((Pos(p.0), Vel([0.0; 2]), Hp(1.0)));
+                }
+                out.spawn((Pos([p.0[0] + 5.0, p.0[1]]), Vel([0.1, 0.0]), Hp(2.0)));
+            }
+        }
+    });
+}
+
+#[test]
+fn spawns_get_the_ids_one_process_gives_them() {
+    let cluster = || {
+        Cluster::new(model::bands(), model::world, with_a_burst)
+            .frames(12)
+            // Range for the model and the burst's offset (5, within 2 × RANGE).
+            .checksums(true)
+    };
+    let one = cluster().run_in_one_process().unwrap();
+    assert!(one.frames[2].spawned >= 3 * 2_000 / 40, "the burst spawned");
+    for shards in [2, 3, 4] {
+        let report = cluster()
+            .run(timely::Config::process(shards))
+            .unwrap()
+            .unwrap();
+        assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
+        let born = |r: &Report| r.frames.iter().map(|f| f.spawned).collect::<Vec<_>>();
+        assert_eq!(
+            born(&report),
+            born(&one),
+            "{shards} shards: each spawn once"
+        );
     }
 }
 

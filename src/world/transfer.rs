@@ -91,15 +91,72 @@ impl World {
     /// moving part of a hierarchy to another world is not supported.
     #[track_caller]
     pub fn evict(&mut self, e: Entity) -> bool {
+        self.assert_outside_hierarchy(e, "evict");
+        self.storage.evict(e).is_some()
+    }
+
+    /// Takes `e` and its components out of this world and frees its id here, as
+    /// [`despawn`](Self::despawn) does, but firing no hooks: for a copy of an entity
+    /// that belongs to another world — a shard drops so a spawn it computed for a region
+    /// another shard owns. Returns `false` if `e` is dead.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Pos(f32); impl Component for Pos { type Output = Pos; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.on_remove::<Pos>(|_: &World, _: Entity, _: &Pos, _: &mut Commands| panic!("not fired"));
+    /// let e = world.spawn((Pos(1.0),));
+    /// assert!(world.discard(e));
+    /// assert!(!world.is_alive(e) && world.is_empty());
+    /// assert_eq!(world.spawn((Pos(2.0),)).index(), e.index()); // its slot is free again
+    /// ```
+    ///
+    /// # Panics
+    /// If `e` has a parent or children, as [`evict`](Self::evict).
+    #[track_caller]
+    pub fn discard(&mut self, e: Entity) -> bool {
+        self.assert_outside_hierarchy(e, "discard");
+        let Some(loc) = self.storage.despawn(e) else {
+            return false;
+        };
+        self.storage.flush_table_graveyards(loc.table);
+        true
+    }
+
+    /// This world's entity allocator slot by slot, in index order: `Some(id)` with the id
+    /// a slot's entity has (alive, or [evicted](Self::evict)) or its next entity gets (a
+    /// free slot), `None` for a retired slot (its generations used up: never handed out
+    /// again). For tools that keep an allocator of their own in step with a world's
+    /// (`runsync-cluster` agrees spawned ids across shards so).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// let mut world = World::new();
+    /// let (a, b) = (world.spawn(()), world.spawn(()));
+    /// world.despawn(a);
+    /// let slots: Vec<Option<Entity>> = world.entity_slots().collect();
+    /// assert_eq!(slots.len(), 2);
+    /// assert_eq!(slots[1], Some(b));
+    /// let next = slots[0].unwrap();
+    /// assert_eq!((next.index(), next.generation()), (a.index(), a.generation() + 1));
+    /// assert_eq!(world.spawn(()), next);
+    /// ```
+    pub fn entity_slots(&self) -> impl ExactSizeIterator<Item = Option<Entity>> + '_ {
+        self.storage.entities.slot_ids()
+    }
+
+    /// Panics if `e` has a parent or children (`what`: the refused operation).
+    #[track_caller]
+    fn assert_outside_hierarchy(&self, e: Entity, what: &str) {
         if let Some(h) = self.storage.hierarchy {
             assert!(
                 self.storage.slot_of(e, h.child_of).is_none()
                     && self.storage.slot_of(e, h.children).is_none(),
-                "runsync: cannot evict {e}: it has a parent or children (moving part of a \
+                "runsync: cannot {what} {e}: it has a parent or children (moving part of a \
                  hierarchy to another world is not supported)"
             );
         }
-        self.storage.evict(e).is_some()
     }
 }
 

@@ -173,8 +173,16 @@ fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
         report.frames.len()
     );
     println!(
-        "{:>6} {:>8} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "frame", "agents", "ghosts", "migrated", "KiB sent", "frame ms", "run ms", "xchg ms"
+        "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
+        "frame",
+        "agents",
+        "born",
+        "ghosts",
+        "migrated",
+        "KiB sent",
+        "frame ms",
+        "run ms",
+        "xchg ms"
     );
     let every = (report.frames.len() / 10).max(1);
     for f in report
@@ -183,9 +191,10 @@ fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
         .filter(|f| f.frame as usize % every == 0)
     {
         println!(
-            "{:>6} {:>8} {:>8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>9.2}",
+            "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>9.2}",
             f.frame,
             f.entities,
+            f.spawned,
             f.ghosts,
             f.migrations,
             f.bytes as f64 / 1024.0,
@@ -203,12 +212,13 @@ fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
     };
     println!(
         "median: frame {:.2} ms (import {:.2}, run+sync {:.2}, export {:.2}, exchange {:.2} \
-         ms), {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
+         ms), {:.0} born, {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
         median(&|f| ms(f.time)),
         median(&|f| ms(f.import)),
         median(&|f| ms(f.run_sync)),
         median(&|f| ms(f.export)),
         median(&|f| ms(f.exchange)),
+        median(&|f| f.spawned as f64),
         median(&|f| f.ghosts as f64),
         median(&|f| f.migrations as f64),
         median(&|f| f.bytes as f64 / 1024.0),
