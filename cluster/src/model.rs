@@ -14,7 +14,9 @@
 //!   *neighbour's* `Hp`, a closure merge summing in order). What an agent deals depends on
 //!   how many neighbours it has, so a shard needs ghosts within `2 × RANGE` of its region.
 //! - `life`: regenerates `Hp`, despawns the dead; an agent with more than [`BREED`]
-//!   gives half its `Hp` to a newborn one unit beside it (a spawn).
+//!   gives half its `Hp` to a newborn one unit beside it (a spawn); an agent below
+//!   [`WEAK`] is marked [`Wounded`] (an insert, moving it to another table) until it
+//!   recovers (a remove). Wounded agents deal half as much.
 //!
 //! [`reference()`] runs it in one process (one world, canonical order) for comparison.
 //! [`herd`] (with the world-wide value [`Herd`]) adds a system that reads the whole
@@ -41,6 +43,13 @@ impl Component for Vel {
     type Output = [f32; 2];
 }
 
+/// A marker: the agent's health is below [`WEAK`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Wounded;
+impl Component for Wounded {
+    type Output = Wounded;
+}
+
 /// Health; systems send deltas.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
 pub struct Hp(pub f32);
@@ -56,6 +65,8 @@ pub const HURT: f32 = 0.26;
 pub const REGEN: f32 = 0.25;
 /// Health above which an agent breeds.
 pub const BREED: f32 = 6.0;
+/// Health below which an agent is [`Wounded`].
+pub const WEAK: f32 = 1.0;
 /// Agents per unit of area.
 const DENSITY: f32 = 0.1;
 
@@ -83,7 +94,11 @@ pub fn register(w: &mut World) {
             h.0 += d;
         }
     });
-    w.saving::<Pos>().saving::<Vel>().saving::<Hp>();
+    w.register::<Wounded>(merge::last);
+    w.saving::<Pos>()
+        .saving::<Vel>()
+        .saving::<Hp>()
+        .saving::<Wounded>();
     w.checksumming::<Pos>()
         .checksumming::<Vel>()
         .checksumming::<Hp>();
@@ -183,12 +198,17 @@ pub fn systems_of(entities: usize) -> impl Fn(&mut Runtime) + Send + Sync + 'sta
 
 /// The `life` system: regenerate, die, breed.
 fn life(w: &World, out: &mut Output) {
-    for (e, (p, v, h)) in w.query::<(&Pos, &Vel, &Hp)>() {
+    for (e, (p, v, h, wounded)) in w.query::<(&Pos, &Vel, &Hp, Option<&Wounded>)>() {
         if h.0 <= 0.0 {
             out.despawn(e);
             continue;
         }
         out.write::<Hp>(e, REGEN);
+        match (h.0 < WEAK, wounded.is_some()) {
+            (true, false) => out.insert(e, Wounded),
+            (false, true) => out.remove::<Wounded>(e),
+            _ => {}
+        }
         if h.0 > BREED {
             // The newborn: one unit to the parent's left, drifting the other way.
             let speed = (v.0[0] * v.0[0] + v.0[1] * v.0[1]).sqrt().max(0.1);
@@ -220,7 +240,7 @@ fn crowd(w: &World, out: &mut Output) {
         grid.entry(cell(p.0)).or_default().push((e, p.0));
     }
     let mut near = Vec::new();
-    for (e, (p, _)) in w.query::<(&Pos, &Hp)>() {
+    for (e, (p, _, wounded)) in w.query::<(&Pos, &Hp, Option<&Wounded>)>() {
         near.clear();
         let (cx, cy) = cell(p.0);
         for dx in -1..=1 {
@@ -237,7 +257,8 @@ fn crowd(w: &World, out: &mut Output) {
         if near.is_empty() {
             continue;
         }
-        let share = -HURT / near.len() as f32;
+        let deals = if wounded.is_some() { HURT / 2.0 } else { HURT };
+        let share = -deals / near.len() as f32;
         let mut push = [0.0f32; 2];
         for &(n, d, d2) in &near {
             let k = 0.05 / d2.max(0.25);

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use runsync::prelude::*;
-use runsync_cluster::model::{self, Hp, Pos, Vel};
+use runsync_cluster::model::{self, Hp, Pos, Vel, Wounded};
 use runsync_cluster::{Cluster, ClusterError, Report, timely};
 
 const FRAMES: u64 = 80;
@@ -122,21 +122,18 @@ fn runsync_workers_inside_shards_change_nothing() {
     );
 }
 
-/// The model in one process, noting per boundary of `shards` bands the agents that died
-/// and were born within reach of it, and the pairs within reach that straddle it.
-fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+/// The model in one process, noting per boundary of `shards` bands the agents that died,
+/// were born and were marked or unmarked `Wounded` within reach of it, and the pairs
+/// within reach that straddle it.
+fn boundary_traffic(shards: usize) -> [Vec<usize>; 4] {
     let (width, _) = model::size(2_000);
     let band = |x: f32| ((x / width * shards as f32).max(0.0) as usize).min(shards - 1);
     let mut w = model::world();
     w.set_canonical_order(true);
     let mut rt = Runtime::builder().workers(1).build(w);
     model::systems(&mut rt);
-    // Per boundary: agents that died within reach of it, pairs across it.
-    let (mut deaths, mut births, mut pairs) = (
-        vec![0; shards - 1],
-        vec![0; shards - 1],
-        vec![0; shards - 1],
-    );
+    let [mut deaths, mut births, mut marks, mut pairs] =
+        std::array::from_fn(|_| vec![0; shards - 1]);
     let near = |x: f32, counts: &mut Vec<usize>| {
         for (b, count) in counts.iter_mut().enumerate() {
             let edge = width * (b + 1) as f32 / shards as f32;
@@ -151,6 +148,9 @@ fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
             .query::<(&Pos,)>()
             .map(|(e, (p,))| (e, p.0))
             .collect();
+        let wounded: Vec<bool> = (before.iter())
+            .map(|&(e, _)| rt.world().has::<Wounded>(e))
+            .collect();
         for (i, &(a, p)) in before.iter().enumerate() {
             for &(_, q) in &before[i + 1..] {
                 let d = [p[0] - q[0], p[1] - q[1]];
@@ -163,9 +163,11 @@ fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
             let _ = a;
         }
         rt.frame();
-        for &(e, p) in &before {
+        for (&(e, p), &was) in before.iter().zip(&wounded) {
             if !rt.world().is_alive(e) {
                 near(p[0], &mut deaths);
+            } else if rt.world().has::<Wounded>(e) != was {
+                near(p[0], &mut marks);
             }
         }
         for (e, (p,)) in rt.world().query::<(&Pos,)>() {
@@ -174,15 +176,16 @@ fn boundary_traffic(shards: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
             }
         }
     }
-    (deaths, births, pairs)
+    [deaths, births, marks, pairs]
 }
 
 #[test]
 fn the_scenario_crosses_every_boundary() {
     // What `one_to_four_shards_give_one_process_bits` exercised, counted in one process:
     // at 4 shards, each of the 3 boundaries sees neighbours writing across it every
-    // frame, and agents dying and born within reach of it.
-    let (deaths, births, pairs) = boundary_traffic(4);
+    // frame, and agents dying, born, and marked or unmarked (inserts, removes) within
+    // reach of it.
+    let [deaths, births, marks, pairs] = boundary_traffic(4);
     for b in 0..3 {
         assert!(
             pairs[b] > FRAMES as usize,
@@ -191,6 +194,10 @@ fn the_scenario_crosses_every_boundary() {
         );
         assert!(deaths[b] > 0, "boundary {b}: no death near it ({deaths:?})");
         assert!(births[b] > 0, "boundary {b}: no birth near it ({births:?})");
+        assert!(
+            marks[b] > 0,
+            "boundary {b}: no insert or remove near it ({marks:?})"
+        );
     }
 }
 
