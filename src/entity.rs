@@ -324,7 +324,7 @@ impl Entities {
     }
 
     /// The largest number of slots.
-    fn max_slots(&self) -> usize {
+    pub(crate) fn max_slots(&self) -> usize {
         #[cfg(test)]
         return self.limit.unwrap_or(MAX_SLOTS);
         #[cfg(not(test))]

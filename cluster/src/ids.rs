@@ -222,8 +222,19 @@ impl Agreement {
                 if !self.spawned(e) {
                     continue;
                 }
-                if !keep(world, e) {
-                    self.dropped.push(e);
+                // A tree goes with its root: a spawned child of an entity this world
+                // holds is kept (the ghosts' trees left already), one of a spawned root
+                // as its root is.
+                let root = crate::root_of(world, e);
+                let kept_here = if self.spawned(root) {
+                    keep(world, root)
+                } else {
+                    true
+                };
+                if !kept_here {
+                    if root == e {
+                        self.dropped.push(e);
+                    }
                     continue;
                 }
                 record.clear();
@@ -235,7 +246,7 @@ impl Agreement {
                 kept += 1;
             }
             for e in self.dropped.drain(..) {
-                world.discard(e);
+                world.discard_tree(e);
             }
         }
         if deaths.is_empty() && kept == 0 {
@@ -262,8 +273,8 @@ impl Agreement {
         me: u32,
         parts: &[&[u8]],
     ) -> Result<usize, ClusterError> {
-        // (contents, sender, provisional id, whole record)
-        let mut spawns: Vec<(&[u8], u32, u64, &[u8])> = Vec::new();
+        // (contents, sender, provisional id)
+        let mut spawns: Vec<(&[u8], u32, Entity)> = Vec::new();
         for part in parts {
             let mut src = *part;
             let mut take = |n: usize| -> Result<&[u8], ClusterError> {
@@ -286,7 +297,7 @@ impl Agreement {
                 let len = word(take(4)?) as usize;
                 let record = take(len)?;
                 let id = record_id(record).ok_or_else(|| bad("a record without an id"))?;
-                spawns.push((&record[8..], sender, id.to_bits(), record));
+                spawns.push((&record[8..], sender, id));
             }
             if !src.is_empty() {
                 return Err(bad("bytes past its end"));
@@ -294,29 +305,18 @@ impl Agreement {
         }
         // Every world sorts the same list the same way; equal contents are
         // interchangeable, so the tie-break (sender, provisional id) changes no bits.
-        spawns.sort_unstable_by(|a, b| (a.0, a.1, a.2).cmp(&(b.0, b.1, b.2)));
-        let mut mine = Vec::new();
-        for &(_, sender, provisional, record) in &spawns {
+        spawns.sort_unstable_by(|a, b| (a.0, a.1, a.2.to_bits()).cmp(&(b.0, b.1, b.2.to_bits())));
+        let mut moves = Vec::new();
+        for &(_, sender, provisional) in &spawns {
             let id = ids.take();
             if sender == me {
-                mine.push((provisional, id, record));
+                moves.push((provisional, id));
             }
         }
-        // Out under their provisional ids first (one may hold another's agreed slot),
-        // then in under the agreed ones.
-        for &(provisional, _, _) in &mine {
-            let e = Entity::from_bits(provisional).expect("checked above");
-            world.discard(e);
-        }
-        world.reserve_entity_slots(ids.len());
-        let mut record = Vec::new();
-        for (_, id, bytes) in mine {
-            record.clear();
-            record.extend_from_slice(&id.to_bits().to_le_bytes());
-            record.extend_from_slice(&bytes[8..]);
-            world
-                .import_entity(&mut &record[..])
-                .map_err(ClusterError::Load)?;
+        // All at once (one may take another's provisional slot); parents and children
+        // follow.
+        world.renumber(&moves);
+        for (_, id) in moves {
             self.placed(id);
             self.owned.push(id);
         }

@@ -66,8 +66,11 @@
 //!
 //! # What a sharded world may not do (yet)
 //!
-//! Checked: parents and children (`World::evict` refuses them, with a panic). Not
-//! checked, documented: systems must be *local* — a system's outputs to an entity, and
+//! Parents and children are fine: a tree goes where its root goes (the partition is
+//! asked about roots only), migrating and mirrored whole (`World::evict_tree`); a spawned
+//! child is kept with its parent, and the agreed ids mend the tree (`World::renumber`).
+//! Checked: a ghost must not become a child during a frame (a tree crossing regions:
+//! [`ClusterError::Frame`]). Not checked, documented: systems must be *local* — a system's outputs to an entity, and
 //! its spawns, depend only on entities within the interaction range, and a spawn lands
 //! within it (no messages read across regions); spawned ids are provisional in their
 //! frame (above); change detection on ghosts sees every ghost as just added. What a system needs of the whole world (a centre of mass, a population)
@@ -132,7 +135,8 @@ use timely::dataflow::operators::{Input, Probe};
 pub use timely;
 
 /// Which shard owns an entity, and which others mirror it. Evaluated on the owner after
-/// every frame (and once at the start), from the entity's state then.
+/// every frame (and once at the start), from the entity's state then — for roots only:
+/// children (with a [hierarchy](World::register_hierarchy)) go with their root.
 pub trait Partition: Send + Sync + 'static {
     /// The shard (in `0..shards`) that owns `e`.
     fn owner(&self, world: &World, e: Entity, shards: usize) -> usize;
@@ -375,6 +379,15 @@ pub fn world_checksum(world: &World) -> u64 {
         .query::<()>()
         .filter_map(|(e, ())| world.entity_checksum(e))
         .fold(0u64, u64::wrapping_add)
+}
+
+/// The root of `e`'s tree (`e` itself without a parent, or without a hierarchy).
+fn root_of(world: &World, e: Entity) -> Entity {
+    if world.has_hierarchy() {
+        world.ancestors(e).last().unwrap_or(e)
+    } else {
+        e
+    }
 }
 
 /// The checkpoint file of shard `shard` of `shards` after frame `frame` in `dir`.
@@ -810,13 +823,16 @@ impl Shard {
         let mut world = world();
         world.set_canonical_order(true);
         let ids = Ids::of(&world);
-        let all: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
+        let roots: Vec<Entity> = (world.query::<()>())
+            .map(|(e, ())| e)
+            .filter(|&e| root_of(&world, e) == e)
+            .collect();
         let mut owned = Vec::new();
-        for e in all {
+        for e in roots {
             if partition.owner(&world, e, shards) == index {
-                owned.push(e);
+                owned.extend(world.tree(e));
             } else {
-                world.evict(e);
+                world.evict_tree(e);
             }
         }
         let mut rt = Runtime::builder().workers(workers).build(world);
@@ -841,15 +857,27 @@ impl Shard {
     /// out every entity another shard owns now. Returns (ghosts, migrations, bytes).
     fn send_mirrors(&mut self, out: &mut Vec<Record>) -> Result<(u64, u64, u64), ClusterError> {
         let world = self.rt.world();
-        let owned: Vec<Entity> = world.query::<()>().map(|(e, ())| e).collect();
+        // Roots only: a tree goes (and is mirrored) whole, where its root goes.
+        let owned: Vec<Entity> = (world.query::<()>())
+            .map(|(e, ())| e)
+            .filter(|&e| root_of(world, e) == e)
+            .collect();
         let (mut ghosts, mut bytes) = (0, 0);
         let mut leaving = Vec::new();
         let staying = &mut self.agreement.owned;
         staying.clear();
+        let mut record = Vec::new();
+        let mut tree = Vec::new();
         for e in owned {
             let owner = self.partition.owner(world, e, self.shards);
+            tree.clear();
+            if world.has_hierarchy() {
+                tree.extend(world.tree(e));
+            } else {
+                tree.push(e);
+            }
             if owner == self.index {
-                staying.push(e);
+                staying.extend_from_slice(&tree);
             }
             self.mirrors.clear();
             self.partition
@@ -860,24 +888,28 @@ impl Shard {
             if self.mirrors.is_empty() && owner == self.index {
                 continue;
             }
-            let mut record = Vec::new();
-            world
-                .export_entity(e, &mut record)
-                .map_err(ClusterError::Save)?;
-            for &s in &self.mirrors {
-                ghosts += 1;
-                bytes += record.len() as u64;
-                out.push((s as u32, GHOST, record.clone()));
+            for &member in &tree {
+                record.clear();
+                world
+                    .export_entity(member, &mut record)
+                    .map_err(ClusterError::Save)?;
+                for &s in &self.mirrors {
+                    ghosts += 1;
+                    bytes += record.len() as u64;
+                    out.push((s as u32, GHOST, record.clone()));
+                }
+                if owner != self.index {
+                    bytes += record.len() as u64;
+                    out.push((owner as u32, MIGRANT, record.clone()));
+                }
             }
             if owner != self.index {
-                bytes += record.len() as u64;
-                out.push((owner as u32, MIGRANT, record));
-                leaving.push(e);
+                leaving.push((e, tree.len()));
             }
         }
-        let migrations = leaving.len() as u64;
-        for e in leaving {
-            self.rt.world_mut().evict(e);
+        let migrations = leaving.iter().map(|&(_, n)| n as u64).sum();
+        for (e, _) in leaving {
+            self.rt.world_mut().evict_tree(e);
         }
         Ok((ghosts, migrations, bytes))
     }
@@ -1021,7 +1053,9 @@ impl Shard {
                     .map_err(ClusterError::Load)?;
                 self.agreement.placed(e);
                 match *kind {
-                    GHOST => self.ghosts.push(e),
+                    // A ghost tree leaves with its root.
+                    GHOST if root_of(world, e) == e => self.ghosts.push(e),
+                    GHOST => {}
                     _ => self.agreement.owned.push(e),
                 }
             }
@@ -1039,7 +1073,17 @@ impl Shard {
         let changed = (stats.spawned > 0, stats.despawned > 0);
         let world = self.rt.world_mut();
         for g in self.ghosts.drain(..) {
-            world.evict(g);
+            if root_of(world, g) != g {
+                return Err(ClusterError::Frame {
+                    shard: self.index,
+                    message: format!(
+                        "ghost {g} became a child of {} (parents and children must stay \
+                         on one shard: a tree moves whole, with its root)",
+                        root_of(world, g)
+                    ),
+                });
+            }
+            world.evict_tree(g);
         }
         let (partition, me, shards) = (&self.partition, self.index, self.shards);
         let told = self.agreement.collect(world, me as u32, changed, |w, e| {

@@ -258,6 +258,92 @@ fn spawns_get_the_ids_one_process_gives_them() {
     }
 }
 
+/// A tag carried by some agents as a child entity: the parent's health last frame.
+#[derive(
+    Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize, runsync::Checksum,
+)]
+struct Tag(f32);
+impl Component for Tag {
+    type Output = Tag;
+}
+
+/// The model world with parents and children: every 10th agent carries a [`Tag`].
+fn tagged_world() -> World {
+    let mut w = model::world();
+    w.register_hierarchy();
+    w.register::<Tag>(merge::last);
+    w.saving::<Tag>().checksumming::<Tag>();
+    let parents: Vec<Entity> = (w.query::<(&Pos,)>())
+        .map(|(e, _)| e)
+        .filter(|e| e.index() % 10 == 0)
+        .collect();
+    for p in parents {
+        w.spawn((Tag(0.0), ChildOf(p)));
+    }
+    w
+}
+
+/// The model, tags copying their parent's health, and every 5th frame agents whose index
+/// is a multiple of 7 and who carry nothing getting a tag (a spawned child).
+fn tagged_systems(rt: &mut Runtime) {
+    model::systems(rt);
+    rt.add_system_named("tags", |w: &World, out: &mut Output| {
+        for (e, (_, parent)) in w.query::<(&Tag, &ChildOf)>() {
+            if let Some(hp) = w.get::<Hp>(parent.0) {
+                out.write::<Tag>(e, Tag(hp.0));
+            }
+        }
+        if w.resource::<Time>().frame % 5 == 0 {
+            for (e, (_,)) in w.query::<(&Hp,)>() {
+                if e.index() % 7 == 0 && w.children(e).is_empty() {
+                    out.spawn_deferred((Tag(-1.0), ChildOf(e)));
+                }
+            }
+        }
+    });
+}
+
+#[test]
+fn trees_move_whole_with_their_roots() {
+    let cluster = || Cluster::new(model::bands(), tagged_world, tagged_systems).frames(40);
+    let one = cluster().run_in_one_process().unwrap();
+    for shards in [2, 3, 4] {
+        let report = cluster()
+            .run(timely::Config::process(shards))
+            .unwrap()
+            .unwrap();
+        assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
+    }
+    // What that covered, counted in one process: parents with children crossing a
+    // boundary of 4 bands, parents dying (their tags with them), tags spawned.
+    let (width, _) = model::size(2_000);
+    let band = |x: f32| ((x / width * 4.0).max(0.0) as usize).min(3);
+    let mut w = tagged_world();
+    w.set_canonical_order(true);
+    let mut rt = Runtime::builder().workers(1).build(w);
+    tagged_systems(&mut rt);
+    let (mut crossed, mut died, mut born) = (0, 0, 0);
+    for _ in 0..40 {
+        let before: Vec<(Entity, usize, usize)> = (rt.world().query::<(&Pos,)>())
+            .filter(|(e, _)| !rt.world().children(*e).is_empty())
+            .map(|(e, (p,))| (e, band(p.0[0]), rt.world().children(e).len()))
+            .collect();
+        let tags = rt.world().query::<(&Tag,)>().count();
+        rt.frame();
+        for &(e, b, _) in &before {
+            match rt.world().get::<Pos>(e) {
+                Some(p) if band(p.0[0]) != b => crossed += 1,
+                Some(_) => {}
+                None => died += 1,
+            }
+        }
+        born += rt.world().query::<(&Tag,)>().count().saturating_sub(tags);
+    }
+    assert!(crossed > 5, "{crossed} trees crossed a boundary");
+    assert!(died > 5, "{died} parents died with their tags");
+    assert!(born > 20, "{born} tags spawned");
+}
+
 #[test]
 fn a_cluster_resumes_from_its_checkpoints_with_the_same_bits() {
     let dir = std::env::temp_dir().join(format!("runsync-cluster-ckpt-{}", std::process::id()));

@@ -8,9 +8,12 @@
 //! component, in id order: its id (`u32`), the length of its value (`u64`) and the value
 //! in the type's save encoding (postcard or plain bytes). Little-endian.
 
+use std::collections::{HashMap, HashSet};
+
 use super::Storage;
 use crate::component::ComponentId;
 use crate::entity::{Entity, Location};
+use crate::hierarchy::{ChildOf, Children};
 use crate::savefile::{ColumnError, LoadError, Reader, SaveError, Source};
 
 impl Storage {
@@ -156,6 +159,85 @@ impl Storage {
             }
         }
         Some(h.finish())
+    }
+
+    /// Gives every `old` entity its `new` id, keeping its row and components (see
+    /// `World::renumber`). Checks everything first: on an error nothing changed.
+    pub(crate) fn renumber(&mut self, moves: &[(Entity, Entity)]) -> Result<(), String> {
+        let mut olds = HashSet::with_capacity(moves.len());
+        let mut news = HashSet::with_capacity(moves.len());
+        for &(old, new) in moves {
+            if self.entities.location(old).is_none() {
+                return Err(format!("{old} is not alive"));
+            }
+            if !olds.insert(old.index()) || !news.insert(new.index()) {
+                return Err(format!("{old} or {new} is named twice"));
+            }
+        }
+        let end = (news.iter().max()).map_or(0, |&i| i as usize + 1);
+        for &(_, new) in moves {
+            if self.entities.index_alive(new.index()) && !olds.contains(&new.index()) {
+                return Err(format!("slot {} holds a live entity", new.index()));
+            }
+        }
+        if end > self.entities.max_slots() {
+            return Err(format!("index {} is past the last slot", end - 1));
+        }
+        self.entities.grow_to(end);
+        let locations: Vec<Location> = (moves.iter())
+            .map(|&(old, _)| self.entities.free(old).expect("checked alive"))
+            .collect();
+        for (&(_, new), &loc) in moves.iter().zip(&locations) {
+            let placed = self.entities.place(new);
+            debug_assert!(placed, "checked free");
+            self.entities.set_location(new.index(), loc);
+            let table = self.tables.get_mut(loc.table);
+            table.entities[loc.row as usize] = new;
+            table.unsorted = true;
+        }
+        let Some(h) = self.hierarchy else {
+            return Ok(());
+        };
+        let map: HashMap<Entity, Entity> = moves.iter().copied().collect();
+        let renamed = |e: Entity| map.get(&e).copied().unwrap_or(e);
+        for &(old, new) in moves {
+            // Its parent's list names it by its old id; its children name it as parent.
+            if let Some(parent) = self.parent_of(h, new).map(renamed) {
+                if let Some((col, row)) = self.slot_of(parent, h.children) {
+                    let list = &mut self.typed_mut::<Children>(h.children).columns[col as usize]
+                        [row as usize]
+                        .0;
+                    for c in list.iter_mut().filter(|c| **c == old) {
+                        *c = new;
+                    }
+                }
+            }
+            let children: Vec<Entity> = self
+                .children_of(h, new)
+                .iter()
+                .map(|&c| renamed(c))
+                .collect();
+            for c in children {
+                if let Some((col, row)) = self.slot_of(c, h.child_of) {
+                    self.typed_mut::<ChildOf>(h.child_of).columns[col as usize][row as usize] =
+                        ChildOf(new);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `root` and its descendants, breadth first (parents before children).
+    pub(crate) fn tree_of(&self, root: Entity) -> Vec<Entity> {
+        let mut tree = vec![root];
+        if let Some(h) = self.hierarchy {
+            let mut at = 0;
+            while let Some(&e) = tree.get(at) {
+                tree.extend_from_slice(self.children_of(h, e));
+                at += 1;
+            }
+        }
+        tree
     }
 
     /// Takes `e` and its components out without freeing its id (no generation change,

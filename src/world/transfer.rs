@@ -146,6 +146,96 @@ impl World {
         self.storage.entities.slot_ids()
     }
 
+    /// Takes `root` and all its descendants out of this world without despawning them,
+    /// as [`evict`](Self::evict) does one entity: a whole tree moving to another world
+    /// (export each of [`tree`](Self::tree) first). Returns how many entities left (0 if
+    /// `root` is dead).
+    ///
+    /// # Panics
+    /// If `root` has a parent (part of a tree cannot leave).
+    #[track_caller]
+    pub fn evict_tree(&mut self, root: Entity) -> usize {
+        self.take_tree(root, "evict_tree", false)
+    }
+
+    /// Takes `root` and all its descendants out of this world and frees their ids, firing
+    /// no hooks, as [`discard`](Self::discard) does one entity. Returns how many entities
+    /// went (0 if `root` is dead).
+    ///
+    /// # Panics
+    /// If `root` has a parent.
+    #[track_caller]
+    pub fn discard_tree(&mut self, root: Entity) -> usize {
+        self.take_tree(root, "discard_tree", true)
+    }
+
+    /// `e` and its descendants (parents before children; just `e` without a
+    /// [hierarchy](Self::register_hierarchy)); empty if `e` is dead.
+    pub fn tree(&self, e: Entity) -> Vec<Entity> {
+        if !self.is_alive(e) {
+            return Vec::new();
+        }
+        self.storage.tree_of(e)
+    }
+
+    /// [`evict_tree`](Self::evict_tree) (`free`: false) or
+    /// [`discard_tree`](Self::discard_tree).
+    #[track_caller]
+    fn take_tree(&mut self, root: Entity, what: &str, free: bool) -> usize {
+        if let Some(parent) = (self.storage.hierarchy).and_then(|h| self.storage.parent_of(h, root))
+        {
+            panic!("runsync: cannot {what} {root}: it is a child of {parent}, not a root");
+        }
+        let tree = self.tree(root);
+        for &e in &tree {
+            let loc = if free {
+                self.storage.despawn(e)
+            } else {
+                self.storage.evict(e)
+            };
+            if let Some(loc) = loc {
+                self.storage.flush_table_graveyards(loc.table);
+            }
+        }
+        tree.len()
+    }
+
+    /// Gives each `old` entity of `moves` the id `new`, keeping its components, row and
+    /// change marks: its old id is freed (and dead from now on), the new one taken from
+    /// wherever this world's allocator keeps it (as
+    /// [`import_entity`](Self::import_entity) does; the slots may be each other's: the
+    /// moves happen together). Parents and children follow: a moved entity's parent
+    /// lists it under its new id, its children name it. No hooks fire. Other components
+    /// that hold an old id (a target, say) keep it: that is the caller's to mend.
+    ///
+    /// `runsync-cluster` renumbers a frame's spawns so, to the ids every shard agreed on.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// let mut world = World::new();
+    /// world.register_hierarchy();
+    /// let ship = world.spawn(());
+    /// let turret = world.spawn(());
+    /// world.set_parent(turret, ship).unwrap();
+    /// let id = |index: u64| Entity::from_bits((1 << 32) | index).unwrap(); // generation 1
+    /// let (a, b) = (id(7), id(3));
+    /// world.renumber(&[(ship, a), (turret, b)]);
+    /// assert!(!world.is_alive(ship) && world.is_alive(a));
+    /// assert_eq!(world.children(a), [b]);
+    /// assert_eq!(world.parent(b), Some(a));
+    /// ```
+    ///
+    /// # Panics
+    /// If an `old` is dead or named twice, a `new` is named twice, a `new`'s slot holds
+    /// a live entity that is not moving, or an index is past the allocator's limit;
+    /// nothing changed then.
+    #[track_caller]
+    pub fn renumber(&mut self, moves: &[(Entity, Entity)]) {
+        if let Err(why) = self.storage.renumber(moves) {
+            panic!("runsync: cannot renumber: {why}");
+        }
+    }
+
     /// Panics if `e` has a parent or children (`what`: the refused operation).
     #[track_caller]
     fn assert_outside_hierarchy(&self, e: Entity, what: &str) {
@@ -153,8 +243,8 @@ impl World {
             assert!(
                 self.storage.slot_of(e, h.child_of).is_none()
                     && self.storage.slot_of(e, h.children).is_none(),
-                "runsync: cannot {what} {e}: it has a parent or children (moving part of a \
-                 hierarchy to another world is not supported)"
+                "runsync: cannot {what} {e}: it has a parent or children (move whole trees: \
+                 `evict_tree`, `discard_tree`)"
             );
         }
     }
@@ -296,6 +386,129 @@ mod tests {
             a.export_entity(s, &mut Vec::new()),
             Err(SaveError::NotSaving { .. })
         ));
+    }
+
+    #[test]
+    fn renumbering_swaps_ids_keeps_values_and_mends_the_hierarchy() {
+        let mut w = world();
+        w.register_hierarchy();
+        let ship = w.spawn((Pos(1.0, 0.0),));
+        let turrets = [w.spawn((Pos(2.0, 0.0),)), w.spawn((Pos(3.0, 0.0),))];
+        for t in turrets {
+            w.set_parent(t, ship).unwrap();
+        }
+        let other = w.spawn((Pos(9.0, 0.0),));
+        // The ship and the other swap slots; the first turret moves to a new one.
+        let (s2, o2) = (
+            Entity::from_bits((7 << 32) | u64::from(other.index())).unwrap(),
+            Entity::from_bits((5 << 32) | u64::from(ship.index())).unwrap(),
+        );
+        let t2 = Entity::from_bits((1 << 32) | 40).unwrap();
+        w.renumber(&[(ship, s2), (other, o2), (turrets[0], t2)]);
+        for dead in [ship, other, turrets[0]] {
+            assert!(!w.is_alive(dead), "{dead}");
+        }
+        assert_eq!(w.get::<Pos>(s2), Some(&Pos(1.0, 0.0)));
+        assert_eq!(w.get::<Pos>(o2), Some(&Pos(9.0, 0.0)));
+        assert_eq!(w.get::<Pos>(t2), Some(&Pos(2.0, 0.0)));
+        assert_eq!(w.children(s2), [t2, turrets[1]], "order kept");
+        assert_eq!(w.parent(t2), Some(s2));
+        assert_eq!(w.parent(turrets[1]), Some(s2));
+        assert_eq!(w.len(), 4);
+        // The freed slots are free: spawns take them, not the new ids'.
+        let fresh: Vec<Entity> = (0..3).map(|_| w.spawn(())).collect();
+        assert!(fresh.iter().all(|e| ![s2, o2, t2].contains(e)));
+    }
+
+    #[test]
+    fn renumbered_rows_are_re_sorted_in_canonical_order() {
+        let mut w = world();
+        let es: Vec<Entity> = (0..3).map(|i| w.spawn((Pos(i as f32, 0.0),))).collect();
+        let id = |generation: u64, of: Entity| {
+            Entity::from_bits((generation << 32) | u64::from(of.index()))
+        };
+        // The first and the last swap slots: rows now run 2, 1, 0 by index.
+        let (first, last) = (id(3, es[2]).unwrap(), id(4, es[0]).unwrap());
+        w.renumber(&[(es[0], first), (es[2], last)]);
+        w.set_canonical_order(true);
+        let mut rt = Runtime::builder().workers(1).build(w);
+        rt.frame();
+        let order: Vec<(u32, f32)> = (rt.world().query::<(&Pos,)>())
+            .map(|(e, (p,))| (e.index(), p.0))
+            .collect();
+        assert_eq!(order, [(0, 2.0), (1, 1.0), (2, 0.0)]);
+    }
+
+    #[test]
+    fn a_bad_renumbering_changes_nothing() {
+        type Moves = Vec<(Entity, Entity)>;
+        let refused = |moves: &dyn Fn(&[Entity]) -> Moves| {
+            let mut w = world();
+            let es: Vec<Entity> = (0..2).map(|i| w.spawn((Pos(i as f32, 0.0),))).collect();
+            let moves = moves(&es);
+            let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                w.renumber(&moves);
+            }))
+            .unwrap_err();
+            assert!(es.iter().all(|&e| w.is_alive(e)) && w.len() == 2);
+            assert!((moves.iter()).all(|&(_, new)| es.contains(&new) || !w.is_alive(new)));
+            err.downcast_ref::<String>().cloned().unwrap_or_default()
+        };
+        let free = Entity::from_bits((1 << 32) | 9).unwrap();
+        let msg = refused(&|es| vec![(es[0], es[1])]);
+        assert!(msg.contains("holds a live entity"), "{msg}");
+        let msg = refused(&|es| vec![(es[0], free), (es[0], es[1])]);
+        assert!(msg.contains("named twice"), "{msg}");
+        let msg = refused(&|es| vec![(es[0], free), (es[1], free)]);
+        assert!(msg.contains("named twice"), "{msg}");
+        let dead = Entity::from_bits((5 << 32) | 1).unwrap();
+        let msg = refused(&|_| vec![(dead, free)]);
+        assert!(msg.contains("not alive"), "{msg}");
+    }
+
+    #[test]
+    fn trees_leave_whole() {
+        let mut w = world();
+        w.register_hierarchy();
+        let root = w.spawn((Pos(0.0, 0.0),));
+        let kid = w.spawn((Pos(1.0, 0.0),));
+        let grandkid = w.spawn((Pos(2.0, 0.0),));
+        w.set_parent(kid, root).unwrap();
+        w.set_parent(grandkid, kid).unwrap();
+        assert_eq!(w.tree(root), [root, kid, grandkid]);
+        let mut records = Vec::new();
+        for e in w.tree(root) {
+            w.export_entity(e, &mut records).unwrap();
+        }
+        assert_eq!(w.evict_tree(root), 3);
+        assert!(w.is_empty());
+        // Evicted ids stay held here; in another world the tree arrives whole.
+        let mut there = world();
+        there.register_hierarchy();
+        let mut src = &records[..];
+        while !src.is_empty() {
+            there.import_entity(&mut src).unwrap();
+        }
+        assert_eq!(there.children(root), [kid]);
+        assert_eq!(there.parent(grandkid), Some(kid));
+        assert_eq!(there.discard_tree(root), 3);
+        assert!(there.is_empty());
+        assert_eq!(there.spawn(()).index(), grandkid.index(), "freed: reused");
+        let err = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let mut w = world();
+            w.register_hierarchy();
+            let (a, b) = (w.spawn(()), w.spawn(()));
+            w.set_parent(b, a).unwrap();
+            w.evict_tree(b);
+        }))
+        .unwrap_err();
+        assert!(err.downcast_ref::<String>().unwrap().contains("not a root"));
+        // Without a hierarchy a tree is one entity.
+        let mut flat = world();
+        let e = flat.spawn((Pos(0.0, 0.0),));
+        assert_eq!(flat.tree(e), [e]);
+        assert_eq!(flat.discard_tree(e), 1);
+        assert_eq!(flat.evict_tree(e), 0, "dead");
     }
 
     #[test]
