@@ -198,30 +198,42 @@ impl Storage {
         let Some(h) = self.hierarchy else {
             return Ok(());
         };
+        // The hierarchy still holds old ids: read every list to mend from it first, then
+        // write (a new id may equal another entity's old one, so nothing is mapped
+        // twice).
         let map: HashMap<Entity, Entity> = moves.iter().copied().collect();
         let renamed = |e: Entity| map.get(&e).copied().unwrap_or(e);
-        for &(old, new) in moves {
-            // Its parent's list names it by its old id; its children name it as parent.
-            if let Some(parent) = self.parent_of(h, new).map(renamed) {
-                if let Some((col, row)) = self.slot_of(parent, h.children) {
-                    let list = &mut self.typed_mut::<Children>(h.children).columns[col as usize]
-                        [row as usize]
-                        .0;
-                    for c in list.iter_mut().filter(|c| **c == old) {
-                        *c = new;
-                    }
-                }
+        let mut lists: Vec<Entity> = Vec::new();
+        let mut children: Vec<(Entity, Entity)> = Vec::new();
+        for &(_, new) in moves {
+            if let Some(parent) = self.parent_of(h, new) {
+                lists.push(renamed(parent));
             }
-            let children: Vec<Entity> = self
-                .children_of(h, new)
-                .iter()
-                .map(|&c| renamed(c))
-                .collect();
-            for c in children {
-                if let Some((col, row)) = self.slot_of(c, h.child_of) {
-                    self.typed_mut::<ChildOf>(h.child_of).columns[col as usize][row as usize] =
-                        ChildOf(new);
-                }
+            let kids = self.children_of(h, new);
+            if !kids.is_empty() {
+                lists.push(new);
+                children.extend(kids.iter().map(|&c| (renamed(c), new)));
+            }
+        }
+        lists.sort_unstable_by_key(|e| e.to_bits());
+        lists.dedup();
+        let lists: Vec<(Entity, Vec<Entity>)> = (lists.into_iter())
+            .map(|p| {
+                (
+                    p,
+                    self.children_of(h, p).iter().map(|&c| renamed(c)).collect(),
+                )
+            })
+            .collect();
+        for (parent, list) in lists {
+            if let Some((col, row)) = self.slot_of(parent, h.children) {
+                self.typed_mut::<Children>(h.children).columns[col as usize][row as usize].0 = list;
+            }
+        }
+        for (child, parent) in children {
+            if let Some((col, row)) = self.slot_of(child, h.child_of) {
+                self.typed_mut::<ChildOf>(h.child_of).columns[col as usize][row as usize] =
+                    ChildOf(parent);
             }
         }
         Ok(())
