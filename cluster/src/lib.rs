@@ -70,10 +70,17 @@
 //! asked about roots only), migrating and mirrored whole (`World::evict_tree`); a spawned
 //! child is kept with its parent, and the agreed ids mend the tree (`World::renumber`).
 //! Checked: a ghost must not become a child during a frame (a tree crossing regions:
-//! [`ClusterError::Frame`]). Not checked, documented: systems must be *local* — a system's outputs to an entity, and
-//! its spawns, depend only on entities within the interaction range, and a spawn lands
-//! within it (no messages read across regions); spawned ids are provisional in their
-//! frame (above); change detection on ghosts sees every ghost as just added. What a system needs of the whole world (a centre of mass, a population)
+//! [`ClusterError::Frame`]).
+//!
+//! Not checked, documented: systems must be *local* — a system's outputs to an entity,
+//! and its spawns, depend only on entities within the interaction range, and a spawn
+//! lands within it. Messages follow the same rule: a shard delivers the messages its own
+//! entities and its ghosts sent, in one process's relative order, so a reader that acts
+//! on the messages sent from within its reach (a cry heard by the agents near it) sees
+//! what it would in one process, while one that counts every message in the world does
+//! not (both tested). Spawned ids are provisional in their frame (above); change
+//! detection on ghosts sees every ghost as just added. What a system needs of the whole
+//! world (a centre of mass, a population)
 //! it reads as a world-wide value ([`Cluster::global`]): summed by each shard over what
 //! it owns after every frame, exchanged and added up exactly, read the next frame.
 //!

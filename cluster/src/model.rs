@@ -16,7 +16,10 @@
 //! - `life`: regenerates `Hp`, despawns the dead; an agent with more than [`BREED`]
 //!   gives half its `Hp` to a newborn one unit beside it (a spawn); an agent below
 //!   [`WEAK`] is marked [`Wounded`] (an insert, moving it to another table) until it
-//!   recovers (a remove). Wounded agents deal half as much.
+//!   recovers (a remove), and cries for help as it is wounded (a [`Cry`] message, read
+//!   the next frame). Wounded agents deal half as much.
+//! - `help`: every agent within [`RANGE`] of a cry (last frame's) gains [`SOLACE`] per
+//!   cry — messages read across band boundaries, from the emitters' copies there.
 //!
 //! [`reference()`] runs it in one process (one world, canonical order) for comparison.
 //! [`herd`] (with the world-wide value [`Herd`]) adds a system that reads the whole
@@ -50,6 +53,11 @@ impl Component for Wounded {
     type Output = Wounded;
 }
 
+/// A cry for help, where an agent was wounded (a broadcast message: every shard delivers
+/// the cries its owned entities and ghosts sent; readers within reach of a cry see it).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cry(pub [f32; 2]);
+
 /// Health; systems send deltas.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]
 pub struct Hp(pub f32);
@@ -67,6 +75,8 @@ pub const REGEN: f32 = 0.25;
 pub const BREED: f32 = 6.0;
 /// Health below which an agent is [`Wounded`].
 pub const WEAK: f32 = 1.0;
+/// Health an agent gains per [`Cry`] within [`RANGE`] of it.
+pub const SOLACE: f32 = 0.05;
 /// Agents per unit of area.
 const DENSITY: f32 = 0.1;
 
@@ -95,6 +105,7 @@ pub fn register(w: &mut World) {
         }
     });
     w.register::<Wounded>(merge::last);
+    w.register_message::<Cry>().saving_message::<Cry>();
     w.saving::<Pos>()
         .saving::<Vel>()
         .saving::<Hp>()
@@ -193,6 +204,7 @@ pub fn systems_of(entities: usize) -> impl Fn(&mut Runtime) + Send + Sync + 'sta
         });
         rt.add_system_named("crowd", crowd);
         rt.add_system_named("life", life);
+        rt.add_system_named("help", help);
     }
 }
 
@@ -205,7 +217,10 @@ fn life(w: &World, out: &mut Output) {
         }
         out.write::<Hp>(e, REGEN);
         match (h.0 < WEAK, wounded.is_some()) {
-            (true, false) => out.insert(e, Wounded),
+            (true, false) => {
+                out.insert(e, Wounded);
+                out.send(Cry(p.0));
+            }
             (false, true) => out.remove::<Wounded>(e),
             _ => {}
         }
@@ -219,6 +234,35 @@ fn life(w: &World, out: &mut Output) {
                 Vel([-v.0[0], -v.0[1]]),
                 Hp(h.0 / 2.0),
             ));
+        }
+    }
+}
+
+/// The `help` system: solace from last frame's cries within reach.
+fn help(w: &World, out: &mut Output) {
+    let cries = w.messages::<Cry>();
+    if cries.is_empty() {
+        return;
+    }
+    let mut grid: BTreeMap<Cell, Vec<[f32; 2]>> = BTreeMap::new();
+    for c in cries {
+        grid.entry(cell(c.0)).or_default().push(c.0);
+    }
+    for (e, (p, _)) in w.query::<(&Pos, &Hp)>() {
+        let (cx, cy) = cell(p.0);
+        let mut heard = 0;
+        for dx in -1..=1 {
+            for dy in -1..=1 {
+                for q in grid.get(&(cx + dx, cy + dy)).into_iter().flatten() {
+                    let d = [p.0[0] - q[0], p.0[1] - q[1]];
+                    if d[0] * d[0] + d[1] * d[1] < RANGE * RANGE {
+                        heard += 1;
+                    }
+                }
+            }
+        }
+        if heard > 0 {
+            out.write::<Hp>(e, SOLACE * heard as f32);
         }
     }
 }

@@ -11,7 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use runsync::prelude::*;
-use runsync_cluster::model::{self, Hp, Pos, Vel, Wounded};
+use runsync_cluster::model::{self, Cry, Hp, Pos, Vel, Wounded};
 use runsync_cluster::{Cluster, ClusterError, Report, timely};
 
 const FRAMES: u64 = 80;
@@ -123,16 +123,16 @@ fn runsync_workers_inside_shards_change_nothing() {
 }
 
 /// The model in one process, noting per boundary of `shards` bands the agents that died,
-/// were born and were marked or unmarked `Wounded` within reach of it, and the pairs
-/// within reach that straddle it.
-fn boundary_traffic(shards: usize) -> [Vec<usize>; 4] {
+/// were born and were marked or unmarked `Wounded` within reach of it, the cries sent
+/// within reach of it, and the pairs within reach that straddle it.
+fn boundary_traffic(shards: usize) -> [Vec<usize>; 5] {
     let (width, _) = model::size(2_000);
     let band = |x: f32| ((x / width * shards as f32).max(0.0) as usize).min(shards - 1);
     let mut w = model::world();
     w.set_canonical_order(true);
     let mut rt = Runtime::builder().workers(1).build(w);
     model::systems(&mut rt);
-    let [mut deaths, mut births, mut marks, mut pairs] =
+    let [mut deaths, mut births, mut marks, mut cries, mut pairs] =
         std::array::from_fn(|_| vec![0; shards - 1]);
     let near = |x: f32, counts: &mut Vec<usize>| {
         for (b, count) in counts.iter_mut().enumerate() {
@@ -175,17 +175,20 @@ fn boundary_traffic(shards: usize) -> [Vec<usize>; 4] {
                 near(p.0[0], &mut births);
             }
         }
+        for c in rt.world().messages::<Cry>() {
+            near(c.0[0], &mut cries);
+        }
     }
-    [deaths, births, marks, pairs]
+    [deaths, births, marks, cries, pairs]
 }
 
 #[test]
 fn the_scenario_crosses_every_boundary() {
     // What `one_to_four_shards_give_one_process_bits` exercised, counted in one process:
     // at 4 shards, each of the 3 boundaries sees neighbours writing across it every
-    // frame, and agents dying, born, and marked or unmarked (inserts, removes) within
-    // reach of it.
-    let [deaths, births, marks, pairs] = boundary_traffic(4);
+    // frame, and agents dying, born, marked or unmarked (inserts, removes) and crying
+    // (messages) within reach of it.
+    let [deaths, births, marks, cries, pairs] = boundary_traffic(4);
     for b in 0..3 {
         assert!(
             pairs[b] > FRAMES as usize,
@@ -197,6 +200,10 @@ fn the_scenario_crosses_every_boundary() {
         assert!(
             marks[b] > 0,
             "boundary {b}: no insert or remove near it ({marks:?})"
+        );
+        assert!(
+            cries[b] > 0,
+            "boundary {b}: no message sent near it ({cries:?})"
         );
     }
 }
@@ -210,6 +217,27 @@ fn a_missing_ghost_gives_other_bits() {
     assert_ne!(checksums(&short), one);
     let first = (checksums(&short).iter().zip(&one)).position(|(a, b)| a != b);
     assert!(first.is_some());
+}
+
+#[test]
+fn a_system_reading_every_message_is_not_local() {
+    // The control for messages: a system that counts *every* cry in the world (not only
+    // those within reach) sees only its shard's on a shard, so the bits differ.
+    let everyone = |rt: &mut Runtime| {
+        model::systems(rt);
+        rt.add_system_named("rumour", |w: &World, out: &mut Output| {
+            let n = w.messages::<Cry>().len();
+            if n > 0 {
+                for (e, (_,)) in w.query::<(&Hp,)>() {
+                    out.write::<Hp>(e, 0.001 * n as f32);
+                }
+            }
+        });
+    };
+    let cluster = || Cluster::new(model::bands(), model::world, everyone).frames(30);
+    let one = cluster().run_in_one_process().unwrap();
+    let two = cluster().run(timely::Config::process(2)).unwrap().unwrap();
+    assert_ne!(checksums(&two), checksums(&one));
 }
 
 /// The model plus a burst: in frame 3, every 40th agent spawns (with `Output::spawn`,
@@ -305,7 +333,7 @@ fn tagged_systems(rt: &mut Runtime) {
 
 #[test]
 fn trees_move_whole_with_their_roots() {
-    let cluster = || Cluster::new(model::bands(), tagged_world, tagged_systems).frames(40);
+    let cluster = || Cluster::new(model::bands(), tagged_world, tagged_systems).frames(60);
     let one = cluster().run_in_one_process().unwrap();
     for shards in [2, 3, 4] {
         let report = cluster()
@@ -323,7 +351,7 @@ fn trees_move_whole_with_their_roots() {
     let mut rt = Runtime::builder().workers(1).build(w);
     tagged_systems(&mut rt);
     let (mut crossed, mut died, mut born) = (0, 0, 0);
-    for _ in 0..40 {
+    for _ in 0..60 {
         let before: Vec<(Entity, usize, usize)> = (rt.world().query::<(&Pos,)>())
             .filter(|(e, _)| !rt.world().children(*e).is_empty())
             .map(|(e, (p,))| (e, band(p.0[0]), rt.world().children(e).len()))
