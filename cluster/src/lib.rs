@@ -78,8 +78,9 @@
 //! entities and its ghosts sent, in one process's relative order, so a reader that acts
 //! on the messages sent from within its reach (a cry heard by the agents near it) sees
 //! what it would in one process, while one that counts every message in the world does
-//! not (both tested). Spawned ids are provisional in their frame (above); change
-//! detection on ghosts sees every ghost as just added. What a system needs of the whole
+//! not (both tested). Spawned ids are provisional in their frame (above). Ghosts and
+//! migrants arrive with their change marks (`Changed`, `Added`), so change detection
+//! reads as in one process (tested: the model spares a neighbour wounded last frame). What a system needs of the whole
 //! world (a centre of mass, a population)
 //! it reads as a world-wide value ([`Cluster::global`]): summed by each shard over what
 //! it owns after every frame, exchanged and added up exactly, read the next frame.

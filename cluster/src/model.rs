@@ -13,6 +13,8 @@
 //!   to its own `Vel`), and hurts each by [`HURT`] shared among them (a write to the
 //!   *neighbour's* `Hp`, a closure merge summing in order). What an agent deals depends on
 //!   how many neighbours it has, so a shard needs ghosts within `2 × RANGE` of its region.
+//!   A neighbour wounded in the last frame (`is_added::<Wounded>`: change detection,
+//!   on ghosts too) is dealt half.
 //! - `life`: regenerates `Hp`, despawns the dead; an agent with more than [`BREED`]
 //!   gives half its `Hp` to a newborn one unit beside it (a spawn); an agent below
 //!   [`WEAK`] is marked [`Wounded`] (an insert, moving it to another table) until it
@@ -68,11 +70,11 @@ impl Component for Hp {
 /// How far an agent sees and reaches.
 pub const RANGE: f32 = 4.0;
 /// What an agent deals per frame, shared among its neighbours.
-pub const HURT: f32 = 0.26;
+pub const HURT: f32 = 0.28;
 /// Health regained per frame.
 pub const REGEN: f32 = 0.25;
 /// Health above which an agent breeds.
-pub const BREED: f32 = 6.0;
+pub const BREED: f32 = 5.0;
 /// Health below which an agent is [`Wounded`].
 pub const WEAK: f32 = 1.0;
 /// Health an agent gains per [`Cry`] within [`RANGE`] of it.
@@ -308,7 +310,9 @@ fn crowd(w: &World, out: &mut Output) {
             let k = 0.05 / d2.max(0.25);
             push[0] += d[0] * k;
             push[1] += d[1] * k;
-            out.write::<Hp>(n, share);
+            // Spare the freshly wounded: change marks travel with ghosts.
+            let spared = if w.is_added::<Wounded>(n) { 0.5 } else { 1.0 };
+            out.write::<Hp>(n, share * spared);
         }
         out.write::<Vel>(e, push);
     }

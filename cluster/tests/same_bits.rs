@@ -123,8 +123,9 @@ fn runsync_workers_inside_shards_change_nothing() {
 }
 
 /// The model in one process, noting per boundary of `shards` bands the agents that died,
-/// were born and were marked or unmarked `Wounded` within reach of it, the cries sent
-/// within reach of it, and the pairs within reach that straddle it.
+/// were born and were marked or unmarked `Wounded` within the mirror range of it (2 ×
+/// `RANGE`: where ghosts are involved), the cries sent there, and the pairs within reach
+/// that straddle it.
 fn boundary_traffic(shards: usize) -> [Vec<usize>; 5] {
     let (width, _) = model::size(2_000);
     let band = |x: f32| ((x / width * shards as f32).max(0.0) as usize).min(shards - 1);
@@ -137,7 +138,7 @@ fn boundary_traffic(shards: usize) -> [Vec<usize>; 5] {
     let near = |x: f32, counts: &mut Vec<usize>| {
         for (b, count) in counts.iter_mut().enumerate() {
             let edge = width * (b + 1) as f32 / shards as f32;
-            if (x - edge).abs() < model::RANGE {
+            if (x - edge).abs() < 2.0 * model::RANGE {
                 *count += 1;
             }
         }

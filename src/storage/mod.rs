@@ -286,7 +286,7 @@ impl Storage {
     /// Spawns an entity from values staged in the columns of `ids` (bundle order).
     pub(crate) fn spawn_staged(&mut self, ids: &mut [ComponentId]) -> Entity {
         let e = self.entities.alloc();
-        self.place_staged(e, ids);
+        self.place_staged(e, ids, None);
         e
     }
 
@@ -294,20 +294,28 @@ impl Storage {
     /// see `Entities::reserved_id`).
     pub(crate) fn spawn_staged_as(&mut self, e: Entity, ids: &mut [ComponentId]) {
         self.entities.claim(e);
-        self.place_staged(e, ids);
+        self.place_staged(e, ids, None);
     }
 
     /// Puts the just-allocated `e` in the table of `ids`, with its staged values.
-    fn place_staged(&mut self, e: Entity, ids: &mut [ComponentId]) {
-        ids.sort_unstable();
+    fn place_staged(&mut self, e: Entity, ids: &mut [ComponentId], marks: Option<&[u8]>) {
+        if marks.is_none() {
+            ids.sort_unstable();
+        }
         let t = self.table_for(ids);
         let table = self.tables.get_mut(t);
         let row = table.entities.len() as u32;
-        for &c in table.components() {
+        for (k, &c) in table.components().iter().enumerate() {
             let col = table.column(c).expect("table lacks its own column");
             let columns = &mut self.columns[c.index()];
             columns.push_staged(col);
-            columns.mark_added(col, row as usize..row as usize + 1);
+            // Imported entities keep their marks (`ids` came sorted, as the table's
+            // types); anything else arrives added.
+            match marks.map_or(2, |m| m[k]) {
+                0 => {}
+                1 => columns.mark_changed(col, row as usize),
+                _ => columns.mark_added(col, row as usize..row as usize + 1),
+            }
         }
         table.push(e);
         self.entities

@@ -5,8 +5,10 @@
 //! world sharded over machines sends when an entity migrates or is mirrored.
 //!
 //! A record: the entity's bits (`u64`), the number of its components (`u32`), then per
-//! component, in id order: its id (`u32`), the length of its value (`u64`) and the value
-//! in the type's save encoding (postcard or plain bytes). Little-endian.
+//! component, in id order: its id (`u32`), its change marks (`u8`: bit 0 changed, bit 1
+//! added — by the last frame's Syncs, so a copy elsewhere answers `Changed` and `Added`
+//! as the original does), the length of its value (`u64`) and the value in the type's
+//! save encoding (postcard or plain bytes). Little-endian.
 
 use std::collections::{HashMap, HashSet};
 
@@ -36,6 +38,8 @@ impl Storage {
         for &c in table.components() {
             let col = table.column(c).expect("a table has a column per type");
             out.extend_from_slice(&c.0.to_le_bytes());
+            let (changed, added) = self.columns[c.index()].marks_of(col, loc.row);
+            out.push(u8::from(changed) | u8::from(added) << 1);
             let at = out.len();
             out.extend_from_slice(&[0; 8]);
             if let Err(message) = self.columns[c.index()].encode_value(col, loc.row, out) {
@@ -58,6 +62,7 @@ impl Storage {
         &mut self,
         src: &mut &[u8],
         ids: &mut Vec<ComponentId>,
+        marks: &mut Vec<u8>,
     ) -> Result<Entity, LoadError> {
         let mut r = Reader::new(src);
         let bits = r.u64("an entity record")?;
@@ -77,7 +82,8 @@ impl Storage {
             });
         }
         ids.clear();
-        let staged = self.stage_record(&mut r, n, ids).and_then(|()| {
+        marks.clear();
+        let staged = self.stage_record(&mut r, n, ids, marks).and_then(|()| {
             if self.entities.place(e) {
                 return Ok(());
             }
@@ -97,24 +103,32 @@ impl Storage {
             }
             return Err(error);
         }
-        self.place_staged(e, ids);
+        self.place_staged(e, ids, Some(marks));
         *src = r.rest();
         Ok(e)
     }
 
     /// Decodes and stages the `n` values of a record, pushing each staged type onto `ids`
-    /// (types in increasing id order, each registered and opted into saves).
+    /// (types in increasing id order, each registered and opted into saves) and its
+    /// change marks onto `marks`.
     fn stage_record(
         &mut self,
         r: &mut Reader<'_>,
         n: usize,
         ids: &mut Vec<ComponentId>,
+        marks: &mut Vec<u8>,
     ) -> Result<(), LoadError> {
         for _ in 0..n {
             let id = r.u32("a component id")?;
             if id as usize >= self.registry.len() || ids.last().is_some_and(|l| l.0 >= id) {
                 return Err(LoadError::BadData {
                     what: format!("component id {id} out of order or not registered"),
+                });
+            }
+            let m = r.u8("a component's change marks")?;
+            if m > 3 {
+                return Err(LoadError::BadData {
+                    what: format!("change marks {m:#x} (only bits 0 and 1 are marks)"),
                 });
             }
             let c = ComponentId(id);
@@ -141,6 +155,7 @@ impl Storage {
                     },
                 })?;
             ids.push(c);
+            marks.push(m);
         }
         Ok(())
     }

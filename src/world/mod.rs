@@ -79,6 +79,8 @@ pub struct World {
     /// Message types and the messages the last Sync delivered.
     messages: Messages,
     scratch_ids: Vec<ComponentId>,
+    /// Scratch: an imported entity's change marks, one per type (`import_entity`).
+    scratch_marks: Vec<u8>,
 }
 
 impl Default for World {
@@ -104,6 +106,7 @@ impl World {
             hooks: Hooks::default(),
             messages: Messages::default(),
             scratch_ids: Vec::new(),
+            scratch_marks: Vec::new(),
         }
     }
 

@@ -52,7 +52,9 @@ impl World {
     /// most 64 slots past the last: see
     /// [`reserve_entity_slots`](Self::reserve_entity_slots)), so later spawns here never
     /// reuse it while it lives. No hooks fire and required
-    /// components are not added: the entity arrives whole, it is not spawned.
+    /// components are not added: the entity arrives whole, it is not spawned — with its
+    /// change marks too (`Changed`, `Added` and [`is_added`](Self::is_added) answer until
+    /// the next Sync as they did where it was exported).
     ///
     /// # Errors
     /// [`LoadError::DuplicateEntity`] if an entity lives in the id's slot here;
@@ -63,9 +65,11 @@ impl World {
     /// saves here. On an error nothing changed, `src` included.
     pub fn import_entity(&mut self, src: &mut &[u8]) -> Result<Entity, LoadError> {
         let mut ids = std::mem::take(&mut self.scratch_ids);
+        let mut marks = std::mem::take(&mut self.scratch_marks);
         let mut rest = *src;
-        let result = self.storage.import_entity(&mut rest, &mut ids);
+        let result = self.storage.import_entity(&mut rest, &mut ids, &mut marks);
         self.scratch_ids = ids;
+        self.scratch_marks = marks;
         if result.is_ok() {
             *src = rest;
         }
@@ -386,6 +390,51 @@ mod tests {
             a.export_entity(s, &mut Vec::new()),
             Err(SaveError::NotSaving { .. })
         ));
+    }
+
+    #[test]
+    fn change_marks_travel_with_the_record() {
+        // After a frame: `x` had its `Pos` written and gained a `Name`; `y` was untouched.
+        let mut rt = Runtime::builder().workers(1).build(world());
+        let x = rt.world_mut().spawn((Pos(1.0, 0.0),));
+        let y = rt.world_mut().spawn((Pos(2.0, 0.0),));
+        rt.frame(); // the spawns' marks are cleared by this Sync
+        rt.add_system(move |_: &World, out: &mut Output| {
+            out.write::<Pos>(x, Pos(1.5, 0.0));
+            out.insert(x, Name("x".into()));
+        });
+        rt.frame();
+        let a = rt.world();
+        assert!(a.is_changed::<Pos>(x) && !a.is_added::<Pos>(x) && a.is_added::<Name>(x));
+        assert!(!a.is_changed::<Pos>(y));
+        let mut b = world();
+        for e in [x, y] {
+            let mut record = Vec::new();
+            a.export_entity(e, &mut record).unwrap();
+            b.import_entity(&mut &record[..]).unwrap();
+        }
+        let marks = |w: &World, e| {
+            (
+                w.is_changed::<Pos>(e),
+                w.is_added::<Pos>(e),
+                w.is_added::<Name>(e),
+            )
+        };
+        assert_eq!(marks(&b, x), marks(a, x));
+        assert_eq!(
+            marks(&b, y),
+            (false, false, false),
+            "not seen as just added"
+        );
+        // A record whose marks byte is not marks is refused.
+        let mut record = Vec::new();
+        a.export_entity(y, &mut record).unwrap();
+        record[16] = 7; // after the id (8), the count (4) and the first type's id (4)
+        let err = world().import_entity(&mut &record[..]).unwrap_err();
+        assert!(
+            matches!(&err, LoadError::BadData { what } if what.contains("marks")),
+            "{err}"
+        );
     }
 
     #[test]
