@@ -231,6 +231,9 @@ pub(crate) struct Entities {
     /// frame whose Run failed can take it back. Not world state: never cloned, compared
     /// or checksummed.
     undo: ReserveUndo,
+    /// Slots [`place`](Self::place)d (taken off no list yet): see
+    /// [`unlist_placed`](Self::unlist_placed). Empty between operations: not world state.
+    placed: Vec<u32>,
     /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
     #[cfg(test)]
     limit: Option<usize>,
@@ -553,10 +556,12 @@ impl Entities {
     /// Makes `e` alive under its own id (index and generation) in a world that did not
     /// allocate it (an entity arriving from another world): a slot past the end, by at
     /// most [`PLACE_SLACK`] (the slots between join the free list), a free or reserved
-    /// slot (taken off its list), one left by [`evict`](Self::evict), or a retired one
-    /// (still counted as retired). The caller sets its location. Returns `false`,
-    /// changing nothing, if the slot holds a live entity or the index is past the limit
-    /// or the slack.
+    /// slot, one left by [`evict`](Self::evict), or a retired one (still counted as
+    /// retired). The caller sets its location, and calls
+    /// [`unlist_placed`](Self::unlist_placed) before anything else reads the free list
+    /// or the reservations: a batch of places takes its slots off their lists in one
+    /// pass. Returns `false`, changing nothing, if the slot holds a live entity or the
+    /// index is past the limit or the slack.
     pub(crate) fn place(&mut self, e: Entity) -> bool {
         let i = e.index as usize;
         if i >= self.max_slots()
@@ -578,16 +583,42 @@ impl Entities {
                 },
             );
             self.free.extend((from..e.index).rev());
-        } else if let Some(k) = self.free.iter().rposition(|&f| f == e.index) {
-            self.free.remove(k);
-        } else if let Some((r, k)) = (self.reserved.iter().enumerate())
-            .find_map(|(r, res)| Some((r, res.ids.iter().position(|&f| f == e.index)?)))
-        {
-            self.reserved[r].ids.remove(k);
+        } else {
+            self.placed.push(e.index);
         }
         self.slots[i].generation = e.generation;
         self.alive += 1;
         true
+    }
+
+    /// Takes the slots [`place`](Self::place)d since the last call off the free list or
+    /// the reservation that held them (a slot is on at most one), keeping every list's
+    /// order: one walk of each list for the whole batch (a search each for a few).
+    pub(crate) fn unlist_placed(&mut self) {
+        match self.placed.len() {
+            0 => {}
+            1..=4 => {
+                for &index in &self.placed {
+                    if let Some(k) = self.free.iter().rposition(|&f| f == index) {
+                        self.free.remove(k);
+                    } else if let Some((r, k)) = (self.reserved.iter().enumerate())
+                        .find_map(|(r, res)| Some((r, res.ids.iter().position(|&f| f == index)?)))
+                    {
+                        self.reserved[r].ids.remove(k);
+                    }
+                }
+            }
+            _ => {
+                self.placed.sort_unstable();
+                let placed = &self.placed;
+                let off = |f: &u32| placed.binary_search(f).is_err();
+                self.free.retain(off);
+                for r in &mut self.reserved {
+                    r.ids.retain(off);
+                }
+            }
+        }
+        self.placed.clear();
     }
 
     /// Every slot's id (its entity's, or its next one's), `None` for a retired slot: see
@@ -673,6 +704,7 @@ impl Entities {
             lane_base,
             lanes,
             undo: ReserveUndo::default(),
+            placed: Vec::new(),
             #[cfg(test)]
             limit: None,
         }

@@ -1055,10 +1055,12 @@ impl Shard {
             zone!("cluster: import");
             let world = self.rt.world_mut();
             world.reserve_entity_slots(self.ids.len());
-            for (_, kind, bytes) in &received {
-                let e = world
-                    .import_entity(&mut &bytes[..])
-                    .map_err(ClusterError::Load)?;
+            // One batch: the allocator's free list is walked once, not once per record.
+            let mut arrived = Vec::with_capacity(received.len());
+            world
+                .import_entities(received.iter().map(|r| &r.2[..]), &mut arrived)
+                .map_err(ClusterError::Load)?;
+            for ((_, kind, _), &e) in received.iter().zip(&arrived) {
                 self.agreement.placed(e);
                 match *kind {
                     // A ghost tree leaves with its root.

@@ -281,9 +281,13 @@ fn cell(p: [f32; 2]) -> Cell {
 fn crowd(w: &World, out: &mut Output) {
     // Cells in a sorted map, each listing its agents in query order: the same relative
     // order in a shard as in one process (canonical order).
-    let mut grid: BTreeMap<Cell, Vec<(Entity, [f32; 2])>> = BTreeMap::new();
-    for (e, (p,)) in w.query::<(&Pos,)>() {
-        grid.entry(cell(p.0)).or_default().push((e, p.0));
+    // With each agent, whether it was wounded in the last frame (change marks travel
+    // with ghosts), which spares it half of what it is dealt.
+    let mut grid: BTreeMap<Cell, Vec<(Entity, [f32; 2], f32)>> = BTreeMap::new();
+    for (e, (p, wounded)) in w.query::<(&Pos, Option<&Wounded>)>() {
+        let fresh = wounded.is_some() && w.is_added::<Wounded>(e);
+        let spared = if fresh { 0.5 } else { 1.0 };
+        grid.entry(cell(p.0)).or_default().push((e, p.0, spared));
     }
     let mut near = Vec::new();
     for (e, (p, _, wounded)) in w.query::<(&Pos, &Hp, Option<&Wounded>)>() {
@@ -291,11 +295,11 @@ fn crowd(w: &World, out: &mut Output) {
         let (cx, cy) = cell(p.0);
         for dx in -1..=1 {
             for dy in -1..=1 {
-                for &(n, q) in grid.get(&(cx + dx, cy + dy)).into_iter().flatten() {
+                for &(n, q, spared) in grid.get(&(cx + dx, cy + dy)).into_iter().flatten() {
                     let d = [p.0[0] - q[0], p.0[1] - q[1]];
                     let d2 = d[0] * d[0] + d[1] * d[1];
                     if n != e && d2 < RANGE * RANGE {
-                        near.push((n, d, d2));
+                        near.push((n, d, d2, spared));
                     }
                 }
             }
@@ -306,12 +310,10 @@ fn crowd(w: &World, out: &mut Output) {
         let deals = if wounded.is_some() { HURT / 2.0 } else { HURT };
         let share = -deals / near.len() as f32;
         let mut push = [0.0f32; 2];
-        for &(n, d, d2) in &near {
+        for &(n, d, d2, spared) in &near {
             let k = 0.05 / d2.max(0.25);
             push[0] += d[0] * k;
             push[1] += d[1] * k;
-            // Spare the freshly wounded: change marks travel with ghosts.
-            let spared = if w.is_added::<Wounded>(n) { 0.5 } else { 1.0 };
             out.write::<Hp>(n, share * spared);
         }
         out.write::<Vel>(e, push);

@@ -57,7 +57,8 @@ impl Storage {
 
     /// Reads one record off the front of `src` and places its entity, under its id, in
     /// the table of its types. Every check comes first: on an error nothing changed
-    /// (values already decoded are dropped). `ids` is scratch.
+    /// (values already decoded are dropped). `ids` and `marks` are scratch. The caller
+    /// calls `entities.unlist_placed()` after one or a batch of these.
     pub(crate) fn import_entity(
         &mut self,
         src: &mut &[u8],
@@ -210,6 +211,7 @@ impl Storage {
             table.entities[loc.row as usize] = new;
             table.unsorted = true;
         }
+        self.entities.unlist_placed();
         let Some(h) = self.hierarchy else {
             return Ok(());
         };

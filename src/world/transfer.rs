@@ -64,15 +64,52 @@ impl World {
     /// order) or does not decode; [`LoadError::NotSaving`] for a type not opted into
     /// saves here. On an error nothing changed, `src` included.
     pub fn import_entity(&mut self, src: &mut &[u8]) -> Result<Entity, LoadError> {
-        let mut ids = std::mem::take(&mut self.scratch_ids);
-        let mut marks = std::mem::take(&mut self.scratch_marks);
         let mut rest = *src;
-        let result = self.storage.import_entity(&mut rest, &mut ids, &mut marks);
-        self.scratch_ids = ids;
-        self.scratch_marks = marks;
+        let result = self.import_one(&mut rest);
+        self.storage.entities.unlist_placed();
         if result.is_ok() {
             *src = rest;
         }
+        result
+    }
+
+    /// [`import_entity`](Self::import_entity) for every record in `buffers` (each
+    /// holding one or more records, read one after another to its end), pushing their
+    /// ids onto `out`: what a world receiving many entities at once (a shard, after an
+    /// exchange) calls, since the allocator's free list is then walked once for the
+    /// batch, not once per entity.
+    ///
+    /// # Errors
+    /// As [`import_entity`](Self::import_entity), for the first record that fails; the
+    /// records before it are imported (and in `out`), it and those after it are not.
+    pub fn import_entities<'a>(
+        &mut self,
+        buffers: impl IntoIterator<Item = &'a [u8]>,
+        out: &mut Vec<Entity>,
+    ) -> Result<(), LoadError> {
+        let mut result = Ok(());
+        'buffers: for mut src in buffers {
+            while !src.is_empty() {
+                match self.import_one(&mut src) {
+                    Ok(e) => out.push(e),
+                    Err(error) => {
+                        result = Err(error);
+                        break 'buffers;
+                    }
+                }
+            }
+        }
+        self.storage.entities.unlist_placed();
+        result
+    }
+
+    /// One record off `src` into this world, its slot not yet off the allocator's lists.
+    fn import_one(&mut self, src: &mut &[u8]) -> Result<Entity, LoadError> {
+        let mut ids = std::mem::take(&mut self.scratch_ids);
+        let mut marks = std::mem::take(&mut self.scratch_marks);
+        let result = self.storage.import_entity(src, &mut ids, &mut marks);
+        self.scratch_ids = ids;
+        self.scratch_marks = marks;
         result
     }
 
@@ -389,6 +426,72 @@ mod tests {
         assert!(matches!(
             a.export_entity(s, &mut Vec::new()),
             Err(SaveError::NotSaving { .. })
+        ));
+    }
+
+    #[test]
+    fn a_batch_import_leaves_the_allocator_as_one_by_one_imports_do() {
+        // `a` sends 120 entities; `b` has freed slots in a scattered order, so arrivals
+        // land on free slots, on fresh ones past the end, and between.
+        let mut a = world();
+        let sent: Vec<Entity> = (0..120).map(|i| a.spawn((Pos(i as f32, 0.0),))).collect();
+        let receiver = || {
+            let mut b = world();
+            let es: Vec<Entity> = (0..100).map(|_| b.spawn(())).collect();
+            for i in [7, 93, 3, 50, 51, 11, 99, 0, 64, 12] {
+                b.despawn(es[i]);
+            }
+            for e in &es[20..40] {
+                b.despawn(*e);
+            }
+            b
+        };
+        let records: Vec<Vec<u8>> = (sent.iter())
+            .map(|&e| {
+                let mut r = Vec::new();
+                a.export_entity(e, &mut r).unwrap();
+                r
+            })
+            .collect();
+        // Only ids whose slots are not alive in `b` can arrive.
+        let probe = receiver();
+        let fits: Vec<&Vec<u8>> = (records.iter())
+            .filter(|r| {
+                let e = Entity::from_bits(u64::from_le_bytes(r[..8].try_into().unwrap()));
+                !probe
+                    .entity_slots()
+                    .nth(e.unwrap().index() as usize)
+                    .flatten()
+                    .is_some_and(|s| probe.is_alive(s))
+            })
+            .collect();
+        assert_eq!(fits.len(), 50, "30 freed slots and 20 past the end");
+        let mut one_by_one = receiver();
+        for r in &fits {
+            one_by_one.import_entity(&mut &r[..]).unwrap();
+        }
+        let mut batch = receiver();
+        let mut got = Vec::new();
+        batch
+            .import_entities(fits.iter().map(|r| &r[..]), &mut got)
+            .unwrap();
+        assert_eq!(got.len(), fits.len());
+        let slots = |w: &World| w.entity_slots().collect::<Vec<_>>();
+        assert_eq!(slots(&batch), slots(&one_by_one));
+        // The free lists agree, order included: the next spawns get the same ids.
+        let next = |w: &mut World| (0..60).map(|_| w.spawn(())).collect::<Vec<_>>();
+        assert_eq!(next(&mut batch), next(&mut one_by_one));
+        // A failure stops the batch after the records before it.
+        let mut c = receiver();
+        let mut got = Vec::new();
+        let bad: &[u8] = &[1, 2, 3];
+        let err = c
+            .import_entities([&fits[0][..], bad, &fits[1][..]], &mut got)
+            .unwrap_err();
+        assert!(matches!(err, LoadError::Truncated { .. }), "{err}");
+        assert_eq!(got.len(), 1);
+        assert!(!c.is_alive(
+            Entity::from_bits(u64::from_le_bytes(fits[1][..8].try_into().unwrap())).unwrap()
         ));
     }
 
