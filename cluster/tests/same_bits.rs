@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use runsync::prelude::*;
 use runsync_cluster::model::{self, Cry, Hp, Pos, Vel, Wounded};
-use runsync_cluster::{Cluster, ClusterError, Report, timely};
+use runsync_cluster::{Cluster, ClusterError, Partition, Report, timely};
 
 const FRAMES: u64 = 80;
 
@@ -262,27 +262,37 @@ fn with_a_burst(rt: &mut Runtime) {
     });
 }
 
+/// Runs `cluster` in one process and on 2, 3 and 4 shards, asserts that every frame's
+/// checksum is the same, and returns the one-process report and the sharded ones.
+fn equal_on_2_to_4_shards<P: Partition>(cluster: impl Fn() -> Cluster<P>) -> (Report, Vec<Report>) {
+    let one = cluster().run_in_one_process().unwrap();
+    let sharded: Vec<Report> = (2..=4)
+        .map(|shards| {
+            let report = cluster()
+                .run(timely::Config::process(shards))
+                .unwrap()
+                .unwrap();
+            assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
+            report
+        })
+        .collect();
+    (one, sharded)
+}
+
 #[test]
 fn spawns_get_the_ids_one_process_gives_them() {
-    let cluster = || {
-        Cluster::new(model::bands(), model::world, with_a_burst)
-            .frames(12)
-            // Range for the model and the burst's offset (5, within 2 × RANGE).
-            .checksums(true)
-    };
-    let one = cluster().run_in_one_process().unwrap();
+    // The burst's far newborn lands 5 units away: within the mirror range (2 × RANGE).
+    let (one, sharded) = equal_on_2_to_4_shards(|| {
+        Cluster::new(model::bands(), model::world, with_a_burst).frames(12)
+    });
     assert!(one.frames[2].spawned >= 3 * 2_000 / 40, "the burst spawned");
-    for shards in [2, 3, 4] {
-        let report = cluster()
-            .run(timely::Config::process(shards))
-            .unwrap()
-            .unwrap();
-        assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
-        let born = |r: &Report| r.frames.iter().map(|f| f.spawned).collect::<Vec<_>>();
+    let born = |r: &Report| r.frames.iter().map(|f| f.spawned).collect::<Vec<_>>();
+    for report in &sharded {
         assert_eq!(
-            born(&report),
+            born(report),
             born(&one),
-            "{shards} shards: each spawn once"
+            "{} shards: each spawn once",
+            report.shards
         );
     }
 }
@@ -334,15 +344,9 @@ fn tagged_systems(rt: &mut Runtime) {
 
 #[test]
 fn trees_move_whole_with_their_roots() {
-    let cluster = || Cluster::new(model::bands(), tagged_world, tagged_systems).frames(60);
-    let one = cluster().run_in_one_process().unwrap();
-    for shards in [2, 3, 4] {
-        let report = cluster()
-            .run(timely::Config::process(shards))
-            .unwrap()
-            .unwrap();
-        assert_eq!(checksums(&report), checksums(&one), "{shards} shards");
-    }
+    equal_on_2_to_4_shards(|| {
+        Cluster::new(model::bands(), tagged_world, tagged_systems).frames(60)
+    });
     // What that covered, counted in one process: parents with children crossing a
     // boundary of 4 bands, parents dying (their tags with them), tags spawned.
     let (width, _) = model::size(2_000);
