@@ -223,18 +223,32 @@ impl Agreement {
                     continue;
                 }
                 // A tree goes with its root: a spawned child of an entity this world
-                // holds is kept (the ghosts' trees left already), one of a spawned root
-                // as its root is.
+                // holds is kept (the ghosts' trees left already).
                 let root = crate::root_of(world, e);
-                let kept_here = if self.spawned(root) {
-                    keep(world, root)
-                } else {
-                    true
-                };
-                if !kept_here {
-                    if root == e {
-                        self.dropped.push(e);
+                if root != e && self.spawned(root) {
+                    // Its record would name its parent by a provisional id, which the
+                    // shards do not share: no agreed order.
+                    return Err(ClusterError::Frame {
+                        shard: sender as usize,
+                        message: format!(
+                            "{e} was spawned as a child of {root}, spawned in the same frame: \
+                             a sharded world cannot agree on the ids of a tree spawned in one \
+                             frame (spawn the children the frame after, as the arena arms its \
+                             ships)"
+                        ),
+                    });
+                }
+                if root == e && !keep(world, e) {
+                    if let Some(&held) = world.tree(e).iter().find(|&&m| !self.spawned(m)) {
+                        return Err(ClusterError::Frame {
+                            shard: sender as usize,
+                            message: format!(
+                                "{held} became a child of {e}, spawned in this frame in \
+                                 another shard's region (a tree crossing regions)"
+                            ),
+                        });
                     }
+                    self.dropped.push(e);
                     continue;
                 }
                 record.clear();

@@ -62,7 +62,10 @@
 //! interchangeable. What it asks of systems: the id `Output::spawn` returns (and hooks
 //! see during Sync) is provisional — do not store it in a component or send outputs to
 //! it in the frame that spawns it (use `spawn_deferred`, or put everything in the
-//! bundle). Each shard's copy costs 5 bytes per slot of the whole world.
+//! bundle). A child spawned under a parent spawned in the same frame is refused
+//! ([`ClusterError::Frame`]): its record names the parent by a provisional id, so the
+//! shards share no order for them — spawn children the frame after (as the arena arms its
+//! ships). Each shard's copy costs 5 bytes per slot of the whole world.
 //!
 //! # What a sharded world may not do (yet)
 //!

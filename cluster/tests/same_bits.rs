@@ -378,6 +378,33 @@ fn trees_move_whole_with_their_roots() {
 }
 
 #[test]
+fn a_tree_spawned_in_one_frame_is_refused_with_a_clear_error() {
+    // A parent and its child spawned in the same frame: the child's record names the
+    // parent by a provisional id, so no order of the spawns is shared by the shards.
+    let systems = |rt: &mut Runtime| {
+        tagged_systems(rt);
+        rt.add_system_named("twins", |w: &World, out: &mut Output| {
+            if w.resource::<Time>().frame == 3 {
+                let parent = out.spawn((Pos([1.0, 1.0]), Vel([0.0; 2]), Hp(1.0)));
+                out.spawn((Tag(0.0), ChildOf(parent)));
+            }
+        });
+    };
+    let cluster = || Cluster::new(model::bands(), tagged_world, systems).frames(6);
+    for result in [
+        cluster().run_in_one_process().map(Some),
+        cluster().run(timely::Config::process(2)),
+    ] {
+        match result {
+            Err(e @ ClusterError::Frame { .. }) => {
+                assert!(e.to_string().contains("spawned in the same frame"), "{e}");
+            }
+            other => panic!("expected a frame error, got {other:?}"),
+        }
+    }
+}
+
+#[test]
 fn a_cluster_resumes_from_its_checkpoints_with_the_same_bits() {
     let dir = std::env::temp_dir().join(format!("runsync-cluster-ckpt-{}", std::process::id()));
     let cluster = || Cluster::new(model::bands(), model::world, model::systems).frames(30);
