@@ -726,9 +726,22 @@ pub(crate) struct Source<'r> {
 
 impl<'r> Source<'r> {
     pub(crate) fn new(r: &'r mut dyn std::io::Read) -> Self {
+        Self::with_chunk(r, CHUNK)
+    }
+
+    /// A source over an input of at most `len` bytes (one value of an entity record):
+    /// its buffers are as small as that allows, not a chunk (64 KiB zeroed per value
+    /// was most of the time of importing an entity).
+    pub(crate) fn sized(r: &'r mut dyn std::io::Read, len: usize) -> Self {
+        Self::with_chunk(r, len.clamp(16, CHUNK).next_multiple_of(16))
+    }
+
+    /// A source whose read-ahead buffer is `chunk` bytes (a multiple of 16, at most
+    /// [`CHUNK`]).
+    fn with_chunk(r: &'r mut dyn std::io::Read, chunk: usize) -> Self {
         Source {
             r,
-            buf: vec![0; CHUNK].into_boxed_slice(),
+            buf: vec![0; chunk].into_boxed_slice(),
             pos: 0,
             end: 0,
             scratch: Vec::new(),
@@ -767,7 +780,7 @@ impl<'r> Source<'r> {
         while done < into.len() {
             // Small reads refill the buffer (one `read` for many fields); big ones go
             // straight to their destination.
-            if into.len() - done < CHUNK / 4 {
+            if into.len() - done < self.buf.len() / 4 {
                 self.fill(into.len() - done, what)?;
                 let n = into.len() - done;
                 into[done..].copy_from_slice(&self.buf[self.pos..self.pos + n]);
@@ -784,7 +797,7 @@ impl<'r> Source<'r> {
 
     /// Makes at least `n` (at most a chunk) bytes buffered.
     fn fill(&mut self, n: usize, what: &'static str) -> Result<(), LoadError> {
-        debug_assert!(n <= CHUNK);
+        debug_assert!(n <= self.buf.len());
         if self.end - self.pos >= n {
             return Ok(());
         }
@@ -829,7 +842,7 @@ impl<'r> Source<'r> {
         size: usize,
         what: &'static str,
     ) -> Result<&[u8], LoadError> {
-        debug_assert!(n > 0 && size > 0 && size <= CHUNK);
+        debug_assert!(n > 0 && size > 0 && size <= self.buf.len());
         if self.end - self.pos < size {
             self.fill(size, what)?;
         }
@@ -918,12 +931,13 @@ impl<'r> Source<'r> {
         let size = std::mem::size_of::<T>().max(1);
         out.reserve(n.min(self.allowance() / size));
         let mut left = n;
-        if std::mem::align_of::<T>() <= std::mem::align_of::<u128>() && size <= CHUNK {
+        let chunk = self.buf.len();
+        if std::mem::align_of::<T>() <= std::mem::align_of::<u128>() && size <= chunk {
             // A chunk of values at a time, read into a buffer aligned for `T` (it stays in
             // cache), then copied onto `out` with one `memcpy`.
             let mut aligned = std::mem::take(&mut self.aligned);
-            aligned.resize(CHUNK / 16, 0);
-            let per_chunk = CHUNK / size;
+            aligned.resize(chunk / 16, 0);
+            let per_chunk = chunk / size;
             let read = loop {
                 if left == 0 {
                     break Ok(());

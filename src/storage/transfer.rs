@@ -139,7 +139,8 @@ impl Storage {
                 usize::try_from(len).map_err(|_| LoadError::Truncated { what })?,
                 what,
             )?;
-            let mut source = Source::new(&mut value);
+            let n = value.len();
+            let mut source = Source::sized(&mut value, n);
             let type_name = self.type_name(c);
             let columns = &mut self.columns[c.index()];
             if columns.save_encoding().is_none() {
