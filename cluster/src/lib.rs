@@ -882,7 +882,7 @@ impl Shard {
         for e in owned {
             let owner = self.partition.owner(world, e, self.shards);
             tree.clear();
-            if world.has_hierarchy() {
+            if world.has_hierarchy() && !world.children(e).is_empty() {
                 tree.extend(world.tree(e));
             } else {
                 tree.push(e);

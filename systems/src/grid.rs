@@ -57,6 +57,11 @@ pub struct Grid {
     /// that multiplying by it is exactly dividing by `cell_used` (and cheaper); else 0.
     per_cell: f32,
     origin: Vec2,
+    /// On a fixed lattice ([`on_lattice`](Grid::on_lattice)): the lattice coordinates of
+    /// cell `(0, 0)`; `None` for a grid over its items' bounding box.
+    lattice: Option<(i64, i64)>,
+    /// Whether the grid keeps to its lattice (set by `on_lattice`).
+    fixed: bool,
     cols: u32,
     rows: u32,
     /// The largest radius among the items (0 when empty).
@@ -89,6 +94,8 @@ impl Grid {
             cell_used: cell,
             per_cell: 0.0,
             origin: Vec2::ZERO,
+            lattice: None,
+            fixed: false,
             cols: 0,
             rows: 0,
             max_radius: 0.0,
@@ -97,6 +104,53 @@ impl Grid {
             input: Vec::new(),
             cells: Vec::new(),
         }
+    }
+
+    /// An empty grid whose cells lie on one fixed lattice: cell `(x, y)` covers
+    /// `[x·cell, (x+1)·cell) × [y·cell, (y+1)·cell)` whatever items it holds, and the cells
+    /// never grow. Two such grids holding overlapping sets of items (the parts of a world
+    /// split into shards) hand out the items they share in the same relative order, which
+    /// a grid over its items' bounding box does not promise (its origin and cell side
+    /// follow the items). The price: as many cells as the items' extent needs, however
+    /// sparse, and a `floor` per lookup.
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use runsync::prelude::*;
+    /// use runsync_systems::Grid;
+    /// # let mut w = World::new();
+    /// # #[derive(Clone, Copy)] struct M; impl Component for M { type Output = M; }
+    /// # w.register::<M>(merge::last);
+    /// let (a, b, c) = (w.spawn((M,)), w.spawn((M,)), w.spawn((M,)));
+    /// let order = |items: &[(Entity, Vec2)]| {
+    ///     let mut g = Grid::on_lattice(2.0);
+    ///     g.rebuild(items.iter().map(|&(e, p)| (e, p, 0.5, 0)));
+    ///     let mut seen = Vec::new();
+    ///     g.for_each_within(Vec2::new(3.0, 3.0), 3.0, |it| seen.push(it.entity));
+    ///     seen
+    /// };
+    /// let (pa, pb, pc) = (Vec2::new(3.9, 2.5), Vec2::new(2.1, 3.5), Vec2::new(-40.0, 0.0));
+    /// // With a far item or without it, `a` and `b` come out in the same order.
+    /// assert_eq!(order(&[(a, pa), (b, pb), (c, pc)]), order(&[(a, pa), (b, pb)]));
+    /// ```
+    ///
+    /// # Panics
+    /// If `cell` is not a positive power of two (so that scaling by its reciprocal is
+    /// exact, and every position falls in one lattice cell however it is computed).
+    pub fn on_lattice(cell: f32) -> Grid {
+        assert!(
+            cell.is_finite() && cell > 0.0 && cell.to_bits() & 0x007f_ffff == 0,
+            "a lattice Grid's cell side must be a positive power of two, got {cell}"
+        );
+        Grid {
+            fixed: true,
+            ..Grid::new(cell)
+        }
+    }
+
+    /// Whether this grid keeps to a fixed lattice ([`on_lattice`](Self::on_lattice)).
+    pub fn is_on_lattice(&self) -> bool {
+        self.fixed
     }
 
     /// The requested cell side ([`new`](Self::new)).
@@ -153,6 +207,40 @@ impl Grid {
             (lo, hi) = (Vec2::ZERO, Vec2::ZERO);
         }
         self.max_radius = max_radius;
+        if self.fixed {
+            self.lattice_over(lo, hi);
+        } else {
+            self.box_over(lo, hi, n);
+        }
+        let ncells = (self.cols * self.rows) as usize;
+        self.fill(ncells, n);
+    }
+
+    /// Cells on the lattice, from the one holding `lo` to the one holding `hi`.
+    fn lattice_over(&mut self, lo: Vec2, hi: Vec2) {
+        let cell = self.cell;
+        let per_cell = cell.recip();
+        let (x0, y0) = (
+            (lo.x * per_cell).floor() as i64,
+            (lo.y * per_cell).floor() as i64,
+        );
+        let cols = (hi.x * per_cell).floor() as i64 - x0 + 1;
+        let rows = (hi.y * per_cell).floor() as i64 - y0 + 1;
+        assert!(
+            cols.checked_mul(rows)
+                .is_some_and(|c| c <= i64::from(u32::MAX)),
+            "a lattice Grid over {lo}..{hi} would need {cols} x {rows} cells of side {cell}"
+        );
+        (self.cols, self.rows) = (cols as u32, rows as u32);
+        self.lattice = Some((x0, y0));
+        self.origin = Vec2::new(x0 as f32 * cell, y0 as f32 * cell);
+        self.cell_used = cell;
+        self.per_cell = per_cell;
+    }
+
+    /// Cells over the items' bounding box, grown until there are at most ~2 per item.
+    fn box_over(&mut self, lo: Vec2, hi: Vec2, n: usize) {
+        self.lattice = None;
         // Grow the cell until the grid has at most ~2 cells per item (and fits in u32).
         let mut cell = self.cell;
         let max_cells = (2 * n).max(1) as f64;
@@ -175,8 +263,10 @@ impl Grid {
         } else {
             0.0
         };
-        let ncells = (self.cols * self.rows) as usize;
+    }
 
+    /// Sorts the input into `ncells` cells (a counting sort: stable).
+    fn fill(&mut self, ncells: usize, n: usize) {
         self.starts.clear();
         self.starts.resize(ncells + 1, 0);
         self.cells.clear();
@@ -208,6 +298,15 @@ impl Grid {
 
     #[inline]
     fn cell_xy(&self, p: Vec2) -> (u32, u32) {
+        if let Some((x0, y0)) = self.lattice {
+            // Exact: scaling by a power of two, then whole numbers. (`p - origin` could
+            // round differently for two grids of different origins.)
+            let at = |v: f32, from: i64, n: u32| {
+                ((v * self.per_cell).floor() as i64 - from).clamp(0, i64::from(n.saturating_sub(1)))
+                    as u32
+            };
+            return (at(p.x, x0, self.cols), at(p.y, y0, self.rows));
+        }
         let d = p - self.origin;
         // The same bits either way: a power of two's reciprocal is exact.
         let rel = if self.per_cell != 0.0 {
@@ -344,6 +443,60 @@ impl Grid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lattice_grids_hand_out_shared_items_in_one_order() {
+        // A world of 400 items and the part of it a shard holds (x from 10 to 60, and a
+        // few far ones): near the part, both grids give the items they share in one order.
+        let es = ents(400);
+        let at = |i: usize| {
+            let h = (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            Vec2::new(
+                (h % 10_000) as f32 / 100.0 - 3.7,
+                ((h >> 20) % 10_000) as f32 / 125.0,
+            )
+        };
+        let all: Vec<_> = (0..400).map(|i| (es[i], at(i), 0.5, 0)).collect();
+        let part: Vec<_> = (all.iter())
+            .copied()
+            .filter(|&(e, p, _, _)| (10.0..60.0).contains(&p.x) || e.index() % 50 == 0)
+            .collect();
+        let (mut whole, mut shard) = (Grid::on_lattice(2.0), Grid::on_lattice(2.0));
+        whole.rebuild(all.iter().copied());
+        shard.rebuild(part.iter().copied());
+        let inside: std::collections::HashSet<Entity> = part.iter().map(|it| it.0).collect();
+        for q in 0..300 {
+            let pos = Vec2::new((q % 25) as f32 * 1.6 + 13.0, (q / 25) as f32 * 6.5 + 0.3);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            whole.for_each_within(pos, 2.5, |it| {
+                if inside.contains(&it.entity) {
+                    a.push(it.entity);
+                }
+            });
+            shard.for_each_within(pos, 2.5, |it| b.push(it.entity));
+            assert_eq!(a, b, "query at {pos}");
+        }
+        // A grid over its items' box (cells follow the items) does not promise it.
+        let near: Vec<_> = (part.iter().copied())
+            .filter(|&(_, p, _, _)| (10.0..60.0).contains(&p.x))
+            .collect();
+        let (mut whole, mut shard) = (Grid::new(3.0), Grid::new(3.0));
+        whole.rebuild(all.iter().copied());
+        shard.rebuild(near.iter().copied());
+        let inside: std::collections::HashSet<Entity> = near.iter().map(|it| it.0).collect();
+        let differs = (0..300).any(|q| {
+            let pos = Vec2::new((q % 25) as f32 * 1.6 + 13.0, (q / 25) as f32 * 6.5 + 0.3);
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            whole.for_each_near(pos, 3.0, |it| {
+                if inside.contains(&it.entity) {
+                    a.push(it.entity);
+                }
+            });
+            shard.for_each_near(pos, 3.0, |it| b.push(it.entity));
+            a != b
+        });
+        assert!(differs, "the control: box grids differ somewhere");
+    }
 
     fn ents(n: usize) -> Vec<Entity> {
         (0..n as u64)

@@ -83,7 +83,9 @@ pub use life::{Death, Expire};
 pub use motion::{Bounds, BoundsMode, Drag, Gravity, Integrate};
 pub use separation::Separation;
 pub use spatial::{BuildGrid, SpatialGrid};
-pub use spawner::{AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig, TurretTemplate};
+pub use spawner::{
+    AgentTemplate, ProjectileTemplate, Spawner, SpawnerConfig, TeamTotals, TurretTemplate,
+};
 pub use transform::{GlobalTransform, PropagateTransforms, Transform};
 
 /// Where an entity is, in world units.

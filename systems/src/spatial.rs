@@ -169,7 +169,13 @@ impl Serialize for SpatialGrid {
             .as_deref()
             .map(|b| SavedGrid {
                 frame: b.frame,
-                cell: b.grid.cell(),
+                // A lattice grid saves its cell side negated (the format has no other
+                // field for it).
+                cell: if b.grid.is_on_lattice() {
+                    -b.grid.cell()
+                } else {
+                    b.grid.cell()
+                },
                 items: b.grid.inserted(),
             })
             .serialize(s)
@@ -181,13 +187,20 @@ impl<'de> Deserialize<'de> for SpatialGrid {
         let Some(saved) = Option::<LoadedGrid>::deserialize(d)? else {
             return Ok(SpatialGrid::default());
         };
-        if !(saved.cell.is_finite() && saved.cell > 0.0) {
+        let side = saved.cell.abs();
+        let lattice = saved.cell < 0.0;
+        if !(side.is_finite() && side > 0.0) || (lattice && side.to_bits() & 0x007f_ffff != 0) {
             return Err(serde::de::Error::custom(format!(
-                "SpatialGrid: the cell side {} is not a positive finite number",
+                "SpatialGrid: the cell side {} is not a positive finite number (or, \
+                 negated for a lattice grid, a power of two)",
                 saved.cell
             )));
         }
-        let mut grid = Grid::new(saved.cell);
+        let mut grid = if lattice {
+            Grid::on_lattice(side)
+        } else {
+            Grid::new(side)
+        };
         grid.rebuild(
             saved
                 .items
@@ -336,6 +349,8 @@ impl TeamBlocks {
 /// If the world has no [`SpatialGrid`] resource: call [`SpatialGrid::register`] first.
 pub struct BuildGrid {
     cell: f32,
+    /// Cells on a fixed lattice ([`Grid::on_lattice`]).
+    lattice: bool,
     /// Grids this system built; those nobody else holds are free to rebuild into.
     buffers: Vec<Arc<Built>>,
 }
@@ -344,6 +359,7 @@ impl std::fmt::Debug for BuildGrid {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("BuildGrid")
             .field("cell", &self.cell)
+            .field("lattice", &self.lattice)
             .field("buffers", &self.buffers.len())
             .finish()
     }
@@ -377,7 +393,23 @@ impl BuildGrid {
         let _ = Grid::new(cell);
         BuildGrid {
             cell,
+            lattice: false,
             buffers: Vec::new(),
+        }
+    }
+
+    /// A builder whose grid keeps its cells of side `cell` on a fixed lattice
+    /// ([`Grid::on_lattice`]): what a world split into shards needs, so that each
+    /// shard's grid hands out the entities it shares with the whole world's in the same
+    /// order.
+    ///
+    /// # Panics
+    /// If `cell` is not a positive power of two.
+    pub fn on_lattice(cell: f32) -> BuildGrid {
+        let _ = Grid::on_lattice(cell);
+        BuildGrid {
+            lattice: true,
+            ..BuildGrid::new(cell)
         }
     }
 
@@ -395,7 +427,11 @@ impl BuildGrid {
             Some(i) => i,
             None => {
                 self.buffers.push(Arc::new(Built {
-                    grid: Grid::new(self.cell),
+                    grid: if self.lattice {
+                        Grid::on_lattice(self.cell)
+                    } else {
+                        Grid::new(self.cell)
+                    },
                     teams: TeamBlocks::default(),
                     frame: 0,
                 }));
@@ -597,7 +633,8 @@ mod tests {
             radius: 0.5,
             tag: 0,
         };
-        for cell in [0.0, -1.0, f32::NAN, f32::INFINITY] {
+        // Negative: a lattice grid's side, which must be a power of two.
+        for cell in [0.0, -0.0, -3.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
             let bytes = postcard::to_allocvec(&Some(SavedGrid {
                 frame: 0,
                 cell,
@@ -610,6 +647,18 @@ mod tests {
                 "{err}"
             );
         }
+        // A lattice grid comes back on its lattice.
+        let lattice = postcard::to_allocvec(&Some(SavedGrid {
+            frame: 3,
+            cell: -2.0,
+            items: &[item],
+        }))
+        .unwrap();
+        let loaded = postcard::from_bytes::<SpatialGrid>(&lattice).unwrap();
+        let grid = loaded.grid().unwrap();
+        assert!(grid.is_on_lattice() && grid.cell() == 2.0);
+        let again = postcard::to_allocvec(&loaded).unwrap();
+        assert_eq!(again, lattice);
         let good = Some(SavedGrid {
             frame: 7,
             cell: 2.0,

@@ -148,6 +148,8 @@ pub struct SpawnerConfig {
 #[derive(Clone, Debug)]
 pub struct Spawner {
     config: SpawnerConfig,
+    /// Local rules ([`local`](Spawner::local)).
+    local: bool,
     rng: Pcg32,
     /// Per team: live agents and the sum of their positions (reused buffers).
     counts: Vec<usize>,
@@ -193,11 +195,30 @@ impl Spawner {
         );
         Spawner {
             rng: Pcg32::seed_from_u64(config.seed),
+            local: false,
             config,
             counts: Vec::new(),
             sums: Vec::new(),
             wave: Vec::new(),
         }
+    }
+
+    /// This spawner with *local* rules, for a world split into shards (`runsync-cluster`),
+    /// where no system sees the whole world:
+    ///
+    /// - the team counts and centres come from the [`TeamTotals`] resource when there is
+    ///   one (a sharded world adds its shards' parts up after every frame), else from the
+    ///   world — summed exactly either way (fixed point), so they do not depend on the
+    ///   order of the sum;
+    /// - each agent fires or not by a hash of (seed, frame, its id) — not by one random
+    ///   stream drawn along the whole world, which a shard cannot draw its part of.
+    ///
+    /// Waves draw from the seeded generator as before: every shard draws the whole wave
+    /// and keeps what lands in its region. Another game than [`new`](Self::new)'s (other
+    /// shooters, team centres rounded otherwise).
+    pub fn local(mut self) -> Spawner {
+        self.local = true;
+        self
     }
 
     /// The configuration.
@@ -314,57 +335,16 @@ impl System for Spawner {
         self.counts.resize(teams, 0);
         self.sums.clear();
         self.sums.resize(teams, Vec2::ZERO);
-        for (_, (p, t, ())) in world.query::<(&Position, &Team, With<Health>)>() {
-            if let Some(n) = self.counts.get_mut(usize::from(t.0)) {
-                *n += 1;
-                self.sums[usize::from(t.0)] += p.0;
-            }
-        }
-
-        // Projectiles: aim at the other teams' centroid.
-        let p = self.config.projectile;
-        let chance = (p.rate * dt(world)).clamp(0.0, 1.0);
-        if chance > 0.0 {
-            let total: Vec2 = self.sums.iter().sum();
-            let total_n: usize = self.counts.iter().sum();
-            let start_gap = self.config.agent.radius + p.radius + 0.01;
-            // Rather than one draw per agent, draw the number of agents to skip before the
-            // next shot (geometric with success `chance`): the same distribution, with one
-            // draw per shot instead of one per agent.
-            let mut skip = self.gap(chance);
-            let ships = self.config.turrets.every > 0;
-            let query = world.query::<(&Position, &Team, With<Health>)>();
-            for (shooter, (pos, team, ())) in query {
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
+        if self.local {
+            self.fire_locally(world, out, frame);
+        } else {
+            for (_, (p, t, ())) in world.query::<(&Position, &Team, With<Health>)>() {
+                if let Some(n) = self.counts.get_mut(usize::from(t.0)) {
+                    *n += 1;
+                    self.sums[usize::from(t.0)] += p.0;
                 }
-                skip = self.gap(chance);
-                let t = usize::from(team.0);
-                let Some(&own_n) = self.counts.get(t) else {
-                    continue;
-                };
-                let enemies = total_n - own_n;
-                if enemies == 0 {
-                    continue;
-                }
-                let target = (total - self.sums[t]) / enemies as f32;
-                let dir = (target - pos.0).normalize_or(Vec2::X);
-                let from = if ships {
-                    Self::muzzle(world, shooter, pos.0, frame)
-                } else {
-                    pos.0
-                };
-                out.spawn_deferred((
-                    Position(from + dir * start_gap),
-                    Velocity(dir * p.speed),
-                    Collider { radius: p.radius },
-                    *team,
-                    Damage(p.damage),
-                    Lifetime(p.lifetime),
-                    Projectile,
-                ));
             }
+            self.fire(world, out, frame);
         }
 
         if self.config.turrets.every > 0 {
@@ -388,6 +368,183 @@ impl System for Spawner {
 
     fn name(&self) -> Cow<'static, str> {
         "Spawner".into()
+    }
+}
+
+impl Spawner {
+    /// One random stream along the whole world's agents: who fires, aimed at the other
+    /// teams' centroid (from `counts` and `sums`).
+    fn fire(&mut self, world: &World, out: &mut Output<'_>, frame: u64) {
+        let p = self.config.projectile;
+        let chance = (p.rate * dt(world)).clamp(0.0, 1.0);
+        if chance > 0.0 {
+            let total: Vec2 = self.sums.iter().sum();
+            let total_n: usize = self.counts.iter().sum();
+            // Rather than one draw per agent, draw the number of agents to skip before the
+            // next shot (geometric with success `chance`): the same distribution, with one
+            // draw per shot instead of one per agent.
+            let mut skip = self.gap(chance);
+            let query = world.query::<(&Position, &Team, With<Health>)>();
+            for (shooter, (pos, team, ())) in query {
+                if skip > 0 {
+                    skip -= 1;
+                    continue;
+                }
+                skip = self.gap(chance);
+                let t = usize::from(team.0);
+                let Some(&own_n) = self.counts.get(t) else {
+                    continue;
+                };
+                let enemies = total_n - own_n;
+                if enemies == 0 {
+                    continue;
+                }
+                let target = (total - self.sums[t]) / enemies as f32;
+                self.shoot(world, out, frame, shooter, pos.0, *team, target);
+            }
+        }
+    }
+
+    /// Local rules: team counts from [`TeamTotals`], each agent firing by its own hash.
+    fn fire_locally(&mut self, world: &World, out: &mut Output<'_>, frame: u64) {
+        let teams = self.config.teams;
+        let computed;
+        let totals = match world.get_resource::<TeamTotals>() {
+            Some(t) => t,
+            None => {
+                computed = TeamTotals::of(world, teams);
+                &computed
+            }
+        };
+        for (t, n) in self.counts.iter_mut().enumerate() {
+            *n = totals.count(t) as usize;
+        }
+        let chance = (self.config.projectile.rate * dt(world)).clamp(0.0, 1.0);
+        if chance <= 0.0 {
+            return;
+        }
+        let targets: Vec<Option<Vec2>> = (0..usize::from(teams))
+            .map(|t| totals.enemies_centre(t))
+            .collect();
+        let seed = self.config.seed;
+        for (shooter, (pos, team, ())) in world.query::<(&Position, &Team, With<Health>)>() {
+            if fire_roll(seed, frame, shooter) >= chance {
+                continue;
+            }
+            if let Some(&Some(target)) = targets.get(usize::from(team.0)) {
+                self.shoot(world, out, frame, shooter, pos.0, *team, target);
+            }
+        }
+    }
+
+    /// Spawns `shooter`'s projectile towards `target`.
+    #[allow(clippy::too_many_arguments)]
+    fn shoot(
+        &self,
+        world: &World,
+        out: &mut Output<'_>,
+        frame: u64,
+        shooter: Entity,
+        pos: Vec2,
+        team: Team,
+        target: Vec2,
+    ) {
+        let p = self.config.projectile;
+        let start_gap = self.config.agent.radius + p.radius + 0.01;
+        let dir = (target - pos).normalize_or(Vec2::X);
+        let from = if self.config.turrets.every > 0 {
+            Self::muzzle(world, shooter, pos, frame)
+        } else {
+            pos
+        };
+        out.spawn_deferred((
+            Position(from + dir * start_gap),
+            Velocity(dir * p.speed),
+            Collider { radius: p.radius },
+            team,
+            Damage(p.damage),
+            Lifetime(p.lifetime),
+            Projectile,
+        ));
+    }
+}
+
+/// A number in `[0, 1)` from (seed, frame, entity): whether an agent fires this frame,
+/// without a stream shared by every agent.
+fn fire_roll(seed: u64, frame: u64, e: Entity) -> f32 {
+    let mut x = seed ^ frame.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ e.to_bits().rotate_left(17);
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    (x >> 40) as f32 / (1u64 << 24) as f32
+}
+
+/// Per team, its agents (entities with [`Position`], [`Team`] and [`Health`]) counted and
+/// their positions summed in 1/1024 units as integers: exact, so the totals do not depend
+/// on the order they were summed in or on how the world was split. What a
+/// [`Spawner::local`] and local steering read as team sizes and centres; a world split
+/// into shards computes each shard's part and adds them up (`runsync-cluster`'s
+/// `Cluster::global(part, TeamTotals::combine)`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TeamTotals {
+    /// Per team, its agents.
+    pub counts: Vec<u64>,
+    /// Per team, the sum of its agents' positions, in 1/1024 units.
+    pub sums: Vec<[i64; 2]>,
+}
+
+impl TeamTotals {
+    /// The totals of `world`'s agents of teams `0..teams` (others are not counted).
+    pub fn of(world: &World, teams: u8) -> TeamTotals {
+        let n = usize::from(teams);
+        let mut t = TeamTotals {
+            counts: vec![0; n],
+            sums: vec![[0; 2]; n],
+        };
+        for (_, (p, team, ())) in world.query::<(&Position, &Team, With<Health>)>() {
+            let k = usize::from(team.0);
+            if k < n {
+                t.counts[k] += 1;
+                t.sums[k][0] += (f64::from(p.0.x) * 1024.0).round() as i64;
+                t.sums[k][1] += (f64::from(p.0.y) * 1024.0).round() as i64;
+            }
+        }
+        t
+    }
+
+    /// Adds `part` (another part of the same world) to `total`.
+    pub fn combine(total: &mut TeamTotals, part: TeamTotals) {
+        let n = total.counts.len().max(part.counts.len());
+        total.counts.resize(n, 0);
+        total.sums.resize(n, [0; 2]);
+        for (k, (c, s)) in part.counts.iter().zip(&part.sums).enumerate() {
+            total.counts[k] += c;
+            total.sums[k][0] += s[0];
+            total.sums[k][1] += s[1];
+        }
+    }
+
+    /// Team `team`'s agents (0 for a team not counted).
+    pub fn count(&self, team: usize) -> u64 {
+        self.counts.get(team).copied().unwrap_or(0)
+    }
+
+    /// The centre of every agent not of team `team`, if there is one.
+    pub fn enemies_centre(&self, team: usize) -> Option<Vec2> {
+        let (mut n, mut x, mut y) = (0u64, 0i64, 0i64);
+        for (k, (c, s)) in self.counts.iter().zip(&self.sums).enumerate() {
+            if k != team {
+                n += c;
+                x += s[0];
+                y += s[1];
+            }
+        }
+        (n > 0).then(|| {
+            let scale = n as f64 * 1024.0;
+            Vec2::new((x as f64 / scale) as f32, (y as f64 / scale) as f32)
+        })
     }
 }
 
@@ -546,5 +703,52 @@ mod tests {
         assert_eq!(a, run(9, 2, 5));
         assert_eq!(a, run(9, 4, 5));
         assert_ne!(a, run(10, 1, 5));
+    }
+
+    /// The local spawner: shots by each agent's hash, team sizes from [`TeamTotals`].
+    fn run_local(workers: usize, totals: bool) -> (Vec<(u64, [u32; 2], u8)>, usize) {
+        let mut rt = Runtime::builder().workers(workers).dt(0.25).build(world());
+        rt.add_system(Spawner::new(config(0.5)).local());
+        let mut shots = 0;
+        for _ in 0..6 {
+            if totals {
+                // As a sharded world provides it, between frames.
+                let t = TeamTotals::of(rt.world(), 2);
+                rt.world_mut().insert_resource(t);
+            }
+            rt.frame();
+            shots = rt.world().query::<(&Projectile,)>().count();
+        }
+        (snapshot(rt.world()), shots)
+    }
+
+    #[test]
+    fn a_local_spawner_is_the_same_on_any_worker_count_and_fires_about_its_rate() {
+        let (a, shots) = run_local(1, false);
+        assert_eq!((a.clone(), shots), run_local(3, false));
+        // 100 agents, a shot each with probability rate · dt = 1/8 a frame.
+        assert!((30..=120).contains(&shots), "{shots} shots");
+        // Reading the totals from a resource instead of summing the world: the same.
+        assert_eq!(run_local(2, true).0, a);
+        assert_ne!(a, run(42, 1, 6), "another game than the stream's");
+    }
+
+    #[test]
+    fn team_totals_add_up_over_any_split() {
+        let mut whole = world();
+        let mut parts = [world(), world()];
+        for i in 0..40u8 {
+            let p = Vec2::new(f32::from(i) * 1.37, 100.0 - f32::from(i) * 0.71);
+            let agent = (Position(p), Team(i % 3), Health::full(5));
+            whole.spawn(agent);
+            parts[usize::from(i % 7 == 0)].spawn(agent);
+        }
+        let mut total = TeamTotals::of(&parts[1], 3);
+        TeamTotals::combine(&mut total, TeamTotals::of(&parts[0], 3));
+        assert_eq!(total, TeamTotals::of(&whole, 3));
+        assert_eq!(total.counts.iter().sum::<u64>(), 40);
+        let c = total.enemies_centre(0).unwrap();
+        assert!(c.x > 0.0 && c.y > 0.0);
+        assert_eq!(TeamTotals::default().enemies_centre(0), None);
     }
 }

@@ -13,3 +13,4 @@ pub mod layers;
 pub mod picture;
 pub mod report;
 pub mod scenario;
+pub mod sharded;

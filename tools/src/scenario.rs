@@ -7,8 +7,8 @@ use runsync::prelude::*;
 use runsync_systems::{
     AgentTemplate, Bounds, BoundsMode, BuildGrid, Collider, Contact, Damage, Death, Drag, Expire,
     Health, Impulse, Integrate, Lifetime, Position, Projectile, ProjectileTemplate,
-    PropagateTransforms, Separation, SpatialGrid, Spawner, SpawnerConfig, Team, TurretTemplate,
-    Velocity,
+    PropagateTransforms, Separation, SpatialGrid, Spawner, SpawnerConfig, Team, TeamTotals,
+    TurretTemplate, Velocity,
 };
 
 /// Number of teams in the arena.
@@ -63,19 +63,47 @@ pub fn arena_side(agents: usize) -> f32 {
 /// seeds its generator from the seed and the frame number), so a loaded save runs on as
 /// the saved arena did.
 pub fn build(config: ArenaConfig) -> Runtime {
-    let side = arena_side(config.agents);
-    let (min, max) = (Vec2::ZERO, Vec2::splat(side));
     let world = world(config);
     let mut rt = Runtime::builder()
         .workers(config.workers)
         .fixed_hz(60)
         .build(world);
+    add_systems(&mut rt, config, Rules::Whole);
+    rt
+}
 
+/// Which rules the arena's systems play by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Rules {
+    /// The arena's own ([`build`]): systems that see the whole world.
+    Whole,
+    /// Local rules, for a world split into shards (`arena --shards`): the shared grid on
+    /// a fixed lattice ([`BuildGrid::on_lattice`]), team centres and counts from the
+    /// exact [`TeamTotals`] ([`team_totals`]), each agent firing by its own hash
+    /// ([`Spawner::local`]). Another game than [`Rules::Whole`]'s, with the same systems.
+    Local,
+}
+
+/// The arena's [`TeamTotals`]: what a sharded arena adds up over its shards after every
+/// frame (`Cluster::global(team_totals, TeamTotals::combine)`).
+pub fn team_totals(world: &World) -> TeamTotals {
+    TeamTotals::of(world, TEAMS)
+}
+
+/// Adds the arena's systems, in the order [`build`] documents, playing by `rules`.
+pub fn add_systems(rt: &mut Runtime, config: ArenaConfig, rules: Rules) {
+    let side = arena_side(config.agents);
+    let (min, max) = (Vec2::ZERO, Vec2::splat(side));
     let per_team = config.agents / usize::from(TEAMS);
+    let local = rules == Rules::Local;
     // First: the longest system that cannot split its work, so it starts at once and the
     // others' parallel parts fill the other workers meanwhile.
-    rt.add_system(BuildGrid::default());
-    rt.add_system(Spawner::new(SpawnerConfig {
+    rt.add_system(if local {
+        BuildGrid::on_lattice(2.0)
+    } else {
+        BuildGrid::default()
+    });
+    let spawner = Spawner::new(SpawnerConfig {
         seed: config.seed,
         teams: TEAMS,
         agents_per_team: per_team,
@@ -100,8 +128,13 @@ pub fn build(config: ArenaConfig) -> Runtime {
             count: 2,
             distance: 0.9,
         },
-    }));
-    rt.add_system_named("Steer", steer(6.0));
+    });
+    rt.add_system(if local { spawner.local() } else { spawner });
+    if local {
+        rt.add_system_named("Steer", steer_locally(6.0));
+    } else {
+        rt.add_system_named("Steer", steer(6.0));
+    }
     rt.add_system(Drag { per_second: 0.6 });
     rt.add_system(Separation::new(30.0));
     rt.add_system(Integrate);
@@ -114,7 +147,6 @@ pub fn build(config: ArenaConfig) -> Runtime {
     rt.add_system(Contact::default());
     rt.add_system(Expire);
     rt.add_system(Death);
-    rt
 }
 
 /// The arena's world before its first frame: every type registered (and opted in, `Debug`
@@ -194,6 +226,36 @@ fn steer(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
                 (total - sums[t]) / enemies as f32
             };
         }
+        let dv = accel * world.resource::<Time>().dt;
+        let targets = &targets;
+        out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
+            |e, (p, t, (), ()), out| {
+                let target = targets[usize::from(t.0) % teams];
+                let dir = (target - p.0).normalize_or_zero();
+                if dir != Vec2::ZERO {
+                    out.write::<Velocity>(e, Impulse(dir * dv));
+                }
+            },
+        );
+    }
+}
+
+/// [`steer`] by local rules: the targets are the other teams' centre from the exact
+/// [`TeamTotals`] resource (or, without one, the world's own totals).
+fn steer_locally(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
+    let teams = usize::from(TEAMS);
+    move |world: &World, out: &mut Output<'_>| {
+        let computed;
+        let totals = match world.get_resource::<TeamTotals>() {
+            Some(t) => t,
+            None => {
+                computed = team_totals(world);
+                &computed
+            }
+        };
+        let targets: Vec<Vec2> = (0..teams)
+            .map(|t| totals.enemies_centre(t).unwrap_or(Vec2::NAN))
+            .collect();
         let dv = accel * world.resource::<Time>().dt;
         let targets = &targets;
         out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(

@@ -111,6 +111,20 @@ struct Args {
         "rollback", "fail_at", "inspect", "record",
     ])]
     replay: Option<PathBuf>,
+    /// Split the arena into N shards (timely worker threads of this process, each with
+    /// `--workers` runsync workers, default 1) with runsync-cluster, over square-ish tiles
+    /// of the field, playing by local rules (the shared grid on a fixed lattice, exact
+    /// team centres added up over the shards, each agent firing by its own hash: another
+    /// game than the arena's own, whose systems see the whole world). Prints per-frame
+    /// figures: agents, spawns, ghosts, migrations, times.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=64),
+          conflicts_with_all = ["canonical", "json", "chart", "picture", "check_determinism",
+          "rollback", "fail_at", "inspect", "record", "replay"])]
+    shards: Option<u64>,
+    /// With `--shards`: also run the same arena (local rules) in one process and compare
+    /// the world's checksum after every frame; exit with status 1 at the first difference.
+    #[arg(long, requires = "shards")]
+    check: bool,
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -331,6 +345,9 @@ fn main() -> ExitCode {
     let args = Args::parse();
     if let Some(path) = &args.replay {
         return replay(path, args.workers);
+    }
+    if let Some(shards) = args.shards {
+        return sharded(&args, shards as usize);
     }
     // Fail before the run, not after it, if an output file cannot be written.
     for (what, path) in [
@@ -588,6 +605,100 @@ fn main() -> ExitCode {
             }
         }
         return ExitCode::from(1);
+    }
+    ExitCode::SUCCESS
+}
+
+/// `--shards N`: the arena split into shards by local rules; with `--check`, compared with
+/// one process frame by frame.
+fn sharded(args: &Args, shards: usize) -> ExitCode {
+    let config = ArenaConfig {
+        agents: args.entities,
+        seed: args.seed,
+        workers: args.workers.max(1),
+    };
+    let (cols, rows) = runsync_tools::sharded::tiles_for(shards);
+    println!(
+        "arena: {} agents by local rules, {shards} shards ({cols} x {rows} tiles, mirror \
+         range {}), {} runsync worker(s) each, {} frames",
+        config.agents,
+        runsync_tools::sharded::MIRROR_RANGE,
+        config.workers,
+        args.frames
+    );
+    // Checksums (some 100 ns per entity) only to compare.
+    let report = match runsync_tools::sharded::run(config, shards, args.frames, args.check) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("arena: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    println!(
+        "{:>6} {:>8} {:>6} {:>7} {:>8} {:>9} {:>9} {:>9}",
+        "frame", "entities", "born", "ghosts", "migrated", "frame ms", "run ms", "xchg ms"
+    );
+    let every = (report.frames.len() / 10).max(1);
+    for f in report
+        .frames
+        .iter()
+        .filter(|f| f.frame as usize % every == 0)
+    {
+        println!(
+            "{:>6} {:>8} {:>6} {:>7} {:>8} {:>9.2} {:>9.2} {:>9.2}",
+            f.frame,
+            f.entities,
+            f.spawned,
+            f.ghosts,
+            f.migrations,
+            ms(f.time),
+            ms(f.run_sync),
+            ms(f.exchange)
+        );
+    }
+    // Medians over the frames after the first tenth (the first wave).
+    let skip = report.frames.len() / 10;
+    let median = |key: &dyn Fn(&runsync_cluster::FrameReport) -> f64| {
+        let mut v: Vec<f64> = report.frames[skip..].iter().map(key).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied().unwrap_or(0.0)
+    };
+    println!(
+        "median: frame {:.2} ms (import {:.2}, run+sync {:.2}, export {:.2}, exchange {:.2} \
+         ms), {:.0} born, {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
+        median(&|f| ms(f.time)),
+        median(&|f| ms(f.import)),
+        median(&|f| ms(f.run_sync)),
+        median(&|f| ms(f.export)),
+        median(&|f| ms(f.exchange)),
+        median(&|f| f.spawned as f64),
+        median(&|f| f.ghosts as f64),
+        median(&|f| f.migrations as f64),
+        median(&|f| f.bytes as f64 / 1024.0),
+    );
+    if args.check {
+        let one = match runsync_tools::sharded::cluster(config, 1, args.frames).run_in_one_process()
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("arena: the one-process run failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        match (report.frames.iter().zip(&one.frames)).find(|(a, b)| a.checksum != b.checksum) {
+            Some((a, b)) => {
+                println!(
+                    "check: frame {} differs from one process ({:#018x} vs {:#018x})",
+                    a.frame, a.checksum, b.checksum
+                );
+                return ExitCode::FAILURE;
+            }
+            None => println!(
+                "check: every frame's checksum equals one process's ({} frames)",
+                one.frames.len()
+            ),
+        }
     }
     ExitCode::SUCCESS
 }

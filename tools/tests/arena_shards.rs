@@ -1,0 +1,39 @@
+//! `arena --shards`: the arena by local rules, split into 2 and 3 shards (threads), gives
+//! the same world checksum after every frame as the same arena in one process — through
+//! the first wave, fights at the fronts, ships armed with turrets (children), shots fired
+//! and expiring, deaths, and the second wave.
+
+use runsync_tools::scenario::ArenaConfig;
+use runsync_tools::sharded;
+
+#[test]
+fn the_sharded_arena_gives_one_process_bits() {
+    let config = ArenaConfig {
+        agents: 600,
+        seed: 7,
+        workers: 1,
+    };
+    // Five waves (every 60 frames), the teams meeting in the middle.
+    let frames = 300;
+    let one = sharded::cluster(config, 1, frames)
+        .run_in_one_process()
+        .unwrap();
+    let sums =
+        |r: &runsync_cluster::Report| r.frames.iter().map(|f| f.checksum).collect::<Vec<_>>();
+    for shards in [2, 3] {
+        let report = sharded::run(config, shards, frames, true).unwrap();
+        let first = sums(&report)
+            .iter()
+            .zip(sums(&one))
+            .position(|(a, b)| *a != b);
+        assert_eq!(
+            first, None,
+            "{shards} shards: first differing frame (index)"
+        );
+        assert!(report.frames.iter().map(|f| f.migrations).sum::<usize>() > 0);
+        assert!(report.frames.iter().all(|f| f.frame < 3 || f.ghosts > 0));
+    }
+    // What that covered, in one process.
+    let born: usize = one.frames.iter().map(|f| f.spawned).sum();
+    assert!(born > 600 + 100, "{born} born: the waves and shots");
+}
