@@ -37,3 +37,28 @@ fn the_sharded_arena_gives_one_process_bits() {
     let born: usize = one.frames.iter().map(|f| f.spawned).sum();
     assert!(born > 600 + 100, "{born} born: the waves and shots");
 }
+
+#[test]
+fn the_arena_binary_shards_and_checks() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["--shards", "2", "--entities", "400", "--frames", "90", "--check"])
+        .output()
+        .expect("the arena runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("2 shards (2 x 1 tiles"), "{text}");
+    assert!(
+        text.contains("check: every frame's checksum equals one process's (90 frames)"),
+        "{text}"
+    );
+    // Options that compare or rewind single runs do not go with it.
+    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["--shards", "2", "--rollback", "3"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+}
