@@ -401,6 +401,54 @@ fn root_of(world: &World, e: Entity) -> Entity {
     }
 }
 
+/// The timely configuration for `threads` shards in each of `processes` processes, this
+/// one being `process` (from 0): one process's threads when `processes` is 1, else TCP
+/// between `addresses` (one per process, in process order; empty: `127.0.0.1:7700`,
+/// `:7701`, ... — loopback).
+///
+/// # Errors
+/// A message for 0 threads or processes, `process` out of range, or an address count
+/// other than `processes`.
+pub fn cluster_config(
+    threads: usize,
+    processes: usize,
+    process: usize,
+    addresses: &[String],
+) -> Result<timely::Config, String> {
+    if threads == 0 || processes == 0 || process >= processes {
+        return Err(format!(
+            "need at least one shard and one process, and a process index below the \
+             process count (got {threads} shards, {processes} processes, process {process})"
+        ));
+    }
+    if processes == 1 {
+        return Ok(timely::Config::process(threads));
+    }
+    let addresses = if addresses.is_empty() {
+        (0..processes)
+            .map(|p| format!("127.0.0.1:{}", 7700 + p))
+            .collect()
+    } else if addresses.len() == processes {
+        addresses.to_vec()
+    } else {
+        return Err(format!(
+            "{} addresses for {processes} processes",
+            addresses.len()
+        ));
+    };
+    Ok(timely::Config {
+        communication: timely::CommunicationConfig::Cluster {
+            threads,
+            process,
+            addresses,
+            report: false,
+            zerocopy: false,
+            log_fn: Arc::new(|_| None),
+        },
+        worker: timely::WorkerConfig::default(),
+    })
+}
+
 /// The checkpoint file of shard `shard` of `shards` after frame `frame` in `dir`.
 pub fn checkpoint_path(dir: &Path, shard: usize, shards: usize, frame: u64) -> PathBuf {
     dir.join(format!("shard-{shard}-of-{shards}-frame-{frame}.runsync"))

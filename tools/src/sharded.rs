@@ -64,8 +64,30 @@ pub fn run(
     frames: u64,
     checksums: bool,
 ) -> Result<Report, ClusterError> {
-    Ok(cluster(config, shards, frames)
+    Ok(run_on(
+        config,
+        shards,
+        timely::Config::process(shards),
+        frames,
+        checksums,
+    )?
+    .expect("shard 0 runs in this process"))
+}
+
+/// Runs the arena on the timely workers of `timely` (`shards` of them in all, over every
+/// process: see `runsync_cluster::cluster_config`), as [`run`]; the report comes back in
+/// the process that holds shard 0.
+///
+/// # Errors
+/// A shard's [`ClusterError`].
+pub fn run_on(
+    config: ArenaConfig,
+    shards: usize,
+    timely: timely::Config,
+    frames: u64,
+    checksums: bool,
+) -> Result<Option<Report>, ClusterError> {
+    cluster(config, shards, frames)
         .checksums(checksums)
-        .run(timely::Config::process(shards))?
-        .expect("shard 0 runs in this process"))
+        .run(timely)
 }

@@ -41,7 +41,15 @@ fn the_sharded_arena_gives_one_process_bits() {
 #[test]
 fn the_arena_binary_shards_and_checks() {
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_arena"))
-        .args(["--shards", "2", "--entities", "400", "--frames", "90", "--check"])
+        .args([
+            "--shards",
+            "2",
+            "--entities",
+            "400",
+            "--frames",
+            "90",
+            "--check",
+        ])
         .output()
         .expect("the arena runs");
     let text = String::from_utf8_lossy(&out.stdout);
@@ -61,4 +69,63 @@ fn the_arena_binary_shards_and_checks() {
         .output()
         .unwrap();
     assert!(!refused.status.success());
+}
+
+/// A free port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn two_arena_processes_on_loopback_give_one_process_bits() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let start = |process: usize| {
+        Command::new(env!("CARGO_BIN_EXE_arena"))
+            .args(["--shards", "1", "--processes", "2", "--entities", "400"])
+            .args(["--frames", "90", "--check", "--addresses", &addresses])
+            .args(["--process", &process.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut children = [start(0), start(1)];
+    // Bounded in time: both must finish within a minute.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    for i in 0..2 {
+        while children[i].try_wait().unwrap().is_none() {
+            if Instant::now() > deadline {
+                for c in &mut children {
+                    let _ = c.kill();
+                }
+                panic!("the arena processes did not finish within a minute");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let outputs: Vec<_> = children.map(|c| c.wait_with_output().unwrap()).to_vec();
+    for (i, out) in outputs.iter().enumerate() {
+        assert!(
+            out.status.success(),
+            "process {i}: {}\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let text = String::from_utf8_lossy(&outputs[0].stdout);
+    assert!(text.contains("2 shards (2 x 1 tiles"), "{text}");
+    assert!(
+        text.contains("check: every frame's checksum equals one process's (90 frames)"),
+        "{text}"
+    );
+    assert!(
+        outputs[1].stdout.is_empty(),
+        "process 1 leaves the report to process 0"
+    );
 }

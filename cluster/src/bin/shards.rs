@@ -59,41 +59,16 @@ struct Args {
 
 fn main() -> ExitCode {
     let args = Args::parse();
-    if args.shards == 0 || args.processes == 0 || args.process >= args.processes {
-        eprintln!(
-            "shards: need --shards >= 1, --processes >= 1 and --process < --processes \
-             (got {}, {}, {})",
-            args.shards, args.processes, args.process
-        );
-        return ExitCode::FAILURE;
-    }
-    let config = if args.processes == 1 {
-        runsync_cluster::timely::Config::process(args.shards)
-    } else {
-        let addresses = if args.addresses.is_empty() {
-            (0..args.processes)
-                .map(|p| format!("127.0.0.1:{}", 7700 + p))
-                .collect()
-        } else if args.addresses.len() == args.processes {
-            args.addresses.clone()
-        } else {
-            eprintln!(
-                "shards: {} addresses for {} processes",
-                args.addresses.len(),
-                args.processes
-            );
+    let config = match runsync_cluster::cluster_config(
+        args.shards,
+        args.processes,
+        args.process,
+        &args.addresses,
+    ) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("shards: {e}");
             return ExitCode::FAILURE;
-        };
-        runsync_cluster::timely::Config {
-            communication: runsync_cluster::timely::CommunicationConfig::Cluster {
-                threads: args.shards,
-                process: args.process,
-                addresses,
-                report: false,
-                zerocopy: false,
-                log_fn: std::sync::Arc::new(|_| None),
-            },
-            worker: runsync_cluster::timely::WorkerConfig::default(),
         }
     };
     let entities = args.entities;

@@ -123,8 +123,21 @@ struct Args {
     shards: Option<u64>,
     /// With `--shards`: also run the same arena (local rules) in one process and compare
     /// the world's checksum after every frame; exit with status 1 at the first difference.
+    /// With `--processes`, give it to every process (each computes its shards' part of
+    /// the checksum); process 0 compares.
     #[arg(long, requires = "shards")]
     check: bool,
+    /// With `--shards`: processes in all, each with `--shards` shards, over TCP (start
+    /// one `arena` per process, the same options but `--process`).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "shards")]
+    processes: usize,
+    /// With `--processes`: this process's index, from 0 (process 0 prints the report).
+    #[arg(long, value_name = "I", default_value_t = 0, requires = "shards")]
+    process: usize,
+    /// With `--processes`: the processes' addresses, comma-separated, in process order
+    /// (default: 127.0.0.1:7700, 127.0.0.1:7701, ...).
+    #[arg(long, value_delimiter = ',', requires = "shards")]
+    addresses: Vec<String>,
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -617,18 +630,36 @@ fn sharded(args: &Args, shards: usize) -> ExitCode {
         seed: args.seed,
         workers: args.workers.max(1),
     };
-    let (cols, rows) = runsync_tools::sharded::tiles_for(shards);
-    println!(
-        "arena: {} agents by local rules, {shards} shards ({cols} x {rows} tiles, mirror \
-         range {}), {} runsync worker(s) each, {} frames",
-        config.agents,
-        runsync_tools::sharded::MIRROR_RANGE,
-        config.workers,
-        args.frames
-    );
+    let timely = match runsync_cluster::cluster_config(
+        shards,
+        args.processes,
+        args.process,
+        &args.addresses,
+    ) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("arena: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let total = shards * args.processes;
+    let (cols, rows) = runsync_tools::sharded::tiles_for(total);
+    if args.process == 0 {
+        println!(
+            "arena: {} agents by local rules, {total} shards ({cols} x {rows} tiles, mirror \
+             range {}; {} process(es)), {} runsync worker(s) each, {} frames",
+            config.agents,
+            runsync_tools::sharded::MIRROR_RANGE,
+            args.processes,
+            config.workers,
+            args.frames
+        );
+    }
     // Checksums (some 100 ns per entity) only to compare.
-    let report = match runsync_tools::sharded::run(config, shards, args.frames, args.check) {
-        Ok(r) => r,
+    let run = runsync_tools::sharded::run_on(config, total, timely, args.frames, args.check);
+    let report = match run {
+        Ok(Some(r)) => r,
+        Ok(None) => return ExitCode::SUCCESS, // process 0 reports
         Err(e) => {
             eprintln!("arena: {e}");
             return ExitCode::FAILURE;
