@@ -330,6 +330,66 @@ pub struct Report {
     pub frames: Vec<FrameReport>,
 }
 
+impl Report {
+    /// A table of every tenth frame (entities, spawns, ghosts, migrations, bytes sent,
+    /// frame, Run + Sync and exchange times), then a line of medians over the frames
+    /// after the first tenth (the warm-up): what the `shards` and `arena --shards`
+    /// demos print.
+    pub fn table(&self) -> String {
+        use std::fmt::Write;
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let mut out = format!(
+            "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}\n",
+            "frame",
+            "entities",
+            "born",
+            "ghosts",
+            "migrated",
+            "KiB sent",
+            "frame ms",
+            "run ms",
+            "xchg ms"
+        );
+        let every = (self.frames.len() / 10).max(1);
+        for f in (self.frames.iter()).filter(|f| f.frame as usize % every == 0) {
+            let _ = writeln!(
+                out,
+                "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>9.2}",
+                f.frame,
+                f.entities,
+                f.spawned,
+                f.ghosts,
+                f.migrations,
+                f.bytes as f64 / 1024.0,
+                ms(f.time),
+                ms(f.run_sync),
+                ms(f.exchange)
+            );
+        }
+        let skip = self.frames.len() / 10;
+        let median = |key: &dyn Fn(&FrameReport) -> f64| {
+            let mut v: Vec<f64> = self.frames[skip..].iter().map(key).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(0.0)
+        };
+        let _ = write!(
+            out,
+            "median: frame {:.2} ms (import {:.2}, run+sync {:.2}, export {:.2}, exchange \
+             {:.2} ms), {:.0} born, {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
+            median(&|f| ms(f.time)),
+            median(&|f| ms(f.import)),
+            median(&|f| ms(f.run_sync)),
+            median(&|f| ms(f.export)),
+            median(&|f| ms(f.exchange)),
+            median(&|f| f.spawned as f64),
+            median(&|f| f.ghosts as f64),
+            median(&|f| f.migrations as f64),
+            median(&|f| f.bytes as f64 / 1024.0),
+        );
+        out
+    }
+}
+
 /// Why a [`Cluster::run`] failed.
 #[derive(Debug)]
 #[non_exhaustive]

@@ -408,14 +408,7 @@ impl Spawner {
     /// Local rules: team counts from [`TeamTotals`], each agent firing by its own hash.
     fn fire_locally(&mut self, world: &World, out: &mut Output<'_>, frame: u64) {
         let teams = self.config.teams;
-        let computed;
-        let totals = match world.get_resource::<TeamTotals>() {
-            Some(t) => t,
-            None => {
-                computed = TeamTotals::of(world, teams);
-                &computed
-            }
-        };
+        let totals = TeamTotals::current(world, teams);
         for (t, n) in self.counts.iter_mut().enumerate() {
             *n = totals.count(t) as usize;
         }
@@ -512,6 +505,15 @@ impl TeamTotals {
             }
         }
         t
+    }
+
+    /// The world's [`TeamTotals`] resource if it has one (a sharded world's, added up
+    /// over its shards), else the totals of the world itself ([`of`](Self::of)).
+    pub fn current(world: &World, teams: u8) -> std::borrow::Cow<'_, TeamTotals> {
+        match world.get_resource::<TeamTotals>() {
+            Some(t) => std::borrow::Cow::Borrowed(t),
+            None => std::borrow::Cow::Owned(TeamTotals::of(world, teams)),
+        }
     }
 
     /// Adds `part` (another part of the same world) to `total`.

@@ -226,48 +226,35 @@ fn steer(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
                 (total - sums[t]) / enemies as f32
             };
         }
-        let dv = accel * world.resource::<Time>().dt;
-        let targets = &targets;
-        out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
-            |e, (p, t, (), ()), out| {
-                let target = targets[usize::from(t.0) % teams];
-                let dir = (target - p.0).normalize_or_zero();
-                if dir != Vec2::ZERO {
-                    out.write::<Velocity>(e, Impulse(dir * dv));
-                }
-            },
-        );
+        accelerate_towards(world, out, &targets, accel);
     }
 }
 
 /// [`steer`] by local rules: the targets are the other teams' centre from the exact
 /// [`TeamTotals`] resource (or, without one, the world's own totals).
 fn steer_locally(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
-    let teams = usize::from(TEAMS);
     move |world: &World, out: &mut Output<'_>| {
-        let computed;
-        let totals = match world.get_resource::<TeamTotals>() {
-            Some(t) => t,
-            None => {
-                computed = team_totals(world);
-                &computed
-            }
-        };
-        let targets: Vec<Vec2> = (0..teams)
+        let totals = TeamTotals::current(world, TEAMS);
+        let targets: Vec<Vec2> = (0..usize::from(TEAMS))
             .map(|t| totals.enemies_centre(t).unwrap_or(Vec2::NAN))
             .collect();
-        let dv = accel * world.resource::<Time>().dt;
-        let targets = &targets;
-        out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
-            |e, (p, t, (), ()), out| {
-                let target = targets[usize::from(t.0) % teams];
-                let dir = (target - p.0).normalize_or_zero();
-                if dir != Vec2::ZERO {
-                    out.write::<Velocity>(e, Impulse(dir * dv));
-                }
-            },
-        );
+        accelerate_towards(world, out, &targets, accel);
     }
+}
+
+/// Every agent accelerates at `accel` towards its team's target (`targets[team]`; a NaN
+/// target: no push).
+fn accelerate_towards(world: &World, out: &mut Output<'_>, targets: &[Vec2], accel: f32) {
+    let dv = accel * world.resource::<Time>().dt;
+    out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
+        |e, (p, t, (), ()), out| {
+            let target = targets[usize::from(t.0) % targets.len()];
+            let dir = (target - p.0).normalize_or_zero();
+            if dir != Vec2::ZERO {
+                out.write::<Velocity>(e, Impulse(dir * dv));
+            }
+        },
+    );
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 //! ```
 
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Parser;
 use runsync_cluster::{Cluster, model};
@@ -137,65 +136,11 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
 fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
     println!(
         "{} shards, {entities} agents, mirror range {range}, {} frames",
         report.shards,
         report.frames.len()
     );
-    println!(
-        "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10} {:>9} {:>9} {:>9}",
-        "frame",
-        "agents",
-        "born",
-        "ghosts",
-        "migrated",
-        "KiB sent",
-        "frame ms",
-        "run ms",
-        "xchg ms"
-    );
-    let every = (report.frames.len() / 10).max(1);
-    for f in report
-        .frames
-        .iter()
-        .filter(|f| f.frame as usize % every == 0)
-    {
-        println!(
-            "{:>6} {:>8} {:>6} {:>8} {:>10} {:>10.1} {:>9.2} {:>9.2} {:>9.2}",
-            f.frame,
-            f.entities,
-            f.spawned,
-            f.ghosts,
-            f.migrations,
-            f.bytes as f64 / 1024.0,
-            ms(f.time),
-            ms(f.run_sync),
-            ms(f.exchange)
-        );
-    }
-    // Medians over the frames after the first tenth (warm-up).
-    let skip = report.frames.len() / 10;
-    let median = |key: &dyn Fn(&runsync_cluster::FrameReport) -> f64| {
-        let mut v: Vec<f64> = report.frames[skip..].iter().map(key).collect();
-        v.sort_by(f64::total_cmp);
-        v.get(v.len() / 2).copied().unwrap_or(0.0)
-    };
-    println!(
-        "median: frame {:.2} ms (import {:.2}, run+sync {:.2}, export {:.2}, exchange {:.2} \
-         ms), {:.0} born, {:.0} ghosts, {:.0} migrations, {:.1} KiB sent per frame",
-        median(&|f| ms(f.time)),
-        median(&|f| ms(f.import)),
-        median(&|f| ms(f.run_sync)),
-        median(&|f| ms(f.export)),
-        median(&|f| ms(f.exchange)),
-        median(&|f| f.spawned as f64),
-        median(&|f| f.ghosts as f64),
-        median(&|f| f.migrations as f64),
-        median(&|f| f.bytes as f64 / 1024.0),
-    );
+    println!("{}", report.table());
 }
