@@ -67,7 +67,7 @@
 //! shards share no order for them — spawn children the frame after (as the arena arms its
 //! ships). Each shard's copy costs 5 bytes per slot of the whole world.
 //!
-//! # What a sharded world may not do (yet)
+//! # What a sharded world asks of its systems
 //!
 //! Parents and children are fine: a tree goes where its root goes (the partition is
 //! asked about roots only), migrating and mirrored whole (`World::evict_tree`); a spawned
@@ -83,10 +83,15 @@
 //! what it would in one process, while one that counts every message in the world does
 //! not (both tested). Spawned ids are provisional in their frame (above). Ghosts and
 //! migrants arrive with their change marks (`Changed`, `Added`), so change detection
-//! reads as in one process (tested: the model spares a neighbour wounded last frame). What a system needs of the whole
-//! world (a centre of mass, a population)
-//! it reads as a world-wide value ([`Cluster::global`]): summed by each shard over what
-//! it owns after every frame, exchanged and added up exactly, read the next frame.
+//! reads as in one process (tested: the model spares a neighbour wounded last frame).
+//!
+//! What a system needs of the whole world (a centre of mass, a population) it reads as a
+//! world-wide value ([`Cluster::global`]): summed by each shard over what it owns after
+//! every frame, exchanged and added up exactly, read the next frame. A system that walks
+//! the whole world in an order-sensitive way (one random stream drawn along every
+//! entity, a float sum over all of them, a spatial index whose cells follow its items) is
+//! not local: `runsync-tools`' arena plays by local rules when sharded
+//! (`arena --shards`), for exactly those three reasons.
 //!
 //! # Example
 //!
