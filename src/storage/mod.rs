@@ -286,7 +286,7 @@ impl Storage {
     /// Spawns an entity from values staged in the columns of `ids` (bundle order).
     pub(crate) fn spawn_staged(&mut self, ids: &mut [ComponentId]) -> Entity {
         let e = self.entities.alloc();
-        self.place_staged(e, ids, None);
+        self.place_staged(e, ids);
         e
     }
 
@@ -294,24 +294,38 @@ impl Storage {
     /// see `Entities::reserved_id`).
     pub(crate) fn spawn_staged_as(&mut self, e: Entity, ids: &mut [ComponentId]) {
         self.entities.claim(e);
-        self.place_staged(e, ids, None);
+        self.place_staged(e, ids);
     }
 
-    /// Puts the just-allocated `e` in the table of `ids`, with its staged values.
-    fn place_staged(&mut self, e: Entity, ids: &mut [ComponentId], marks: Option<&[u8]>) {
-        if marks.is_none() {
-            ids.sort_unstable();
-        }
-        let t = self.table_for(ids);
+    /// [`place_marked`](Self::place_marked)'s mark for a type the entity just gained
+    /// (changed too).
+    const MARK_ADDED: u8 = 0b11;
+
+    /// Puts the just-allocated `e` in the table of `ids`, with its staged values, marked
+    /// added.
+    fn place_staged(&mut self, e: Entity, ids: &mut [ComponentId]) {
+        ids.sort_unstable();
+        self.place_marked(e, ids, |_| Self::MARK_ADDED);
+    }
+
+    /// Puts `e` in the table of `sorted` (its types, sorted) with its staged values, the
+    /// `k`-th type's row marked as `mark(k)` says (bit 0 changed, bit 1 added: an entity
+    /// record's marks). Generic, so that a spawn's constant marks cost nothing per type.
+    #[inline]
+    pub(crate) fn place_marked(
+        &mut self,
+        e: Entity,
+        sorted: &[ComponentId],
+        mark: impl Fn(usize) -> u8,
+    ) {
+        let t = self.table_for(sorted);
         let table = self.tables.get_mut(t);
         let row = table.entities.len() as u32;
         for (k, &c) in table.components().iter().enumerate() {
             let col = table.column(c).expect("table lacks its own column");
             let columns = &mut self.columns[c.index()];
             columns.push_staged(col);
-            // Imported entities keep their marks (`ids` came sorted, as the table's
-            // types); anything else arrives added.
-            match marks.map_or(2, |m| m[k]) {
+            match mark(k) {
                 0 => {}
                 1 => columns.mark_changed(col, row as usize),
                 _ => columns.mark_added(col, row as usize..row as usize + 1),

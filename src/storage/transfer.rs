@@ -104,7 +104,8 @@ impl Storage {
             }
             return Err(error);
         }
-        self.place_staged(e, ids, Some(marks));
+        // The record lists its types in increasing order, as the table holds them.
+        self.place_marked(e, ids, |k| marks[k]);
         *src = r.rest();
         Ok(e)
     }
