@@ -26,6 +26,10 @@
 //!   sorted); `churn_off` / `churn_on` where the system also despawns one entity in a
 //!   hundred and spawns as many (their reused ids arrive below the last index: the
 //!   table is re-sorted every frame).
+//! - `build_grid_100k`: one frame of `runsync_systems::BuildGrid` alone (the arena's
+//!   shared spatial grid: its query, the counting sort, the team blocks; one thread, the
+//!   part of an arena frame that does not split over workers) over 100,000 agents spread
+//!   over the arena's field, in runtimes of 1 and 2 workers.
 
 #![allow(
     missing_docs,
@@ -344,9 +348,53 @@ fn canonical_100k(c: &mut Criterion) {
     g.finish();
 }
 
+/// 100,000 agents of four teams, uniformly over a 775 x 775 field (the arena's), and a
+/// runtime on `workers` workers with `BuildGrid` as its only system.
+fn build_grid_runtime(workers: usize) -> Runtime {
+    use runsync_systems::glam::Vec2;
+    use runsync_systems::{BuildGrid, Collider, Health, Position, SpatialGrid, Team, Velocity};
+    let mut w = World::new();
+    runsync_systems::register(&mut w);
+    SpatialGrid::register(&mut w);
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed >> 40) as f32 / (1u64 << 24) as f32
+    };
+    for i in 0..100_000u32 {
+        w.spawn((
+            Position(Vec2::new(next() * 775.0, next() * 775.0)),
+            Velocity(Vec2::ZERO),
+            Collider { radius: 0.5 },
+            Team((i % 4) as u8),
+            Health::full(10),
+        ));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(w);
+    rt.add_system(BuildGrid::default());
+    rt
+}
+
+fn build_grid_100k(c: &mut Criterion) {
+    let mut g = c.benchmark_group("build_grid_100k");
+    g.throughput(Throughput::Elements(100_000));
+    for workers in [1, 2] {
+        let mut rt = build_grid_runtime(workers);
+        for _ in 0..3 {
+            rt.frame();
+        }
+        g.bench_function(criterion::BenchmarkId::new("runsync", workers), |b| {
+            b.iter(|| rt.frame())
+        });
+    }
+    g.finish();
+}
+
 criterion_group! {
     name = structure;
     config = quick();
-    targets = messages_10k, despawn_tree_10k, propagate_10k, canonical_100k
+    targets = messages_10k, despawn_tree_10k, propagate_10k, canonical_100k, build_grid_100k
 }
 criterion_main!(structure);
