@@ -282,12 +282,35 @@ impl Grid {
     fn fill(&mut self, ncells: usize, n: usize) {
         self.starts.clear();
         self.starts.resize(ncells + 1, 0);
-        self.cells.clear();
-        for it in &self.input {
-            let c = self.cell_of(it.pos);
-            self.cells.push(c);
+        let mut cells = std::mem::take(&mut self.cells);
+        cells.clear();
+        if self.lattice.is_none() {
+            // `cell_of` two items at a time, as `cell_box` finds a query's cells: the
+            // inputs are finite, so the clamp on the floats and the truncation in four
+            // lanes give `cell_xy`'s cells without its saturating casts.
+            let o = Vec4::new(self.origin.x, self.origin.y, self.origin.x, self.origin.y);
+            let last = Vec4::new(self.last.x, self.last.y, self.last.x, self.last.y);
+            let pairs = self.input.chunks_exact(2);
+            let rest = pairs.remainder();
+            for p in pairs {
+                let d = Vec4::new(p[0].pos.x, p[0].pos.y, p[1].pos.x, p[1].pos.y) - o;
+                let rel = if self.per_cell != 0.0 {
+                    d * self.per_cell
+                } else {
+                    d / self.cell_used
+                };
+                let c = rel.max(Vec4::ZERO).min(last).as_ivec4();
+                cells.push(c.y as u32 * self.cols + c.x as u32);
+                cells.push(c.w as u32 * self.cols + c.z as u32);
+            }
+            cells.extend(rest.iter().map(|it| self.cell_of(it.pos)));
+        } else {
+            cells.extend(self.input.iter().map(|it| self.cell_of(it.pos)));
+        }
+        for &c in &cells {
             self.starts[c as usize + 1] += 1;
         }
+        self.cells = cells;
         for c in 0..ncells {
             self.starts[c + 1] += self.starts[c];
         }
@@ -576,6 +599,37 @@ mod tests {
                     want,
                     "cell {cell}: {pos} r {radius}"
                 );
+            }
+        }
+    }
+
+    /// The cells a rebuild computes two at a time are `cell_of`'s, for box grids with and
+    /// without an exact reciprocal, an odd count (the last one alone), a lattice grid.
+    #[test]
+    fn rebuilt_cells_are_cell_of() {
+        let es = ents(301);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        };
+        let items: Vec<_> = (0..301)
+            .map(|i| {
+                (
+                    es[i],
+                    Vec2::new(next() * 97.0 - 13.0, next() * 41.0 + 3.0),
+                    0.5,
+                    0,
+                )
+            })
+            .collect();
+        for mut g in [Grid::new(2.0), Grid::new(1.5), Grid::on_lattice(2.0)] {
+            g.rebuild(items.iter().copied());
+            assert_eq!(g.cells.len(), 301);
+            for (it, &c) in g.input.iter().zip(&g.cells) {
+                assert_eq!(c, g.cell_of(it.pos), "{} at {}", g.cell, it.pos);
             }
         }
     }
