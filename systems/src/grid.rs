@@ -2,7 +2,7 @@
 
 use std::ops::Range;
 
-use glam::{Vec2, Vec4};
+use glam::{IVec4, Vec2, Vec4};
 use runsync::Entity;
 
 /// One entry of a [`Grid`].
@@ -285,21 +285,11 @@ impl Grid {
         let mut cells = std::mem::take(&mut self.cells);
         cells.clear();
         if self.lattice.is_none() {
-            // `cell_of` two items at a time, as `cell_box` finds a query's cells: the
-            // inputs are finite, so the clamp on the floats and the truncation in four
-            // lanes give `cell_xy`'s cells without its saturating casts.
-            let o = Vec4::new(self.origin.x, self.origin.y, self.origin.x, self.origin.y);
-            let last = Vec4::new(self.last.x, self.last.y, self.last.x, self.last.y);
+            // `cell_of` two items at a time (the inputs are finite).
             let pairs = self.input.chunks_exact(2);
             let rest = pairs.remainder();
             for p in pairs {
-                let d = Vec4::new(p[0].pos.x, p[0].pos.y, p[1].pos.x, p[1].pos.y) - o;
-                let rel = if self.per_cell != 0.0 {
-                    d * self.per_cell
-                } else {
-                    d / self.cell_used
-                };
-                let c = rel.max(Vec4::ZERO).min(last).as_ivec4();
+                let c = self.box_cells([p[0].pos, p[1].pos]);
                 cells.push(c.y as u32 * self.cols + c.x as u32);
                 cells.push(c.w as u32 * self.cols + c.z as u32);
             }
@@ -383,23 +373,28 @@ impl Grid {
             let (x1, y1) = self.cell_xy(hi);
             return Some((x0, y0, x1, y1));
         }
-        // `cell_xy` for both corners at once, its clamp done on the floats: `lo` and `hi`
-        // are not NaN (a finite `pos`, a radius that is not NaN), so clamping to
-        // `0..=last` and then truncating gives `cell_xy`'s cells (truncation is monotone
-        // and the bounds are whole numbers), with four lanes in one register and no
-        // saturating-cast fix-ups (a sixth of a crowd frame went to them).
+        // `lo` and `hi` are not NaN: a finite `pos`, a radius that is not NaN.
+        let c = self.box_cells([lo, hi]);
+        Some((c.x as u32, c.y as u32, c.z as u32, c.w as u32))
+    }
+
+    /// `cell_xy` of two points of a box grid at once, as `(x0, y0, x1, y1)`, for points
+    /// that are not NaN: the clamp to `0..=last` is done on the floats, then the
+    /// truncation, which gives `cell_xy`'s cells (truncation is monotone and the bounds are
+    /// whole numbers) in four lanes of one register, without the saturating casts'
+    /// fix-ups (a sixth of a crowd frame went to them in `cell_box`).
+    #[inline]
+    fn box_cells(&self, [a, b]: [Vec2; 2]) -> IVec4 {
         let (o, last) = (self.origin, self.last);
-        let d = Vec4::new(lo.x - o.x, lo.y - o.y, hi.x - o.x, hi.y - o.y);
+        let d = Vec4::new(a.x - o.x, a.y - o.y, b.x - o.x, b.y - o.y);
         let rel = if self.per_cell != 0.0 {
             d * self.per_cell
         } else {
             d / self.cell_used
         };
-        let c = rel
-            .max(Vec4::ZERO)
+        rel.max(Vec4::ZERO)
             .min(Vec4::new(last.x, last.y, last.x, last.y))
-            .as_ivec4();
-        Some((c.x as u32, c.y as u32, c.z as u32, c.w as u32))
+            .as_ivec4()
     }
 
     /// Columns and rows of cells (of the last rebuild).
@@ -553,6 +548,16 @@ mod tests {
         assert!(differs, "the control: box grids differ somewhere");
     }
 
+    /// Pseudo-random floats in `[0, 1)` (xorshift) from `seed`.
+    fn unit_floats(mut seed: u64) -> impl FnMut() -> f32 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
     fn ents(n: usize) -> Vec<Entity> {
         (0..n as u64)
             .map(|i| Entity::from_bits((1 << 32) | i).unwrap())
@@ -565,13 +570,7 @@ mod tests {
     #[test]
     fn cell_box_is_the_cells_of_both_corners() {
         let es = ents(300);
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = unit_floats(0x2545_f491_4f6c_dd1d);
         for cell in [2.0, 1.5] {
             let mut g = Grid::new(cell);
             g.rebuild((0..300).map(|i| {
@@ -608,13 +607,7 @@ mod tests {
     #[test]
     fn rebuilt_cells_are_cell_of() {
         let es = ents(301);
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            (seed >> 40) as f32 / (1u64 << 24) as f32
-        };
+        let mut next = unit_floats(0x9e37_79b9_7f4a_7c15);
         let items: Vec<_> = (0..301)
             .map(|i| {
                 (
