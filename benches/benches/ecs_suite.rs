@@ -10,7 +10,9 @@
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
 //! `out.write` inside. Exceptions, kept from issue 5: `simple_insert`'s `runsync` is
-//! `World::spawn_batch` (`runsync_spawn` the `World::spawn` loop), and `add_remove`'s
+//! `World::spawn_batch` (`runsync_spawn` the `World::spawn` loop, `runsync_commands`
+//! `Output::spawn` in a frame; `hecs_spawn`/`bevy_ecs_spawn` and `_commands` are the
+//! other libraries' same paths), and `add_remove`'s
 //! `runsync` emits `Output::insert` / `Output::remove`. hecs (`query_mut`) and bevy_ecs
 //! update components in place.
 
@@ -24,7 +26,7 @@ mod common;
 use bevy_ecs::schedule::{ExecutorKind, Schedule};
 use bevy_ecs::system::Query;
 use common::*;
-use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
 use glam::Vec3;
 use runsync::{Output, Runtime, Without, World, Write, merge};
 
@@ -65,6 +67,77 @@ fn simple_insert(c: &mut Criterion) {
             w.spawn_batch((0..COUNT).map(|_| suite_bundle()));
             w
         })
+    });
+    g.bench_function("hecs_spawn", |b| {
+        b.iter(|| {
+            let mut w = hecs::World::new();
+            for _ in 0..COUNT {
+                w.spawn(suite_bundle());
+            }
+            w
+        })
+    });
+    g.bench_function("bevy_ecs_spawn", |b| {
+        b.iter(|| {
+            let mut w = bevy_ecs::world::World::new();
+            for _ in 0..COUNT {
+                w.spawn(suite_bundle());
+            }
+            w
+        })
+    });
+    // Spawning as a game does during play: deferred, from inside the frame. runsync: one
+    // frame (1 worker) whose system calls `Output::spawn` for each bundle, the spawns
+    // applied in its Sync; hecs: a `CommandBuffer` filled and run on the world; bevy_ecs:
+    // `Commands::spawn`, then the world's flush. A fresh world each time (not timed).
+    g.bench_function("runsync_commands", |b| {
+        b.iter_batched(
+            || {
+                let mut rt = Runtime::builder().workers(1).build(runsync_world());
+                let mut first = true;
+                rt.add_system(move |_: &World, out: &mut Output| {
+                    if std::mem::take(&mut first) {
+                        for _ in 0..COUNT {
+                            out.spawn(suite_bundle());
+                        }
+                    }
+                });
+                rt
+            },
+            |mut rt| {
+                rt.frame();
+                rt
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("hecs_commands", |b| {
+        b.iter_batched(
+            hecs::World::new,
+            |mut w| {
+                let mut cb = hecs::CommandBuffer::new();
+                for _ in 0..COUNT {
+                    cb.spawn(suite_bundle());
+                }
+                cb.run_on(&mut w);
+                w
+            },
+            BatchSize::LargeInput,
+        )
+    });
+    g.bench_function("bevy_ecs_commands", |b| {
+        b.iter_batched(
+            bevy_ecs::world::World::new,
+            |mut w| {
+                let mut commands = w.commands();
+                for _ in 0..COUNT {
+                    commands.spawn(suite_bundle());
+                }
+                w.flush();
+                w
+            },
+            BatchSize::LargeInput,
+        )
     });
     g.finish();
 }

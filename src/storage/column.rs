@@ -256,6 +256,10 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn permute_rows(&mut self, col: u32, inv: &[u32], swaps: &[(u32, u32)], scratch: &mut Vec<u64>);
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
+    /// Pushes the staged value onto column `col` and marks its new row as `mark` says
+    /// (an entity record's marks: bit 0 changed, bit 1 added, which implies changed): what
+    /// a spawn or a move does for each of its types, in one call instead of two.
+    fn push_staged_marked(&mut self, col: u32, mark: u8);
     /// Replaces row `row` of column `col` with the staged value (old one to the graveyard).
     fn replace_staged(&mut self, col: u32, row: u32);
     /// Sends the staged value to the graveyard (its target was dead).
@@ -392,6 +396,14 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn push_staged(&mut self, col: u32) {
         let v = self.take_staged();
         self.columns[col as usize].push(v);
+    }
+
+    fn push_staged_marked(&mut self, col: u32, mark: u8) {
+        let v = self.take_staged();
+        let column = &mut self.columns[col as usize];
+        let row = column.len();
+        column.push(v);
+        self.marks.mark_row(col as usize, row, mark);
     }
 
     fn replace_staged(&mut self, col: u32, row: u32) {

@@ -48,11 +48,20 @@ impl Bits {
         test(&self.0, row)
     }
 
+    /// Sets `row`: one bit store in a word that exists (a spawn's or a lone write's
+    /// mark, one per spawned component), else the range path's growth.
+    #[inline]
+    pub(crate) fn set_row(&mut self, row: usize) {
+        match self.0.get_mut(row / 64) {
+            Some(w) => *w |= 1 << (row % 64),
+            None => self.set_range(row..row + 1),
+        }
+    }
+
     /// Sets `rows`: whole words at once (a `memset` for the inside of the range), so a
     /// run of a million rows costs some 16k word stores.
     pub(crate) fn set_range(&mut self, rows: Range<usize>) {
-        // One row in a word that exists: a spawn's or a lone write's mark. A bit store,
-        // without the edge masks (Sync makes one such call per spawned component).
+        // One row in a word that exists, without the edge masks.
         if rows.end == rows.start + 1 {
             if let Some(w) = self.0.get_mut(rows.start / 64) {
                 *w |= 1 << (rows.start % 64);
@@ -319,6 +328,21 @@ impl TypeMarks {
         words[word] |= rows;
     }
 
+    /// Row `row` of column `col` as `mark` says: bit 0 changed, bit 1 added (changed
+    /// too); 0 marks nothing.
+    #[inline]
+    pub(crate) fn mark_row(&mut self, col: usize, row: usize, mark: u8) {
+        if mark == 0 {
+            return;
+        }
+        self.dirty = true;
+        let m = &mut self.columns[col];
+        m.changed.set_row(row);
+        if mark & 0b10 != 0 {
+            m.added.set_row(row);
+        }
+    }
+
     /// Rows `rows` of column `col` gained the component (changed too).
     pub(crate) fn mark_added(&mut self, col: usize, rows: Range<usize>) {
         if !rows.is_empty() {
@@ -417,6 +441,43 @@ mod tests {
                     let last = model.iter().rposition(|&x| x).map_or(0, |r| r / 64 + 1);
                     assert_eq!(bits.words().len(), last, "grown just far enough");
                 }
+            }
+        }
+    }
+
+    /// `mark_row` against the marks' meaning (0 nothing, 1 changed, 2 and 3 added and
+    /// changed), on rows in words that exist and past the end (growth), and that it is
+    /// what `mark_added` / `mark_changed` make of one row.
+    #[test]
+    fn mark_row_marks_as_a_record_says() {
+        for mark in 0..4u8 {
+            for row in [0, 5, 63, 64, 200] {
+                let mut m = TypeMarks::default();
+                m.add_column();
+                m.add_column();
+                m.mark_row(1, 70, 0b11); // column 1 has a word or two already
+                m.mark_row(1, row, mark);
+                m.mark_row(0, row, mark);
+                let mut want = TypeMarks::default();
+                want.add_column();
+                want.add_column();
+                want.mark_added(1, 70..71);
+                for col in [0, 1] {
+                    match mark {
+                        0 => {}
+                        1 => want.mark_changed(col, row..row + 1),
+                        _ => want.mark_added(col, row..row + 1),
+                    }
+                }
+                want.dirty = true;
+                for col in [0, 1] {
+                    assert_eq!(
+                        m.columns[col].get(row),
+                        want.columns[col].get(row),
+                        "mark {mark}, row {row}, column {col}"
+                    );
+                }
+                assert_eq!(m, want, "mark {mark}, row {row}");
             }
         }
     }

@@ -73,6 +73,18 @@ pub(crate) struct Storage {
     canonical: Option<Box<canonical::Canonical>>,
 }
 
+/// What a new table needs of the types' columns (`Tables::find_or_create`'s
+/// `add_column`): a column of type `c` for table `t`, and `t` in `c`'s table list.
+fn add_column<'a>(
+    columns: &'a mut [Box<dyn AnyColumns>],
+    tables_with: &'a mut [Vec<TableId>],
+) -> impl FnMut(ComponentId, TableId) -> u32 + 'a {
+    |c, t| {
+        tables_with[c.index()].push(t);
+        columns[c.index()].add_column()
+    }
+}
+
 impl Storage {
     /// An empty storage with the same registered types and opt-ins (no entities, and no
     /// required components: it is filled by loading a save, never by spawns).
@@ -323,13 +335,7 @@ impl Storage {
         let row = table.entities.len() as u32;
         for (k, &c) in table.components().iter().enumerate() {
             let col = table.column(c).expect("table lacks its own column");
-            let columns = &mut self.columns[c.index()];
-            columns.push_staged(col);
-            match mark(k) {
-                0 => {}
-                1 => columns.mark_changed(col, row as usize),
-                _ => columns.mark_added(col, row as usize..row as usize + 1),
-            }
+            self.columns[c.index()].push_staged_marked(col, mark(k));
         }
         table.push(e);
         self.entities
@@ -338,11 +344,8 @@ impl Storage {
 
     /// The table for exactly the types `sorted` (sorted, distinct), created if needed.
     fn table_for(&mut self, sorted: &[ComponentId]) -> TableId {
-        let (columns, tables_with) = (&mut self.columns, &mut self.tables_with);
-        self.tables.find_or_create(sorted, |c, t| {
-            tables_with[c.index()].push(t);
-            columns[c.index()].add_column()
-        })
+        let add = add_column(&mut self.columns, &mut self.tables_with);
+        self.tables.find_or_create(sorted, add)
     }
 
     /// The table for a bundle's types `ids` (sorted here).
@@ -515,11 +518,8 @@ impl Storage {
     }
 
     fn neighbour(&mut self, from: TableId, id: ComponentId, add: bool) -> TableId {
-        let (columns, tables_with) = (&mut self.columns, &mut self.tables_with);
-        self.tables.neighbour(from, id, add, |c, t| {
-            tables_with[c.index()].push(t);
-            columns[c.index()].add_column()
-        })
+        let new_column = add_column(&mut self.columns, &mut self.tables_with);
+        self.tables.neighbour(from, id, add, new_column)
     }
 
     /// Moves `e` from `src` to the end of table `dst`: shared types move, types only in
