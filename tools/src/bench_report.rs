@@ -33,16 +33,25 @@ pub const LIBRARIES: [&str; 4] = ["runsync", "hecs", "bevy_ecs", "raw"];
 const COLUMN_ALIASES: [(&str, &str); 1] = [("hecs_1w", "hecs")];
 
 /// The column (index into [`LIBRARIES`], never 0) a bench function fills, if it is not a
-/// runsync row.
-fn library_column(function: &str) -> Option<usize> {
-    let library = COLUMN_ALIASES
-        .iter()
-        .find(|(alias, _)| *alias == function)
-        .map_or(function, |(_, library)| library);
-    LIBRARIES[1..]
-        .iter()
-        .position(|l| *l == library)
-        .map(|i| i + 1)
+/// runsync row, and for which runsync row: every row of the group (`hecs`, and the
+/// [`COLUMN_ALIASES`]), or only `runsync_{variant}` (`hecs_{variant}`: e.g. `hecs_spawn`,
+/// hecs's own spawn loop, beside `runsync_spawn`).
+fn library_column(function: &str) -> Option<(usize, Option<&str>)> {
+    let (library, variant) = match COLUMN_ALIASES.iter().find(|(alias, _)| *alias == function) {
+        Some((_, library)) => (*library, None),
+        None => LIBRARIES[1..]
+            .iter()
+            .find_map(|l| {
+                let rest = function.strip_prefix(l)?;
+                match rest.strip_prefix('_') {
+                    Some(variant) => Some((*l, Some(variant))),
+                    None => rest.is_empty().then_some((*l, None)),
+                }
+            })
+            .unwrap_or((function, None)),
+    };
+    let column = LIBRARIES[1..].iter().position(|l| *l == library)? + 1;
+    Some((column, variant))
 }
 
 /// The order of a group's rows, by bench function: the README's lead loop (output slots)
@@ -202,11 +211,13 @@ impl Row {
 /// [`PATH_ORDER`] (the lead loop first). A group with no runsync function gets one row
 /// named after the group.
 pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
-    type Group = (Row, Vec<(String, f64)>);
+    /// The group's shared row, its runsync functions, and the other libraries' variant
+    /// functions (`hecs_spawn`: variant, column, time).
+    type Group = (Row, Vec<(String, f64)>, Vec<(String, usize, f64)>);
     let mut groups: BTreeMap<(String, Option<String>), Group> = BTreeMap::new();
     for e in estimates {
         let key = (e.group.clone(), e.parameter.clone());
-        let (row, functions) = groups.entry(key).or_insert_with(|| {
+        let (row, functions, variants) = groups.entry(key).or_insert_with(|| {
             let row = Row {
                 name: match &e.parameter {
                     Some(p) => format!("{} ({p})", e.group),
@@ -216,18 +227,19 @@ pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
                 parameter: e.parameter.clone(),
                 ..Row::default()
             };
-            (row, Vec::new())
+            (row, Vec::new(), Vec::new())
         });
         if e.elements.is_some() {
             row.elements = e.elements;
         }
         match library_column(&e.function) {
-            Some(i) => row.times[i] = Some(e.mean_ns),
+            Some((i, None)) => row.times[i] = Some(e.mean_ns),
+            Some((i, Some(v))) => variants.push((v.to_owned(), i, e.mean_ns)),
             None => functions.push((e.function.clone(), e.mean_ns)),
         }
     }
     let mut out = Vec::new();
-    for (row, mut functions) in groups.into_values() {
+    for (row, mut functions, variants) in groups.into_values() {
         if functions.is_empty() {
             out.push(row);
             continue;
@@ -236,8 +248,19 @@ pub fn rows(estimates: &[Estimate]) -> Vec<Row> {
         out.extend(functions.into_iter().map(|(f, t)| {
             let mut r = row.clone();
             r.name = format!("{} `{f}`", row.name);
-            r.function = f;
             r.times[0] = Some(t);
+            // A runsync variant that the other libraries time too is compared with theirs
+            // only (`runsync_spawn` with `hecs_spawn`, not with hecs's `spawn_batch`).
+            let own = f.strip_prefix("runsync_").map_or(Vec::new(), |v| {
+                variants.iter().filter(|(w, ..)| w == v).collect::<Vec<_>>()
+            });
+            if !own.is_empty() {
+                r.times[1..].fill(None);
+                for &(_, i, t) in own {
+                    r.times[i] = Some(t);
+                }
+            }
+            r.function = f;
             r
         }));
     }
@@ -690,6 +713,43 @@ mod tests {
         assert_eq!(rows[0].name, "g `runsync_query`");
         assert_eq!(rows[0].ratio("hecs"), Some(1.1));
         assert_eq!(rows[5].ratio("raw"), Some(5.0 / 8.0));
+    }
+
+    /// `hecs_spawn` and `bevy_ecs_spawn` fill the columns of `runsync_spawn` only; the
+    /// group's `hecs` and `bevy_ecs` those of its other rows; a variant no other library
+    /// times keeps the group's columns.
+    #[test]
+    fn library_variants_fill_their_runsync_row() {
+        let e = [
+            est("simple_insert", "runsync", None, 5.0),
+            est("simple_insert", "runsync_spawn", None, 50.0),
+            est("simple_insert", "runsync_commands", None, 80.0),
+            est("simple_insert", "runsync_other", None, 9.0),
+            est("simple_insert", "hecs", None, 30.0),
+            est("simple_insert", "bevy_ecs", None, 20.0),
+            est("simple_insert", "hecs_spawn", None, 40.0),
+            est("simple_insert", "bevy_ecs_spawn", None, 45.0),
+            est("simple_insert", "hecs_commands", None, 90.0),
+        ];
+        let rows = rows(&e);
+        let get = |f: &str| rows.iter().find(|r| r.function == f).expect(f);
+        assert_eq!(rows.len(), 4, "no row for another library's variant");
+        assert_eq!(
+            get("runsync").times,
+            [Some(5.0), Some(30.0), Some(20.0), None]
+        );
+        assert_eq!(
+            get("runsync_spawn").times,
+            [Some(50.0), Some(40.0), Some(45.0), None]
+        );
+        assert_eq!(
+            get("runsync_commands").times,
+            [Some(80.0), Some(90.0), None, None]
+        );
+        assert_eq!(
+            get("runsync_other").times,
+            [Some(9.0), Some(30.0), Some(20.0), None]
+        );
     }
 
     #[test]
