@@ -16,8 +16,9 @@
 //! whenever a run starts at row 0 of a table of at least 64 rows — a query loop entering a
 //! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
 //! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
-//! than a vector each.) Emptied segment vectors (and swapped-out columns) are kept as `spare`s, so a steady
-//! state allocates nothing.
+//! than a vector each; output slots of small tables share a block, see
+//! `output::slots`.) Emptied segment vectors (and swapped-out columns) are kept as
+//! `spare`s, so a steady state allocates nothing.
 
 use std::any::{Any, TypeId};
 
@@ -27,7 +28,7 @@ use crate::entity::Entity;
 use crate::storage::Storage;
 
 use super::erased::ErasedBuf;
-use super::slots::{PendingColumn, SlotBase};
+use super::slots::{Part, PendingColumn, SlotBase};
 use crate::message::AnyMsgBuf;
 use crate::resource::AnyResBuf;
 
@@ -98,9 +99,12 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) spare: Vec<Vec<C::Output>>,
     /// Writes dropped in Run (dead target, or no such component).
     pub(crate) dropped: u64,
-    /// Output slots handed out by `Output::query` and not settled yet, one per table
-    /// visited, in emission order (after everything in `segments` and `open`).
+    /// Output slots handed out by `Output::query` and not settled yet, in emission order
+    /// (after everything in `segments` and `open`): one pending column per big table
+    /// visited, one per block of small tables.
     pending: Vec<PendingColumn<C::Output>>,
+    /// The tables of the pending columns, in order (each column's `parts()` of them).
+    parts: Vec<Part>,
     /// Emptied presence flags of settled pending columns, for the next ones.
     spare_present: Vec<Vec<u8>>,
 }
@@ -115,6 +119,7 @@ impl<C: Component> Default for OutBuf<C> {
             spare: Vec::new(),
             dropped: 0,
             pending: Vec::new(),
+            parts: Vec::new(),
             spare_present: Vec::new(),
         }
     }
@@ -222,12 +227,23 @@ impl<C: Component> OutBuf<C> {
 
     /// Output slots for the `rows` rows of column `col` (a table an `Output::query` loop
     /// enters), after everything emitted so far. They stay pending (see `output::slots`)
-    /// until this buffer is next written another way, sealed or cleared.
+    /// until this buffer is next written another way, sealed or cleared. A small table
+    /// joins the last pending column when it can (a block of small tables).
     pub(crate) fn slots(&mut self, col: u32, rows: usize) -> SlotBase<C::Output> {
+        let small = rows < SEGMENT_MIN_ROWS;
+        let rows32 = u32::try_from(rows).expect("a table of at most u32::MAX rows");
+        let part = Part { col, rows: rows32 };
+        if small {
+            if let Some(base) = self.pending.last_mut().and_then(|p| p.join(rows)) {
+                self.parts.push(part);
+                return base;
+            }
+        }
         let values = self.spare.pop().unwrap_or_default();
         let present = self.spare_present.pop().unwrap_or_default();
         self.pending
-            .push(PendingColumn::new(col, rows, values, present));
+            .push(PendingColumn::new(rows, small, values, present));
+        self.parts.push(part);
         self.pending.last_mut().expect("just pushed").base()
     }
 
@@ -247,40 +263,32 @@ impl<C: Component> OutBuf<C> {
         // Whatever was written before the slots comes first.
         self.close_open();
         let mut pending = std::mem::take(&mut self.pending);
+        let mut parts = self.parts.as_slice();
         for column in pending.drain(..) {
-            let own = column.rows() >= SEGMENT_MIN_ROWS;
-            if own {
-                // The runs pushed below belong to the table's own segment.
-                self.close_open();
-            }
+            let (mine, rest) = parts.split_at(column.parts());
+            parts = rest;
+            // Each pending column is a segment of its own (a big table's vector then is a
+            // whole column when every row was written; a block of small tables needs no
+            // copy either).
             let runs = &mut self.runs;
-            let first = self.open.len() as u32;
-            let mut start = if own { 0 } else { first };
-            let col = column.col();
-            let settled = column.settle(|row, len| {
+            let mut start = 0;
+            let settled = column.settle(mine, |col, row, len| {
                 runs.push(RowRun { col, row, start });
                 start += len;
             });
-            if own && !settled.values.is_empty() {
+            if settled.values.is_empty() {
+                self.spare.push(settled.values);
+            } else {
                 self.segments.push(Segment {
                     values: settled.values,
                     runs_end: self.runs.len() as u32,
                 });
                 self.open_runs = self.runs.len() as u32;
-            } else {
-                let mut values = settled.values;
-                if !values.is_empty() {
-                    if self.open.capacity() == 0 {
-                        if let Some(v) = self.spare.pop() {
-                            self.open = v;
-                        }
-                    }
-                    self.open.append(&mut values);
-                }
-                self.spare.push(values);
             }
             self.spare_present.push(settled.present);
         }
+        debug_assert!(parts.is_empty(), "every part settled");
+        self.parts.clear();
         // Keep the list's capacity for the next query.
         self.pending = pending;
     }
@@ -490,6 +498,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             + self.spare.capacity() * size_of::<Vec<C::Output>>()
             + self.runs.capacity() * size_of::<RowRun>()
             + self.pending.capacity() * size_of::<PendingColumn<C::Output>>()
+            + self.parts.capacity() * size_of::<Part>()
             + self
                 .spare_present
                 .iter()

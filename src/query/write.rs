@@ -2,8 +2,8 @@
 //! output slot for `C`.
 //!
 //! Its state points at the system's output buffer for `C`, which stays in the system's
-//! outputs (see [`Source::out_buf`]); its part of each table is a pending column of that
-//! buffer (see `output::slots`); `get` hands out the row's [`Slot`]. Nothing of it needs
+//! outputs (see [`Source::out_buf`]); its part of each table is slots in a pending column
+//! of that buffer (see `output::slots`); `get` hands out the row's [`Slot`]. Nothing of it needs
 //! dropping or handing back, so a query iterator holding it has no drop glue: the
 //! compiler keeps the loop's row state in registers even when the loop body may panic.
 
