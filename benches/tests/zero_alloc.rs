@@ -482,6 +482,50 @@ fn canonical(workers: usize) -> Runtime {
 }
 
 /// Builds a scenario's runtime on the given number of workers.
+/// Marker types that split the world into many small tables.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Tag<const N: u8>;
+impl<const N: u8> Component for Tag<N> {
+    type Output = Tag<N>;
+}
+
+/// Output slots over a fragmented world: 31 tables of 5 to 35 rows (every non-empty
+/// combination of five marker types), written partly, over several blocks of small
+/// tables, and a big table beside them.
+fn fragmented_slots(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register::<Pos>(merge::last);
+    world.register::<Tag<0>>(merge::last);
+    world.register::<Tag<1>>(merge::last);
+    world.register::<Tag<2>>(merge::last);
+    world.register::<Tag<3>>(merge::last);
+    world.register::<Tag<4>>(merge::last);
+    for combo in 1u8..32 {
+        for i in 0..5 + usize::from(combo) {
+            let e = world.spawn((Pos(i as f32, f32::from(combo)),));
+            let has = |bit: u8| combo & (1 << bit) != 0;
+            // (Inserted one by one: a bundle's types are fixed at compile time.)
+            has(0).then(|| world.insert(e, Tag::<0>));
+            has(1).then(|| world.insert(e, Tag::<1>));
+            has(2).then(|| world.insert(e, Tag::<2>));
+            has(3).then(|| world.insert(e, Tag::<3>));
+            has(4).then(|| world.insert(e, Tag::<4>));
+        }
+    }
+    for i in 0..500 {
+        world.spawn((Pos(i as f32, -1.0),));
+    }
+    let mut rt = Runtime::builder().workers(workers).build(world);
+    rt.add_system(|_: &World, out: &mut Output| {
+        for (e, (p, mut pos)) in out.query::<(&Pos, Write<Pos>)>() {
+            if e.index() % 4 != 1 {
+                pos.set(Pos(p.0 + 1.0, p.1));
+            }
+        }
+    });
+    rt
+}
+
 type BuildRuntime = fn(usize) -> Runtime;
 
 #[test]
@@ -490,8 +534,9 @@ fn steady_state_frame_does_not_allocate() {
         std::env::var_os("RUNSYNC_ALLOC_BACKTRACE").is_some(),
         Ordering::Relaxed,
     );
-    let scenarios: [(&str, BuildRuntime, usize); 14] = [
+    let scenarios: [(&str, BuildRuntime, usize); 15] = [
         ("output slots (Output::query)", query_slots, 100),
+        ("output slots over many small tables", fragmented_slots, 100),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
         ("write_each", write_each, 100),
