@@ -13,8 +13,8 @@
 //!
 //! A big table gets a pending column of its own. Small tables (a fragmented world: many
 //! tables of a few rows) *join* one: each takes the next rows of a block made with room
-//! for [`BLOCK_ROWS`] rows, so a table costs a few flag bytes and a part record instead
-//! of two vectors taken from the spares, made, settled and copied (callgrind: ~360
+//! (and zeroed flags) for [`BLOCK_ROWS`] rows, so a table costs a part record instead of
+//! two vectors taken from the spares, made, settled and copied (callgrind: ~360
 //! instructions a 20-row table before, in a frame of 26 such tables).
 //!
 //! When the system next touches that type's buffer (any other write of the type, or the
@@ -40,12 +40,11 @@
 //!   code that reads, moves or frees a pending column's values — [`PendingColumn::settle`]
 //!   and [`Drop`] — is reached through a `&mut` to the output buffer, which exists only
 //!   after every slot is gone (the next `Output` call, the end of the system, or Sync).
-//!   A table joining a block ([`PendingColumn::join`]) lengthens the flag vector within
-//!   the capacity it was made with (`Vec` then never reallocates) and does not touch the
-//!   value vector, so the slots of the tables before it stay valid; through raw pointers
-//!   only (`Vec::as_mut_ptr`, `resize`'s writes past the length), so no reference to the
-//!   earlier flags is made. Moving a `Vec` (the pending list growing, the buffer's box
-//!   changing hands) does not move its heap buffer.
+//!   A table joining a block ([`PendingColumn::join`]) changes neither vector: the
+//!   block's flags were all made (zeroed) with it, and its values' capacity too; the new
+//!   slots come from `Vec::as_mut_ptr`, which makes no reference to the elements, so the
+//!   slots of the tables before it stay valid. Moving a `Vec` (the pending list growing,
+//!   the buffer's box changing hands) does not move its heap buffer.
 //! * **Initialisation.** A value is initialised exactly when its flag is set:
 //!   [`Slot::set`] clears the flag before dropping an earlier value and sets it only after
 //!   writing the new one, so a panicking `Drop` leaves the row absent, never dropped twice.
@@ -80,8 +79,12 @@ pub(crate) struct PendingColumn<O> {
     /// Length 0, capacity `>= present.len()`; element `i` is initialised iff flag `i` is
     /// set.
     values: Vec<O>,
-    /// One flag per row of every part, in order: 1 when written, 0 when not.
+    /// One flag per row of every part, in order (`..used`), then a joinable column's room
+    /// for more, zeroed when it was made (so a table joining writes no flag): 1 when
+    /// written, 0 when not. Its length never changes while slots may live.
     present: Vec<u8>,
+    /// Flags of the parts held: `present[..used]`.
+    used: usize,
 }
 
 /// A pending column's values after [`PendingColumn::settle`].
@@ -107,13 +110,13 @@ impl<O> PendingColumn<O> {
         values.clear();
         values.reserve(room);
         present.clear();
-        present.reserve(room);
-        present.resize(rows, 0);
+        present.resize(room, 0);
         PendingColumn {
             parts: 1,
             joinable,
             values,
             present,
+            used: rows,
         }
     }
 
@@ -125,7 +128,7 @@ impl<O> PendingColumn<O> {
     /// Where the slots of the first table write: its first value and first flag. The
     /// pointers stay valid until the column is settled or dropped.
     pub(crate) fn base(&mut self) -> SlotBase<O> {
-        let rows = self.present.len();
+        let rows = self.used;
         self.base_at(0, rows)
     }
 
@@ -133,20 +136,20 @@ impl<O> PendingColumn<O> {
     /// joinable and has room for them without growing a vector (so the slots handed out
     /// before stay valid: module docs).
     pub(crate) fn join(&mut self, rows: usize) -> Option<SlotBase<O>> {
-        let at = self.present.len();
+        let at = self.used;
         let end = at.checked_add(rows)?;
-        if !self.joinable || end > self.values.capacity() || end > self.present.capacity() {
+        if !self.joinable || end > self.present.len() || end > self.values.capacity() {
             return None;
         }
-        // Within the capacity: the flags' buffer does not move.
-        self.present.resize(end, 0);
+        // The flags are there, zeroed: no vector changes.
+        self.used = end;
         self.parts += 1;
         Some(self.base_at(at, rows))
     }
 
-    /// The slots of the `rows` rows from flag `at` (`at + rows <= present.len()`).
+    /// The slots of the `rows` rows from flag `at` (`at + rows <= used`).
     fn base_at(&mut self, at: usize, rows: usize) -> SlotBase<O> {
-        debug_assert!(at + rows <= self.present.len() && at + rows <= self.values.capacity());
+        debug_assert!(at + rows <= self.used && self.used <= self.values.capacity());
         #[cfg(not(debug_assertions))]
         let _ = rows;
         SlotBase {
@@ -171,7 +174,8 @@ impl<O> PendingColumn<O> {
         debug_assert_eq!(parts.len(), self.parts as usize);
         let mut values = std::mem::take(&mut self.values);
         let present = std::mem::take(&mut self.present);
-        // `self` now owns empty vectors: its `Drop` drops nothing.
+        let used = std::mem::take(&mut self.used);
+        // `self` now owns empty vectors and uses no flag: its `Drop` drops nothing.
         let base = values.as_mut_ptr();
         let (mut at, mut kept) = (0usize, 0usize);
         for p in parts {
@@ -205,7 +209,7 @@ impl<O> PendingColumn<O> {
             }
             at += rows;
         }
-        debug_assert_eq!(at, present.len(), "the parts cover every flag");
+        debug_assert_eq!(at, used, "the parts cover every flag in use");
         // SAFETY: the first `kept` elements now hold the moved values, in order.
         unsafe { values.set_len(kept) };
         Settled { values, present }
@@ -220,7 +224,7 @@ impl<O> Drop for PendingColumn<O> {
             return;
         }
         let base = self.values.as_mut_ptr();
-        for_each_stretch(&self.present, |from, len| {
+        for_each_stretch(&self.present[..self.used], |from, len| {
             // SAFETY: rows `from..from + len` are set, so initialised (module docs), and
             // the vector's length is 0, so it will not drop them again. Their flags are
             // left set, but the vector is never read after this.
@@ -537,13 +541,13 @@ mod tests {
     #[test]
     fn joining_stops_at_the_blocks_room() {
         let mut p = PendingColumn::<u8>::new(1, true, Vec::new(), Vec::new());
-        let room = p.values.capacity().min(p.present.capacity());
-        assert!(room >= BLOCK_ROWS);
+        let room = p.present.len();
+        assert!(room >= BLOCK_ROWS && p.values.capacity() >= room);
         let (values, present) = (p.values.as_ptr(), p.present.as_ptr());
         assert!(p.join(room - 1).is_some(), "fills the block exactly");
         assert!(p.join(1).is_none(), "full");
         assert_eq!((p.values.as_ptr(), p.present.as_ptr()), (values, present));
-        assert_eq!(p.present.len(), room);
+        assert_eq!((p.used, p.present.len()), (room, room));
         let mut own = PendingColumn::<u8>::new(100, false, Vec::new(), Vec::new());
         assert!(own.join(1).is_none(), "not joinable");
         drop(own);
