@@ -87,9 +87,13 @@ scattered entities whose deltas a closure merge adds up, `runsync_closure_merge_
 timing the frame and `runsync_closure_merge_sync` Sync alone (parameter: workers); \
 `sync_sum_1M` / `sync_fn_1M` time Sync alone merging by `merge::sum` / a hand-written \
 `fn` (parameter: overlapping systems); elsewhere components merge by `merge::last`. \
-Exceptions: `simple_insert`'s `runsync` uses `World::spawn_batch` (`runsync_spawn`: \
-`World::spawn` in a loop), `add_remove`'s emits `Output::insert`/`remove`, \
-`empty_systems` writes nothing. hecs and bevy_ecs update in place; hecs runs on one \
+Exceptions: `simple_insert`'s `runsync` uses `World::spawn_batch` against the others' \
+`spawn_batch` (`runsync_spawn`: `World::spawn` in a loop, against `hecs_spawn` and \
+`bevy_ecs_spawn`, their own spawn loops; `runsync_commands`: `Output::spawn` in a frame, \
+against hecs's `CommandBuffer` and bevy_ecs's `Commands`), `add_remove`'s emits \
+`Output::insert`/`remove`, `empty_systems` writes nothing. A `hecs_x` or `bevy_ecs_x` \
+function fills its library's column for the row `runsync_x` only. hecs and bevy_ecs \
+update in place; hecs runs on one \
 thread (`movement_5M_2w`'s `hecs_1w`, in the hecs column) except in `heavy_compute` \
 (2 threads). The chart shows one row per \
 group: the lead loop's (`query`) where the group has one, else the plain path's \
