@@ -55,10 +55,19 @@
 use std::marker::PhantomData;
 use std::ptr;
 
-/// Rows of a block that small tables share (or more, when the spare vectors it is made
-/// of hold more): blocks of 20-row tables took a third of the instructions of a table of
-/// its own each; a bigger block saves little more and holds more memory per buffer.
+/// Rows of a block that small tables share (fewer for big values: [`block_rows`]). One
+/// block holds a dozen 20-row tables; a bigger one would save little more and hold more
+/// memory per buffer.
 pub(crate) const BLOCK_ROWS: usize = if cfg!(miri) { 8 } else { 256 };
+
+/// At most this many bytes of values in a block (fewer rows for big output types), so a
+/// buffer that only ever sees one small table does not hold 256 large values.
+const BLOCK_BYTES: usize = 16 * 1024;
+
+/// The rows of a block of `O` values: [`BLOCK_ROWS`], or fewer for values over 64 bytes.
+fn block_rows<O>() -> usize {
+    (BLOCK_BYTES / std::mem::size_of::<O>().max(1)).clamp(1, BLOCK_ROWS)
+}
 
 /// One table of a pending column: its `rows` rows, of output column `col`, take the
 /// column's next `rows` flags and values. The buffer keeps the parts of its pending
@@ -98,7 +107,8 @@ pub(crate) struct Settled<O> {
 impl<O> PendingColumn<O> {
     /// Slots for a table of `rows` rows (its part is the first), in `values` and
     /// `present` (spare vectors: cleared here, grown if needed); `joinable`: a small
-    /// table, which later small tables may join, up to [`BLOCK_ROWS`] rows in all.
+    /// table, which later small tables may join, up to [`BLOCK_ROWS`] rows in all (fewer
+    /// for big values: at most 16 KiB of them, unless the first table needs more).
     pub(crate) fn new(
         rows: usize,
         joinable: bool,
@@ -106,7 +116,11 @@ impl<O> PendingColumn<O> {
         mut present: Vec<u8>,
     ) -> Self {
         u32::try_from(rows).expect("a table of at most u32::MAX rows");
-        let room = if joinable { rows.max(BLOCK_ROWS) } else { rows };
+        let room = if joinable {
+            rows.max(block_rows::<O>())
+        } else {
+            rows
+        };
         values.clear();
         values.reserve(room);
         present.clear();
@@ -543,6 +557,13 @@ mod tests {
         let mut p = PendingColumn::<u8>::new(1, true, Vec::new(), Vec::new());
         let room = p.present.len();
         assert!(room >= BLOCK_ROWS && p.values.capacity() >= room);
+        // Big values: a block of 16 KiB of them (the first table may make it bigger).
+        assert_eq!(block_rows::<[u8; 1024]>(), 16.min(BLOCK_ROWS));
+        assert_eq!(block_rows::<()>(), BLOCK_ROWS);
+        let big = PendingColumn::<[u8; 1024]>::new(3, true, Vec::new(), Vec::new());
+        assert_eq!(big.present.len(), 16.min(BLOCK_ROWS));
+        let bigger = PendingColumn::<[u8; 1024]>::new(40, true, Vec::new(), Vec::new());
+        assert_eq!(bigger.present.len(), 40);
         let (values, present) = (p.values.as_ptr(), p.present.as_ptr());
         assert!(p.join(room - 1).is_some(), "fills the block exactly");
         assert!(p.join(1).is_none(), "full");
