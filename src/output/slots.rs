@@ -115,7 +115,6 @@ impl<O> PendingColumn<O> {
         mut values: Vec<O>,
         mut present: Vec<u8>,
     ) -> Self {
-        u32::try_from(rows).expect("a table of at most u32::MAX rows");
         let room = if joinable {
             rows.max(block_rows::<O>())
         } else {

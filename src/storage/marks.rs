@@ -61,12 +61,9 @@ impl Bits {
     /// Sets `rows`: whole words at once (a `memset` for the inside of the range), so a
     /// run of a million rows costs some 16k word stores.
     pub(crate) fn set_range(&mut self, rows: Range<usize>) {
-        // One row in a word that exists, without the edge masks.
-        if rows.end == rows.start + 1 {
-            if let Some(w) = self.0.get_mut(rows.start / 64) {
-                *w |= 1 << (rows.start % 64);
-                return;
-            }
+        // One row in a word that exists: `set_row`'s bit store, without the edge masks.
+        if rows.end == rows.start + 1 && rows.start / 64 < self.0.len() {
+            return self.set_row(rows.start);
         }
         if rows.is_empty() {
             return;
@@ -424,7 +421,14 @@ mod tests {
         };
         for &a1 in starts {
             for &b1 in ends {
-                for &(a2, b2) in &[(0, 0), (3, 70), (64, 128), (100, 260), (200, 201)] {
+                for &(a2, b2) in &[
+                    (0, 0),
+                    (3, 70),
+                    (64, 128),
+                    (100, 260),
+                    (200, 201),
+                    (100, 101),
+                ] {
                     let mut bits = Bits::default();
                     let mut model = vec![false; 300];
                     for (a, b) in [(a1, b1), (a2, b2)] {
