@@ -12,7 +12,7 @@
 //! systems run in parallel and the world is read-only. The ids come from *reservations*,
 //! one per system, made before each Run (each stage's) on the frame thread, in system
 //! order — the runtime's order of *places*: stage by stage, then registration order (see
-//! [`Entities::reserve_for_frame`]): system `s` takes the ids of its block in order. A
+//! [`Entities::reserve_for_stage`]): system `s` takes the ids of its block in order. A
 //! system that spawns more than its block holds takes *overflow* ids: its `k`-th overflow
 //! spawn has lane position `g = s + k * lanes` (`lanes` is the number of systems) and
 //! takes the `g`-th id from the top of the free list, or past its end a fresh index
@@ -20,12 +20,13 @@
 //! the fresh indices no lane used). Which id a spawn gets thus depends only on the system,
 //! its spawn count and the world's history — never on threads. A block is sized from what
 //! its system spawned the last time it ran (twice that, at least [`MIN_RESERVE`]), so
-//! overflow is for bursts. With several stages, each stage's Run gets a fresh
-//! reservation (every block topped up, and this stage's lanes), since the stage before
-//! changed the free list; only that stage's systems use theirs.
+//! overflow is for bursts. With several stages, each stage's Run tops up the blocks of its
+//! own systems and sets its lanes (the stage before changed the free list); the other
+//! stages' blocks wait for their own stage, so a stage that spawns nothing moves no id.
 
 use std::fmt;
 use std::num::NonZeroU32;
+use std::ops::Range;
 
 /// A handle to an entity: a slot index and a generation.
 ///
@@ -227,7 +228,7 @@ pub(crate) struct Entities {
     /// overflow ids (the number of systems).
     lane_base: u32,
     lanes: u32,
-    /// What the last [`reserve_for_frame`](Self::reserve_for_frame) changed, so that a
+    /// What the last [`reserve_for_stage`](Self::reserve_for_stage) changed, so that a
     /// frame whose Run failed can take it back. Not world state: never cloned, compared
     /// or checksummed.
     undo: ReserveUndo,
@@ -239,7 +240,7 @@ pub(crate) struct Entities {
     limit: Option<usize>,
 }
 
-/// What one [`Entities::reserve_for_frame`] changed, in the order it changed it: enough to
+/// What one [`Entities::reserve_for_stage`] changed, in the order it changed it: enough to
 /// undo it exactly ([`Entities::unreserve_frame`]). Kept across frames for its capacity.
 #[derive(Default)]
 struct ReserveUndo {
@@ -248,8 +249,10 @@ struct ReserveUndo {
     reserved: usize,
     lane_base: u32,
     lanes: u32,
-    /// Per reservation kept or added: ids it took (positive: from the top of the free
-    /// list, else fresh slots) or gave back to the free list (negative).
+    /// The place of the first block sized (the stage's first system).
+    first: usize,
+    /// Per block sized (the stage's, from `first`): ids it took (positive: from the top of
+    /// the free list, else fresh slots) or gave back to the free list (negative).
     deltas: Vec<isize>,
     /// The blocks of systems that no longer exist, whose ids went to the free list first
     /// (empty unless the system count shrank, e.g. after a restore).
@@ -353,17 +356,20 @@ impl Entities {
         self.slots.len() as u32 - 1
     }
 
-    /// Sizes every system's block of reserved ids for the coming frame (`systems` of them,
-    /// in registration order) and sets this frame's overflow lanes. Deterministic: it
-    /// depends only on the allocator state. A block holds twice what its system spawned
-    /// in the last frame, at least [`MIN_RESERVE`]; ids beyond that go back to the free
-    /// list, as do the blocks of systems that no longer exist.
+    /// Sizes the blocks of reserved ids of the systems at `places` (of `systems`, in place
+    /// order: stage by stage, then registration order) for the stage about to run, and
+    /// sets its overflow lanes. Deterministic: it depends only on the allocator state. A
+    /// block holds twice what its system spawned the last time it ran, at least
+    /// [`MIN_RESERVE`]; ids beyond that go back to the free list, as do the blocks of
+    /// systems that no longer exist. Only the stage's own blocks are touched, so a stage
+    /// changes the free list only through what its systems do: a stage with no system (or
+    /// one whose systems never spawn) leaves every id where one stage fewer would.
     ///
     /// # Panics
     /// When the slot indices run out.
     ///
     /// [`unreserve_frame`](Self::unreserve_frame) takes it back.
-    pub(crate) fn reserve_for_frame(&mut self, systems: usize) {
+    pub(crate) fn reserve_for_stage(&mut self, systems: usize, places: Range<usize>) {
         let mut reserved = std::mem::take(&mut self.reserved);
         let mut undo = std::mem::take(&mut self.undo);
         undo.slots = self.slots.len();
@@ -380,7 +386,8 @@ impl Entities {
             }
         }
         reserved.resize_with(systems, Reservation::default);
-        for r in &mut reserved {
+        undo.first = places.start;
+        for r in &mut reserved[places] {
             let target = (2 * r.spawned_last as usize).max(MIN_RESERVE);
             undo.deltas.push(target as isize - r.ids.len() as isize);
             while r.ids.len() > target {
@@ -398,13 +405,14 @@ impl Entities {
         self.lanes = systems as u32;
     }
 
-    /// Undoes the last [`reserve_for_frame`](Self::reserve_for_frame), when nothing else
+    /// Undoes the last [`reserve_for_stage`](Self::reserve_for_stage), when nothing else
     /// changed the allocator since (a frame whose Run failed: Run only reads the world):
     /// every step in reverse, so slots, free list (order included), reservations and
     /// lanes are exactly as before. Cost: O(ids moved), like the reservation itself.
     pub(crate) fn unreserve_frame(&mut self) {
         let undo = &mut self.undo;
-        for (r, &delta) in self.reserved.iter_mut().zip(&undo.deltas).rev() {
+        let stage = &mut self.reserved[undo.first..];
+        for (r, &delta) in stage.iter_mut().zip(&undo.deltas).rev() {
             if delta > 0 {
                 // Taken from the top of the free list, or fresh slots (dropped below).
                 for _ in 0..delta {
@@ -848,7 +856,7 @@ mod tests {
     #[test]
     fn reserved_blocks_overflow_lanes_and_reuse() {
         let mut ents = Entities::default();
-        ents.reserve_for_frame(2);
+        ents.reserve_for_stage(2, 0..2);
         assert_eq!(ents.slots(), 2 * MIN_RESERVE, "two blocks of fresh ids");
         // System 0 stays in its block; system 1 overflows by 3: lane positions 1, 3, 5
         // past an empty free list are fresh indices 33, 35, 37.
@@ -866,7 +874,7 @@ mod tests {
         assert_eq!(ents.alloc_index(), 32);
         ents.free.push(32);
         // Next frame: system 1's block holds twice what it spawned.
-        ents.reserve_for_frame(2);
+        ents.reserve_for_stage(2, 0..2);
         assert_eq!(ents.reserved[0].ids.len(), MIN_RESERVE);
         assert_eq!(ents.reserved[1].ids.len(), 2 * (MIN_RESERVE + 3));
         // A world spawn never takes a reserved id.
@@ -875,7 +883,7 @@ mod tests {
         assert!(!reserved.contains(&w.index()));
         // Fewer systems: the dropped system's block goes back to the free list.
         let free = ents.free.len();
-        ents.reserve_for_frame(1);
+        ents.reserve_for_stage(1, 0..1);
         assert_eq!(ents.free.len(), free + 2 * (MIN_RESERVE + 3));
     }
 
@@ -888,7 +896,7 @@ mod tests {
         }
         // Free list (top last): 0..9 freed in order, so 9 is on top. Reserving 2 blocks
         // of 16 takes all 10 and 22 fresh ones.
-        ents.reserve_for_frame(2);
+        ents.reserve_for_stage(2, 0..2);
         assert!(ents.free.is_empty());
         // Now free 5 more so that overflow draws from the free list.
         let more: Vec<Entity> = (0..5).map(|_| alive(&mut ents)).collect();
@@ -942,12 +950,12 @@ mod tests {
         ];
         for (systems, spawns) in plan {
             let before = state(&ents);
-            ents.reserve_for_frame(systems);
+            ents.reserve_for_stage(systems, 0..systems);
             assert_ne!(state(&ents), before, "{systems} systems reserved something");
             ents.unreserve_frame();
             assert_eq!(state(&ents), before, "{systems} systems");
             // Then the frame runs for real.
-            ents.reserve_for_frame(systems);
+            ents.reserve_for_stage(systems, 0..systems);
             let spawned: Vec<Vec<Entity>> = spawns
                 .iter()
                 .enumerate()

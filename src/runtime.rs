@@ -314,7 +314,7 @@ pub struct Runtime {
     pool: Pool,
     /// Stage by stage, in registration order within a stage: each stage's systems are one
     /// slice, run and synced together. A system's place here also numbers its reserved
-    /// spawn ids (`Entities::reserve_for_frame`).
+    /// spawn ids (`Entities::reserve_for_stage`).
     systems: Vec<SystemSlot>,
     /// Per system id, its place in `systems`.
     places: Vec<u32>,
@@ -773,13 +773,31 @@ impl Runtime {
 
         let zones = self.stages.len() > 1;
         let mut start = 0;
+        // Whether a stage has synced this frame yet: the first one to forgets the last
+        // frame's change marks.
+        let mut first = true;
         for k in 0..self.stages.len() {
             let stage = &mut self.stages[k];
             let end = stage.end;
+            // A stage with no enabled system is skipped whole (no reservation, no Sync):
+            // its Sync would only drop the delivered messages and move marks and ids, so
+            // adding an empty stage changes nothing a system, a checksum or a save sees.
+            if !self.systems[start..end].iter().any(|slot| slot.enabled) {
+                for slot in &mut self.systems[start..end] {
+                    slot.ran = false;
+                    let st = &mut self.stats.systems[slot.id.index()];
+                    (st.ran, st.time, st.writes, st.commands) = (false, Duration::ZERO, 0, 0);
+                }
+                self.stats.stages[k].reset();
+                start = end;
+                continue;
+            }
             // A zone per stage, only if there are several (one stage: the frame's zones
             // as they always were).
             let _zone = zones.then(|| crate::profile::zone_named!(&mut stage.zone, stage.name));
-            if let Err(error) = self.stage(StageId(k as u32), start..end) {
+            let result = self.stage(StageId(k as u32), start..end, first);
+            first = false;
+            if let Err(error) = result {
                 self.skip_stages_after(k);
                 self.stats.entities = self.world.len();
                 if error.counts_as_done() {
@@ -788,6 +806,11 @@ impl Runtime {
                 return Err(self.frame_failed(error));
             }
             start = end;
+        }
+        if first {
+            // No stage synced (no enabled system): the frame still ends the last one's
+            // change marks, as its Sync would have.
+            self.world.storage_mut().clear_marks();
         }
         // Between frames too (checksums, snapshots, saves see the canonical layout).
         self.world.storage_mut().canonicalize();
@@ -799,14 +822,20 @@ impl Runtime {
 
     /// One stage: the Run of the systems at `places`, then their Sync. Its figures go to
     /// the frame's stats, added to those of the stages before.
-    fn stage(&mut self, stage: StageId, places: Range<usize>) -> Result<(), FrameError> {
+    fn stage(
+        &mut self,
+        stage: StageId,
+        places: Range<usize>,
+        first: bool,
+    ) -> Result<(), FrameError> {
         // Canonical order (when on): tables and rows sorted before the Run reads them.
         self.world.storage_mut().canonicalize();
-        // Ids for spawns made in Run, per system, in place order (deterministic).
+        // Ids for this stage's spawns made in Run, per system, in place order
+        // (deterministic).
         self.world
             .storage_mut()
             .entities
-            .reserve_for_frame(self.systems.len());
+            .reserve_for_stage(self.systems.len(), places.clone());
         let base = places.start;
         let systems = &mut self.systems[places];
         let run_start = Instant::now();
@@ -842,11 +871,7 @@ impl Runtime {
         }
 
         let sync_start = Instant::now();
-        let at = StageSync {
-            stage,
-            base,
-            first: stage == StageId::FIRST,
-        };
+        let at = StageSync { stage, base, first };
         let report = {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(

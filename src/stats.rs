@@ -82,7 +82,8 @@ pub struct StageStats {
     pub id: StageId,
     /// Its name.
     pub name: Arc<str>,
-    /// Whether it ran this frame: `false` for the stages after one that failed.
+    /// Whether it ran this frame: `false` for the stages after one that failed, and for a
+    /// stage with no enabled system (skipped whole: an empty stage changes nothing).
     pub ran: bool,
     /// Wall time of its Run.
     pub run: Duration,

@@ -10,11 +10,12 @@ use std::time::Duration;
 
 use runsync::prelude::*;
 use runsync::{CommandKind, StageStats};
+use serde::{Deserialize, Serialize};
 
 const WORKERS: [usize; 3] = [1, 2, 8];
 
 /// Position, moved by summed deltas.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Pos(i64);
 impl Component for Pos {
     type Output = i64;
@@ -31,7 +32,7 @@ impl std::ops::AddAssign<i64> for Pos {
 }
 
 /// Velocity, set whole.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Vel(i64);
 impl Component for Vel {
     type Output = Vel;
@@ -43,7 +44,7 @@ impl Checksum for Vel {
 }
 
 /// An order-sensitive fold, written in two stages.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Hits(u64);
 impl Component for Hits {
     type Output = u64;
@@ -58,7 +59,7 @@ fn fold_hits(h: &mut u64, x: u64) {
 }
 
 /// Spawned by one stage, despawned by a later one.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 struct Marker(u64);
 impl Component for Marker {
     type Output = Marker;
@@ -685,7 +686,12 @@ fn disabled_systems_and_empty_stages() {
     rt.frame();
     assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(-3 + 21)));
     let st = rt.stats();
-    assert!(st.stages.iter().all(|s| s.ran));
+    let ran: Vec<bool> = st.stages.iter().map(|s| s.ran).collect();
+    assert_eq!(
+        ran,
+        [false, false, true],
+        "stages with no enabled system are skipped"
+    );
     assert!(!st.systems[a.index()].ran);
     assert_eq!(st.stages[1].merged, 0);
 }
@@ -711,6 +717,116 @@ fn rollback_across_stages_is_bit_identical() {
         for f in FRAMES / 2..FRAMES {
             rt.frame();
             assert_eq!(rt.world().checksum(), sums[f as usize], "frame {}", f + 1);
+        }
+    }
+}
+
+/// A message the empty-stage game sends and reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+struct Ping(u64);
+impl Checksum for Ping {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.0.checksum(h);
+    }
+}
+
+/// The empty-stage game in one stage "main", with empty stages added before and after as
+/// `layout` says: spawns in and past every
+/// reserved block, despawns whose slots respawns reuse, messages read a frame later, and
+/// `Changed` read back.
+fn one_stage_game(workers: usize, layout: &[&'static str]) -> Runtime {
+    let (mut w, _) = world(12);
+    w.register_message::<Ping>();
+    w.snapshotting_message::<Ping>()
+        .checksumming_message::<Ping>()
+        .saving_message::<Ping>();
+    w.saving::<Pos>()
+        .saving::<Vel>()
+        .saving::<Hits>()
+        .saving::<Marker>();
+    let mut rt = Runtime::builder()
+        .workers(workers)
+        .stages(layout.iter().copied())
+        .build(w);
+    let main = rt.stage_id("main").unwrap();
+    rt.add_system_named_to(main, "burst", |w: &World, out: &mut Output| {
+        let frame = w.resource::<Time>().frame;
+        // Every third frame a burst past any block (overflow ids), else a few.
+        let n = if frame % 3 == 1 { 40 } else { frame % 4 };
+        for k in 0..n {
+            out.spawn((Marker(frame * 100 + k),));
+        }
+        out.send(Ping(frame));
+    });
+    rt.add_system_named_to(main, "cull", |w: &World, out: &mut Output| {
+        for (e, (m,)) in w.query::<(&Marker,)>() {
+            if m.0 % 3 != 1 {
+                out.despawn(e);
+            }
+        }
+    });
+    rt.add_system_named_to(main, "listen", |w: &World, out: &mut Output| {
+        let heard: u64 = w.messages::<Ping>().iter().map(|p| p.0 + 1).sum();
+        let changed = w.query_filtered::<(&Pos,), Changed<Pos>>().count() as u64;
+        for (e, _) in w.query::<(&Hits,)>() {
+            out.write::<Hits>(e, heard * 1_000 + changed);
+        }
+    });
+    rt.add_system_named_to(main, "step", |w: &World, out: &mut Output| {
+        let frame = w.resource::<Time>().frame as i64;
+        for (e, (_, v)) in w.query::<(&Pos, &Vel)>() {
+            if (e.index() as i64 + frame) % 3 == 0 {
+                out.write::<Pos>(e, v.0);
+            }
+        }
+    });
+    rt
+}
+
+/// An empty stage anywhere in the frame changes
+/// nothing a checksum, a save or a spawn id can see: every frame's checksum (which covers
+/// the free list and the reserved ids), save file and set of live ids equal the one-stage
+/// layout's, at 1, 2 and 8 workers; messages and `Changed` reach the readers the same.
+#[test]
+fn an_empty_stage_changes_nothing_a_checksum_a_save_or_a_spawn_id_sees() {
+    fn trace(workers: usize, layout: &[&'static str]) -> Vec<(u64, Vec<u8>, Vec<u64>)> {
+        let mut rt = one_stage_game(workers, layout);
+        (0..24)
+            .map(|_| {
+                rt.frame();
+                let w = rt.world();
+                let mut save = Vec::new();
+                w.save(&mut save).unwrap();
+                let ids = w.query::<()>().map(|(e, ())| e.to_bits()).collect();
+                (w.checksum(), save, ids)
+            })
+            .collect()
+    }
+    let reference = trace(1, &["main"]);
+    let spawned: usize = reference.windows(2).filter(|p| p[0].2 != p[1].2).count();
+    assert!(spawned > 20, "the game spawns and despawns every frame");
+    for workers in WORKERS {
+        for layout in [
+            &["main"][..],
+            &["main", "empty"],
+            &["empty", "main"],
+            &["before", "main", "after"],
+        ] {
+            let got = trace(workers, layout);
+            for (f, (a, b)) in reference.iter().zip(&got).enumerate() {
+                assert_eq!(
+                    a.2, b.2,
+                    "live ids, frame {f}, {layout:?}, {workers} workers"
+                );
+                assert_eq!(
+                    a.0, b.0,
+                    "checksum, frame {f}, {layout:?}, {workers} workers"
+                );
+                assert!(
+                    a.1 == b.1,
+                    "save file, frame {f}, {layout:?}, {workers} workers"
+                );
+            }
         }
     }
 }

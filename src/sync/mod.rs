@@ -79,7 +79,7 @@ pub(crate) struct StageSync {
     /// The stage.
     pub(crate) stage: StageId,
     /// Where its systems sit among the runtime's (their place numbers their reserved
-    /// spawn ids; see `Entities::reserve_for_frame`).
+    /// spawn ids; see `Entities::reserve_for_stage`).
     pub(crate) base: usize,
     /// Whether it is the frame's first stage: its Sync forgets the previous frame's marks
     /// and provenance records.
