@@ -1,15 +1,26 @@
 //! Routing: a request becomes a [`Command`] for the game thread, the page, or an error —
 //! all decided on the connection's thread, so a malformed request never reaches the game.
+//!
+//! Every number in a request is read the same way, by [`parse_number`]: ASCII digits
+//! only (no sign, no spaces, at most 20), into the parameter's type with overflow checked,
+//! then against the parameter's own bounds — each a `400` that names the parameter, the
+//! bounds and what was sent. Bounds that depend on the game's state (a `since` after the
+//! last timeline record, a frame the ring does not hold) are checked on the game thread,
+//! with checked arithmetic, and answered `400`/`404` there.
 
 use runsync::Entity;
 use serde::Deserialize;
 
+use crate::access::Access;
 use crate::http::{Request, Response};
 
 /// Most frames one `step` may run.
 pub(crate) const MAX_STEP: u32 = 600;
 /// Most entities one page of `/api/entities` lists.
 pub(crate) const MAX_LIMIT: usize = 1000;
+/// Largest `offset` of `/api/entities`: entity indices are `u32`, so no world holds more
+/// entities than this.
+pub(crate) const MAX_OFFSET: usize = u32::MAX as usize;
 
 /// What the game thread is asked to do.
 #[derive(Debug)]
@@ -48,8 +59,9 @@ pub(crate) enum Route {
     Game(Command),
 }
 
-/// Parses a request into a route, or the error to answer.
-pub(crate) fn route(req: &Request) -> Result<Route, Response> {
+/// Parses a request into a route, or the error to answer. Everything but the page needs
+/// the token, if `access` has one (`401` without it).
+pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
     let segments: Vec<&str> = req.path.split('/').filter(|s| !s.is_empty()).collect();
     let get = req.method == "GET";
     let post = req.method == "POST";
@@ -73,6 +85,9 @@ pub(crate) fn route(req: &Request) -> Result<Route, Response> {
             ))
         }
     };
+    if !matches!(segments.as_slice(), [] | ["index.html"]) {
+        access.check_token(req.authorization.as_deref())?;
+    }
     let command = match segments.as_slice() {
         [] | ["index.html"] => {
             method(get, "GET")?;
@@ -87,7 +102,7 @@ pub(crate) fn route(req: &Request) -> Result<Route, Response> {
             method(get, "GET")?;
             let q = Query::parse(&req.query, &["since"])?;
             Command::Timeline {
-                since: q.number("since")?,
+                since: q.number("since", 0..=u64::MAX)?,
             }
         }
         ["api", "pause"] => {
@@ -157,14 +172,8 @@ pub(crate) fn route(req: &Request) -> Result<Route, Response> {
                         .collect()
                 })
                 .unwrap_or_default();
-            let offset = q.number("offset")?.unwrap_or(0);
-            let limit = q.number("limit")?.unwrap_or(100);
-            if limit > MAX_LIMIT {
-                return Err(Response::error(
-                    400,
-                    format!("`limit` is at most {MAX_LIMIT} (got {limit}); page with `offset`"),
-                ));
-            }
+            let offset = q.number("offset", 0..=MAX_OFFSET)?.unwrap_or(0);
+            let limit = q.number("limit", 0..=MAX_LIMIT)?.unwrap_or(100);
             Command::Entities {
                 with,
                 offset,
@@ -237,9 +246,51 @@ pub(crate) fn parse_entity(s: &str) -> Result<Entity, Response> {
         )
     };
     let (index, generation) = s.split_once('v').ok_or_else(bad)?;
-    let index: u32 = index.parse().map_err(|_| bad())?;
-    let generation: u32 = generation.parse().map_err(|_| bad())?;
+    let index: u32 = digits(index).ok_or_else(bad)?;
+    let generation: u32 = digits(generation).ok_or_else(bad)?;
     Entity::from_bits((u64::from(generation) << 32) | u64::from(index)).ok_or_else(bad)
+}
+
+/// A number written in decimal ASCII digits only (no sign, no spaces, 1 to 20 digits), if it
+/// fits `N` (`FromStr` alone would take a `+` sign).
+fn digits<N: std::str::FromStr>(s: &str) -> Option<N> {
+    let plain = !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit());
+    plain.then(|| s.parse().ok()).flatten()
+}
+
+/// `key`'s value as a number in `range`, or a `400` saying which bounds it broke.
+pub(crate) fn parse_number<N>(
+    key: &str,
+    value: &str,
+    range: std::ops::RangeInclusive<N>,
+) -> Result<N, Response>
+where
+    N: std::str::FromStr + PartialOrd + std::fmt::Display,
+{
+    let shown = || value.chars().take(40).collect::<String>();
+    let n: N = digits(value).ok_or_else(|| {
+        Response::error(
+            400,
+            format!(
+                "`{key}` must be a whole number from {} to {}, in decimal digits (got `{}`)",
+                range.start(),
+                range.end(),
+                shown()
+            ),
+        )
+    })?;
+    if range.contains(&n) {
+        Ok(n)
+    } else {
+        Err(Response::error(
+            400,
+            format!(
+                "`{key}` must be from {} to {} (got {n})",
+                range.start(),
+                range.end()
+            ),
+        ))
+    }
 }
 
 /// Query parameters, percent-decoded; unknown names are an error.
@@ -276,19 +327,17 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
-    fn number<N: std::str::FromStr>(&self, key: &str) -> Result<Option<N>, Response> {
+    /// The parameter `key` as a number in `range` ([`parse_number`]), if given.
+    fn number<N>(
+        &self,
+        key: &str,
+        range: std::ops::RangeInclusive<N>,
+    ) -> Result<Option<N>, Response>
+    where
+        N: std::str::FromStr + PartialOrd + std::fmt::Display,
+    {
         self.get(key)
-            .map(|v| {
-                v.parse().map_err(|_| {
-                    Response::error(
-                        400,
-                        format!(
-                            "`{key}` must be a non-negative integer (got `{}`)",
-                            v.chars().take(40).collect::<String>()
-                        ),
-                    )
-                })
-            })
+            .map(|v| parse_number(key, v, range))
             .transpose()
     }
 }
@@ -302,7 +351,11 @@ fn decode(s: &str) -> Result<String, Response> {
     while i < bytes.len() {
         match bytes[i] {
             b'%' => {
+                // Two hex digits (`from_str_radix` alone would take `%+f`).
                 let hex = bytes.get(i + 1..i + 3).ok_or_else(bad)?;
+                if !hex.iter().all(u8::is_ascii_hexdigit) {
+                    return Err(bad());
+                }
                 let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
                 out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
                 i += 3;
@@ -359,7 +412,23 @@ mod tests {
         let e = parse_entity("12v3").unwrap();
         assert_eq!((e.index(), e.generation()), (12, 3));
         assert_eq!(format!("{e:?}"), "12v3");
-        for bad in ["12", "v1", "12v0", "12v", "x1v1", "-1v1", "1v99999999999"] {
+        for bad in [
+            "12",
+            "v1",
+            "12v0",
+            "12v",
+            "x1v1",
+            "-1v1",
+            "1v99999999999",
+            "+1v1",
+            "1v+1",
+            " 1v1",
+            "1v1 ",
+            "4294967296v1",
+            "1v4294967296",
+            "18446744073709551615v1",
+            "1v2v3",
+        ] {
             assert_eq!(parse_entity(bad).unwrap_err().status, 400, "{bad}");
         }
     }
@@ -368,13 +437,45 @@ mod tests {
     fn queries_decode_and_refuse_unknown_names() {
         let q = Query::parse("with=a%3A%3AB,C&offset=2", &["with", "offset"]).unwrap();
         assert_eq!(q.get("with"), Some("a::B,C"));
-        assert_eq!(q.number::<usize>("offset").unwrap(), Some(2));
+        assert_eq!(q.number("offset", 0..=usize::MAX).unwrap(), Some(2));
         assert_eq!(Query::parse("x=1", &["with"]).err().unwrap().status, 400);
         assert_eq!(
             Query::parse("with=%zz", &["with"]).err().unwrap().status,
             400
         );
         let q = Query::parse("offset=-1", &["offset"]).unwrap();
-        assert_eq!(q.number::<usize>("offset").unwrap_err().status, 400);
+        assert_eq!(q.number("offset", 0..=usize::MAX).unwrap_err().status, 400);
+        assert_eq!(
+            Query::parse("with=%+f", &["with"]).err().unwrap().status,
+            400
+        );
+    }
+
+    #[test]
+    fn numbers_are_plain_digits_within_their_bounds() {
+        assert_eq!(parse_number("n", "0", 0..=5u64).unwrap(), 0);
+        assert_eq!(parse_number("n", "005", 0..=5u64).unwrap(), 5);
+        assert_eq!(
+            parse_number("n", "18446744073709551615", 0..=u64::MAX).unwrap(),
+            u64::MAX
+        );
+        for bad in [
+            "",
+            "+1",
+            "-0",
+            " 1",
+            "1 ",
+            "1e3",
+            "0x10",
+            "6",
+            "18446744073709551616",
+            "999999999999999999999999",
+            "1.0",
+        ] {
+            let e = parse_number("n", bad, 0..=5u64).unwrap_err();
+            assert_eq!(e.status, 400, "{bad:?}");
+            let text = String::from_utf8_lossy(&e.body).into_owned();
+            assert!(text.contains("`n` must be") && text.contains('5'), "{text}");
+        }
     }
 }

@@ -16,9 +16,13 @@
 //! lines of std code; an async runtime would not earn its place for a handful of requests
 //! a second.
 //!
-//! Requests that cross sites are refused: the server checks `Host` (a DNS-rebinding page
-//! cannot name a loopback address there) when it is bound to a loopback address, and any
-//! `Origin` header (which browsers send on cross-origin requests) must name the same host.
+//! Who may send a request (`Host`, `Origin`, the token) is [`Access`]'s to say: the head's
+//! `Host` and `Origin` are checked here, as the head is parsed; the token by the router,
+//! which knows which paths need it.
+//!
+//! Reading (from a socket, against the clock) and parsing (of bytes already read) are
+//! separate: [`head_len`], [`parse_head`] and [`body_len`] are pure functions of the bytes,
+//! which the fuzz target drives with no socket (see `crate::fuzzing`).
 
 use std::borrow::Cow;
 use std::io::{self, Read, Write};
@@ -27,6 +31,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+
+use crate::access::Access;
 
 /// The limits of the server; see the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -37,6 +43,18 @@ pub(crate) struct Limits {
     pub(crate) max_connections: usize,
 }
 
+impl Default for Limits {
+    /// 8 KiB heads, 64 KiB bodies, 5 s to send a request, 8 connections at once.
+    fn default() -> Limits {
+        Limits {
+            max_head: 8 * 1024,
+            max_body: 64 * 1024,
+            io_timeout: Duration::from_secs(5),
+            max_connections: 8,
+        }
+    }
+}
+
 /// A request as the router sees it.
 #[derive(Debug)]
 pub(crate) struct Request {
@@ -45,7 +63,33 @@ pub(crate) struct Request {
     pub(crate) path: String,
     /// The query string after `?` (still percent-encoded), or empty.
     pub(crate) query: String,
+    /// The `Authorization` header, if any (the token is checked by the router).
+    pub(crate) authorization: Option<String>,
     pub(crate) body: Vec<u8>,
+}
+
+/// A request head, parsed and checked ([`parse_head`]).
+#[derive(Debug)]
+pub(crate) struct Head {
+    pub(crate) method: String,
+    pub(crate) path: String,
+    pub(crate) query: String,
+    pub(crate) authorization: Option<String>,
+    /// The body's length, from `Content-Length` (0 without one).
+    pub(crate) content_length: usize,
+}
+
+impl Head {
+    /// The request, with its body.
+    pub(crate) fn with_body(self, body: Vec<u8>) -> Request {
+        Request {
+            method: self.method,
+            path: self.path,
+            query: self.query,
+            authorization: self.authorization,
+            body,
+        }
+    }
 }
 
 /// A response: status, content type, body.
@@ -88,6 +132,7 @@ fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
@@ -122,18 +167,18 @@ impl Server {
     pub(crate) fn start(
         listener: TcpListener,
         limits: Limits,
+        access: Arc<Access>,
         handler: Arc<Handler>,
     ) -> io::Result<Server> {
         let addr = listener.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let active = Arc::new(AtomicUsize::new(0));
-        let check_host = addr.ip().is_loopback();
         let accept = {
             let stop = stop.clone();
             std::thread::Builder::new()
                 .name("runsync-inspect".into())
                 .spawn(move || {
-                    accept_loop(listener, limits, handler, stop, active, check_host);
+                    accept_loop(listener, limits, access, handler, stop, active);
                 })?
         };
         Ok(Server {
@@ -182,10 +227,10 @@ impl Drop for Active {
 fn accept_loop(
     listener: TcpListener,
     limits: Limits,
+    access: Arc<Access>,
     handler: Arc<Handler>,
     stop: Arc<AtomicBool>,
     active: Arc<AtomicUsize>,
-    check_host: bool,
 ) {
     for conn in listener.incoming() {
         if stop.load(Ordering::SeqCst) {
@@ -208,12 +253,13 @@ fn accept_loop(
         }
         let guard = Active(active.clone());
         let handler = handler.clone();
+        let access = access.clone();
         let spawned = std::thread::Builder::new()
             .name("runsync-inspect-conn".into())
             .stack_size(256 * 1024)
             .spawn(move || {
                 let _guard = guard;
-                serve_connection(stream, limits, &*handler, check_host);
+                serve_connection(stream, limits, &access, &*handler);
             });
         // A failed spawn drops the closure, its guard and the stream: the client sees
         // the connection close.
@@ -247,10 +293,10 @@ enum ReadError {
     Close,
 }
 
-fn serve_connection(mut stream: TcpStream, limits: Limits, handler: &Handler, check_host: bool) {
+fn serve_connection(mut stream: TcpStream, limits: Limits, access: &Access, handler: &Handler) {
     let _ = stream.set_nodelay(true);
     let deadline = Instant::now() + limits.io_timeout;
-    let response = match read_request(&mut stream, limits, deadline, check_host) {
+    let response = match read_request(&mut stream, limits, deadline, access) {
         Ok(request) => handler(request),
         Err(ReadError::Respond(r)) => r,
         Err(ReadError::Close) => return,
@@ -274,11 +320,16 @@ fn serve_connection(mut stream: TcpStream, limits: Limits, handler: &Handler, ch
 fn write_response(stream: &mut TcpStream, r: &Response) {
     let head = format!(
         "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n\
-         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n\r\n",
+         Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\n{}\r\n",
         r.status,
         reason(r.status),
         r.content_type,
-        r.body.len()
+        r.body.len(),
+        if r.status == 401 {
+            "WWW-Authenticate: Bearer realm=\"runsync-inspect\"\r\n"
+        } else {
+            ""
+        }
     );
     let _ = stream
         .write_all(head.as_bytes())
@@ -329,20 +380,19 @@ fn bad(status: u16, message: impl Into<String>) -> ReadError {
 
 const MAX_HEADERS: usize = 32;
 
+/// Reads one request: its head (at most [`Limits::max_head`] bytes), checked by
+/// [`parse_head`], then its body, all before `deadline`.
 fn read_request(
     stream: &mut TcpStream,
     limits: Limits,
     deadline: Instant,
-    check_host: bool,
+    access: &Access,
 ) -> Result<Request, ReadError> {
     let mut buf = vec![0u8; limits.max_head];
     let mut len = 0;
     let head_len = loop {
-        if len == buf.len() {
-            return Err(bad(
-                431,
-                format!("the request head is larger than {} bytes", limits.max_head),
-            ));
+        if let Some(n) = head_len(&buf[..len], limits).map_err(ReadError::Respond)? {
+            break n;
         }
         let n = read_some(stream, &mut buf[len..], deadline)?;
         if n == 0 {
@@ -350,85 +400,9 @@ fn read_request(
             return Err(ReadError::Close);
         }
         len += n;
-        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-        let mut req = httparse::Request::new(&mut headers);
-        match req.parse(&buf[..len]) {
-            Ok(httparse::Status::Complete(n)) => break n,
-            Ok(httparse::Status::Partial) => continue,
-            Err(httparse::Error::TooManyHeaders) => {
-                return Err(bad(431, format!("more than {MAX_HEADERS} headers")));
-            }
-            Err(e) => return Err(bad(400, format!("not an HTTP/1.1 request: {e}"))),
-        }
     };
-    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
-    let mut req = httparse::Request::new(&mut headers);
-    req.parse(&buf[..head_len])
-        .map_err(|e| bad(400, format!("not an HTTP/1.1 request: {e}")))?;
-    let method = req.method.unwrap_or_default().to_owned();
-    let target = req.path.unwrap_or_default();
-    let (path, query) = target.split_once('?').unwrap_or((target, ""));
-    let (path, query) = (path.to_owned(), query.to_owned());
-
-    let mut content_length: Option<usize> = None;
-    let mut host: Option<&str> = None;
-    let mut origin: Option<&str> = None;
-    for h in req.headers.iter() {
-        let value = std::str::from_utf8(h.value)
-            .map_err(|_| bad(400, format!("header `{}` is not UTF-8", h.name)))?
-            .trim();
-        if h.name.eq_ignore_ascii_case("content-length") {
-            let n: usize = value
-                .parse()
-                .map_err(|_| bad(400, format!("bad Content-Length `{value}`")))?;
-            if content_length.is_some_and(|m| m != n) {
-                return Err(bad(400, "conflicting Content-Length headers"));
-            }
-            content_length = Some(n);
-        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
-            return Err(bad(
-                411,
-                "chunked bodies are not accepted: send a Content-Length",
-            ));
-        } else if h.name.eq_ignore_ascii_case("host") {
-            host = Some(value);
-        } else if h.name.eq_ignore_ascii_case("origin") {
-            origin = Some(value);
-        }
-    }
-    if check_host {
-        if let Some(host) = host {
-            if !is_loopback_host(host) {
-                return Err(bad(
-                    403,
-                    format!(
-                        "Host `{host}` is not a loopback name: the inspector answers only \
-                         localhost, 127.0.0.1 or [::1]"
-                    ),
-                ));
-            }
-        }
-    }
-    if let Some(origin) = origin {
-        let same = host.is_some_and(|h| origin.strip_prefix("http://") == Some(h));
-        if !same {
-            return Err(bad(
-                403,
-                format!("cross-origin request from `{origin}` refused"),
-            ));
-        }
-    }
-
-    let want = content_length.unwrap_or(0);
-    if want > limits.max_body {
-        return Err(bad(
-            413,
-            format!(
-                "the body is {want} bytes; the inspector accepts at most {}",
-                limits.max_body
-            ),
-        ));
-    }
+    let head = parse_head(&buf[..head_len], access).map_err(ReadError::Respond)?;
+    let want = body_len(&head, limits).map_err(ReadError::Respond)?;
     let mut body = Vec::with_capacity(want);
     let have = (len - head_len).min(want);
     body.extend_from_slice(&buf[head_len..head_len + have]);
@@ -445,55 +419,184 @@ fn read_request(
         }
         body.extend_from_slice(&chunk[..n]);
     }
-    Ok(Request {
+    Ok(head.with_body(body))
+}
+
+/// The length of the head at the start of `bytes` (up to and including its blank line),
+/// `None` if it is not whole yet, or the answer to a head that can never be whole or
+/// valid: `431` once `max_head` bytes hold no whole head, or more than 32 headers; `400`
+/// for what is not HTTP/1.x.
+pub(crate) fn head_len(bytes: &[u8], limits: Limits) -> Result<Option<usize>, Response> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    match req.parse(bytes) {
+        Ok(httparse::Status::Complete(n)) if n <= limits.max_head => Ok(Some(n)),
+        Ok(httparse::Status::Partial) if bytes.len() < limits.max_head => Ok(None),
+        Ok(_) => Err(Response::error(
+            431,
+            format!("the request head is larger than {} bytes", limits.max_head),
+        )),
+        Err(httparse::Error::TooManyHeaders) => Err(Response::error(
+            431,
+            format!("more than {MAX_HEADERS} headers"),
+        )),
+        Err(e) => Err(Response::error(
+            400,
+            format!("not an HTTP/1.1 request: {e}"),
+        )),
+    }
+}
+
+/// Parses a whole head (as [`head_len`] measured it) and checks its `Host` and `Origin`
+/// against `access`, and its `Content-Length` (digits only; conflicting values refused).
+/// Chunked bodies are refused (`411`).
+pub(crate) fn parse_head(bytes: &[u8], access: &Access) -> Result<Head, Response> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut req = httparse::Request::new(&mut headers);
+    req.parse(bytes)
+        .map_err(|e| Response::error(400, format!("not an HTTP/1.1 request: {e}")))?;
+    let method = req.method.unwrap_or_default().to_owned();
+    let target = req.path.unwrap_or_default();
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let (path, query) = (path.to_owned(), query.to_owned());
+
+    let mut content_length: Option<usize> = None;
+    let mut host: Option<&str> = None;
+    let mut origin: Option<&str> = None;
+    let mut authorization: Option<&str> = None;
+    for h in req.headers.iter() {
+        let value = std::str::from_utf8(h.value)
+            .map_err(|_| Response::error(400, format!("header `{}` is not UTF-8", h.name)))?
+            .trim();
+        let once = |seen: Option<&str>| {
+            if seen.is_some_and(|s| s != value) {
+                Err(Response::error(
+                    400,
+                    format!("conflicting `{}` headers", h.name),
+                ))
+            } else {
+                Ok(Some(value))
+            }
+        };
+        if h.name.eq_ignore_ascii_case("content-length") {
+            let n = parse_content_length(value)?;
+            if content_length.is_some_and(|m| m != n) {
+                return Err(Response::error(400, "conflicting Content-Length headers"));
+            }
+            content_length = Some(n);
+        } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+            return Err(Response::error(
+                411,
+                "chunked bodies are not accepted: send a Content-Length",
+            ));
+        } else if h.name.eq_ignore_ascii_case("host") {
+            host = once(host)?;
+        } else if h.name.eq_ignore_ascii_case("origin") {
+            origin = once(origin)?;
+        } else if h.name.eq_ignore_ascii_case("authorization") {
+            authorization = once(authorization)?;
+        }
+    }
+    access.check_host(host)?;
+    Access::check_origin(origin, host)?;
+    Ok(Head {
         method,
         path,
         query,
-        body,
+        authorization: authorization.map(str::to_owned),
+        content_length: content_length.unwrap_or(0),
     })
 }
 
-/// Whether a `Host` header names this machine: `localhost`, `127.x.y.z` or `[::1]`, with
-/// or without a port.
-fn is_loopback_host(host: &str) -> bool {
-    let name = if let Some(rest) = host.strip_prefix('[') {
-        match rest.split_once(']') {
-            Some((ip, _)) => ip,
-            None => return false,
-        }
-    } else {
-        host.rsplit_once(':').map_or(host, |(name, _)| name)
-    };
-    name.eq_ignore_ascii_case("localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
+/// A `Content-Length`: decimal digits only (no sign, no spaces), that fit a `usize`.
+fn parse_content_length(value: &str) -> Result<usize, Response> {
+    let digits =
+        !value.is_empty() && value.len() <= 20 && value.bytes().all(|b| b.is_ascii_digit());
+    digits
+        .then(|| value.parse::<usize>().ok())
+        .flatten()
+        .ok_or_else(|| {
+            Response::error(
+                400,
+                format!(
+                    "bad Content-Length `{}`: a number of bytes",
+                    value.chars().take(40).collect::<String>()
+                ),
+            )
+        })
+}
+
+/// The body's length, if the limits accept it (`413` otherwise).
+pub(crate) fn body_len(head: &Head, limits: Limits) -> Result<usize, Response> {
+    let want = head.content_length;
+    if want > limits.max_body {
+        return Err(Response::error(
+            413,
+            format!(
+                "the body is {want} bytes; the inspector accepts at most {}",
+                limits.max_body
+            ),
+        ));
+    }
+    Ok(want)
 }
 
 #[cfg(test)]
 mod tests {
-    use super::is_loopback_host;
+    use super::*;
+
+    fn limits() -> Limits {
+        Limits {
+            max_head: 64,
+            max_body: 10,
+            io_timeout: Duration::from_secs(1),
+            max_connections: 1,
+        }
+    }
 
     #[test]
-    fn loopback_hosts() {
-        for h in [
-            "localhost",
-            "localhost:80",
-            "127.0.0.1:7070",
-            "127.1.2.3",
-            "[::1]:9",
-        ] {
-            assert!(is_loopback_host(h), "{h}");
-        }
-        for h in [
-            "evil.example",
-            "evil.example:80",
-            "10.0.0.1",
-            "[::2]:1",
-            "[::1",
+    fn heads_are_measured_and_bounded() {
+        let l = limits();
+        assert_eq!(head_len(b"GET / HTTP/1.1\r\n", l).unwrap(), None);
+        assert_eq!(
+            head_len(b"GET / HTTP/1.1\r\n\r\nbody", l).unwrap(),
+            Some(18)
+        );
+        let long = format!("GET / HTTP/1.1\r\nX: {}\r\n\r\n", "a".repeat(60));
+        assert_eq!(head_len(long.as_bytes(), l).unwrap_err().status, 431);
+        assert_eq!(head_len(&long.as_bytes()[..64], l).unwrap_err().status, 431);
+        assert_eq!(
+            head_len(b"\x00\x01 garbage\r\n\r\n", l).unwrap_err().status,
+            400
+        );
+    }
+
+    #[test]
+    fn content_lengths_are_plain_digits() {
+        let a = Access::loopback();
+        let head = |cl: &str| {
+            parse_head(
+                format!("POST /api/step HTTP/1.1\r\nContent-Length: {cl}\r\n\r\n").as_bytes(),
+                &a,
+            )
+        };
+        assert_eq!(head("7").unwrap().content_length, 7);
+        for bad in [
+            "+7",
+            "-1",
+            "0x10",
+            "7 7",
             "",
+            "99999999999999999999",
+            "18446744073709551616",
         ] {
-            assert!(!is_loopback_host(h), "{h}");
+            assert_eq!(head(bad).unwrap_err().status, 400, "{bad:?}");
         }
+        let two = b"POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n";
+        assert_eq!(parse_head(two, &a).unwrap_err().status, 400);
+        let hosts = b"GET / HTTP/1.1\r\nHost: localhost\r\nHost: evil.example\r\n\r\n";
+        assert_eq!(parse_head(hosts, &a).unwrap_err().status, 400);
+        let big = parse_head(b"POST / HTTP/1.1\r\nContent-Length: 11\r\n\r\n", &a).unwrap();
+        assert_eq!(body_len(&big, limits()).unwrap_err().status, 413);
     }
 }

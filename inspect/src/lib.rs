@@ -64,23 +64,41 @@
 //!
 //! # Robustness
 //!
-//! The server binds where it is told; bind a loopback address (`127.0.0.1`), as the
-//! examples do: the API can pause and rewind the game. Bound to loopback it refuses
-//! requests whose `Host` is not a loopback name (DNS rebinding) and, always, cross-origin
-//! requests (an `Origin` header naming another site). A malformed or hostile request gets
-//! a 4xx and never reaches the game thread: heads are at most 8 KiB, bodies at most 64 KiB
+//! The API can pause and rewind the game, so who may use it depends on where it is bound
+//! (the rules in full: `src/access.rs`):
+//!
+//! - **Loopback** (`127.0.0.1`, as the examples bind): no token; requests whose `Host` is
+//!   not a loopback name are refused (`403`: a page whose DNS name rebinds to 127.0.0.1).
+//! - **Any other address** (a LAN address, `0.0.0.0:7304` to be reached from another
+//!   machine): every request under `/api` needs the inspector's **token**, 32 bytes from the
+//!   operating system's random source generated at [`bind`](InspectorBuilder::bind), sent as
+//!   `Authorization: Bearer TOKEN` and compared in constant time (`401` without it). The
+//!   page reads it from its own URL: [`Inspector::url`] prints
+//!   `http://ADDRESS:PORT/?token=TOKEN`, with a real address of this machine for `0.0.0.0`
+//!   (the one on its default route; else its host name). `Host` must still name this
+//!   machine — a loopback name, one of its IP addresses, its host name, or a name given to
+//!   [`allow_host`](InspectorBuilder::allow_host) — else `403`.
+//!
+//! Always, cross-origin requests (an `Origin` header other than `http://` + the request's
+//! `Host`) are refused. A malformed or hostile request gets a 4xx and never stops or
+//! changes the game: heads are at most 8 KiB, bodies at most 64 KiB
 //! ([`max_body`](InspectorBuilder::max_body)), a request must arrive whole within 5 s
 //! ([`io_timeout`](InspectorBuilder::io_timeout)), at most 8 connections are served at
 //! once ([`max_connections`](InspectorBuilder::max_connections); more get `503`), at most
 //! 32 requests wait for the game (more get `503`), and requests are validated (JSON, entity
-//! ids, ranges) before they are queued. The frame never waits for a client: it only takes
-//! what is already queued.
+//! ids, every number against its bounds, in decimal digits with overflow checked) before
+//! they are queued. What only the game can check (a `since` past the last timeline record,
+//! a frame the ring does not hold) is checked there with checked arithmetic, and answered
+//! `400` or `404`. The frame never waits for a client: it only takes what is already
+//! queued. A fuzz target (`fuzz/fuzz_targets/request.rs`) drives raw requests through the
+//! same parsing, routing and game-thread answers.
 //!
 //! # The HTTP API
 //!
 //! JSON in and out (`Content-Type: application/json`), one request per connection. Errors
 //! are `{"error": "what is wrong and how to fix it", "status": 400}`: `400` a malformed
-//! request (JSON, entity id, query parameter, range), `403` a foreign `Host` or `Origin`,
+//! request (JSON, entity id, query parameter, a number out of its range), `401` no token or
+//! a wrong one (non-loopback binds), `403` a foreign `Host` or `Origin`,
 //! `404` an unknown path, a dead entity or a frame the ring does not hold, `405` the wrong
 //! method, `408` a request not sent in time, `409` what the state forbids (the ring is off,
 //! a step is running, 16 entities watched), `411` a chunked body, `413` a body too large,
@@ -96,16 +114,16 @@
 //! |---|---|---|
 //! | `GET /` | | the page (HTML, self-contained: no external scripts) |
 //! | `GET /api/status` | | [status](#status) |
-//! | `GET /api/timeline?since=SEQ` | | [timeline records](#timeline) after `SEQ` (all held without it) |
+//! | `GET /api/timeline?since=SEQ` | | [timeline records](#timeline) after `SEQ` (all held without it; `400` if `SEQ` is after the last record written) |
 //! | `POST /api/pause` | none | status, paused: `frame` now blocks between frames |
 //! | `POST /api/resume` | none | status, running |
 //! | `POST /api/step` | `{"frames": n}` (1 to 600; none = 1) | status after the `n` frames ran (paused); answered when they have |
 //! | `POST /api/rewind` | `{"frame": k}` or `{"back": n}` | status at the restored frame (paused); `404` if the ring does not hold it, `409` if the ring is off |
-//! | `GET /api/entities?with=A,B&offset=0&limit=100` | | [a page of entities](#entities) having all the listed types (full or short names), in storage order |
+//! | `GET /api/entities?with=A,B&offset=0&limit=100` | | [a page of entities](#entities) having all the listed types (full or short names), in storage order (`offset` 0 to 2^32 - 1, `limit` 0 to 1000) |
 //! | `GET /api/entities/{id}` | | [one entity](#one-entity): each component's type and `Debug` text; its provenance if watched |
 //! | `POST /api/entities/{id}/watch` | none | records its provenance from the next frame (at most 16 watched) |
 //! | `POST /api/entities/{id}/unwatch` | none | stops that |
-//! | `POST /api/entities/{id}/explain` | none | [its provenance in the last frame](#explain), by re-running that frame from the ring with the entity watched |
+//! | `POST /api/entities/{id}/explain` | none | [its provenance in the last frame](#explain), by re-running that frame from the ring with the entity watched; `404` if it is alive neither now nor at the start of that frame |
 //!
 //! ## Status
 //!
@@ -144,7 +162,9 @@
 //!  "entities": [{"id": "0v1", "components": [0, 1, 3, 4, 5]}, …]}
 //! ```
 //!
-//! `components` are ids into the status's `components`. `total` counts every match.
+//! `components` are ids into the status's `components`. `total` counts every match. An
+//! `offset` at or past `total` is an empty page, not an error: the population changes
+//! between two requests, so a page that was there may not be.
 //!
 //! ## One entity
 //!
@@ -174,10 +194,15 @@
 //! `resim` says whether the re-run reproduced the frame (it must, for the provenance to be
 //! that frame's).
 
+mod access;
 mod api;
+mod game;
 mod http;
 mod ring;
 mod timeline;
+
+#[doc(hidden)]
+pub mod fuzzing;
 
 use std::borrow::Cow;
 use std::fmt;
@@ -187,25 +212,18 @@ use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::time::Duration;
 
-use runsync::{CommandKind, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot};
-use serde::Serialize;
+use runsync::{FrameError, Runtime};
 
-use crate::api::{Command, RewindTo, Route, short_name};
+use crate::access::Access;
+use crate::api::{Command, Route};
+use crate::game::{Call, GameSide};
 use crate::http::{Limits, Request, Response, Server};
-use crate::ring::Ring;
-use crate::timeline::Timeline;
 
 /// The page, one self-contained file.
 const PAGE: &str = include_str!("page.html");
 
 /// Most entities the inspector watches at once.
 pub const MAX_WATCHED: usize = 16;
-
-/// One request for the game thread, with where to send the answer.
-struct Call {
-    command: Command,
-    reply: SyncSender<Response>,
-}
 
 /// What [`Inspector::poll`] did.
 #[derive(Debug)]
@@ -227,6 +245,7 @@ pub struct InspectorBuilder {
     queue: usize,
     per_frame: usize,
     paused: bool,
+    allowed_hosts: Vec<String>,
 }
 
 impl InspectorBuilder {
@@ -288,40 +307,65 @@ impl InspectorBuilder {
         self
     }
 
-    /// Binds `addr` and starts serving. Bind a loopback address (`"127.0.0.1:0"`: any
-    /// free port; [`Inspector::url`] says which).
+    /// Also accepts `name` in the `Host` header when bound to a non-loopback address (see
+    /// [Robustness](crate#robustness)): a DNS name or alias this machine is reached by
+    /// that is not its host name (`"game-box.lan"`). Compared ignoring ASCII case, without
+    /// the port. No effect on a loopback bind, which answers loopback names only.
+    pub fn allow_host(mut self, name: impl Into<String>) -> Self {
+        self.allowed_hosts.push(name.into());
+        self
+    }
+
+    /// Binds `addr` and starts serving (`"127.0.0.1:0"`: any free port on loopback;
+    /// [`Inspector::url`] says which). Bound to a non-loopback address (a LAN address,
+    /// `"0.0.0.0:7304"`), the API needs a token, generated here from the operating
+    /// system's random source and part of [`Inspector::url`]; see
+    /// [Robustness](crate#robustness).
     ///
     /// # Errors
-    /// If the address cannot be bound (in use, not local), or the server thread cannot
-    /// start.
+    /// If the address cannot be bound (in use, not local), the random source fails (for a
+    /// non-loopback bind), or the server thread cannot start.
     pub fn bind(self, addr: impl ToSocketAddrs) -> io::Result<Inspector> {
         let listener = TcpListener::bind(addr)?;
+        let local = listener.local_addr()?;
+        let access = Arc::new(Access::for_bind(local, &self.allowed_hosts)?);
+        let url = match access.token() {
+            None => format!("http://{local}/"),
+            Some(token) => format!(
+                "http://{}:{}/?token={token}",
+                access::advertised_host(local),
+                local.port()
+            ),
+        };
+        let token = access.token().map(str::to_owned);
         let (tx, rx) = mpsc::sync_channel::<Call>(self.queue);
         let reply_timeout = self.reply_timeout;
+        let router = access.clone();
         let handler = move |req: Request| -> Response {
-            match api::route(&req) {
-                Ok(Route::Page) => Response {
-                    status: 200,
-                    content_type: "text/html; charset=utf-8",
-                    body: Cow::Borrowed(PAGE.as_bytes()),
-                },
+            match api::route(&req, &router) {
+                Ok(Route::Page) => page(),
                 Ok(Route::Game(command)) => forward(&tx, command, reply_timeout),
                 Err(response) => response,
             }
         };
-        let server = Server::start(listener, self.limits, Arc::new(handler))?;
+        let server = Server::start(listener, self.limits, access, Arc::new(handler))?;
         Ok(Inspector {
             server,
             calls: rx,
-            paused: self.paused,
-            step: None,
-            ring: Ring::new(self.ring),
-            timeline: Timeline::new(self.timeline),
-            watched: Vec::new(),
+            game: GameSide::new(self.ring, self.timeline, self.paused),
             per_frame: self.per_frame,
-            resim: ResimStatus::default(),
-            scratch: RuntimeSnapshot::new(),
+            url,
+            token,
         })
+    }
+}
+
+/// The page, as served.
+fn page() -> Response {
+    Response {
+        status: 200,
+        content_type: "text/html; charset=utf-8",
+        body: Cow::Borrowed(PAGE.as_bytes()),
     }
 }
 
@@ -355,42 +399,23 @@ fn forward(tx: &SyncSender<Call>, command: Command, timeout: Duration) -> Respon
     }
 }
 
-/// A step in progress: frames left, and who waits for the answer.
-struct PendingStep {
-    left: u32,
-    reply: SyncSender<Response>,
-}
-
-/// Re-simulated frames since the last rewind that were compared with the first run.
-#[derive(Clone, Copy, Debug, Default, Serialize)]
-struct ResimStatus {
-    checked: u64,
-    differed_at: Option<u64>,
-}
-
 /// The live inspector: an HTTP server on background threads, and the game-thread side
 /// that answers it between frames. See the [crate docs](crate).
 pub struct Inspector {
     server: Server,
     calls: Receiver<Call>,
-    paused: bool,
-    step: Option<PendingStep>,
-    ring: Ring,
-    timeline: Timeline,
-    /// Entities the inspector watches (the game may watch others itself).
-    watched: Vec<Entity>,
+    game: GameSide,
     per_frame: usize,
-    resim: ResimStatus,
-    /// The present during `explain`.
-    scratch: RuntimeSnapshot,
+    url: String,
+    token: Option<String>,
 }
 
 impl fmt::Debug for Inspector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Inspector")
             .field("addr", &self.server.addr())
-            .field("paused", &self.paused)
-            .field("ring", &self.ring.capacity())
+            .field("paused", &self.game.paused)
+            .field("token", &self.token.as_ref().map(|_| "…"))
             .finish()
     }
 }
@@ -402,16 +427,12 @@ impl Inspector {
         InspectorBuilder {
             ring: 0,
             timeline: 600,
-            limits: Limits {
-                max_head: 8 * 1024,
-                max_body: 64 * 1024,
-                io_timeout: Duration::from_secs(5),
-                max_connections: 8,
-            },
+            limits: Limits::default(),
             reply_timeout: Duration::from_secs(30),
             queue: 32,
             per_frame: 8,
             paused: false,
+            allowed_hosts: Vec::new(),
         }
     }
 
@@ -428,24 +449,33 @@ impl Inspector {
         self.server.addr()
     }
 
-    /// The page's address, `http://127.0.0.1:PORT/`.
+    /// The page's address, to open in a browser: `http://127.0.0.1:PORT/` on loopback;
+    /// bound elsewhere, `http://HOST:PORT/?token=TOKEN`, where HOST is the address bound
+    /// or, for `0.0.0.0`/`[::]`, this machine's address on its default route (else its
+    /// host name). The URL holds the token: show it only to who may drive the game.
     pub fn url(&self) -> String {
-        format!("http://{}/", self.addr())
+        self.url.clone()
+    }
+
+    /// The token every API request needs (`Authorization: Bearer TOKEN`), if bound to a
+    /// non-loopback address; `None` on loopback.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_deref()
     }
 
     /// Whether it is paused (by a client, [`pause`](Self::pause) or the builder).
     pub fn is_paused(&self) -> bool {
-        self.paused
+        self.game.paused
     }
 
     /// Pauses: [`frame`](Self::frame) then blocks until a client steps or resumes.
     pub fn pause(&mut self) {
-        self.paused = true;
+        self.game.paused = true;
     }
 
     /// Resumes running frames.
     pub fn resume(&mut self) {
-        self.paused = false;
+        self.game.paused = false;
     }
 
     /// Answers the requests waiting, then runs one frame — first blocking, while paused,
@@ -456,529 +486,40 @@ impl Inspector {
     /// The frame's [`FrameError`].
     pub fn frame(&mut self, rt: &mut Runtime) -> Result<(), FrameError> {
         self.serve_waiting(rt);
-        while self.paused && self.step.is_none() {
+        while !self.game.may_run() {
             match self.calls.recv() {
-                Ok(call) => self.handle(rt, call),
+                Ok(call) => self.game.handle(rt, call),
                 // The server is gone: nobody can resume us.
-                Err(_) => self.paused = false,
+                Err(_) => self.game.paused = false,
             }
         }
-        self.run(rt, false).0
+        self.game.frame(rt)
     }
 
     /// Answers the requests waiting, then runs one frame unless paused; never blocks.
     /// For loops that keep rendering while paused.
     pub fn poll(&mut self, rt: &mut Runtime) -> Poll {
         self.serve_waiting(rt);
-        if self.paused && self.step.is_none() {
+        if !self.game.may_run() {
             return Poll::Paused;
         }
-        Poll::Ran(self.run(rt, false).0)
+        Poll::Ran(self.game.frame(rt))
+    }
+
+    /// How long the last frame run by [`frame`](Self::frame) or [`poll`](Self::poll) took
+    /// itself: the ring's snapshot, [`Runtime::try_frame`] and the re-simulation check —
+    /// not the time `frame` spent paused or answering requests. For a report that tells a
+    /// game's speed from its pacing (zero before the first frame).
+    pub fn last_frame_time(&self) -> Duration {
+        self.game.frame_time()
     }
 
     fn serve_waiting(&mut self, rt: &mut Runtime) {
         for _ in 0..self.per_frame {
             match self.calls.try_recv() {
-                Ok(call) => self.handle(rt, call),
+                Ok(call) => self.game.handle(rt, call),
                 Err(_) => return,
             }
-        }
-    }
-
-    /// Runs one frame: ring, frame, re-simulation check, timeline, step count. Returns the
-    /// frame's result and, for a frame run again after a rewind, whether it reproduced
-    /// the recorded state.
-    fn run(&mut self, rt: &mut Runtime, explain: bool) -> (Result<(), FrameError>, Option<bool>) {
-        self.ring.record(rt);
-        let before = rt.frame_count();
-        let result = rt.try_frame();
-        // A frame that failed in Run did not happen (the world is as before).
-        let resim = (rt.frame_count() != before)
-            .then(|| self.ring.verify(rt))
-            .flatten();
-        if let Some(same) = resim {
-            self.resim.checked += 1;
-            if !same && self.resim.differed_at.is_none() {
-                self.resim.differed_at = Some(before + 1); // the frame's number
-            }
-        }
-        self.timeline.push(rt, &result, resim, explain);
-        if !explain {
-            if let Some(step) = &mut self.step {
-                step.left -= 1;
-                if step.left == 0 {
-                    let step = self.step.take().expect("checked");
-                    let _ = step.reply.send(self.status(rt));
-                }
-            }
-        }
-        (result, resim)
-    }
-
-    fn handle(&mut self, rt: &mut Runtime, call: Call) {
-        let response = match call.command {
-            Command::Status => self.status(rt),
-            Command::Timeline { since } => {
-                #[derive(Serialize)]
-                struct Reply<'a> {
-                    systems: Vec<&'a str>,
-                    records: Vec<&'a timeline::Record>,
-                }
-                Response::json(
-                    200,
-                    &Reply {
-                        systems: rt.stats().systems.iter().map(|s| &*s.name).collect(),
-                        records: self.timeline.since(since),
-                    },
-                )
-            }
-            Command::Pause => {
-                self.paused = true;
-                self.status(rt)
-            }
-            Command::Resume => {
-                self.paused = false;
-                self.finish_step(rt);
-                self.status(rt)
-            }
-            Command::Step { frames } => {
-                if self.step.is_some() {
-                    Response::error(409, "a step is already running; wait for its answer")
-                } else {
-                    self.paused = true;
-                    self.step = Some(PendingStep {
-                        left: frames,
-                        reply: call.reply,
-                    });
-                    return;
-                }
-            }
-            Command::Rewind(to) => self.rewind(rt, to),
-            Command::Entities {
-                with,
-                offset,
-                limit,
-            } => entities(rt, &with, offset, limit),
-            Command::Entity(e) => self.entity(rt, e),
-            Command::Watch(e) => self.watch(rt, e),
-            Command::Unwatch(e) => {
-                if let Some(i) = self.watched.iter().position(|&w| w == e) {
-                    self.watched.remove(i);
-                    rt.unwatch(e);
-                    self.status(rt)
-                } else {
-                    Response::error(404, format!("entity {e:?} is not watched by the inspector"))
-                }
-            }
-            Command::Explain(e) => self.explain(rt, e),
-        };
-        let _ = call.reply.send(response);
-    }
-
-    /// Ends a step in progress early (resume, rewind), answering its request.
-    fn finish_step(&mut self, rt: &Runtime) {
-        if let Some(step) = self.step.take() {
-            let _ = step.reply.send(self.status(rt));
-        }
-    }
-
-    fn rewind(&mut self, rt: &mut Runtime, to: RewindTo) -> Response {
-        if self.ring.capacity() == 0 {
-            return Response::error(
-                409,
-                "rewinding needs the snapshot ring, which is off: build the inspector with \
-                 `Inspector::builder().ring(N)` (arena: `--inspect-ring N`)",
-            );
-        }
-        if let Some(e) = self.ring.error() {
-            return Response::error(409, e.to_owned());
-        }
-        let now = rt.frame_count();
-        let frame = match to {
-            RewindTo::Frame(f) => f,
-            RewindTo::Back(n) => match now.checked_sub(n) {
-                Some(f) => f,
-                None => {
-                    return Response::error(
-                        404,
-                        format!("cannot go {n} frames back from frame {now}"),
-                    );
-                }
-            },
-        };
-        if frame != now && !self.ring.holds(frame) {
-            let held = match self.ring.range() {
-                Some((lo, hi)) => format!("it holds frames {lo} to {hi}"),
-                None => "it holds none yet".to_owned(),
-            };
-            return Response::error(
-                404,
-                format!(
-                    "frame {frame} is not in the snapshot ring ({} frames; {held})",
-                    self.ring.capacity()
-                ),
-            );
-        }
-        self.finish_step(rt);
-        if frame != now {
-            // Keeps the present too, so the re-simulation is checked up to it (and the
-            // present can be rewound to).
-            if let Err(e) = self.ring.rewind(rt, frame) {
-                return Response::error(500, format!("the restore failed: {e}"));
-            }
-        }
-        self.paused = true;
-        self.resim = ResimStatus::default();
-        self.status(rt)
-    }
-
-    fn watch(&mut self, rt: &mut Runtime, e: Entity) -> Response {
-        if !rt.world().is_alive(e) {
-            return not_alive(e);
-        }
-        if !self.watched.contains(&e) {
-            if self.watched.len() >= MAX_WATCHED {
-                return Response::error(
-                    409,
-                    format!("the inspector watches at most {MAX_WATCHED} entities; unwatch one"),
-                );
-            }
-            self.watched.push(e);
-            rt.watch(e);
-        }
-        self.status(rt)
-    }
-
-    fn entity(&self, rt: &Runtime, e: Entity) -> Response {
-        let world = rt.world();
-        let Some(ids) = world.component_ids(e) else {
-            return not_alive(e);
-        };
-        let names: Vec<&'static str> = world.component_types().map(|(_, n)| n).collect();
-        #[derive(Serialize)]
-        struct Value {
-            id: usize,
-            name: &'static str,
-            short: String,
-            value: Option<String>,
-        }
-        #[derive(Serialize)]
-        struct Reply {
-            id: String,
-            watched: bool,
-            components: Vec<Value>,
-            provenance: Option<ProvenanceJson>,
-        }
-        let components = ids
-            .iter()
-            .map(|&id| Value {
-                id: id.index(),
-                name: names[id.index()],
-                short: short_name(names[id.index()]),
-                value: world.debug_value(e, id),
-            })
-            .collect();
-        let provenance = rt
-            .provenance(e)
-            .filter(|p| p.frame().is_some())
-            .map(ProvenanceJson::new);
-        Response::json(
-            200,
-            &Reply {
-                id: format!("{e:?}"),
-                watched: rt.provenance(e).is_some(),
-                components,
-                provenance,
-            },
-        )
-    }
-
-    /// Re-runs the last frame with `e` watched, from the ring, and returns its provenance.
-    fn explain(&mut self, rt: &mut Runtime, e: Entity) -> Response {
-        let now = rt.frame_count();
-        if self.ring.capacity() == 0 {
-            return Response::error(
-                409,
-                "`explain` re-runs the last frame from the snapshot ring, which is off: build \
-                 the inspector with `Inspector::builder().ring(N)`; or watch the entity and \
-                 run a frame",
-            );
-        }
-        if let Some(err) = self.ring.error() {
-            return Response::error(409, err.to_owned());
-        }
-        let Some(last) = now.checked_sub(1).filter(|&f| self.ring.holds(f)) else {
-            return Response::error(
-                409,
-                format!(
-                    "the ring does not hold the state before the last frame (frame {now}): run a frame first"
-                ),
-            );
-        };
-        // The present, to compare the re-run with and to come back to if it differs.
-        if let Err(err) = rt.snapshot_into(&mut self.scratch) {
-            return Response::error(409, format!("cannot snapshot the present: {err}"));
-        }
-        let want = rt.world().checksum();
-        if let Err(err) = self.ring.restore(rt, last) {
-            return Response::error(500, format!("the restore failed: {err}"));
-        }
-        let added = rt.provenance(e).is_none();
-        if added {
-            rt.watch(e);
-        }
-        let (result, _) = self.run(rt, true);
-        let same = rt.frame_count() == now && rt.world().checksum() == want;
-        let provenance = rt.provenance(e).map(ProvenanceJson::new);
-        if added {
-            rt.unwatch(e);
-        }
-        if !same {
-            rt.restore(&self.scratch);
-        }
-        let resim = Some(same);
-        self.timeline.set_last_resim(resim);
-        #[derive(Serialize)]
-        struct Reply {
-            frame: u64,
-            resim: Option<bool>,
-            error: Option<String>,
-            provenance: Option<ProvenanceJson>,
-        }
-        Response::json(
-            200,
-            &Reply {
-                frame: last + 1, // the re-run frame's number
-                resim,
-                error: result.err().map(|e| e.to_string()),
-                provenance,
-            },
-        )
-    }
-
-    fn status(&self, rt: &Runtime) -> Response {
-        #[derive(Serialize)]
-        struct Component {
-            id: usize,
-            name: &'static str,
-            short: String,
-        }
-        #[derive(Serialize)]
-        struct RingStatus<'a> {
-            capacity: usize,
-            oldest: Option<u64>,
-            newest: Option<u64>,
-            error: Option<&'a str>,
-        }
-        #[derive(Serialize)]
-        struct Status<'a> {
-            frame: u64,
-            paused: bool,
-            stepping: u32,
-            workers: usize,
-            entities: usize,
-            checksum: Option<String>,
-            systems: Vec<&'a str>,
-            components: Vec<Component>,
-            ring: RingStatus<'a>,
-            resim: ResimStatus,
-            watched: Vec<String>,
-            timeline_seq: Option<u64>,
-        }
-        let world = rt.world();
-        let range = self.ring.range();
-        Response::json(
-            200,
-            &Status {
-                frame: rt.frame_count(),
-                paused: self.paused,
-                stepping: self.step.as_ref().map_or(0, |s| s.left),
-                workers: rt.workers(),
-                entities: world.len(),
-                checksum: (self.paused && self.step.is_none())
-                    .then(|| format!("{:#018x}", world.checksum())),
-                systems: (0..rt.system_count())
-                    .map(|i| &*rt.stats().systems[i].name)
-                    .collect(),
-                components: world
-                    .component_types()
-                    .map(|(id, name)| Component {
-                        id: id.index(),
-                        name,
-                        short: short_name(name),
-                    })
-                    .collect(),
-                ring: RingStatus {
-                    capacity: self.ring.capacity(),
-                    oldest: range.map(|r| r.0),
-                    newest: range.map(|r| r.1),
-                    error: self.ring.error(),
-                },
-                resim: self.resim,
-                watched: self.watched.iter().map(|e| format!("{e:?}")).collect(),
-                timeline_seq: self.timeline.last_seq(),
-            },
-        )
-    }
-}
-
-fn not_alive(e: Entity) -> Response {
-    Response::error(
-        404,
-        format!(
-            "entity {e:?} is not alive (despawned, or never spawned; list them at /api/entities)"
-        ),
-    )
-}
-
-/// A page of entities having every type in `with`.
-fn entities(rt: &Runtime, with: &[String], offset: usize, limit: usize) -> Response {
-    let world = rt.world();
-    let types: Vec<(runsync::ComponentId, &'static str)> = world.component_types().collect();
-    let mut wanted = Vec::with_capacity(with.len());
-    for name in with {
-        let matches: Vec<_> = types
-            .iter()
-            .filter(|(_, full)| *full == name || short_name(full) == *name)
-            .collect();
-        match matches.as_slice() {
-            [(id, _)] => wanted.push(*id),
-            [] => {
-                let known: Vec<String> = types.iter().map(|(_, n)| short_name(n)).collect();
-                return Response::error(
-                    400,
-                    format!(
-                        "no registered component type is named `{}` (registered: {})",
-                        name.chars().take(80).collect::<String>(),
-                        known.join(", ")
-                    ),
-                );
-            }
-            _ => {
-                return Response::error(
-                    400,
-                    format!("`{name}` names several types: use the full name"),
-                );
-            }
-        }
-    }
-    #[derive(Serialize)]
-    struct Listed {
-        id: String,
-        components: Vec<usize>,
-    }
-    #[derive(Serialize)]
-    struct Reply {
-        total: usize,
-        offset: usize,
-        limit: usize,
-        entities: Vec<Listed>,
-    }
-    let mut total = 0;
-    let mut page = Vec::new();
-    for (e, ids) in world.entities() {
-        if wanted.iter().all(|w| ids.contains(w)) {
-            if total >= offset && page.len() < limit {
-                page.push(Listed {
-                    id: format!("{e:?}"),
-                    components: ids.iter().map(|c| c.index()).collect(),
-                });
-            }
-            total += 1;
-        }
-    }
-    Response::json(
-        200,
-        &Reply {
-            total,
-            offset,
-            limit,
-            entities: page,
-        },
-    )
-}
-
-/// [`Provenance`] as JSON.
-#[derive(Serialize)]
-struct ProvenanceJson {
-    entity: String,
-    frame: Option<u64>,
-    components: Vec<ComponentWritesJson>,
-    commands: Vec<CommandJson>,
-    text: String,
-}
-
-#[derive(Serialize)]
-struct ComponentWritesJson {
-    id: usize,
-    name: &'static str,
-    short: String,
-    before: Option<String>,
-    after: Option<String>,
-    writes: Vec<WriteJson>,
-}
-
-#[derive(Serialize)]
-struct WriteJson {
-    system: usize,
-    system_name: String,
-    index: u32,
-    value: Option<String>,
-}
-
-#[derive(Serialize)]
-struct CommandJson {
-    system: usize,
-    system_name: String,
-    kind: &'static str,
-    component: Option<&'static str>,
-}
-
-impl ProvenanceJson {
-    fn new(p: &Provenance) -> ProvenanceJson {
-        ProvenanceJson {
-            entity: format!("{:?}", p.entity()),
-            frame: p.frame(),
-            components: p
-                .components()
-                .iter()
-                .map(|c| ComponentWritesJson {
-                    id: c.id.index(),
-                    name: c.name,
-                    short: short_name(c.name),
-                    before: c.before.clone(),
-                    after: c.after.clone(),
-                    writes: c
-                        .writes
-                        .iter()
-                        .map(|w| WriteJson {
-                            system: w.system.index(),
-                            system_name: w.system_name.to_string(),
-                            index: w.index,
-                            value: w.value.clone(),
-                        })
-                        .collect(),
-                })
-                .collect(),
-            commands: p
-                .commands()
-                .iter()
-                .map(|c| {
-                    let (kind, component) = match c.kind {
-                        CommandKind::Insert { name, .. } => ("insert", Some(name)),
-                        CommandKind::Remove { name, .. } => ("remove", Some(name)),
-                        CommandKind::Despawn => ("despawn", None),
-                        _ => ("other", None),
-                    };
-                    CommandJson {
-                        system: c.system.index(),
-                        system_name: c.system_name.to_string(),
-                        kind,
-                        component,
-                    }
-                })
-                .collect(),
-            text: p.to_string(),
         }
     }
 }

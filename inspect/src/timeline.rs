@@ -88,11 +88,66 @@ impl Timeline {
         }
     }
 
-    /// The records after `since` (all held if `None`), oldest first.
-    pub(crate) fn since(&self, since: Option<u64>) -> Vec<&Record> {
-        let first = since.map_or(0, |s| s + 1);
+    /// The records after `since` (all held if `None`), oldest first; an error (to answer
+    /// `400`) if `since` is after the last record written: a client can only have seen
+    /// sequence numbers up to that one (it talks to another game, or makes them up).
+    pub(crate) fn since(&self, since: Option<u64>) -> Result<Vec<&Record>, String> {
+        let first = match since {
+            None => 0,
+            Some(s) => match (self.last_seq(), s.checked_add(1)) {
+                (Some(last), Some(next)) if s <= last => next,
+                (last, _) => {
+                    return Err(format!(
+                        "`since` is {s}, but the last timeline record is {}: pass the `seq` \
+                         of a record this inspector gave you, or leave `since` out for every \
+                         record held",
+                        last.map_or("none yet".to_owned(), |l| format!("seq {l}"))
+                    ));
+                }
+            },
+        };
         let mut out: Vec<&Record> = self.records.iter().filter(|r| r.seq >= first).collect();
         out.sort_by_key(|r| r.seq);
-        out
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timeline(records: u64) -> Timeline {
+        let mut t = Timeline::new(4);
+        for seq in 0..records {
+            let at = (seq % 4) as usize;
+            if at == t.records.len() {
+                t.records.push(Record::default());
+            }
+            t.records[at].seq = seq;
+            t.next_seq = seq + 1;
+        }
+        t
+    }
+
+    fn seqs(t: &Timeline, since: Option<u64>) -> Result<Vec<u64>, String> {
+        t.since(since).map(|r| r.iter().map(|r| r.seq).collect())
+    }
+
+    #[test]
+    fn since_answers_the_records_after_it_and_refuses_what_was_never_written() {
+        let t = timeline(6);
+        assert_eq!(seqs(&t, None).unwrap(), [2, 3, 4, 5]);
+        assert_eq!(seqs(&t, Some(0)).unwrap(), [2, 3, 4, 5]);
+        assert_eq!(seqs(&t, Some(3)).unwrap(), [4, 5]);
+        assert_eq!(seqs(&t, Some(5)).unwrap(), [] as [u64; 0]);
+        for s in [6, 7, u64::MAX - 1, u64::MAX] {
+            let e = seqs(&t, Some(s)).unwrap_err();
+            assert!(e.contains("last timeline record is seq 5"), "{e}");
+        }
+        let empty = timeline(0);
+        assert_eq!(seqs(&empty, None).unwrap(), [] as [u64; 0]);
+        for s in [0, u64::MAX] {
+            assert!(seqs(&empty, Some(s)).unwrap_err().contains("none yet"));
+        }
     }
 }

@@ -334,6 +334,48 @@ fn provenance_of_the_last_frame_by_explain_and_by_watch() {
     assert_eq!(code, 409, "{v}");
 }
 
+/// `explain` of an entity dead now and at the start of the last frame answers `404`, as
+/// `watch` does, and leaves the world as it was; one that died in the last frame is
+/// explained (its despawn, and who sent it).
+#[test]
+fn explain_of_a_dead_entity_is_404_like_watch() {
+    let game = Game::start(1, paused(4));
+    // Entity 0v1 starts with Hp 5: `decay` takes one a frame and despawns it in frame 5.
+    game.ok("/api/step", Some(r#"{"frames": 5}"#));
+    assert_eq!(game.get("/api/entities/0v1").0, 404, "0v1 died in frame 5");
+    let v = game.ok("/api/entities/0v1/explain", None);
+    assert_eq!(v["frame"], 5, "{v}");
+    let commands = v["provenance"]["commands"].as_array().unwrap();
+    assert!(
+        commands
+            .iter()
+            .any(|c| c["kind"] == "despawn" && c["system_name"] == "decay"),
+        "the despawn that killed it: {v}"
+    );
+
+    game.ok("/api/step", None);
+    let before = game.status();
+    for id in ["0v1", "9999v1", "1v2"] {
+        for action in ["watch", "explain"] {
+            let (code, v) = game.post(&format!("/api/entities/{id}/{action}"), None);
+            assert_eq!(code, 404, "{action} {id}: {v}");
+            assert!(
+                v["error"].as_str().unwrap().contains("is not alive"),
+                "{action} {id}: {v}"
+            );
+        }
+    }
+    let after = game.status();
+    assert_eq!(
+        (frame(&after), checksum(&after), &after["watched"]),
+        (frame(&before), checksum(&before), &before["watched"]),
+        "a 404 changes nothing"
+    );
+    // The present is still the one the ring goes on from: a step re-runs no differently.
+    let s = game.ok("/api/step", None);
+    assert_eq!(frame(&s), 7);
+}
+
 #[test]
 fn bad_requests_get_4xx_and_change_nothing() {
     let game = Game::start(2, paused(4));

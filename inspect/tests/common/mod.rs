@@ -100,7 +100,12 @@ pub fn runtime(workers: usize) -> Runtime {
 
 /// The game on its own thread: a frame, then 1 ms of "rendering", until dropped.
 pub struct Game {
+    /// Where to connect: the address bound (loopback for an unspecified bind).
     pub addr: SocketAddr,
+    /// [`Inspector::url`].
+    pub url: String,
+    /// [`Inspector::token`].
+    pub token: Option<String>,
     /// Frames the game loop has run (counted outside the inspector).
     pub frames: Arc<AtomicU64>,
     stop: Arc<AtomicBool>,
@@ -118,6 +123,16 @@ impl Game {
         builder: InspectorBuilder,
         setup: impl FnOnce(&mut Runtime) + Send + 'static,
     ) -> Game {
+        Game::start_at("127.0.0.1:0", workers, builder, setup)
+    }
+
+    /// [`start_with`](Self::start_with), the inspector bound to `bind`.
+    pub fn start_at(
+        bind: &'static str,
+        workers: usize,
+        builder: InspectorBuilder,
+        setup: impl FnOnce(&mut Runtime) + Send + 'static,
+    ) -> Game {
         let frames = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -126,8 +141,13 @@ impl Game {
             std::thread::spawn(move || {
                 let mut rt = runtime(workers);
                 setup(&mut rt);
-                let mut inspector: Inspector = builder.bind("127.0.0.1:0").expect("binds");
-                tx.send(inspector.addr()).unwrap();
+                let mut inspector: Inspector = builder.bind(bind).expect("binds");
+                tx.send((
+                    inspector.addr(),
+                    inspector.url(),
+                    inspector.token().map(str::to_owned),
+                ))
+                .unwrap();
                 while !stop.load(Ordering::SeqCst) {
                     inspector
                         .frame(&mut rt)
@@ -137,9 +157,14 @@ impl Game {
                 }
             })
         };
-        let addr = rx.recv().expect("the game thread started");
+        let (mut addr, url, token) = rx.recv().expect("the game thread started");
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
         Game {
             addr,
+            url,
+            token,
             frames,
             stop,
             thread: Some(thread),
@@ -150,12 +175,21 @@ impl Game {
         self.frames.load(Ordering::SeqCst)
     }
 
-    pub fn get(&self, path: &str) -> (u16, Value) {
-        request(self.addr, "GET", path, None)
+    /// `Authorization: Bearer TOKEN\r\n` if the inspector has a token, else nothing.
+    pub fn auth(&self) -> String {
+        self.token
+            .as_ref()
+            .map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"))
     }
 
+    /// A GET, with the token if there is one.
+    pub fn get(&self, path: &str) -> (u16, Value) {
+        request(self.addr, "GET", path, None, &self.auth())
+    }
+
+    /// A POST, with the token if there is one.
     pub fn post(&self, path: &str, body: Option<&str>) -> (u16, Value) {
-        request(self.addr, "POST", path, body)
+        request(self.addr, "POST", path, body, &self.auth())
     }
 
     /// `GET /api/status`, which must succeed.
@@ -181,8 +215,9 @@ impl Drop for Game {
         if let Ok(mut s) = TcpStream::connect(self.addr) {
             let _ = s.set_read_timeout(Some(Duration::from_secs(20)));
             let raw = format!(
-                "POST /api/resume HTTP/1.1\r\nHost: {}\r\nContent-Length: 0\r\n\r\n",
-                self.addr
+                "POST /api/resume HTTP/1.1\r\nHost: {}\r\n{}Content-Length: 0\r\n\r\n",
+                self.addr,
+                self.auth()
             );
             if s.write_all(raw.as_bytes()).is_ok() {
                 let _ = s.read_to_end(&mut Vec::new());
@@ -194,11 +229,18 @@ impl Drop for Game {
     }
 }
 
-/// One request; the status and the body as JSON (or as a JSON string if it is not JSON).
-pub fn request(addr: SocketAddr, method: &str, path: &str, body: Option<&str>) -> (u16, Value) {
+/// One request, with the `extra` header lines (each ending in `\r\n`); the status and the
+/// body as JSON (or as a JSON string if it is not JSON).
+pub fn request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&str>,
+    extra: &str,
+) -> (u16, Value) {
     let body = body.unwrap_or("");
     let raw = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\n{extra}Content-Type: application/json\r\n\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );

@@ -1,0 +1,594 @@
+//! The game-thread side of the inspector: the state the API acts on (paused, a step in
+//! progress, the snapshot ring, the timeline, the watched entities) and the answers to
+//! [`Command`]s, given between frames with the runtime in hand. No socket here: the server
+//! (`http`) and the router (`api`) hand it commands already validated, and
+//! [`Inspector`](crate::Inspector) moves them across threads.
+
+use std::sync::mpsc::SyncSender;
+use std::time::{Duration, Instant};
+
+use runsync::{CommandKind, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot};
+use serde::Serialize;
+
+use crate::MAX_WATCHED;
+use crate::api::{Command, RewindTo, short_name};
+use crate::http::Response;
+use crate::ring::Ring;
+use crate::timeline::{self, Timeline};
+
+/// One request for the game thread, with where to send the answer.
+pub(crate) struct Call {
+    pub(crate) command: Command,
+    pub(crate) reply: SyncSender<Response>,
+}
+
+/// A step in progress: frames left, and who waits for the answer.
+struct PendingStep {
+    left: u32,
+    reply: SyncSender<Response>,
+}
+
+/// Re-simulated frames since the last rewind that were compared with the first run.
+#[derive(Clone, Copy, Debug, Default, Serialize)]
+struct ResimStatus {
+    checked: u64,
+    differed_at: Option<u64>,
+}
+
+/// The game-thread side; see the module docs.
+pub(crate) struct GameSide {
+    pub(crate) paused: bool,
+    step: Option<PendingStep>,
+    ring: Ring,
+    timeline: Timeline,
+    /// Entities the inspector watches (the game may watch others itself).
+    watched: Vec<Entity>,
+    resim: ResimStatus,
+    /// The present during `explain`.
+    scratch: RuntimeSnapshot,
+    /// How long the last frame run by [`frame`](Self::frame) took.
+    frame_time: Duration,
+}
+
+impl GameSide {
+    /// `ring` snapshots, `timeline` records; paused or not.
+    pub(crate) fn new(ring: usize, timeline: usize, paused: bool) -> GameSide {
+        GameSide {
+            paused,
+            step: None,
+            ring: Ring::new(ring),
+            timeline: Timeline::new(timeline),
+            watched: Vec::new(),
+            resim: ResimStatus::default(),
+            scratch: RuntimeSnapshot::new(),
+            frame_time: Duration::ZERO,
+        }
+    }
+
+    /// Whether the game may run a frame now: not paused, or a step is running.
+    pub(crate) fn may_run(&self) -> bool {
+        !self.paused || self.step.is_some()
+    }
+
+    /// Runs the game's next frame (timed: [`frame_time`](Self::frame_time)).
+    pub(crate) fn frame(&mut self, rt: &mut Runtime) -> Result<(), FrameError> {
+        let start = Instant::now();
+        let result = self.run(rt, false).0;
+        self.frame_time = start.elapsed();
+        result
+    }
+
+    /// How long the last [`frame`](Self::frame) took.
+    pub(crate) fn frame_time(&self) -> Duration {
+        self.frame_time
+    }
+
+    /// Runs one frame: ring, frame, re-simulation check, timeline, step count. Returns the
+    /// frame's result and, for a frame run again after a rewind, whether it reproduced
+    /// the recorded state.
+    fn run(&mut self, rt: &mut Runtime, explain: bool) -> (Result<(), FrameError>, Option<bool>) {
+        self.ring.record(rt);
+        let before = rt.frame_count();
+        let result = rt.try_frame();
+        // A frame that failed in Run did not happen (the world is as before).
+        let resim = (rt.frame_count() != before)
+            .then(|| self.ring.verify(rt))
+            .flatten();
+        if let Some(same) = resim {
+            self.resim.checked += 1;
+            if !same && self.resim.differed_at.is_none() {
+                self.resim.differed_at = Some(before + 1); // the frame's number
+            }
+        }
+        self.timeline.push(rt, &result, resim, explain);
+        if !explain {
+            if let Some(step) = &mut self.step {
+                step.left -= 1;
+                if step.left == 0 {
+                    let step = self.step.take().expect("checked");
+                    let _ = step.reply.send(self.status(rt));
+                }
+            }
+        }
+        (result, resim)
+    }
+
+    /// Answers `call` (a step answers when its frames have run).
+    pub(crate) fn handle(&mut self, rt: &mut Runtime, call: Call) {
+        let response = match call.command {
+            Command::Status => self.status(rt),
+            Command::Timeline { since } => {
+                #[derive(Serialize)]
+                struct Reply<'a> {
+                    systems: Vec<&'a str>,
+                    records: Vec<&'a timeline::Record>,
+                }
+                match self.timeline.since(since) {
+                    Ok(records) => Response::json(
+                        200,
+                        &Reply {
+                            systems: rt.stats().systems.iter().map(|s| &*s.name).collect(),
+                            records,
+                        },
+                    ),
+                    Err(e) => Response::error(400, e),
+                }
+            }
+            Command::Pause => {
+                self.paused = true;
+                self.status(rt)
+            }
+            Command::Resume => {
+                self.paused = false;
+                self.finish_step(rt);
+                self.status(rt)
+            }
+            Command::Step { frames } => {
+                if self.step.is_some() {
+                    Response::error(409, "a step is already running; wait for its answer")
+                } else {
+                    self.paused = true;
+                    self.step = Some(PendingStep {
+                        left: frames,
+                        reply: call.reply,
+                    });
+                    return;
+                }
+            }
+            Command::Rewind(to) => self.rewind(rt, to),
+            Command::Entities {
+                with,
+                offset,
+                limit,
+            } => entities(rt, &with, offset, limit),
+            Command::Entity(e) => self.entity(rt, e),
+            Command::Watch(e) => self.watch(rt, e),
+            Command::Unwatch(e) => {
+                if let Some(i) = self.watched.iter().position(|&w| w == e) {
+                    self.watched.remove(i);
+                    rt.unwatch(e);
+                    self.status(rt)
+                } else {
+                    Response::error(404, format!("entity {e:?} is not watched by the inspector"))
+                }
+            }
+            Command::Explain(e) => self.explain(rt, e),
+        };
+        let _ = call.reply.send(response);
+    }
+
+    /// Ends a step in progress early (resume, rewind), answering its request.
+    fn finish_step(&mut self, rt: &Runtime) {
+        if let Some(step) = self.step.take() {
+            let _ = step.reply.send(self.status(rt));
+        }
+    }
+
+    fn rewind(&mut self, rt: &mut Runtime, to: RewindTo) -> Response {
+        if self.ring.capacity() == 0 {
+            return Response::error(
+                409,
+                "rewinding needs the snapshot ring, which is off: build the inspector with \
+                 `Inspector::builder().ring(N)` (arena: `--inspect-ring N`)",
+            );
+        }
+        if let Some(e) = self.ring.error() {
+            return Response::error(409, e.to_owned());
+        }
+        let now = rt.frame_count();
+        let frame = match to {
+            RewindTo::Frame(f) => f,
+            RewindTo::Back(n) => match now.checked_sub(n) {
+                Some(f) => f,
+                None => {
+                    return Response::error(
+                        404,
+                        format!("cannot go {n} frames back from frame {now}"),
+                    );
+                }
+            },
+        };
+        if frame != now && !self.ring.holds(frame) {
+            let held = match self.ring.range() {
+                Some((lo, hi)) => format!("it holds frames {lo} to {hi}"),
+                None => "it holds none yet".to_owned(),
+            };
+            return Response::error(
+                404,
+                format!(
+                    "frame {frame} is not in the snapshot ring ({} frames; {held})",
+                    self.ring.capacity()
+                ),
+            );
+        }
+        self.finish_step(rt);
+        if frame != now {
+            // Keeps the present too, so the re-simulation is checked up to it (and the
+            // present can be rewound to).
+            if let Err(e) = self.ring.rewind(rt, frame) {
+                return Response::error(500, format!("the restore failed: {e}"));
+            }
+        }
+        self.paused = true;
+        self.resim = ResimStatus::default();
+        self.status(rt)
+    }
+
+    fn watch(&mut self, rt: &mut Runtime, e: Entity) -> Response {
+        if !rt.world().is_alive(e) {
+            return not_alive(e);
+        }
+        if !self.watched.contains(&e) {
+            if self.watched.len() >= MAX_WATCHED {
+                return Response::error(
+                    409,
+                    format!("the inspector watches at most {MAX_WATCHED} entities; unwatch one"),
+                );
+            }
+            self.watched.push(e);
+            rt.watch(e);
+        }
+        self.status(rt)
+    }
+
+    fn entity(&self, rt: &Runtime, e: Entity) -> Response {
+        let world = rt.world();
+        let Some(ids) = world.component_ids(e) else {
+            return not_alive(e);
+        };
+        let names: Vec<&'static str> = world.component_types().map(|(_, n)| n).collect();
+        #[derive(Serialize)]
+        struct Value {
+            id: usize,
+            name: &'static str,
+            short: String,
+            value: Option<String>,
+        }
+        #[derive(Serialize)]
+        struct Reply {
+            id: String,
+            watched: bool,
+            components: Vec<Value>,
+            provenance: Option<ProvenanceJson>,
+        }
+        let components = ids
+            .iter()
+            .map(|&id| Value {
+                id: id.index(),
+                name: names[id.index()],
+                short: short_name(names[id.index()]),
+                value: world.debug_value(e, id),
+            })
+            .collect();
+        let provenance = rt
+            .provenance(e)
+            .filter(|p| p.frame().is_some())
+            .map(ProvenanceJson::new);
+        Response::json(
+            200,
+            &Reply {
+                id: format!("{e:?}"),
+                watched: rt.provenance(e).is_some(),
+                components,
+                provenance,
+            },
+        )
+    }
+
+    /// Re-runs the last frame with `e` watched, from the ring, and returns its provenance;
+    /// `404` if `e` is alive neither now nor at the start of the last frame.
+    fn explain(&mut self, rt: &mut Runtime, e: Entity) -> Response {
+        let now = rt.frame_count();
+        if self.ring.capacity() == 0 {
+            return Response::error(
+                409,
+                "`explain` re-runs the last frame from the snapshot ring, which is off: build \
+                 the inspector with `Inspector::builder().ring(N)`; or watch the entity and \
+                 run a frame",
+            );
+        }
+        if let Some(err) = self.ring.error() {
+            return Response::error(409, err.to_owned());
+        }
+        let Some(last) = now.checked_sub(1).filter(|&f| self.ring.holds(f)) else {
+            return Response::error(
+                409,
+                format!(
+                    "the ring does not hold the state before the last frame (frame {now}): run a frame first"
+                ),
+            );
+        };
+        // The present, to compare the re-run with and to come back to if it differs.
+        if let Err(err) = rt.snapshot_into(&mut self.scratch) {
+            return Response::error(409, format!("cannot snapshot the present: {err}"));
+        }
+        let want = rt.world().checksum();
+        let alive_now = rt.world().is_alive(e);
+        if let Err(err) = self.ring.restore(rt, last) {
+            return Response::error(500, format!("the restore failed: {err}"));
+        }
+        // Dead now and at the start of the last frame: nothing to explain (as `watch`). One
+        // that died in the last frame is explained: the answer shows its despawn.
+        if !alive_now && !rt.world().is_alive(e) {
+            rt.restore(&self.scratch);
+            return not_alive(e);
+        }
+        let added = rt.provenance(e).is_none();
+        if added {
+            rt.watch(e);
+        }
+        let (result, _) = self.run(rt, true);
+        let same = rt.frame_count() == now && rt.world().checksum() == want;
+        let provenance = rt.provenance(e).map(ProvenanceJson::new);
+        if added {
+            rt.unwatch(e);
+        }
+        if !same {
+            rt.restore(&self.scratch);
+        }
+        let resim = Some(same);
+        self.timeline.set_last_resim(resim);
+        #[derive(Serialize)]
+        struct Reply {
+            frame: u64,
+            resim: Option<bool>,
+            error: Option<String>,
+            provenance: Option<ProvenanceJson>,
+        }
+        Response::json(
+            200,
+            &Reply {
+                frame: last + 1, // the re-run frame's number
+                resim,
+                error: result.err().map(|e| e.to_string()),
+                provenance,
+            },
+        )
+    }
+
+    fn status(&self, rt: &Runtime) -> Response {
+        #[derive(Serialize)]
+        struct Component {
+            id: usize,
+            name: &'static str,
+            short: String,
+        }
+        #[derive(Serialize)]
+        struct RingStatus<'a> {
+            capacity: usize,
+            oldest: Option<u64>,
+            newest: Option<u64>,
+            error: Option<&'a str>,
+        }
+        #[derive(Serialize)]
+        struct Status<'a> {
+            frame: u64,
+            paused: bool,
+            stepping: u32,
+            workers: usize,
+            entities: usize,
+            checksum: Option<String>,
+            systems: Vec<&'a str>,
+            components: Vec<Component>,
+            ring: RingStatus<'a>,
+            resim: ResimStatus,
+            watched: Vec<String>,
+            timeline_seq: Option<u64>,
+        }
+        let world = rt.world();
+        let range = self.ring.range();
+        Response::json(
+            200,
+            &Status {
+                frame: rt.frame_count(),
+                paused: self.paused,
+                stepping: self.step.as_ref().map_or(0, |s| s.left),
+                workers: rt.workers(),
+                entities: world.len(),
+                checksum: (self.paused && self.step.is_none())
+                    .then(|| format!("{:#018x}", world.checksum())),
+                systems: (0..rt.system_count())
+                    .map(|i| &*rt.stats().systems[i].name)
+                    .collect(),
+                components: world
+                    .component_types()
+                    .map(|(id, name)| Component {
+                        id: id.index(),
+                        name,
+                        short: short_name(name),
+                    })
+                    .collect(),
+                ring: RingStatus {
+                    capacity: self.ring.capacity(),
+                    oldest: range.map(|r| r.0),
+                    newest: range.map(|r| r.1),
+                    error: self.ring.error(),
+                },
+                resim: self.resim,
+                watched: self.watched.iter().map(|e| format!("{e:?}")).collect(),
+                timeline_seq: self.timeline.last_seq(),
+            },
+        )
+    }
+}
+
+fn not_alive(e: Entity) -> Response {
+    Response::error(
+        404,
+        format!(
+            "entity {e:?} is not alive (despawned, or never spawned; list them at /api/entities)"
+        ),
+    )
+}
+
+/// A page of entities having every type in `with`.
+fn entities(rt: &Runtime, with: &[String], offset: usize, limit: usize) -> Response {
+    let world = rt.world();
+    let types: Vec<(runsync::ComponentId, &'static str)> = world.component_types().collect();
+    let mut wanted = Vec::with_capacity(with.len());
+    for name in with {
+        let matches: Vec<_> = types
+            .iter()
+            .filter(|(_, full)| *full == name || short_name(full) == *name)
+            .collect();
+        match matches.as_slice() {
+            [(id, _)] => wanted.push(*id),
+            [] => {
+                let known: Vec<String> = types.iter().map(|(_, n)| short_name(n)).collect();
+                return Response::error(
+                    400,
+                    format!(
+                        "no registered component type is named `{}` (registered: {})",
+                        name.chars().take(80).collect::<String>(),
+                        known.join(", ")
+                    ),
+                );
+            }
+            _ => {
+                return Response::error(
+                    400,
+                    format!("`{name}` names several types: use the full name"),
+                );
+            }
+        }
+    }
+    #[derive(Serialize)]
+    struct Listed {
+        id: String,
+        components: Vec<usize>,
+    }
+    #[derive(Serialize)]
+    struct Reply {
+        total: usize,
+        offset: usize,
+        limit: usize,
+        entities: Vec<Listed>,
+    }
+    let mut total = 0;
+    let mut page = Vec::new();
+    for (e, ids) in world.entities() {
+        if wanted.iter().all(|w| ids.contains(w)) {
+            if total >= offset && page.len() < limit {
+                page.push(Listed {
+                    id: format!("{e:?}"),
+                    components: ids.iter().map(|c| c.index()).collect(),
+                });
+            }
+            total += 1;
+        }
+    }
+    Response::json(
+        200,
+        &Reply {
+            total,
+            offset,
+            limit,
+            entities: page,
+        },
+    )
+}
+
+/// [`Provenance`] as JSON.
+#[derive(Serialize)]
+struct ProvenanceJson {
+    entity: String,
+    frame: Option<u64>,
+    components: Vec<ComponentWritesJson>,
+    commands: Vec<CommandJson>,
+    text: String,
+}
+
+#[derive(Serialize)]
+struct ComponentWritesJson {
+    id: usize,
+    name: &'static str,
+    short: String,
+    before: Option<String>,
+    after: Option<String>,
+    writes: Vec<WriteJson>,
+}
+
+#[derive(Serialize)]
+struct WriteJson {
+    system: usize,
+    system_name: String,
+    index: u32,
+    value: Option<String>,
+}
+
+#[derive(Serialize)]
+struct CommandJson {
+    system: usize,
+    system_name: String,
+    kind: &'static str,
+    component: Option<&'static str>,
+}
+
+impl ProvenanceJson {
+    fn new(p: &Provenance) -> ProvenanceJson {
+        ProvenanceJson {
+            entity: format!("{:?}", p.entity()),
+            frame: p.frame(),
+            components: p
+                .components()
+                .iter()
+                .map(|c| ComponentWritesJson {
+                    id: c.id.index(),
+                    name: c.name,
+                    short: short_name(c.name),
+                    before: c.before.clone(),
+                    after: c.after.clone(),
+                    writes: c
+                        .writes
+                        .iter()
+                        .map(|w| WriteJson {
+                            system: w.system.index(),
+                            system_name: w.system_name.to_string(),
+                            index: w.index,
+                            value: w.value.clone(),
+                        })
+                        .collect(),
+                })
+                .collect(),
+            commands: p
+                .commands()
+                .iter()
+                .map(|c| {
+                    let (kind, component) = match c.kind {
+                        CommandKind::Insert { name, .. } => ("insert", Some(name)),
+                        CommandKind::Remove { name, .. } => ("remove", Some(name)),
+                        CommandKind::Despawn => ("despawn", None),
+                        _ => ("other", None),
+                    };
+                    CommandJson {
+                        system: c.system.index(),
+                        system_name: c.system_name.to_string(),
+                        kind,
+                        component,
+                    }
+                })
+                .collect(),
+            text: p.to_string(),
+        }
+    }
+}
