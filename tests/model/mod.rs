@@ -1196,12 +1196,13 @@ impl Model {
         e
     }
 
-    /// Before Run: each system's block holds twice what it spawned last frame, at least
-    /// `MIN_RESERVE`: extra ids go back to the free list (last first), missing ones are
-    /// taken from it (or fresh), system by system.
-    fn reserve(&mut self, systems: usize) {
+    /// Before a stage's Run: each block of the stage's systems (at `places`, of `systems`)
+    /// holds twice what its system spawned the last time it ran, at least `MIN_RESERVE`:
+    /// extra ids go back to the free list (last first), missing ones are taken from it (or
+    /// fresh), system by system. The other stages' blocks wait for their stage.
+    fn reserve(&mut self, systems: usize, places: Range<usize>) {
         self.reserved.resize_with(systems, Default::default);
-        for s in 0..systems {
+        for s in places {
             let target = (2 * self.reserved[s].1).max(MIN_RESERVE);
             while self.reserved[s].0.len() > target {
                 let id = self.reserved[s].0.pop().unwrap();
@@ -1838,7 +1839,12 @@ pub fn run_staged_on(
             }
             // The first stage's outputs, against the world before the frame.
             let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); total];
-            model.reserve(total);
+            // A stage with no system is skipped whole (the first stage that syncs forgets
+            // the marks); only the first can be empty here (the later ones have probes).
+            let skip_first = ranges[0].is_empty();
+            if !skip_first {
+                model.reserve(total, ranges[0].clone());
+            }
             for p in ranges[0].clone() {
                 if let Who::System(s) = places[p] {
                     for r in &resolved[s] {
@@ -1848,7 +1854,11 @@ pub fn run_staged_on(
             }
             *plan.lock().unwrap() = resolved.clone();
             rt.frame();
-            let mut stage_counts = vec![model.sync(&emits, ranges[0].clone(), true)];
+            let mut stage_counts = vec![if skip_first {
+                Counts::default()
+            } else {
+                model.sync(&emits, ranges[0].clone(), true)
+            }];
             for (k, range) in ranges.iter().enumerate().skip(1) {
                 let at = |e: String| format!("frame {i}, stage {k}: {e}");
                 let copy = seen.lock().unwrap()[k]
@@ -1862,7 +1872,7 @@ pub fn run_staged_on(
                 // The stage's Run saw what the model says the stages before it left.
                 check(&w, &snapshot(&w), &model).map_err(at)?;
                 let mut stage_emits: Vec<Vec<Emit>> = vec![Vec::new(); total];
-                model.reserve(total);
+                model.reserve(total, range.clone());
                 for p in range.clone() {
                     if let Who::System(s) = places[p] {
                         for r in &resolved[s] {
@@ -1871,7 +1881,7 @@ pub fn run_staged_on(
                     }
                 }
                 drop(w);
-                stage_counts.push(model.sync(&stage_emits, range.clone(), false));
+                stage_counts.push(model.sync(&stage_emits, range.clone(), k == 1 && skip_first));
                 for p in range.clone() {
                     emits[p] = std::mem::take(&mut stage_emits[p]);
                 }
