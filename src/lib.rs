@@ -11,11 +11,9 @@
 //!    keyed in Run (a write in a query loop is a handle compare and a `Vec::push`); a Sync
 //!    that folds runs of rows straight into columns, types and row ranges in parallel,
 //!    with no sort for outputs emitted in query order.
-//! 4. **Safe to embed.** A panicking system fails its frame, not the world; unsafe code is
-//!    confined to the worker pool, the write path (output slots in `output::slots`, the
-//!    typed buffer's cast and remembered address in `output::erased`), the query engine's
-//!    unchecked row access (`query`), and one module that moves output values out by
-//!    position (`fold::move_out`); Miri checks each (`.ci/run`).
+//! 4. **Safe to embed.** A panicking system fails its frame, not the world; no safe code a
+//!    user writes can break what an `unsafe` block relies on (see
+//!    [Where `unsafe` lives](#where-unsafe-lives)); Miri checks each block (`.ci/run`).
 //!
 //! # In the source
 //!
@@ -51,6 +49,57 @@
 //! The same list, checked against every `use` in `src/` by
 //! `cargo run -p runsync-tools --bin layers` (CI runs it through its test; it also
 //! fails on an import cycle of more than five files):
+//!
+//! # Where `unsafe` lives
+//!
+//! Every `unsafe` block of the crate, by file, with the fact it relies on and why no safe
+//! code a user writes — a system, a merge (`fn`, closure or [`Merge`] impl), a hook, a
+//! required component's constructor, a component's `Clone`, `Drop`, `Serialize` or
+//! `Deserialize`, a [`Checksum`] — can break that fact. Each block's `// SAFETY:` comment
+//! says the same at the block.
+//!
+//! - `pool.rs` (jobs handed to workers by raw pointer; `fill` writing spare capacity):
+//!   the batch outlives its jobs because the owner blocks until every ticket is
+//!   released, and `fill` sets the length only after every part ran to completion. User
+//!   closures run inside jobs; a panic is caught and carried back (a panicked `fill`
+//!   leaves the vector empty and leaks, never exposes, what was written).
+//! - `query/fetch.rs`, `query/iter.rs`, `output/par.rs` (rows read with
+//!   `get_unchecked`): a row index is below the table's entity count, and **every column
+//!   of a table holds at least as many values as the table has entities**. Only crate
+//!   code changes lengths, and it never runs user code between a column's change and the
+//!   matching entity-list change, or undoes it if that code unwinds: a merge gets values
+//!   only (`&mut C`) or a [`merge::ColumnOutputs`] that cannot change a length;
+//!   structural changes move removed values to graveyards and drop them once every move
+//!   is complete; a batch spawn whose required constructor panics is cut back
+//!   (`Storage::fill_required`); a restore whose `Clone` panics empties the world
+//!   (`storage/snapshot.rs`); a value left staged by a spawn that unwound is discarded by
+//!   the next. Save files and entity records are decoded into new columns and checked
+//!   against the row counts before they replace anything (fuzzed: `fuzz/`).
+//! - `query/filter.rs`, `query/write.rs` (the same `get` contract, and `Write<C>`'s
+//!   exclusive use of the system's buffer): `Output::query` borrows the system's
+//!   [`Output`] mutably for as long as any slot lives, and refuses a query that names
+//!   `Write<C>` twice.
+//! - `output/slots.rs` (row slots as raw pointers into a pending column): each row's slot
+//!   is handed out once, a slot borrows the `Output` and is neither `Send` nor `Sync`,
+//!   and a value is initialised exactly when its flag is set (a panicking `Drop` in
+//!   `Slot::set` leaves the row absent).
+//! - `output/erased.rs`, `output/mod.rs` (a buffer's type recovered from its `TypeId`;
+//!   the plain write path's remembered buffer address): both are private to the output
+//!   handle; users reach buffers only through `Output`'s methods, each of which forgets
+//!   the address before another way to the buffer is used.
+//! - `fold/move_out.rs` (output values moved out by position): the vectors' lengths are
+//!   set to 0 before any value moves, and every value is then moved or dropped exactly
+//!   once by its owner (a merge sees a slice of moved values and cannot take them);
+//!   what a panicking merge never saw is dropped by the unwinding.
+//! - `entity.rs` (a hint that a generation is non-zero): it is a `NonZeroU32`.
+//!
+//! The traits a user implements are safe to implement because none of them feeds these
+//! facts: [`System`], [`Merge`] (its `replace_column` gets a [`merge::ColumnOutputs`]),
+//! [`Component`] (its hidden `register_required` only declares constructors),
+//! [`Checksum`], [`Message`], [`DefaultMerge`], [`WriterSet`] (its hidden method gets
+//! only the public `Output`). The query traits ([`QueryData`],
+//! [`QueryMut`], [`QueryOut`]) and [`Bundle`] are sealed: their implementations are the
+//! crate's own.
 //!
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text

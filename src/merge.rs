@@ -169,13 +169,104 @@ pub trait Merge<C: Component>: Send + Sync + 'static {
     const REPLACES_COLUMNS: bool = false;
 
     /// Called instead of per-entity merges when a column's every row has exactly one
-    /// output, `outputs[row]`: a merge for which one output simply becomes the value may
-    /// swap the whole column with `outputs` (a pointer swap, no copy) and return `true`.
-    /// The default returns `false` and Sync merges row by row. `outputs` (holding the old
-    /// values after a swap) is cleared afterwards.
-    fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C::Output>) -> bool {
-        let _ = (column, outputs);
+    /// output: a merge for which one output simply becomes the value may
+    /// [`swap`](ColumnOutputs::swap) the whole column with its outputs (a pointer swap, no
+    /// copy), or write the rows itself, and return `true`. The default returns `false` and
+    /// Sync merges row by row. The outputs (the old values after a swap) are dropped
+    /// afterwards.
+    ///
+    /// The column is handed over as a [`ColumnOutputs`], which lets a merge read, write
+    /// and swap the values but never change how many there are: a table keeps one value
+    /// per row whatever this method does or however it panics, so no safe implementation
+    /// can break the query engine's unchecked row access.
+    fn replace_column(&self, column: ColumnOutputs<'_, C>) -> bool {
+        let _ = column;
         false
+    }
+}
+
+/// One column of a component type and the outputs for it, one per row (`outputs[row]`
+/// for `values[row]`), as [`Merge::replace_column`] gets them: both may be read and
+/// written row by row, and swapped whole, but neither can grow or shrink — the column
+/// belongs to a table whose every column has a value per row.
+///
+/// ```
+/// use runsync::merge::{ColumnOutputs, Merge};
+/// use runsync::prelude::*;
+///
+/// #[derive(Clone, Copy)]
+/// struct Heat(f32);
+/// impl Component for Heat { type Output = Heat; }
+///
+/// /// The hottest output wins; alone, an output simply becomes the value.
+/// struct Hottest;
+/// impl Merge<Heat> for Hottest {
+///     fn merge(&self, v: &mut Heat, outs: &[Heat]) {
+///         *v = outs.iter().copied().fold(outs[0], |a, b| if b.0 > a.0 { b } else { a });
+///     }
+///     const REPLACES_COLUMNS: bool = true;
+///     fn replace_column(&self, mut column: ColumnOutputs<'_, Heat>) -> bool {
+///         column.swap();
+///         true
+///     }
+/// }
+/// World::new().register::<Heat>(Hottest);
+/// ```
+///
+/// Nothing a merge does can change a length (the rows are slices):
+///
+/// ```compile_fail
+/// # use runsync::merge::{ColumnOutputs, Merge};
+/// # use runsync::prelude::*;
+/// # struct Heat(f32);
+/// # impl Component for Heat { type Output = Heat; }
+/// struct Clear;
+/// impl Merge<Heat> for Clear {
+///     fn merge(&self, _: &mut Heat, _: &[Heat]) {}
+///     fn replace_column(&self, mut column: ColumnOutputs<'_, Heat>) -> bool {
+///         column.rows().0.clear(); // error: no `clear` on `&mut [Heat]`
+///         true
+///     }
+/// }
+/// ```
+pub struct ColumnOutputs<'a, C: Component> {
+    values: &'a mut Vec<C>,
+    outputs: &'a mut Vec<C::Output>,
+}
+
+impl<'a, C: Component> ColumnOutputs<'a, C> {
+    /// The pair; `values.len() == outputs.len()`, checked by the caller (Sync).
+    #[inline]
+    pub(crate) fn new(values: &'a mut Vec<C>, outputs: &'a mut Vec<C::Output>) -> Self {
+        debug_assert_eq!(values.len(), outputs.len());
+        ColumnOutputs { values, outputs }
+    }
+
+    /// The number of rows (of values, and of outputs).
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Whether the column has no rows (never, when Sync calls `replace_column`).
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.values.is_empty()
+    }
+
+    /// The stored values, by row, and the outputs for them, by row.
+    #[inline]
+    pub fn rows(&mut self) -> (&mut [C], &mut [C::Output]) {
+        (self.values, self.outputs)
+    }
+}
+
+impl<C: Component<Output = C>> ColumnOutputs<'_, C> {
+    /// Makes every row's output its value, by swapping the two vectors (no copy, O(1));
+    /// the outputs then hold the old values, which Sync drops.
+    #[inline]
+    pub fn swap(&mut self) {
+        std::mem::swap(self.values, self.outputs);
     }
 }
 
@@ -195,8 +286,8 @@ macro_rules! replaces_columns {
     () => {
         const REPLACES_COLUMNS: bool = true;
         #[inline]
-        fn replace_column(&self, column: &mut Vec<C>, outputs: &mut Vec<C>) -> bool {
-            std::mem::swap(column, outputs);
+        fn replace_column(&self, mut column: ColumnOutputs<'_, C>) -> bool {
+            column.swap();
             true
         }
     };
@@ -616,8 +707,15 @@ mod tests {
     fn replace_column_swaps_for_replacing_merges() {
         let mut col = vec![I(1), I(2)];
         let mut outs = vec![I(7), I(8)];
-        assert!(Merge::<I>::replace_column(&last, &mut col, &mut outs));
+        assert!(Merge::<I>::replace_column(
+            &last,
+            ColumnOutputs::new(&mut col, &mut outs)
+        ));
         assert_eq!((col[0], outs[0]), (I(7), I(1)));
-        assert!(!Merge::<I>::replace_column(&sum, &mut col, &mut outs));
+        assert!(!Merge::<I>::replace_column(
+            &sum,
+            ColumnOutputs::new(&mut col, &mut outs)
+        ));
+        assert_eq!((col.len(), outs.len()), (2, 2));
     }
 }

@@ -4,7 +4,7 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::time::Duration;
 
-use runsync::merge::Merge;
+use runsync::merge::{ColumnOutputs, Merge};
 use runsync::prelude::*;
 use runsync::{MergeTarget, SnapshotError};
 
@@ -225,7 +225,7 @@ impl Merge<Pos> for ReplaceOrPanic {
         *v = *outs.last().unwrap();
     }
     const REPLACES_COLUMNS: bool = true;
-    fn replace_column(&self, _: &mut Vec<Pos>, _: &mut Vec<Pos>) -> bool {
+    fn replace_column(&self, _: ColumnOutputs<'_, Pos>) -> bool {
         panic!("no swapping today")
     }
 }

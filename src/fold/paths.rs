@@ -52,7 +52,7 @@
 //! never saw are dropped, not leaked.
 
 use crate::component::Component;
-use crate::merge::Merge;
+use crate::merge::{ColumnOutputs, Merge};
 use crate::output::buffer::{OutBuf, RowRun, run_values};
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
@@ -335,7 +335,7 @@ fn in_order<C: Component, M: Merge<C>>(
         for (seg_runs, seg) in src.sealed_mut() {
             if let Some(col) = whole_column(seg_runs, seg.values.len(), columns) {
                 on_unwind.at = FailedAt::Column(col as u32);
-                if merge.replace_column(&mut columns[col], &mut seg.values) {
+                if merge.replace_column(ColumnOutputs::new(&mut columns[col], &mut seg.values)) {
                     continue;
                 }
             }

@@ -188,11 +188,14 @@ impl<C: Component> TypedColumns<C> {
         self.ops.debug = Some(debug_fn::<C>());
     }
 
-    /// Stages a value for the next `push_staged` / `replace_staged`.
+    /// Stages a value for the next `push_staged` / `replace_staged`. A value still staged
+    /// is a spawn's that unwound before it was placed (a panicking bundle check or
+    /// required constructor): it goes to the graveyard.
     #[inline]
     pub(crate) fn stage(&mut self, value: C) {
-        debug_assert!(self.staged.is_none(), "a value is already staged");
-        self.staged = Some(value);
+        if let Some(left) = self.staged.replace(value) {
+            self.graveyard.push(left);
+        }
     }
 
     /// Takes the most recently removed value back out of the graveyard.
@@ -250,6 +253,9 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32);
     /// [`remove_row`](Self::remove_row) for each of `rows`, in order.
     fn remove_rows(&mut self, col: u32, rows: &[u32]);
+    /// Cuts column `col` back to `len` rows: the values past it go to the graveyard (not
+    /// dropped here), their marks are cleared. For a structural change that unwound.
+    fn truncate_rows(&mut self, col: u32, len: usize);
     /// Reorders column `col` by a permutation: the values by `swaps`
     /// (`storage::permute::swaps_of`), the marks by its inverse `inv` (row `p` goes to
     /// `inv[p]`) through `scratch`.
@@ -369,6 +375,16 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             self.marks
                 .move_row(src, row as usize, a.len(), dst, b.len());
             b.push(a.swap_remove(row as usize));
+        }
+    }
+
+    fn truncate_rows(&mut self, col: u32, len: usize) {
+        let column = &mut self.columns[col as usize];
+        while column.len() > len {
+            let last = column.len() - 1;
+            self.marks.swap_remove(col as usize, last, column.len());
+            self.graveyard
+                .push(column.pop().expect("longer than `len`"));
         }
     }
 

@@ -276,23 +276,62 @@ impl Storage {
 
     /// Pushes `n` values of every type [`add_required`](Self::add_required) added onto
     /// its column in `table`, marked added; then forgets them.
+    ///
+    /// The constructors are user code: if one panics, the batch is cut back whole (every
+    /// column of `table` to its entity count, see [`cut_back`](Self::cut_back)) before
+    /// the panic goes on, so no row is left without its entity.
     pub(crate) fn fill_required(&mut self, table: TableId, n: usize) {
         let plan = std::mem::take(self.required.plan_mut());
+        let guard = CutBackOnUnwind {
+            storage: self,
+            table,
+        };
         for r in &plan {
             let c = r.id();
-            let col = self
+            let storage = &mut *guard.storage;
+            let col = storage
                 .tables
                 .get(table)
                 .column(c)
                 .expect("the batch's table has its required types");
-            let columns = &mut *self.columns[c.index()];
+            let columns = &mut *storage.columns[c.index()];
             let before = columns.column_len(col);
             r.make().push(columns, col, n);
             columns.mark_added(col, before..before + n);
         }
+        guard.disarm();
         let mut plan = plan;
         plan.clear();
         *self.required.plan_mut() = plan;
+    }
+
+    /// Cuts every column of `table` back to the table's entity count (the values past it
+    /// to the graveyards): what a batch spawn that unwound appended before its entities.
+    fn cut_back(&mut self, table: TableId) {
+        let t = self.tables.get(table);
+        let rows = t.entities.len();
+        for &c in t.components() {
+            let col = t.column(c).expect("table lacks its own column");
+            self.columns[c.index()].truncate_rows(col, rows);
+        }
+    }
+
+    /// Frees every entity and cuts every column to nothing (the values to the
+    /// graveyards): what a restore that unwound part-way leaves (see `snapshot.rs`), the
+    /// one state it can promise is whole. Freed ids get new generations, so handles into
+    /// the world before stay stale.
+    fn empty_all_tables(&mut self) {
+        for t in 0..self.tables.len() as TableId {
+            let table = self.tables.get_mut(t);
+            for e in table.entities.drain(..) {
+                self.entities.free(e);
+            }
+            let table = self.tables.get(t);
+            for &c in table.components() {
+                let col = table.column(c).expect("table lacks its own column");
+                self.columns[c.index()].truncate_rows(col, 0);
+            }
+        }
     }
 
     /// Spawns an entity from values staged in the columns of `ids` (bundle order).
@@ -613,4 +652,41 @@ pub(crate) fn registered_twice<C>() -> ! {
          one merge function it uses",
         type_name::<C>()
     )
+}
+
+/// While armed, a batch spawn's guard: dropped by an unwinding constructor, it cuts the
+/// batch's table back to its entities ([`Storage::cut_back`]).
+struct CutBackOnUnwind<'a> {
+    storage: &'a mut Storage,
+    table: TableId,
+}
+
+impl CutBackOnUnwind<'_> {
+    /// The batch is whole: nothing to cut.
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for CutBackOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.storage.cut_back(self.table);
+    }
+}
+
+/// While armed, a restore's guard: dropped by an unwinding `Clone` or `Drop`, it empties
+/// the world's tables ([`Storage::empty_all_tables`]).
+pub(crate) struct EmptyOnUnwind<'a>(pub(crate) &'a mut Storage);
+
+impl EmptyOnUnwind<'_> {
+    /// The restore is whole: nothing to empty.
+    pub(crate) fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for EmptyOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.empty_all_tables();
+    }
 }

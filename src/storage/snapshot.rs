@@ -12,7 +12,7 @@
 
 use std::any::{Any, TypeId};
 
-use super::Storage;
+use super::{EmptyOnUnwind, Storage};
 use crate::checksum::{Checksummer, Desync};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity};
@@ -104,16 +104,22 @@ impl Storage {
             return Err(RestoreError::NotSnapshotting(ComponentId(i as u32)));
         }
         self.restore_tables(from);
+        // The clones below run user code (`Clone`, and `Drop` for the values replaced): if
+        // one panics, the tables would hold the snapshot's entities beside columns cloned
+        // only in part (a query reads rows unchecked). The guard empties the world then.
+        let guard = EmptyOnUnwind(self);
+        let this = &mut *guard.0;
         for (t, (_, entities)) in from.tables.iter().enumerate() {
-            let table = self.tables.get_mut(t as u32);
+            let table = this.tables.get_mut(t as u32);
             table.entities.clone_from(entities);
             table.unsorted = true;
         }
-        self.entities.clone_from(&from.entities);
-        for (c, saved) in self.columns.iter_mut().zip(&from.columns) {
+        this.entities.clone_from(&from.entities);
+        for (c, saved) in this.columns.iter_mut().zip(&from.columns) {
             c.flush_graveyard();
             c.load(&**saved.as_ref().expect("checked above"));
         }
+        guard.disarm();
         Ok(())
     }
 
