@@ -83,7 +83,10 @@ struct Args {
     fail_at: Option<u64>,
     /// Serve the live inspector (runsync-inspect) at ADDR while the arena runs, paced at
     /// 60 frames a second: pause, step, rewind, browse entities, see who wrote what. Prints
-    /// the page's URL. ADDR defaults to 127.0.0.1:0 (a free port on loopback).
+    /// the page's URL. ADDR defaults to 127.0.0.1:0 (a free port on loopback). Bound to
+    /// another address (0.0.0.0:7304, to be reached from another machine), the API needs
+    /// the token the printed URL carries. The report then says the wall time, the frames'
+    /// own time (the frames per second are over that) and the time paced or paused.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:0",
           conflicts_with_all = ["check_determinism", "rollback"])]
     inspect: Option<String>,
@@ -91,6 +94,11 @@ struct Args {
     /// world each; 0 = no rewind).
     #[arg(long, value_name = "N", default_value_t = 60, requires = "inspect")]
     inspect_ring: usize,
+    /// With `--inspect` on a non-loopback ADDR: also accept NAME as the `Host` of requests
+    /// (a DNS name this machine is reached by, besides its addresses and host name).
+    /// Repeatable.
+    #[arg(long, value_name = "NAME", requires = "inspect")]
+    inspect_host: Vec<String>,
     /// Record the run as a replay in FILE: the arena's start (its configuration included),
     /// then every frame's checksum, and a save of the whole arena every `--keyframes`
     /// frames. Play it with `--replay FILE`. Not with the options that rewind or change
@@ -240,16 +248,51 @@ mod inspect {
 
     use runsync_inspect::Inspector;
 
-    pub(super) fn start(addr: &str, ring: usize) -> std::io::Result<Inspector> {
-        let inspector = Inspector::builder().ring(ring).bind(addr)?;
+    pub(super) fn start(addr: &str, ring: usize, hosts: &[String]) -> std::io::Result<Inspector> {
+        let builder = hosts
+            .iter()
+            .fold(Inspector::builder().ring(ring), |b, h| b.allow_host(h));
+        let inspector = builder.bind(addr)?;
         println!("arena: inspector at {}", inspector.url());
         Ok(inspector)
     }
 
-    /// Sleeps out the rest of a 60 Hz frame that began at `start`.
-    pub(super) fn pace(start: Instant) {
-        let step = Duration::from_secs(1) / 60;
-        std::thread::sleep(step.saturating_sub(start.elapsed()));
+    /// Where the run's wall time went: the frames themselves, sleeping to pace them at
+    /// 60 Hz, and the rest (paused, stepping, answering the page) — so the frames per
+    /// second are the game's speed, not the pace's.
+    #[derive(Default)]
+    pub(super) struct Clock {
+        frames: Duration,
+        paced: Duration,
+        waited: Duration,
+    }
+
+    impl Clock {
+        /// After `Inspector::frame` in a loop turn that began at `start`: counts the
+        /// frame's own time and the rest, sleeps out the 60 Hz step, and returns the
+        /// frame's own time.
+        pub(super) fn frame(&mut self, start: Instant, inspector: &Inspector) -> Duration {
+            let own = inspector.last_frame_time();
+            let turn = start.elapsed();
+            self.frames += own;
+            self.waited += turn.saturating_sub(own);
+            let slept = Instant::now();
+            std::thread::sleep((Duration::from_secs(1) / 60).saturating_sub(turn));
+            self.paced += slept.elapsed();
+            own
+        }
+
+        /// The report's line, for a run that took `wall`.
+        pub(super) fn line(&self, wall: Duration) -> String {
+            format!(
+                "wall time        {:>12}   (frames {:.2} s, paced to 60 Hz {:.2} s, paused \
+                 or answering the inspector {:.2} s)",
+                format!("{:.2} s", wall.as_secs_f64()),
+                self.frames.as_secs_f64(),
+                self.paced.as_secs_f64(),
+                self.waited.as_secs_f64()
+            )
+        }
     }
 }
 
@@ -418,7 +461,7 @@ fn main() -> ExitCode {
             .expect("the arena's types and resources are all opted into saves");
     }
     let mut inspector = match &args.inspect {
-        Some(addr) => match inspect::start(addr, args.inspect_ring) {
+        Some(addr) => match inspect::start(addr, args.inspect_ring, &args.inspect_host) {
             Ok(i) => Some(i),
             Err(e) => {
                 eprintln!("arena: cannot serve the inspector at {addr}: {e}");
@@ -446,16 +489,19 @@ fn main() -> ExitCode {
     let mut digests = Vec::new();
     let mut rollback = (args.rollback > 0).then(|| Rollback::new(args.rollback));
     let mut failures = Vec::new();
+    let mut clock = inspect::Clock::default();
+    let run_start = Instant::now();
     for _ in 0..args.frames {
         let start = Instant::now();
         let result = match &mut inspector {
             Some(i) => i.frame(&mut rt),
             None => rt.try_frame(),
         };
-        let wall = start.elapsed();
-        if inspector.is_some() {
-            inspect::pace(start);
-        }
+        let wall = match &inspector {
+            // The frame's own time: not paused, paced or answering the page.
+            Some(i) => clock.frame(start, i),
+            None => start.elapsed(),
+        };
         if let Err(e) = result {
             failures.push(format!("frame {} failed: {e}", rt.stats().frame));
         }
@@ -468,6 +514,7 @@ fn main() -> ExitCode {
         }
         bar.inc(1);
     }
+    let run_wall = run_start.elapsed();
     let rollback_report = rollback.as_ref().map(|r| r.report(args.frames));
     let mut mismatch = rollback.as_ref().is_some_and(|r| r.mismatch.is_some());
     bar.finish_and_clear();
@@ -580,6 +627,9 @@ fn main() -> ExitCode {
     } else {
         println!();
         print!("{}", summary.table());
+        if inspector.is_some() {
+            println!("{}", clock.line(run_wall));
+        }
         if let Some(path) = &args.chart {
             println!("chart            {}", path.display());
         }
