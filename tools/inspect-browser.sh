@@ -6,6 +6,9 @@
 #
 #   bash tools/inspect-browser.sh [OUT_DIR]    (default target/inspect-browser)
 #
+# INSPECT_ADDR (default 127.0.0.1:0) is where the arena serves the inspector: a
+# non-loopback address (0.0.0.0:0) drives the page through the token its URL carries.
+#
 # Needs: node and npm (playwright-core is installed into OUT_DIR/node on first use; it
 # downloads no browser), and /usr/bin/chromium (as root, the script installs Debian's
 # package if missing). Exit status 1 if the page did not do what it should.
@@ -27,14 +30,14 @@ if [ ! -d "$out/node/node_modules/playwright-core" ]; then
 fi
 
 cargo build -q -p runsync-tools --bin arena --manifest-path "$root/Cargo.toml"
-arena="$root/target/debug/arena"
+arena="${CARGO_TARGET_DIR:-$root/target}/debug/arena"
 log="$out/arena.log"
-"$arena" --entities 1200 --frames 100000000 --workers 2 --inspect 127.0.0.1:0 >"$log" 2>&1 &
+"$arena" --entities 1200 --frames 100000000 --workers 2 --inspect "${INSPECT_ADDR:-127.0.0.1:0}" >"$log" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true' EXIT
 url=""
 for _ in $(seq 100); do
-    url=$(grep -o 'http://127.0.0.1:[0-9]*/' "$log" || true)
+    url=$(sed -n 's/^arena: inspector at \(http:[^ ]*\)$/\1/p' "$log")
     [ -n "$url" ] && break
     if ! kill -0 $pid 2>/dev/null; then
         cat "$log" >&2
