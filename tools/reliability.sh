@@ -54,9 +54,9 @@ for s in "${steps[@]}"; do
         fi
         step "fuzzing the frame model for ${FUZZ_SECONDS:-60}s"
         (cd fuzz && cargo +nightly fuzz run frames -- -max_total_time="${FUZZ_SECONDS:-60}")
-        # The readers of untrusted bytes: save files, and entity records from other shards
-        # (their past finds first).
-        for target in load import; do
+        # The readers of untrusted bytes: save files, entity records from other shards,
+        # and the inspector's HTTP requests (their past finds first).
+        for target in load import request; do
             step "fuzzing the $target reader for ${FUZZ_SECONDS:-60}s"
             (cd fuzz && cargo +nightly fuzz run "$target" regressions/"$target"/* \
                 && cargo +nightly fuzz run "$target" -- -max_total_time="${FUZZ_SECONDS:-60}")
