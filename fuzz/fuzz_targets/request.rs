@@ -7,7 +7,8 @@
 //! leave the game unable to run; and a non-loopback inspector must never answer its API
 //! to a request without its token.
 //!
-//! By the first byte: bit 0, the policy (0: loopback; 1: a non-loopback bind, token
+//! The input is read by `fuzzing::decode` (shared with the test that replays the finds):
+//! by the first byte, bit 0, the policy (0: loopback; 1: a non-loopback bind, token
 //! `fuzzing::TOKEN`); bit 1, the rest is the request as is (0), or (1) a template fills a
 //! well-formed request around it — the next byte picks an endpoint and where the bytes go
 //! (a query value, an entity id, a JSON body), bit 2 whether the token is sent — so the
@@ -20,14 +21,15 @@
 //!
 //! `fuzz/regressions/request/timeline-since-u64-max` (`GET /api/timeline?since=` 2^64 - 1,
 //! whose `since + 1` overflowed on the game thread: a debug build's game died, a release
-//! build answered every record) is `hostile.rs`'s
-//! `the_overflowing_since_is_refused_and_the_game_runs_on`.
+//! build answered every record) is `inspect/tests/hostile.rs`'s
+//! `the_overflowing_since_is_refused_and_the_game_runs_on`; every file here is also
+//! replayed by `cargo test -p runsync-inspect` (`inspect/tests/fuzz_regressions.rs`).
 
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use runsync::prelude::*;
-use runsync_inspect::fuzzing::{ALLOWED_HOST, Harness, TOKEN};
+use runsync_inspect::fuzzing::{self, Harness, TOKEN};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct Pos(f32);
@@ -84,67 +86,12 @@ fn game() -> Runtime {
     rt
 }
 
-/// Where a template puts the fuzzer's bytes: (method, before, after, body?).
-const TEMPLATES: &[(&str, &str, &str, bool)] = &[
-    ("GET", "/api/timeline?since=", "", false),
-    ("GET", "/api/timeline?", "", false),
-    ("GET", "/api/entities?offset=", "&limit=3", false),
-    ("GET", "/api/entities?limit=", "", false),
-    ("GET", "/api/entities?with=", "", false),
-    ("GET", "/api/entities?", "", false),
-    ("GET", "/api/entities/", "", false),
-    ("POST", "/api/entities/", "/watch", false),
-    ("POST", "/api/entities/", "/unwatch", false),
-    ("POST", "/api/entities/", "/explain", false),
-    ("GET", "/api/status", "", false),
-    ("POST", "/api/step", "", true),
-    ("POST", "/api/rewind", "", true),
-    ("POST", "/api/pause", "", true),
-    ("POST", "/api/resume", "", true),
-    ("GET", "/", "", false),
-];
-
 /// Statuses the API documents (503 and 504 need threads the harness does not have).
 const DOCUMENTED: &[u16] = &[200, 400, 401, 403, 404, 405, 408, 409, 411, 413, 431];
 
-fn templated(flags: u8, rest: &[u8]) -> Vec<u8> {
-    let Some((&pick, payload)) = rest.split_first() else {
-        return Vec::new();
-    };
-    let (method, before, after, body) = TEMPLATES[usize::from(pick) % TEMPLATES.len()];
-    let mut raw = Vec::new();
-    raw.extend_from_slice(method.as_bytes());
-    raw.push(b' ');
-    raw.extend_from_slice(before.as_bytes());
-    if !body {
-        raw.extend_from_slice(payload);
-    }
-    raw.extend_from_slice(after.as_bytes());
-    raw.extend_from_slice(b" HTTP/1.1\r\nHost: ");
-    raw.extend_from_slice(if flags & 1 == 1 {
-        ALLOWED_HOST.as_bytes()
-    } else {
-        b"127.0.0.1:7304"
-    });
-    raw.extend_from_slice(b"\r\n");
-    if flags & 4 != 0 {
-        raw.extend_from_slice(format!("Authorization: Bearer {TOKEN}\r\n").as_bytes());
-    }
-    let body = if body { payload } else { &[][..] };
-    raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
-    raw.extend_from_slice(body);
-    raw
-}
-
 fuzz_target!(|data: &[u8]| {
-    let Some((&flags, rest)) = data.split_first() else {
+    let Some((raw, remote)) = fuzzing::decode(data) else {
         return;
-    };
-    let remote = flags & 1 == 1;
-    let raw = if flags & 2 == 0 {
-        rest.to_vec()
-    } else {
-        templated(flags, rest)
     };
     let mut rt = game();
     let mut inspector = Harness::new(4, 8);

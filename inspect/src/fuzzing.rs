@@ -100,3 +100,64 @@ impl Harness {
         panic!("a request reached the game and was never answered")
     }
 }
+
+/// Where a template of [`decode`] puts the fuzzer's bytes: (method, path before them,
+/// after them, whether they are the body instead).
+pub const TEMPLATES: &[(&str, &str, &str, bool)] = &[
+    ("GET", "/api/timeline?since=", "", false),
+    ("GET", "/api/timeline?", "", false),
+    ("GET", "/api/entities?offset=", "&limit=3", false),
+    ("GET", "/api/entities?limit=", "", false),
+    ("GET", "/api/entities?with=", "", false),
+    ("GET", "/api/entities?", "", false),
+    ("GET", "/api/entities/", "", false),
+    ("POST", "/api/entities/", "/watch", false),
+    ("POST", "/api/entities/", "/unwatch", false),
+    ("POST", "/api/entities/", "/explain", false),
+    ("GET", "/api/status", "", false),
+    ("POST", "/api/step", "", true),
+    ("POST", "/api/rewind", "", true),
+    ("POST", "/api/pause", "", true),
+    ("POST", "/api/resume", "", true),
+    ("GET", "/", "", false),
+];
+
+/// Reads a fuzz input: the request's bytes, and whether to answer it as a non-loopback
+/// inspector (`None` for an empty input). By the first byte: bit 0, the policy (1:
+/// non-loopback, token [`TOKEN`]); bit 1, the rest is the request as is (0), or (1) the
+/// next byte picks a template of a well-formed request ([`TEMPLATES`]: an endpoint, and
+/// where the rest goes — a query value, an entity id, a JSON body), bit 2 sending the token
+/// with it.
+pub fn decode(data: &[u8]) -> Option<(Vec<u8>, bool)> {
+    let (&flags, rest) = data.split_first()?;
+    let remote = flags & 1 == 1;
+    if flags & 2 == 0 {
+        return Some((rest.to_vec(), remote));
+    }
+    let Some((&pick, payload)) = rest.split_first() else {
+        return Some((Vec::new(), remote));
+    };
+    let (method, before, after, body) = TEMPLATES[usize::from(pick) % TEMPLATES.len()];
+    let mut raw = Vec::new();
+    raw.extend_from_slice(method.as_bytes());
+    raw.push(b' ');
+    raw.extend_from_slice(before.as_bytes());
+    if !body {
+        raw.extend_from_slice(payload);
+    }
+    raw.extend_from_slice(after.as_bytes());
+    raw.extend_from_slice(b" HTTP/1.1\r\nHost: ");
+    raw.extend_from_slice(if remote {
+        ALLOWED_HOST.as_bytes()
+    } else {
+        b"127.0.0.1:7304"
+    });
+    raw.extend_from_slice(b"\r\n");
+    if flags & 4 != 0 {
+        raw.extend_from_slice(format!("Authorization: Bearer {TOKEN}\r\n").as_bytes());
+    }
+    let body = if body { payload } else { &[][..] };
+    raw.extend_from_slice(format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes());
+    raw.extend_from_slice(body);
+    Some((raw, remote))
+}
