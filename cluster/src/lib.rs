@@ -93,6 +93,29 @@
 //! not local: `runsync-tools`' arena plays by local rules when sharded
 //! (`arena --shards`), for exactly those three reasons.
 //!
+//! # When something fails
+//!
+//! A failed shard is never a success. Every exchange round carries each shard's status
+//! (see `src/rounds.rs`): a shard whose step fails — an error, or a panic anywhere in its
+//! code or the user's (systems, merges, the partition, the world builder), caught —
+//! still takes part in the next round to say so, with the frame and the cause, and
+//! every shard, in every process, stops at the end of that round with
+//! [`ClusterError::Shard`]. A round waits at most the [peer
+//! timeout](Cluster::peer_timeout) (10 s by default) and then names the shards it did
+//! not hear from ([`ClusterError::PeerTimeout`]); a process that dies is noticed at
+//! once ([`ClusterError::PeerLost`], naming it and its address). The checks that guard
+//! the exchange's data (one status per shard per round, each record's kind, size and
+//! target, one set of figures per shard) are real checks in every build.
+//!
+//! Processes connect themselves before timely gets the sockets (see
+//! `src/handshake.rs`): each pair compares a hello — protocol version, process and shard
+//! counts, frames, checksums, checkpoints, a digest of the world's schema and initial
+//! state, and the caller's [fingerprint](Cluster::fingerprint) — so a difference is an
+//! error naming it on both ([`ClusterError::Mismatch`]); a connection that does not
+//! speak the protocol is dropped; an address that never answers, or a process that never
+//! comes, is named after the [connect timeout](Cluster::connect_timeout) (30 s by
+//! default). How workers are started and ended in bounded time is in `src/launch.rs`.
+//!
 //! # Example
 //!
 //! ```
@@ -112,8 +135,12 @@
 //! assert_eq!(shards(3), one);
 //! ```
 
+mod error;
+mod handshake;
 mod ids;
+mod launch;
 pub mod model;
+mod rounds;
 
 /// A Tracy zone until the end of the enclosing block (nothing without `tracy`).
 macro_rules! zone {
@@ -133,21 +160,15 @@ macro_rules! plot {
     };
 }
 
-use std::cell::RefCell;
-use std::fmt;
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use ids::{Agreement, Ids};
+use rounds::{Record, Rounds};
 use runsync::{Entity, LoadError, Runtime, SaveError, World};
-use timely::container::CapacityContainerBuilder;
-use timely::dataflow::InputHandle;
-use timely::dataflow::channels::pact::Exchange;
-use timely::dataflow::operators::generic::operator::Operator;
-use timely::dataflow::operators::{Input, Probe};
 
+pub use error::ClusterError;
 pub use timely;
 
 /// Which shard owns an entity, and which others mirror it. Evaluated on the owner after
@@ -395,58 +416,6 @@ impl Report {
     }
 }
 
-/// Why a [`Cluster::run`] failed.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ClusterError {
-    /// timely could not start (a bad configuration, a process that did not connect).
-    Timely(String),
-    /// A shard's frame failed (a system panicked).
-    Frame {
-        /// The shard.
-        shard: usize,
-        /// What runsync said.
-        message: String,
-    },
-    /// An entity could not be sent (a component type not opted into saves).
-    Save(SaveError),
-    /// A record could not be read (the shards do not register the same types), or a
-    /// checkpoint could not be loaded.
-    Load(LoadError),
-    /// A checkpoint could not be written or read.
-    Io {
-        /// The file.
-        path: PathBuf,
-        /// What failed.
-        error: std::io::Error,
-    },
-}
-
-impl fmt::Display for ClusterError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ClusterError::Timely(m) => write!(f, "runsync-cluster: timely failed: {m}"),
-            ClusterError::Frame { shard, message } => {
-                write!(
-                    f,
-                    "runsync-cluster: shard {shard}'s frame failed: {message}"
-                )
-            }
-            ClusterError::Save(e) => write!(f, "runsync-cluster: cannot send an entity: {e}"),
-            ClusterError::Load(e) => write!(
-                f,
-                "runsync-cluster: cannot read an entity from another shard or a \
-                 checkpoint (do all shards register the same types?): {e}"
-            ),
-            ClusterError::Io { path, error } => {
-                write!(f, "runsync-cluster: {}: {error}", path.display())
-            }
-        }
-    }
-}
-
-impl std::error::Error for ClusterError {}
-
 /// The wrapping sum of [`World::entity_checksum`] over every entity: a digest of a whole
 /// world that does not depend on how it is split, so one process's world and a sharded
 /// one can be compared frame by frame.
@@ -539,7 +508,18 @@ pub struct Cluster<P> {
     resume: Option<(PathBuf, u64)>,
     /// World-wide values, recomputed after every frame.
     globals: Vec<Arc<dyn GlobalValue>>,
+    /// How long a process waits for the others while starting.
+    connect_timeout: Duration,
+    /// How long a shard waits for the others in one exchange round.
+    peer_timeout: Duration,
+    /// The caller's digest of the configuration, compared between processes.
+    fingerprint: u64,
 }
+
+/// [`Cluster::connect_timeout`] by default.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+/// [`Cluster::peer_timeout`] by default.
+pub const PEER_TIMEOUT: Duration = Duration::from_secs(10);
 
 impl<P: Partition> Cluster<P> {
     /// A cluster of the world `world` builds, split by `partition`, each shard running
@@ -560,6 +540,9 @@ impl<P: Partition> Cluster<P> {
             checkpoints: None,
             resume: None,
             globals: Vec::new(),
+            connect_timeout: CONNECT_TIMEOUT,
+            peer_timeout: PEER_TIMEOUT,
+            fingerprint: 0,
         }
     }
 
@@ -690,18 +673,152 @@ impl<P: Partition> Cluster<P> {
         self
     }
 
+    /// How long a process waits, while starting, for the others: to connect to each
+    /// (retrying), for each to connect, for each to say it is ready (30 s by default).
+    /// Past it, the run fails with [`ClusterError::Unreachable`] or
+    /// [`ClusterError::NoPeer`] naming the process and the address.
+    pub fn connect_timeout(mut self, wait: Duration) -> Self {
+        self.connect_timeout = wait;
+        self
+    }
+
+    /// How long a shard waits for the others in one exchange round (10 s by default):
+    /// the longest a frame may take on the slowest shard, and the longest a hung or cut
+    /// off process goes unnoticed. Past it, the run fails with
+    /// [`ClusterError::PeerTimeout`] naming the shards not heard from. A process that
+    /// dies is noticed at once ([`ClusterError::PeerLost`]).
+    pub fn peer_timeout(mut self, wait: Duration) -> Self {
+        self.peer_timeout = wait;
+        self
+    }
+
+    /// A digest of whatever shapes the run that the world does not show (the options of
+    /// the systems, say): processes connecting with different fingerprints refuse each
+    /// other ([`ClusterError::Mismatch`]). The world itself (its schema and initial
+    /// state), the frames and the checksums setting are compared anyway. 0 by default.
+    pub fn fingerprint(mut self, fingerprint: u64) -> Self {
+        self.fingerprint = fingerprint;
+        self
+    }
+
     /// Runs the frames on the timely workers `config` describes (one shard per worker:
     /// `timely::Config::process(4)` for four threads of this process, a
-    /// `CommunicationConfig::Cluster` for several processes). Returns the report in the
-    /// process that holds shard 0, `None` in the others.
+    /// `CommunicationConfig::Cluster` for several processes, as [`cluster_config`]
+    /// makes). Returns the report in the process that holds shard 0, `None` in the
+    /// others.
+    ///
+    /// # Failures
+    /// A failure of any shard — an error, a panic (of a system, the partition, the world
+    /// builder...), a lost or silent process — ends every shard, in every process,
+    /// within one exchange round, and every process returns an error naming the shard,
+    /// the frame and the cause (see [`ClusterError`]); no process returns a report after
+    /// a failure. Several processes first agree, over their own connections, that they
+    /// run the same cluster (protocol version, process and shard counts, frames,
+    /// checksums, a digest of the world's schema and initial state, the
+    /// [`fingerprint`](Self::fingerprint)), within the
+    /// [`connect_timeout`](Self::connect_timeout); a connection that does not speak the
+    /// protocol is refused. This costs one more build of the world on each process.
+    /// While a run over TCP is in progress, a panic hook (installed once, chained to the
+    /// one before) keeps timely's network threads quiet: their failures come back as a
+    /// [`ClusterError::PeerLost`].
     ///
     /// # Errors
-    /// The first shard's [`ClusterError`].
+    /// [`ClusterError::Shard`] for a shard's failure (the lowest shard's, if several
+    /// failed in one round), [`ClusterError::PeerLost`] /
+    /// [`ClusterError::PeerTimeout`] for a process lost, and the start's errors
+    /// ([`ClusterError::Mismatch`], [`ClusterError::Unreachable`],
+    /// [`ClusterError::NoPeer`], [`ClusterError::Refused`], [`ClusterError::Bind`],
+    /// [`ClusterError::Timely`]).
     pub fn run(self, config: timely::Config) -> Result<Option<Report>, ClusterError> {
-        let guards = timely::execute(config, move |worker| {
+        let launch = launch::prepare(
+            config,
+            |process, processes, threads| self.hello(process, processes, threads),
+            self.connect_timeout,
+        )?;
+        let peer_timeout = self.peer_timeout;
+        let cluster = Arc::new(self);
+        let body: launch::Body<Option<Report>> = Arc::new(move |worker, peers| {
+            let mut rounds = Rounds::new(worker, peers, peer_timeout);
+            cluster.shard_main(&mut rounds)
+        });
+        let mut report = None;
+        let mut errors = Vec::new();
+        for result in launch::run(launch, body, peer_timeout)
+            .into_iter()
+            .flatten()
+        {
+            match result {
+                Ok(Some(r)) => report = Some(r),
+                Ok(None) => {}
+                Err(e) => errors.push(e),
+            }
+        }
+        // The error that happened here rather than one told by another shard.
+        match errors.iter().position(|e| !e.is_told()) {
+            Some(i) => Err(errors.swap_remove(i)),
+            None if !errors.is_empty() => Err(errors.swap_remove(0)),
+            None => Ok(report),
+        }
+    }
+
+    /// What this process says when it connects to the others (see
+    /// [`handshake`](crate::handshake)): builds the world once to digest it.
+    fn hello(
+        &self,
+        process: usize,
+        processes: usize,
+        threads: usize,
+    ) -> Result<handshake::Hello, ClusterError> {
+        let built = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (self.world)()));
+        let mut world = built.map_err(|payload| ClusterError::Shard {
+            shard: process * threads,
+            frame: 0,
+            cause: Box::new(ClusterError::Panic {
+                message: launch::panic_message(&*payload),
+            }),
+        })?;
+        world.set_canonical_order(true);
+        let mut schema = runsync::Checksummer::new();
+        for (_, name) in world.component_types() {
+            schema.write_bytes(name.as_bytes());
+        }
+        schema.write_u64(u64::MAX);
+        for name in world.unchecksummed() {
+            schema.write_bytes(name.as_bytes());
+        }
+        schema.write_bytes(std::any::type_name::<P>().as_bytes());
+        for g in &self.globals {
+            schema.write_bytes(g.type_name().as_bytes());
+        }
+        let mut digest = runsync::Checksummer::new();
+        digest.write_u64(world.checksum());
+        digest.write_u64(world.len() as u64);
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        Ok(handshake::Hello {
+            version: handshake::PROTOCOL,
+            process: count(process),
+            processes: count(processes),
+            threads: count(threads),
+            frames: self.frames,
+            resume: self.resume.as_ref().map_or(0, |(_, f)| *f),
+            checkpoints: self.checkpoints.as_ref().map_or(0, |(every, _)| *every),
+            checksums: self.checksums,
+            schema: schema.finish(),
+            world: digest.finish(),
+            fingerprint: self.fingerprint,
+        })
+    }
+
+    /// One shard's run: the start, every frame, the end, each step's status exchanged
+    /// in the round after it (see [`rounds`](crate::rounds)).
+    fn shard_main(&self, rounds: &mut Rounds<'_>) -> Result<Option<Report>, ClusterError> {
+        let (index, shards) = (rounds.me, rounds.shards);
+        let mut out = Vec::new();
+        let mut started = None;
+        let status = rounds::attempt(0, || {
             let mut shard = Shard::new(
-                worker.index(),
-                worker.peers(),
+                index,
+                shards,
                 &self.partition,
                 &self.world,
                 &self.systems,
@@ -709,100 +826,62 @@ impl<P: Partition> Cluster<P> {
             )?;
             shard.globals.clone_from(&self.globals);
             shard.checksums = self.checksums;
-            // Records by the round (timely epoch) they were sent in: a shard that is
-            // ahead may deliver the next round's records while this one still waits.
-            let inbox: Rc<RefCell<Vec<(u64, Record)>>> = Rc::default();
-            let mut input = InputHandle::<u64, CapacityContainerBuilder<Vec<Record>>>::new();
-            let probe = worker.dataflow::<u64, _, _>(|scope| {
-                let inbox = Rc::clone(&inbox);
-                scope
-                    .input_from(&mut input)
-                    .unary::<CapacityContainerBuilder<Vec<()>>, _, _, _>(
-                        Exchange::new(|r: &Record| u64::from(r.0)),
-                        "Deliver",
-                        move |_, _| {
-                            move |records, _| {
-                                records.for_each(|time, data| {
-                                    let round = *time.time();
-                                    inbox
-                                        .borrow_mut()
-                                        .extend(data.drain(..).map(|r| (round, r)));
-                                });
-                            }
-                        },
-                    )
-                    .probe()
-                    .0
-            });
-            let mut exchange = |out: &mut Vec<Record>, shard: &mut Shard| {
-                zone!("cluster: exchange");
-                let start = Instant::now();
-                let round = *input.time();
-                for r in out.drain(..) {
-                    input.send(r);
-                }
-                input.advance_to(round + 1);
-                while probe.less_than(input.time()) {
-                    worker.step_or_park(None);
-                }
-                // This round's records out, in arrival order; the next round's stay.
-                let mut inbox = inbox.borrow_mut();
-                let (now, later) = inbox.drain(..).partition(|(t, _)| *t == round);
-                *inbox = later;
-                shard
-                    .received
-                    .extend(now.into_iter().map(|(_, r): (u64, Record)| r));
-                start.elapsed()
-            };
-            let first = match &self.resume {
-                Some((dir, frame)) => {
-                    shard.resume(dir, *frame)?;
-                    *frame + 1
-                }
-                None => 1,
-            };
-            let mut out = Vec::new();
+            if let Some((dir, frame)) = &self.resume {
+                shard.resume(dir, *frame)?;
+            }
             shard.send_globals(&mut out)?;
             shard.send_mirrors(&mut out)?;
-            exchange(&mut out, &mut shard);
-            let mut report = Report {
-                shards: shard.shards,
-                frames: Vec::new(),
-            };
-            for frame in first..=self.frames {
-                let start = Instant::now();
-                let mut stats = shard.run_frame(&mut out)?;
-                stats.exchange = exchange(&mut out, &mut shard);
+            started = Some(shard);
+            Ok(())
+        });
+        rounds.round(&mut out, 0, status)?;
+        let shard = started
+            .as_mut()
+            .expect("the first round passes only if every shard started");
+        shard.received.append(&mut rounds.received);
+        let first = self.resume.as_ref().map_or(1, |(_, frame)| *frame + 1);
+        let mut report = Report {
+            shards,
+            frames: Vec::new(),
+        };
+        let mut pending = Ok(());
+        for frame in first..=self.frames {
+            let start = Instant::now();
+            let mut stats = ShardStats::default();
+            let status = pending.and_then(|()| {
+                rounds::attempt(frame, || {
+                    stats = shard.run_frame(&mut out)?;
+                    Ok(())
+                })
+            });
+            stats.exchange = rounds.round(&mut out, frame, status)?;
+            shard.received.append(&mut rounds.received);
+            let status = rounds::attempt(frame, || {
                 shard.finish_frame(&mut stats, &mut out)?;
                 out.push(stats.record());
-                stats.exchange += exchange(&mut out, &mut shard);
-                stats.time = start.elapsed();
-                if shard.index == 0 {
-                    report.frames.push(shard.gather(frame, stats));
+                Ok(())
+            });
+            stats.exchange += rounds.round(&mut out, frame, status)?;
+            shard.received.append(&mut rounds.received);
+            stats.time = start.elapsed();
+            // Checked in the next round (the last one's in the closing round).
+            pending = rounds::attempt(frame, || {
+                if index == 0 {
+                    let gathered = shard.gather(frame, stats)?;
+                    report.frames.push(gathered);
                 }
                 if let Some((every, dir)) = &self.checkpoints {
                     if frame % every == 0 {
                         shard.checkpoint(dir, frame)?;
                     }
                 }
-            }
-            Ok((shard.index == 0).then_some(report))
-        })
-        .map_err(ClusterError::Timely)?;
-        let mut report = None;
-        for result in guards.join() {
-            match result.map_err(ClusterError::Timely)? {
-                Ok(Some(r)) => report = Some(r),
-                Ok(None) => {}
-                Err(e) => return Err(e),
-            }
+                Ok(())
+            });
         }
-        Ok(report)
+        rounds.round(&mut out, self.frames.max(first - 1), pending)?;
+        Ok((index == 0).then_some(report))
     }
 }
-
-/// One record between shards: the shard it goes to, its kind and its bytes.
-type Record = (u32, u8, Vec<u8>);
 
 /// An entity that now belongs to the receiving shard.
 const MIGRANT: u8 = 0;
@@ -823,6 +902,8 @@ trait GlobalValue: Send + Sync {
     fn part(&self, world: &World, out: &mut Vec<u8>) -> Result<(), ClusterError>;
     /// Decodes the parts (in shard order), folds them and inserts the total.
     fn insert(&self, parts: &[&[u8]], world: &mut World) -> Result<(), ClusterError>;
+    /// The value's type (for the schema processes compare).
+    fn type_name(&self) -> &'static str;
 }
 
 struct Global<R> {
@@ -843,6 +924,10 @@ where
         })?;
         out.extend_from_slice(&bytes);
         Ok(())
+    }
+
+    fn type_name(&self) -> &'static str {
+        std::any::type_name::<R>()
     }
 
     fn insert(&self, parts: &[&[u8]], world: &mut World) -> Result<(), ClusterError> {
@@ -1162,6 +1247,17 @@ impl Shard {
         // Records from several shards arrive in any order: imported in a fixed one (the
         // frame itself does not depend on it, in canonical order; the allocator's free
         // list does).
+        if let Some(r) = (self.received.iter())
+            .find(|r| r.2.len() < 8 || !matches!(r.1, MIGRANT | GHOST | GLOBAL | STATS))
+        {
+            return Err(ClusterError::Protocol {
+                message: format!(
+                    "a record of kind {} and {} bytes among a frame's entities",
+                    r.1,
+                    r.2.len()
+                ),
+            });
+        }
         self.insert_globals()?;
         let mut received = std::mem::take(&mut self.received);
         received.retain(|r| r.1 != STATS);
@@ -1240,15 +1336,16 @@ impl Shard {
         let exported = Instant::now();
         zone!("cluster: export");
         let received = std::mem::take(&mut self.received);
-        let parts: Vec<&[u8]> = (received.iter())
-            .filter(|r| r.1 == AGREE)
-            .map(|r| &r.2[..])
-            .collect();
-        debug_assert_eq!(
-            parts.len(),
-            received.len(),
-            "the first round is agreement only"
-        );
+        if let Some(r) = received.iter().find(|r| r.1 != AGREE) {
+            return Err(ClusterError::Protocol {
+                message: format!(
+                    "a record of kind {} in a frame's first round, which carries the spawned \
+                     ids only",
+                    r.1
+                ),
+            });
+        }
+        let parts: Vec<&[u8]> = received.iter().map(|r| &r.2[..]).collect();
         let world = self.rt.world_mut();
         stats.spawned =
             (self.agreement).apply(&mut self.ids, world, self.index as u32, &parts)? as u64;
@@ -1270,8 +1367,9 @@ impl Shard {
         Ok(())
     }
 
-    /// Shard 0: the frame's figures over all shards, from their records.
-    fn gather(&mut self, frame: u64, own: ShardStats) -> FrameReport {
+    /// Shard 0: the frame's figures over all shards, from their records (one from each
+    /// shard, or an error).
+    fn gather(&mut self, frame: u64, own: ShardStats) -> Result<FrameReport, ClusterError> {
         let mut report = FrameReport {
             frame,
             time: own.time,
@@ -1293,13 +1391,25 @@ impl Shard {
         let mut others = 0;
         for (_, kind, bytes) in &self.received {
             if *kind == STATS {
+                if bytes.len() != 8 * STATS_WORDS {
+                    return Err(ClusterError::Protocol {
+                        message: format!("a frame's figures of {} bytes", bytes.len()),
+                    });
+                }
                 add(ShardStats::read(bytes));
                 others += 1;
             }
         }
-        debug_assert_eq!(others, self.shards);
         self.received.retain(|r| r.1 != STATS);
-        report
+        if others != self.shards {
+            return Err(ClusterError::Protocol {
+                message: format!(
+                    "shard 0 got the figures of {others} shards for frame {frame}, not {}",
+                    self.shards
+                ),
+            });
+        }
+        Ok(report)
     }
 }
 

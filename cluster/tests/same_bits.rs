@@ -391,16 +391,22 @@ fn a_tree_spawned_in_one_frame_is_refused_with_a_clear_error() {
         });
     };
     let cluster = || Cluster::new(model::bands(), tagged_world, systems).frames(6);
-    for result in [
-        cluster().run_in_one_process().map(Some),
-        cluster().run(timely::Config::process(2)),
-    ] {
-        match result {
-            Err(e @ ClusterError::Frame { .. }) => {
-                assert!(e.to_string().contains("spawned in the same frame"), "{e}");
-            }
-            other => panic!("expected a frame error, got {other:?}"),
+    match cluster().run_in_one_process() {
+        Err(e @ ClusterError::Frame { .. }) => {
+            assert!(e.to_string().contains("spawned in the same frame"), "{e}");
         }
+        other => panic!("expected a frame error, got {other:?}"),
+    }
+    // Sharded: every shard stops, with the failing shard, its frame and the cause.
+    match cluster().run(timely::Config::process(2)) {
+        Err(e @ ClusterError::Shard { frame: 4, .. }) => {
+            let ClusterError::Shard { cause, .. } = &e else {
+                unreachable!()
+            };
+            assert!(matches!(**cause, ClusterError::Frame { .. }), "{e}");
+            assert!(e.to_string().contains("spawned in the same frame"), "{e}");
+        }
+        other => panic!("expected a shard's frame error, got {other:?}"),
     }
 }
 
@@ -429,7 +435,9 @@ fn a_cluster_resumes_from_its_checkpoints_with_the_same_bits() {
         .run(timely::Config::process(2))
         .unwrap_err();
     assert!(
-        matches!(&err, ClusterError::Io { path, .. } if path.ends_with("shard-0-of-2-frame-20.runsync")),
+        matches!(&err, ClusterError::Shard { frame: 0, cause, .. }
+            if matches!(&**cause, ClusterError::Io { path, .. }
+                if path.ends_with("shard-0-of-2-frame-20.runsync"))),
         "{err}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

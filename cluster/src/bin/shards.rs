@@ -13,6 +13,7 @@
 //! ```
 
 use std::process::ExitCode;
+use std::time::Duration;
 
 use clap::Parser;
 use runsync_cluster::{Cluster, model};
@@ -54,6 +55,14 @@ struct Args {
     /// Skip the per-frame checksum (about 15 ns per entity): time only the sharding.
     #[arg(long, conflicts_with_all = ["check", "checksums"])]
     no_checksums: bool,
+    /// With `--processes`: how long a process waits for the others to start, connect and
+    /// agree, in seconds (then an error names the address that never answered).
+    #[arg(long, value_name = "SECS", default_value_t = 30.0)]
+    connect_timeout: f64,
+    /// How long a shard waits for the others in one exchange round, in seconds (then an
+    /// error names the shards not heard from; a process that dies is noticed at once).
+    #[arg(long, value_name = "SECS", default_value_t = 10.0)]
+    peer_timeout: f64,
 }
 
 fn main() -> ExitCode {
@@ -70,6 +79,21 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let seconds = |x: f64, what: &str| {
+        (x.is_finite() && x > 0.0 && x < 1e9)
+            .then(|| Duration::from_secs_f64(x))
+            .ok_or_else(|| format!("shards: {what} wants a positive number of seconds, got {x}"))
+    };
+    let (connect_timeout, peer_timeout) = match (
+        seconds(args.connect_timeout, "--connect-timeout"),
+        seconds(args.peer_timeout, "--peer-timeout"),
+    ) {
+        (Ok(c), Ok(p)) => (c, p),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let entities = args.entities;
     let range = args.range.unwrap_or(2.0 * model::RANGE);
     let result = match &args.tiles {
@@ -80,6 +104,8 @@ fn main() -> ExitCode {
         )
         .frames(args.frames)
         .checksums(!args.no_checksums)
+        .connect_timeout(connect_timeout)
+        .peer_timeout(peer_timeout)
         .run(config),
         Some(tiles) => {
             let Some((cols, rows)) = tiles
@@ -97,6 +123,8 @@ fn main() -> ExitCode {
             )
             .frames(args.frames)
             .checksums(!args.no_checksums)
+            .connect_timeout(connect_timeout)
+            .peer_timeout(peer_timeout)
             .run(config)
         }
     };
