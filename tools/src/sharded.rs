@@ -51,6 +51,19 @@ pub fn cluster(config: ArenaConfig, shards: usize, frames: u64) -> Cluster<Tiles
     .frames(frames)
     .shard_workers(config.workers.max(1))
     .global(team_totals, TeamTotals::combine)
+    .fingerprint(fingerprint(config))
+}
+
+/// What processes of one sharded arena must agree on beyond the world they build (see
+/// `Cluster::fingerprint`): the agents and the seed the systems play by, and the mirror
+/// range. Not the workers, which change no bits.
+pub fn fingerprint(config: ArenaConfig) -> u64 {
+    let mut h = runsync::Checksummer::new();
+    h.write_bytes(b"arena by local rules");
+    h.write_u64(config.agents as u64);
+    h.write_u64(config.seed);
+    h.write_f32(MIRROR_RANGE);
+    h.finish()
 }
 
 /// Runs the arena on `shards` threads of this process; `checksums`: whether every frame's

@@ -13,7 +13,7 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -146,6 +146,27 @@ struct Args {
     /// (default: 127.0.0.1:7700, 127.0.0.1:7701, ...).
     #[arg(long, value_delimiter = ',', requires = "shards")]
     addresses: Vec<String>,
+    /// With `--processes`: how long a process waits for the others to start, connect and
+    /// agree (the same process and shard counts, frames, seed, `--check`), in seconds;
+    /// past it, it stops with an error naming the address that never answered.
+    #[arg(long, value_name = "SECS", default_value_t = 30.0, requires = "shards",
+          value_parser = seconds)]
+    connect_timeout: f64,
+    /// With `--shards`: how long a shard waits for the others in one exchange round, in
+    /// seconds; past it, the run stops with an error naming the shards (and processes) not
+    /// heard from. A process that dies is noticed at once.
+    #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "shards",
+          value_parser = seconds)]
+    peer_timeout: f64,
+}
+
+/// `--connect-timeout`, `--peer-timeout`: a positive, finite number of seconds.
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 && x < 1e9 => Ok(x),
+        Ok(x) => Err(format!("want a positive number of seconds, got {x}")),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// Snapshots of the last frames and the cost of rolling back over them.
@@ -706,7 +727,11 @@ fn sharded(args: &Args, shards: usize) -> ExitCode {
         );
     }
     // Checksums (some 100 ns per entity) only to compare.
-    let run = runsync_tools::sharded::run_on(config, total, timely, args.frames, args.check);
+    let run = runsync_tools::sharded::cluster(config, total, args.frames)
+        .checksums(args.check)
+        .connect_timeout(Duration::from_secs_f64(args.connect_timeout))
+        .peer_timeout(Duration::from_secs_f64(args.peer_timeout))
+        .run(timely);
     let report = match run {
         Ok(Some(r)) => r,
         Ok(None) => return ExitCode::SUCCESS, // process 0 reports
