@@ -194,6 +194,7 @@ impl Proc {
     }
 
     /// Sends a signal by `kill`.
+    #[cfg(unix)]
     fn signal(&self, signal: &str) {
         let ok = Command::new("kill")
             .args([signal, &self.child.id().to_string()])
@@ -236,6 +237,7 @@ fn a_panicking_shard_in_process_1_ends_both_processes_naming_shard_and_frame() {
 }
 
 #[test]
+#[cfg(unix)]
 fn a_killed_peer_ends_the_survivor_with_an_error_within_the_bound() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let addresses = two_addresses();
@@ -261,6 +263,7 @@ fn a_killed_peer_ends_the_survivor_with_an_error_within_the_bound() {
 }
 
 #[test]
+#[cfg(unix)]
 fn a_stopped_peer_is_named_after_the_peer_timeout() {
     let deadline = Instant::now() + Duration::from_secs(60);
     let addresses = two_addresses();
