@@ -126,7 +126,7 @@ fn two_arena_processes_on_loopback_give_one_process_bits() {
         text.contains("check: every frame's checksum equals one process's (90 frames)"),
         "{text}"
     );
-    // Process 1 leaves the report to process 0 (timely may print its connection retries).
+    // Process 1 leaves the report to process 0.
     let other = String::from_utf8_lossy(&outputs[1].stdout);
     assert!(
         !other.contains("check:") && !other.contains("median:"),
