@@ -46,6 +46,12 @@ impl Clock {
         return self.epoch.elapsed().as_nanos() as Tick;
     }
 
+    /// `ticks` of this clock as a duration.
+    #[inline]
+    pub(crate) fn ticks(&self, ticks: Tick) -> Duration {
+        self.between(0, ticks)
+    }
+
     /// The time from `start` to `end`; zero if `end` is not later.
     #[inline]
     pub(crate) fn between(&self, start: Tick, end: Tick) -> Duration {

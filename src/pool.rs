@@ -36,9 +36,12 @@ use std::cell::Cell;
 use std::mem::MaybeUninit;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, Instant};
 
 use crossbeam::utils::CachePadded;
+
+use crate::clock::Clock;
 
 use crate::primitive::{
     AtomicBool, AtomicUsize, Backoff, Condvar, Mutex, Ordering, Queue, fence, thread,
@@ -86,6 +89,11 @@ struct Batch<'f> {
     /// Where each job's profiling zone goes: the chunks of a batch started inside a
     /// system or merge are named after it (nothing without `tracy`).
     zone: crate::profile::ChunkSite,
+    /// The jobs' work added up, and the largest job's span, in clock ticks (see [`Cost`]).
+    /// Plain `std` atomics even under loom: figures, not part of the protocol; the owner
+    /// reads them after `refs` (Release/Acquire) says every job is done.
+    work: std::sync::atomic::AtomicU64,
+    span: std::sync::atomic::AtomicU64,
 }
 
 impl Batch<'_> {
@@ -115,7 +123,11 @@ impl Batch<'_> {
             }
             for i in first..(first + want).min(self.count) {
                 let zone = crate::profile::chunk(self.zone);
-                if let Err(payload) = catch_unwind(AssertUnwindSafe(|| (self.run)(i))) {
+                let (result, cost) =
+                    Cost::measure_as(|| catch_unwind(AssertUnwindSafe(|| (self.run)(i))), false);
+                self.work.fetch_add(cost.work, Relaxed);
+                self.span.fetch_max(cost.span, Relaxed);
+                if let Err(payload) = result {
                     let mut slot = self.panic.lock();
                     if slot.as_ref().is_none_or(|p| i < p.index) {
                         *slot = Some(Panicked { index: i, payload });
@@ -228,6 +240,7 @@ impl Pool {
         count: usize,
         f: &(dyn Fn(usize) + Sync),
     ) -> Result<(), Panicked> {
+        let start = Clock::get().now();
         let batch = Batch {
             run: f,
             count,
@@ -236,6 +249,8 @@ impl Pool {
             refs: CachePadded::new(AtomicUsize::new(0)),
             panic: Mutex::new(None),
             zone: crate::profile::chunk_site(),
+            work: std::sync::atomic::AtomicU64::new(0),
+            span: std::sync::atomic::AtomicU64::new(0),
         };
         let tickets = count.saturating_sub(1).min(self.handles.len());
         if tickets > 0 {
@@ -264,6 +279,17 @@ impl Pool {
         } else {
             batch.work(false);
         }
+        // The whole batch is parallel work of whatever job (or `Cost::measure`) runs this
+        // call: its wall time here is not that job's own, its jobs' work and longest span
+        // are.
+        let wall = Clock::get().now().saturating_sub(start);
+        NESTED.with(|n| {
+            let mut v = n.get();
+            v.wall += wall;
+            v.work += batch.work.load(Relaxed);
+            v.span += batch.span.load(Relaxed);
+            n.set(v);
+        });
         match batch.panic.into_inner() {
             Some(p) => Err(p),
             None => Ok(()),
@@ -361,6 +387,101 @@ thread_local! {
     /// Time this thread spent running other batches' jobs while it waited for its own
     /// (see [`Pool::helped`]).
     static HELPED: Cell<Duration> = const { Cell::new(Duration::ZERO) };
+    /// What the batches started by the code being measured on this thread added up (see
+    /// [`Cost::measure`]).
+    static NESTED: Cell<Nested> = const { Cell::new(Nested::ZERO) };
+}
+
+/// The work and the span of a piece of computation, in clock ticks (`clock.rs`;
+/// [`Cost::work_time`] and [`Cost::span_time`] convert): its *work* is the time all its
+/// pieces took, added up, whichever threads ran them; its *span* the longest chain of
+/// pieces that must run one after the other however many threads there are — its own
+/// time outside the pool's batches (serial), plus, for each batch it ran, its longest job
+/// (the jobs of a batch are independent). With `p` threads it cannot finish faster than
+/// `max(work / p, span)`: `work / span` bounds its speed-up on any number of threads.
+///
+/// Every job of every batch is measured (two clock reads), so the figures nest: a system
+/// is a job of Run's batch, its `par_for_each` chunks jobs of its own batch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cost {
+    pub(crate) work: u64,
+    pub(crate) span: u64,
+}
+
+/// What the batches a measured piece ran added up, as they finished: their wall time on
+/// this thread (its waits), their jobs' work and their longest jobs' spans.
+#[derive(Clone, Copy)]
+struct Nested {
+    wall: u64,
+    work: u64,
+    span: u64,
+}
+
+impl Nested {
+    const ZERO: Nested = Nested {
+        wall: 0,
+        work: 0,
+        span: 0,
+    };
+}
+
+impl Cost {
+    /// Runs `f` on this thread and measures its cost: its time outside the batches it runs
+    /// through the pool counts as serial (work and span alike); each batch adds its jobs'
+    /// work and its longest job's span. An observer: whatever measures the code around
+    /// this call sees `f`'s batches too.
+    pub(crate) fn measure<R>(f: impl FnOnce() -> R) -> (R, Cost) {
+        Self::measure_as(f, true)
+    }
+
+    /// [`measure`](Self::measure), `transparent` or not: a job of a batch is measured on
+    /// its own (its batches are its cost, which its batch adds up), not seen by the code
+    /// its thread was running when it picked the job up.
+    fn measure_as<R>(f: impl FnOnce() -> R, transparent: bool) -> (R, Cost) {
+        /// Puts the enclosing measurement's figures back (plus `f`'s, if transparent),
+        /// also on unwinding.
+        struct Restore(Nested, bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                let (outer, transparent) = (self.0, self.1);
+                NESTED.with(|n| {
+                    let inner = n.get();
+                    n.set(if transparent {
+                        Nested {
+                            wall: outer.wall + inner.wall,
+                            work: outer.work + inner.work,
+                            span: outer.span + inner.span,
+                        }
+                    } else {
+                        outer
+                    });
+                });
+            }
+        }
+        let clock = Clock::get();
+        let restore = Restore(NESTED.with(|n| n.replace(Nested::ZERO)), transparent);
+        let start = clock.now();
+        let r = f();
+        let wall = clock.now().saturating_sub(start);
+        let nested = NESTED.with(Cell::get);
+        drop(restore);
+        let serial = wall.saturating_sub(nested.wall);
+        let cost = Cost {
+            work: serial + nested.work,
+            span: serial + nested.span,
+        };
+        (r, cost)
+    }
+
+    /// The work as a duration.
+    pub(crate) fn work_time(self) -> Duration {
+        Clock::get().ticks(self.work)
+    }
+
+    /// The span as a duration.
+    pub(crate) fn span_time(self) -> Duration {
+        Clock::get().ticks(self.span)
+    }
 }
 
 impl Pool {
@@ -483,6 +604,75 @@ mod tests {
 
     /// Enough jobs for claims of many at once.
     const MANY: usize = if cfg!(miri) { 2_000 } else { 10_000 };
+
+    /// Work and span add up the way the docs of `Cost` say, at 1 and 3 threads: 20 ms
+    /// serial, then a batch of four 10 ms jobs (one of which runs a batch of three 5 ms
+    /// jobs of its own), then 5 ms serial. Work: 25 + 40 + 15 = 80 ms whatever the
+    /// threads; span: 25 + the longest job (10 + 5 = 15) = 40 ms.
+    #[test]
+    #[cfg_attr(miri, ignore = "timing: sleeps")]
+    fn work_and_span_add_up_over_nested_batches() {
+        let ms = |n| Duration::from_millis(n);
+        for threads in [1, 3] {
+            let pool = Pool::new(threads);
+            let ((), cost) = Cost::measure(|| {
+                std::thread::sleep(ms(20));
+                pool.for_each_index(4, &|i| {
+                    std::thread::sleep(ms(10));
+                    if i == 2 {
+                        pool.for_each_index(3, &|_| std::thread::sleep(ms(5)))
+                            .ok()
+                            .unwrap();
+                    }
+                })
+                .ok()
+                .unwrap();
+                std::thread::sleep(ms(5));
+            });
+            let (work, span) = (cost.work_time(), cost.span_time());
+            // Sleeps last at least as asked, and a loaded machine may stretch them.
+            assert!(
+                work >= ms(80) && work < ms(160),
+                "{threads} threads: work {work:?}"
+            );
+            assert!(
+                span >= ms(40) && span < ms(80),
+                "{threads} threads: span {span:?}"
+            );
+            assert!(span < work, "{threads} threads");
+        }
+    }
+
+    /// `measure` is an observer: an outer measurement still sees the batches an inner one
+    /// measured (the Run phase measures each system inside the frame's measurement).
+    #[test]
+    #[cfg_attr(miri, ignore = "timing: sleeps")]
+    fn an_inner_measurement_hides_nothing_from_an_outer_one() {
+        let pool = Pool::new(2);
+        let ms = |n| Duration::from_millis(n);
+        let ((_, inner), outer) = Cost::measure(|| {
+            Cost::measure(|| {
+                pool.for_each_index(2, &|_| std::thread::sleep(ms(10)))
+                    .ok()
+                    .unwrap();
+            })
+        });
+        assert!(
+            inner.span_time() < ms(18),
+            "inner span {:?}",
+            inner.span_time()
+        );
+        assert!(
+            outer.span_time() < ms(18),
+            "outer span {:?}",
+            outer.span_time()
+        );
+        assert!(
+            outer.work_time() >= ms(20),
+            "outer work {:?}",
+            outer.work_time()
+        );
+    }
 
     #[test]
     fn runs_every_job_once() {

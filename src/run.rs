@@ -5,7 +5,7 @@ use std::cell::Cell;
 use crate::clock::{Clock, Tick};
 
 use crate::output::Output;
-use crate::pool::{Panicked, Pool};
+use crate::pool::{Cost, Panicked, Pool};
 use crate::system::SystemSlot;
 use crate::world::World;
 
@@ -43,9 +43,12 @@ pub(crate) fn run(
             .filter(|&t| t >= run)
             .unwrap_or_else(|| clock.now());
         let mut out = Output::new(world, pool, &mut slot.out, Some(base + s));
-        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            slot.system.run(world, &mut out)
-        }));
+        let (result, cost) = Cost::measure(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                slot.system.run(world, &mut out)
+            }))
+        });
+        slot.cost = cost;
         // Output slots a loop left pending become runs (counted, then seen by Sync).
         slot.writes = slot.out.seal();
         let helped = Pool::helped().saturating_sub(helped_before);

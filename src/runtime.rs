@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use crate::entity::Entity;
 use crate::fixed_step::{Advance, FixedStep};
 use crate::output::SystemOutputs;
-use crate::pool::Pool;
+use crate::pool::{Cost, Pool};
 use crate::provenance::{Provenance, Watches};
 use crate::replay::{Divergence, Recorder, Replay, ReplayError, ReplayFrame, ReplayReport};
 use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
@@ -407,6 +407,8 @@ impl Runtime {
             stage,
             ran: false,
             time: Duration::ZERO,
+            work: Duration::ZERO,
+            span: Duration::ZERO,
             writes: 0,
             commands: 0,
         });
@@ -424,6 +426,7 @@ impl Runtime {
                 ran: false,
                 time: Duration::ZERO,
                 writes: 0,
+                cost: Cost::default(),
                 out: SystemOutputs::default(),
                 zone: Default::default(),
             },
@@ -763,6 +766,8 @@ impl Runtime {
         let stats = &mut self.stats;
         stats.run = Duration::ZERO;
         stats.sync = Duration::ZERO;
+        stats.work = Duration::ZERO;
+        stats.span = Duration::ZERO;
         stats.merged = 0;
         stats.dropped = 0;
         stats.spawned = 0;
@@ -787,6 +792,7 @@ impl Runtime {
                     slot.ran = false;
                     let st = &mut self.stats.systems[slot.id.index()];
                     (st.ran, st.time, st.writes, st.commands) = (false, Duration::ZERO, 0, 0);
+                    (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
                 }
                 self.stats.stages[k].reset();
                 start = end;
@@ -839,19 +845,23 @@ impl Runtime {
         let base = places.start;
         let systems = &mut self.systems[places];
         let run_start = Instant::now();
-        let run = {
+        let (run, run_cost) = Cost::measure(|| {
             let _zone = crate::profile::zone!("Run");
             crate::run::run(&self.world, systems, base, &self.pool)
-        };
+        });
         let run_time = run_start.elapsed();
         for slot in systems.iter() {
             let st = &mut self.stats.systems[slot.id.index()];
             st.ran = slot.ran;
+            let cost = if slot.ran { slot.cost } else { Cost::default() };
             st.time = if slot.ran { slot.time } else { Duration::ZERO };
+            (st.work, st.span) = (cost.work_time(), cost.span_time());
             st.writes = if slot.ran { slot.writes } else { 0 };
             st.commands = slot.out.commands.len();
         }
         self.stats.run += run_time;
+        self.stats.work += run_cost.work_time();
+        self.stats.span += run_cost.span_time();
         let figures = &mut self.stats.stages[stage.index()];
         figures.reset();
         figures.ran = true;
@@ -872,7 +882,7 @@ impl Runtime {
 
         let sync_start = Instant::now();
         let at = StageSync { stage, base, first };
-        let report = {
+        let (report, sync_cost) = Cost::measure(|| {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
                 &mut self.world,
@@ -882,9 +892,11 @@ impl Runtime {
                 &mut self.sync_scratch,
                 &mut self.watches,
             )
-        };
+        });
         let sync_time = sync_start.elapsed();
         let stats = &mut self.stats;
+        stats.work += sync_cost.work_time();
+        stats.span += sync_cost.span_time();
         let dropped = report.dropped + report.commands.dropped;
         let figures = &mut stats.stages[stage.index()];
         figures.sync = sync_time;
@@ -934,6 +946,7 @@ impl Runtime {
             let st = &mut self.stats.systems[slot.id.index()];
             st.ran = false;
             st.time = Duration::ZERO;
+            (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
             st.writes = 0;
             st.commands = 0;
         }
@@ -1631,6 +1644,9 @@ impl Runtime {
             stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
         );
         crate::profile::plot!("runsync merged", stats.merged as f64);
+        crate::profile::plot!("runsync work ms", stats.work.as_secs_f64() * 1e3);
+        crate::profile::plot!("runsync span ms", stats.span.as_secs_f64() * 1e3);
+        crate::profile::plot!("runsync speed-up bound", stats.speedup_bound(usize::MAX));
         crate::profile::plot!("runsync dropped", stats.dropped as f64);
         // `memory()` walks every column and buffer: with `tracy` only, once per frame.
         #[cfg(feature = "tracy")]

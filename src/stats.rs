@@ -24,6 +24,14 @@ pub struct SystemStats {
     pub ran: bool,
     /// Wall time of its `run` (zero if it did not run).
     pub time: Duration,
+    /// Its work: the time of every piece of its `run` added up — its own thread's, and
+    /// every chunk of its parallel loops (`par_for_each`, ...) wherever it ran. Zero if it
+    /// did not run. See [`FrameStats::work`].
+    pub work: Duration,
+    /// Its span: the longest chain of its pieces that more workers cannot shorten — its
+    /// serial time plus, for each parallel loop, its longest chunk. `work / span` bounds
+    /// how much faster more workers can make it. Zero if it did not run.
+    pub span: Duration,
     /// Component writes it emitted.
     pub writes: usize,
     /// Structural commands it emitted.
@@ -43,6 +51,15 @@ pub struct FrameStats {
     pub run: Duration,
     /// Wall time of the Sync phase: of every stage's Sync, added up.
     pub sync: Duration,
+    /// The frame's work: every piece of every stage's Run and Sync (each system's own
+    /// time, each chunk of its parallel loops, each Sync step and fold job), added up —
+    /// the time one worker would need, roughly.
+    pub work: Duration,
+    /// The frame's span: the longest chain of pieces that more workers cannot shorten.
+    /// Per stage, the longest system's span (systems run at once; see
+    /// [`SystemStats::span`]), then Sync's serial steps plus its longest fold job; stages
+    /// add up. See [`speedup_bound`](Self::speedup_bound).
+    pub span: Duration,
     /// Each system, in registration order (index them by [`SystemId::index`]).
     pub systems: Vec<SystemStats>,
     /// Each stage, in frame order (index them by [`StageId::index`]). Its figures add up
@@ -72,6 +89,21 @@ pub struct FrameStats {
     pub first_cycle: Option<HierarchyError>,
     /// Live entities after the frame.
     pub entities: usize,
+}
+
+impl FrameStats {
+    /// How much faster than one worker this frame could run on `workers` workers, at
+    /// best: `min(workers, work / span)` — `workers` can share the work, but nothing runs
+    /// the span faster. A figure a 2-core machine can measure for 64 cores. (Greedy
+    /// scheduling reaches at least `work / (work / workers + span)`.) 1 for a frame with
+    /// no measured work.
+    pub fn speedup_bound(&self, workers: usize) -> f64 {
+        let (work, span) = (self.work.as_secs_f64(), self.span.as_secs_f64());
+        if work <= 0.0 || span <= 0.0 {
+            return 1.0;
+        }
+        (work / span).min(workers.max(1) as f64)
+    }
 }
 
 /// Per-stage figures of the last frame: a frame runs its stages one after the other, each

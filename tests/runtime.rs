@@ -742,3 +742,45 @@ fn the_placeholder_is_never_alive() {
         assert!(!rt.world().is_alive(Entity::PLACEHOLDER));
     }
 }
+
+/// Work and span (issue 34): two systems of 10 ms each beside each other, and one whose
+/// parallel loop has chunks of 4 ms. The frame's work adds every piece up; its span is the
+/// longest system's chain (10 ms: the two run at once), so the frame could speed up about
+/// twofold on any number of workers, and never more than the workers.
+#[test]
+fn frame_stats_give_work_span_and_the_speedup_they_bound() {
+    let sleep = |ms| std::thread::sleep(std::time::Duration::from_millis(ms));
+    let mut w = world();
+    for i in 0..40 {
+        w.spawn((Pos(i as f32),));
+    }
+    let mut rt = Runtime::builder().workers(2).build(w);
+    let a = rt.add_system(move |_: &World, _: &mut Output| sleep(10));
+    rt.add_system(move |_: &World, _: &mut Output| sleep(10));
+    let par = rt.add_system(move |_: &World, out: &mut Output| {
+        // 40 rows on 2 workers: chunks of 64 rows at least, so one chunk, on this thread.
+        out.par_for_each::<(&Pos,)>(|e, _, _| {
+            if e.index() == 0 {
+                sleep(4)
+            }
+        });
+    });
+    rt.frame();
+    let st = rt.stats();
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    assert!(ms(st.work) >= 24.0, "work {:?}", st.work);
+    assert!(
+        ms(st.span) >= 10.0 && st.span < st.work,
+        "span {:?}",
+        st.span
+    );
+    let sys = &st.systems[a.index()];
+    assert!(
+        ms(sys.work) >= 10.0 && sys.span == sys.work,
+        "a serial system: {sys:?}"
+    );
+    assert!(ms(st.systems[par.index()].span) >= 4.0);
+    let bound = st.speedup_bound(64);
+    assert!(bound > 1.3 && bound < 2.5, "bound {bound}: {st:?}");
+    assert_eq!(st.speedup_bound(1), 1.0);
+}

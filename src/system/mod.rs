@@ -123,6 +123,8 @@ pub(crate) struct SystemSlot {
     pub(crate) time: Duration,
     /// Writes it emitted this frame (counted on its worker, after it ran).
     pub(crate) writes: usize,
+    /// Its work and span this frame (see `pool::Cost`).
+    pub(crate) cost: crate::pool::Cost,
     pub(crate) out: SystemOutputs,
     /// The system's profiling zone location, made once (nothing without `tracy`).
     pub(crate) zone: crate::profile::ZoneSite,

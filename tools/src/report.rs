@@ -13,6 +13,12 @@ pub struct SystemFrame {
     pub name: String,
     /// Wall time of its `run`, in microseconds.
     pub time_us: f64,
+    /// Its work (`SystemStats::work`: every piece, its parallel chunks included, added
+    /// up), in microseconds.
+    pub work_us: f64,
+    /// Its span (`SystemStats::span`: its serial time plus its longest chunks), in
+    /// microseconds.
+    pub span_us: f64,
     /// Component writes it emitted.
     pub writes: usize,
     /// Structural commands it emitted.
@@ -30,6 +36,12 @@ pub struct FrameRecord {
     pub run_us: f64,
     /// Sync phase, in microseconds.
     pub sync_us: f64,
+    /// The frame's work (`FrameStats::work`: every piece of Run and Sync added up), in
+    /// microseconds.
+    pub work_us: f64,
+    /// The frame's span (`FrameStats::span`: the longest chain more workers cannot
+    /// shorten), in microseconds.
+    pub span_us: f64,
     /// Live entities after the frame.
     pub entities: usize,
     /// Writes folded in by merges.
@@ -56,6 +68,8 @@ impl FrameRecord {
             frame_us: us(wall),
             run_us: us(stats.run),
             sync_us: us(stats.sync),
+            work_us: us(stats.work),
+            span_us: us(stats.span),
             entities: stats.entities,
             merged: stats.merged,
             dropped: stats.dropped,
@@ -67,6 +81,8 @@ impl FrameRecord {
                 .map(|s| SystemFrame {
                     name: s.name.to_string(),
                     time_us: us(s.time),
+                    work_us: us(s.work),
+                    span_us: us(s.span),
                     writes: s.writes,
                     commands: s.commands,
                 })
@@ -116,10 +132,51 @@ pub struct SystemSummary {
     pub name: String,
     /// Mean wall time per frame, in milliseconds.
     pub mean_ms: f64,
+    /// Mean work per frame, in milliseconds.
+    pub work_ms: f64,
+    /// Mean span per frame, in milliseconds.
+    pub span_ms: f64,
     /// Mean component writes per frame.
     pub writes_per_frame: f64,
     /// Mean structural commands per frame.
     pub commands_per_frame: f64,
+}
+
+/// Work and span over a run: what one worker would need per frame, and the part of it
+/// no number of workers can shorten.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct Scaling {
+    /// Mean work per frame, in milliseconds.
+    pub work_ms: f64,
+    /// Mean span per frame, in milliseconds.
+    pub span_ms: f64,
+    /// The span as a percentage of the work.
+    pub span_percent: f64,
+    /// `(workers, bound)`: the most a frame of mean work and span can speed up on that
+    /// many workers against one, `min(workers, work / span)`.
+    pub speedup_bound: Vec<(usize, f64)>,
+}
+
+impl Scaling {
+    /// The workers [`Scaling::speedup_bound`] is given for.
+    pub const WORKERS: [usize; 3] = [4, 16, 64];
+
+    /// Of frames with these works and spans (microseconds).
+    pub fn of(frames: &[FrameRecord]) -> Scaling {
+        let n = frames.len().max(1) as f64;
+        let work = frames.iter().map(|f| f.work_us).sum::<f64>() / n / 1e3;
+        let span = frames.iter().map(|f| f.span_us).sum::<f64>() / n / 1e3;
+        let ratio = if span > 0.0 { work / span } else { 1.0 };
+        Scaling {
+            work_ms: work,
+            span_ms: span,
+            span_percent: if work > 0.0 { 100.0 * span / work } else { 0.0 },
+            speedup_bound: Self::WORKERS
+                .iter()
+                .map(|&p| (p, ratio.min(p as f64)))
+                .collect(),
+        }
+    }
 }
 
 /// The whole run.
@@ -141,6 +198,8 @@ pub struct Summary {
     pub sync: Percentiles,
     /// Per system, in registration order.
     pub systems: Vec<SystemSummary>,
+    /// Work and span of the mean frame, and the speed-up they allow.
+    pub scaling: Scaling,
     /// Live entities at the end.
     pub entities_alive: usize,
     /// Agents (entities with health) alive at the end.
@@ -179,6 +238,8 @@ impl Summary {
                     SystemSummary {
                         name: first.systems[i].name.clone(),
                         mean_ms: sum(&|s| s.time_us) / 1e3,
+                        work_ms: sum(&|s| s.work_us) / 1e3,
+                        span_ms: sum(&|s| s.span_us) / 1e3,
                         writes_per_frame: sum(&|s| s.writes as f64),
                         commands_per_frame: sum(&|s| s.commands as f64),
                     }
@@ -198,6 +259,7 @@ impl Summary {
             run: Percentiles::of_us(frames.iter().map(|f| f.run_us)),
             sync: Percentiles::of_us(frames.iter().map(|f| f.sync_us)),
             systems,
+            scaling: Scaling::of(frames),
             entities_alive: frames.last().map_or(0, |f| f.entities),
             agents_alive,
             turrets_alive,
@@ -244,16 +306,37 @@ impl Summary {
             );
         }
         let _ = writeln!(s);
+        let sc = &self.scaling;
         let _ = writeln!(
             s,
-            "{:<w$} {:>9} {:>14} {:>16}",
-            "system", "mean ms", "writes/frame", "commands/frame"
+            "work, span {:>w2$.3} ms, {:.3} ms a frame (span {:.1} % of work)",
+            sc.work_ms,
+            sc.span_ms,
+            sc.span_percent,
+            w2 = w.saturating_sub(1)
+        );
+        let bounds: Vec<String> = sc
+            .speedup_bound
+            .iter()
+            .map(|(p, b)| format!("{b:.1}x on {p}"))
+            .collect();
+        let _ = writeln!(s, "{:<w$} {}", "speed-up bound", bounds.join(", "));
+        let _ = writeln!(s);
+        let _ = writeln!(
+            s,
+            "{:<w$} {:>9} {:>9} {:>9} {:>14} {:>16}",
+            "system", "mean ms", "work ms", "span ms", "writes/frame", "commands/frame"
         );
         for sys in &self.systems {
             let _ = writeln!(
                 s,
-                "{:<w$} {:>9.3} {:>14.0} {:>16.1}",
-                sys.name, sys.mean_ms, sys.writes_per_frame, sys.commands_per_frame
+                "{:<w$} {:>9.3} {:>9.3} {:>9.3} {:>14.0} {:>16.1}",
+                sys.name,
+                sys.mean_ms,
+                sys.work_ms,
+                sys.span_ms,
+                sys.writes_per_frame,
+                sys.commands_per_frame
             );
         }
         let _ = writeln!(s);
@@ -352,6 +435,8 @@ mod tests {
             frame_us: 2000.0,
             run_us: 1500.0,
             sync_us: 400.0,
+            work_us: 2400.0,
+            span_us: 600.0,
             entities: 10,
             merged: 7,
             dropped: 1,
@@ -360,6 +445,8 @@ mod tests {
             systems: vec![SystemFrame {
                 name: "Integrate".into(),
                 time_us: 1000.0,
+                work_us: 1800.0,
+                span_us: 300.0,
                 writes: 7,
                 commands: 0,
             }],
@@ -369,6 +456,13 @@ mod tests {
         let t = s.table();
         assert!(
             t.contains("Integrate") && t.contains("1.0 MiB") && t.contains("Sync"),
+            "{t}"
+        );
+        // Work 2.4 ms, span 0.6 ms: 25 %, a bound of 4x however many workers past 4.
+        assert_eq!(s.scaling.span_percent, 25.0);
+        assert_eq!(s.scaling.speedup_bound, [(4, 4.0), (16, 4.0), (64, 4.0)]);
+        assert!(
+            t.contains("span 25.0 % of work") && t.contains("4.0x on 16"),
             "{t}"
         );
     }
