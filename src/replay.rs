@@ -11,10 +11,15 @@
 //! outputs that produced the replayed value. With a keyframe every frame the values are
 //! those right after the diverging frame; with sparser keyframes, at the next keyframe.
 //!
-//! File layout (little-endian): magic `RSYNPLAY`, version, the input type's name, the
-//! start save, the frame count, per frame the input (present byte, length-prefixed
-//! postcard bytes) and the checksum, then the keyframes (the frame count they follow,
-//! a save each).
+//! File layout (little-endian), in sections each followed by its integrity check (length
+//! and CRC-32C, as in a save: see `src/savefile.rs`): magic `RSYNPLAY`, version, the input
+//! type's name and the start save (a section); the frame count, per frame the input
+//! (present byte, length-prefixed postcard bytes) and the checksum, then the keyframe
+//! count (a section); then each keyframe (the frame count it follows, a save), a section
+//! each. [`Replay::read`] checks every section, so a damaged keyframe is refused when the
+//! file is read ([`LoadError::Corrupt`] naming it), not when a divergence needs it. A
+//! keyframe that is sound but contradicts the checksum recorded for its own frame (a file
+//! written that way) is found when played: [`ReplayError::Contradiction`].
 //!
 //! [`Runtime::record_replay`]: crate::Runtime::record_replay
 //! [`Runtime::finish_replay`]: crate::Runtime::finish_replay
@@ -26,7 +31,7 @@ use std::fmt;
 use crate::checksum::Desync;
 use crate::provenance::Provenance;
 use crate::resource::Resources;
-use crate::savefile::{LoadError, Put, Reader, SaveError, VERSION};
+use crate::savefile::{LoadError, Put, Reader, SaveError, VERSION, seal};
 use crate::stats::FrameError;
 
 /// The first bytes of a replay.
@@ -54,46 +59,59 @@ pub struct Replay {
 
 impl Replay {
     /// Reads a replay written by [`Runtime::finish_replay`](crate::Runtime::finish_replay).
-    /// Only the framing is checked here; the saves inside are checked when played.
+    /// The framing and every section's integrity check (the start, the frames, each
+    /// keyframe) are checked here; what the saves inside hold is checked when played.
+    /// Every count and length is checked against the bytes left before anything is
+    /// allocated by it.
     ///
     /// # Errors
-    /// A [`LoadError`] for a file that is not a replay of this version, or is truncated,
-    /// or whose lengths lie.
+    /// A [`LoadError`] for a file that is not a replay of a version this build reads, or
+    /// is truncated, or whose lengths lie; [`LoadError::Corrupt`] for a section damaged
+    /// after it was written.
     pub fn read(r: &mut impl std::io::Read) -> Result<Replay, LoadError> {
         let bytes = crate::savefile::read_all(r)?;
         let mut r = Reader::new(&bytes);
         r.header(&REPLAY_MAGIC)?;
         let input_type = r.name("the input type")?.to_owned();
         let start = r.bytes("the start save")?.to_vec();
+        r.end_section(|| "the replay's header and start save".into())?;
+        // Each frame is at least a presence byte, an input length and a checksum.
         let n = r.count(17, "the frames")?;
         let mut frames = Vec::with_capacity(n);
+        let mut presence = Vec::with_capacity(n);
         for _ in 0..n {
-            let present = r.u8("a frame's input")?;
-            let bytes = r.bytes("a frame's input")?;
-            let input = match present {
-                0 => None,
-                1 => Some(bytes.to_vec()),
-                p => {
-                    return Err(LoadError::BadData {
-                        what: format!("bad input presence byte {p}"),
-                    });
-                }
-            };
+            presence.push(r.u8("a frame's input")?);
+            let input = Some(r.bytes("a frame's input")?.to_vec());
             frames.push(ReplayFrame {
                 input,
                 checksum: r.u64("a frame's checksum")?,
             });
         }
+        // Each keyframe is at least its frame count and a save's length.
         let k = r.count(16, "the keyframes")?;
+        r.end_section(|| "the frames".into())?;
+        for (f, p) in frames.iter_mut().zip(presence) {
+            match p {
+                0 if f.input.as_ref().is_some_and(Vec::is_empty) => f.input = None,
+                1 => {}
+                p => {
+                    return Err(LoadError::BadData {
+                        what: format!("bad input presence byte {p}"),
+                    });
+                }
+            }
+        }
         let mut keyframes = Vec::with_capacity(k);
-        for _ in 0..k {
+        for i in 0..k {
             let at = r.u64("a keyframe")?;
+            let save = r.bytes("a keyframe")?.to_vec();
+            r.end_section(|| format!("keyframe {} of {k}", i + 1))?;
             if at == 0 || at > n as u64 || keyframes.last().is_some_and(|&(l, _)| l >= at) {
                 return Err(LoadError::BadData {
                     what: format!("keyframe after {at} frames: out of order or past the end"),
                 });
             }
-            keyframes.push((at, r.bytes("a keyframe")?.to_vec()));
+            keyframes.push((at, save));
         }
         r.finish()?;
         Ok(Replay {
@@ -111,6 +129,8 @@ impl Replay {
         out.put_u32(VERSION);
         out.put_bytes(self.input_type.as_bytes());
         out.put_bytes(&self.start);
+        seal(&mut out, 0);
+        let from = out.len();
         out.put_u64(self.frames.len() as u64);
         for f in &self.frames {
             out.put_u8(u8::from(f.input.is_some()));
@@ -118,9 +138,12 @@ impl Replay {
             out.put_u64(f.checksum);
         }
         out.put_u64(self.keyframes.len() as u64);
+        seal(&mut out, from);
         for (at, save) in &self.keyframes {
+            let from = out.len();
             out.put_u64(*at);
             out.put_bytes(save);
+            seal(&mut out, from);
         }
         w.write_all(&out)?;
         Ok(())
@@ -225,8 +248,10 @@ impl fmt::Display for Divergence {
             )?,
             (Some(at), None) => writeln!(
                 f,
-                "the keyframe after {at} frames shows no difference in values (only in \
-                 state a checksum sees through types not compared)"
+                "the keyframe after {at} frames shows no difference, and has the checksum \
+                 recorded for it: the replay was back in step by then (is the checksum \
+                 recorded for frame {} wrong?)",
+                self.frame
             )?,
             (None, _) => writeln!(
                 f,
@@ -262,6 +287,18 @@ pub enum ReplayError {
         /// Why.
         error: FrameError,
     },
+    /// The replay contradicts itself, so the file is corrupt (written wrong, or edited
+    /// with its integrity checks made again): the keyframe saved after frame `frame`
+    /// holds a state whose checksum is not the one recorded for that frame. Found when a
+    /// divergence is compared at that keyframe.
+    Contradiction {
+        /// The frame (from 1, as in [`Divergence::frame`]) whose keyframe it is.
+        frame: u64,
+        /// The checksum recorded for that frame.
+        recorded: u64,
+        /// The checksum of the state its keyframe holds.
+        keyframe: u64,
+    },
 }
 
 impl fmt::Display for ReplayError {
@@ -276,6 +313,16 @@ impl fmt::Display for ReplayError {
             ReplayError::Frame { frame, error } => {
                 write!(f, "runsync: replayed frame {frame} failed: {error}")
             }
+            ReplayError::Contradiction {
+                frame,
+                recorded,
+                keyframe,
+            } => write!(
+                f,
+                "runsync: the replay file is corrupt: it contradicts itself: the checksum \
+                 recorded for frame {frame} is {recorded:016x}, but the keyframe saved after \
+                 that frame holds a state whose checksum is {keyframe:016x}"
+            ),
         }
     }
 }

@@ -1532,6 +1532,18 @@ impl Runtime {
                 recorded_world.load(&mut save.as_slice())?;
                 d.compared_at = Some(start + at);
                 d.difference = recorded_world.first_difference(&self.world);
+                // No difference: the keyframe holds the replayed state (the resources
+                // compared included), so its checksum is a true one, and it must be the
+                // one recorded for its frame.
+                let recorded = replay.frames[*at as usize - 1].checksum;
+                let keyframe = recorded_world.checksum();
+                if d.difference.is_none() && keyframe != recorded {
+                    return Err(ReplayError::Contradiction {
+                        frame: start + at,
+                        recorded,
+                        keyframe,
+                    });
+                }
             }
             if let Some(e) = d.difference.as_ref().and_then(|x| x.entity()) {
                 let (from, save) = replay

@@ -18,14 +18,39 @@
 //! hand, so each column's bytes are delimited and a value that does not decode names its
 //! type and table.
 //!
-//! Versions: 1 had no encoding per type (every column through serde); 2 adds it.
+//!
+//! # Integrity
+//!
+//! The file is a run of *sections* (the header with the magic and version, the component
+//! types, the entity allocator, the tables, each type's columns, the resources, the
+//! messages; a replay's header, frames and each keyframe), each followed by a trailer: its
+//! length in bytes (`u64`) and the [CRC-32C](https://docs.rs/crc32c) of its bytes (`u32`).
+//! A CRC-32C catches every flipped bit and every burst of up to 32 flipped bits, so a file
+//! damaged after it was written (a disk, a copy, an edit) is refused with
+//! [`LoadError::Corrupt`] naming the section, never loaded as another world. The check of a
+//! section comes when its last byte has been read: a damaged field that cannot be read at
+//! all (a length past the end, a value that does not decode) may be reported as that,
+//! first; every check of what the file *means* (the types against this world's, the
+//! entities, the hierarchy) is still made, for a file written on purpose with good sums.
+//! The trailers come after the sections, so a file can be walked from its end, section
+//! by section, without parsing it.
+//!
+//! # Versions
+//!
+//! 1 had no encoding per type (every column through serde); 2 adds it; 4 adds the
+//! integrity check. Version 2 is still read (without a check); 1 is refused. There is no
+//! version 3: it is one flipped bit away from 2 (as 0 and 6 are from 4), so a flipped bit
+//! in the version of a checked file could have made it read as an unchecked one; 4 is two
+//! bits away from 2.
 
 use std::fmt;
 
 /// The first bytes of a world or runtime save.
 pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
-/// The format version this build writes and reads.
-pub(crate) const VERSION: u32 = 2;
+/// The format version this build writes (and reads).
+pub(crate) const VERSION: u32 = 4;
+/// The older version this build still reads: as [`VERSION`], with no integrity check.
+pub(crate) const UNCHECKED_VERSION: u32 = 2;
 
 /// How a component type's values are laid out in a save: written after its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -209,12 +234,23 @@ pub enum LoadError {
         /// What the file starts with (up to 8 bytes).
         found: Vec<u8>,
     },
-    /// A save of another format version.
+    /// A save of a format version this build does not read (it reads the version it
+    /// writes, 4, and version 2).
     Version {
         /// The file's version.
         found: u32,
-        /// The version this build reads.
+        /// The version this build writes.
         supported: u32,
+    },
+    /// A section of the file does not match its integrity check: its CRC-32C, or its
+    /// length, is not the one written after it. The file was damaged after it was
+    /// written (a disk or transfer error, an edit); nothing of it is loaded.
+    Corrupt {
+        /// The section, as the file's layout names it: `the entity allocator`, `the
+        /// columns of `game::Pos``, `keyframe 2 of 5`, ...
+        section: String,
+        /// What does not match: the CRC-32C or the length, written and found.
+        what: String,
     },
     /// The input ended inside `what`.
     Truncated {
@@ -355,14 +391,36 @@ impl fmt::Display for LoadError {
                 f,
                 "not a runsync save (it starts with {found:02x?}, not `RSYNSAVE`/`RSYNPLAY`)"
             ),
+            LoadError::Version { found, supported } if found > supported => write!(
+                f,
+                "format version {found}, written by a newer runsync; this build reads \
+                 versions {UNCHECKED_VERSION} and {supported}: load it with a runsync as new \
+                 as the one that wrote it"
+            ),
+            LoadError::Version {
+                found: 1,
+                supported,
+            } => write!(
+                f,
+                "format version 1, which this build no longer reads (it reads versions \
+                 {UNCHECKED_VERSION} and {supported}): only a runsync from before version \
+                 {UNCHECKED_VERSION} can load it"
+            ),
             LoadError::Version { found, supported } => write!(
                 f,
-                "format version {found}, this build reads version {supported}; load it with \
-                 the runsync that wrote it"
+                "format version {found}, which no runsync writes (this build reads versions \
+                 {UNCHECKED_VERSION} and {supported}): a damaged file?"
             ),
-            LoadError::Truncated { what } => {
-                write!(f, "the file ends early, inside {what} (truncated?)")
-            }
+            LoadError::Corrupt { section, what } => write!(
+                f,
+                "the file is corrupt: {section} fails its integrity check ({what}); it was \
+                 damaged after it was written (a disk or copy error, or an edit), so nothing \
+                 of it is loaded"
+            ),
+            LoadError::Truncated { what } => write!(
+                f,
+                "the file ends early, inside {what} (cut short, or a length in it damaged?)"
+            ),
             LoadError::BadLength {
                 what,
                 length,
@@ -443,7 +501,7 @@ impl fmt::Display for LoadError {
                 write!(
                     f,
                     " do not decode as this build's type of that name: {message} (was it saved \
-                     by a build where the type differs?)"
+                     by a build where the type differs, or is the file damaged?)"
                 )
             }
             LoadError::DuplicateEntity { entity } => {
@@ -501,15 +559,97 @@ impl Put for Vec<u8> {
     }
 }
 
+/// Ends the section written to `out` since `from`: appends its trailer (length and
+/// CRC-32C; see the module docs).
+pub(crate) fn seal(out: &mut Vec<u8>, from: usize) {
+    let crc = crc32c::crc32c(&out[from..]);
+    let len = (out.len() - from) as u64;
+    out.put_u64(len);
+    out.put_u32(crc);
+}
+
+/// Compares a section as read (`len` bytes whose CRC-32C is `crc`) with its trailer.
+fn check_section(
+    len: u64,
+    crc: u32,
+    trailer: (u64, u32),
+    section: impl FnOnce() -> String,
+) -> Result<(), LoadError> {
+    let what = if trailer.0 != len {
+        format!("{len} bytes read, {} written", trailer.0)
+    } else if trailer.1 != crc {
+        format!("CRC-32C {crc:08x}, {:08x} written", trailer.1)
+    } else {
+        return Ok(());
+    };
+    Err(LoadError::Corrupt {
+        section: section(),
+        what,
+    })
+}
+
+/// The first problem found in what a section means (an entity that is not allocated, a
+/// name that is not UTF-8, ...), kept while the section is read on to its end: a damaged
+/// section is then reported as damaged ([`LoadError::Corrupt`], by its check), a sound
+/// one by its first problem. Problems that leave the rest unreadable (a length, an
+/// unknown encoding) cannot wait: they are returned at once.
+#[derive(Default)]
+pub(crate) struct Found(Option<LoadError>);
+
+impl Found {
+    /// Keeps `e` if it is the first problem.
+    pub(crate) fn keep(&mut self, e: LoadError) {
+        self.0.get_or_insert(e);
+    }
+
+    /// The value, or `None` with its error kept.
+    pub(crate) fn ok<T>(&mut self, r: Result<T, LoadError>) -> Option<T> {
+        r.map_err(|e| self.keep(e)).ok()
+    }
+
+    /// The first problem, if any: after the section's check.
+    pub(crate) fn check(self) -> Result<(), LoadError> {
+        self.0.map_or(Ok(()), Err)
+    }
+}
+
 /// Reads fields from a save held in memory; every read is bounds-checked, every count
 /// checked against what is left.
 pub(crate) struct Reader<'a> {
     rest: &'a [u8],
+    /// The current section, from its start (to the end of the input).
+    section: &'a [u8],
+    /// Whether the input's sections carry trailers (a version read by
+    /// [`header`](Self::header) that has them).
+    checked: bool,
 }
 
 impl<'a> Reader<'a> {
     pub(crate) fn new(bytes: &'a [u8]) -> Self {
-        Reader { rest: bytes }
+        Reader {
+            rest: bytes,
+            section: bytes,
+            checked: false,
+        }
+    }
+
+    /// Ends a section: reads its trailer and checks it against the bytes read since the
+    /// last one (or the start). Nothing for an input of a version without trailers.
+    pub(crate) fn end_section(
+        &mut self,
+        section: impl FnOnce() -> String,
+    ) -> Result<(), LoadError> {
+        if !self.checked {
+            return Ok(());
+        }
+        let len = self.section.len() - self.rest.len();
+        let crc = crc32c::crc32c(&self.section[..len]);
+        let trailer = (
+            self.u64("a section's check")?,
+            self.u32("a section's check")?,
+        );
+        self.section = self.rest;
+        check_section(len as u64, crc, trailer, section)
     }
 
     pub(crate) fn take(&mut self, n: usize, what: &'static str) -> Result<&'a [u8], LoadError> {
@@ -572,7 +712,8 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// Checks the magic and the version.
+    /// Checks the magic and the version (which says whether sections end in trailers):
+    /// the start of the first section.
     pub(crate) fn header(&mut self, magic: &[u8; 8]) -> Result<(), LoadError> {
         let found = &self.rest[..self.rest.len().min(8)];
         if found != magic {
@@ -581,7 +722,8 @@ impl<'a> Reader<'a> {
             });
         }
         self.take(8, "the magic")?;
-        check_version(self.u32("the version")?)
+        self.checked = check_version(self.u32("the version")?)?;
+        Ok(())
     }
 
     /// The input must end here.
@@ -601,12 +743,21 @@ const CHUNK: usize = 64 * 1024;
 /// written out a chunk at a time, big slices (plain-data columns) straight through, so a
 /// save never holds a copy of the whole file. The first I/O error is kept (nothing more
 /// is written after it) and returned by [`finish`](Self::finish).
+///
+/// It keeps the CRC-32C and length of the current section as its bytes go out, and
+/// [`end_section`](Self::end_section) writes them (see the module docs).
 pub(crate) struct Sink<'w> {
     w: &'w mut dyn std::io::Write,
     /// Bytes not written yet. A field may be patched here until the next `put_*`, which
     /// may write them out (see [`placeholder`](Self::placeholder)).
     pub(crate) buf: Vec<u8>,
     error: Option<std::io::Error>,
+    /// `buf[..summed]` are in `crc` and `len` (or a trailer); the rest may still be
+    /// patched.
+    summed: usize,
+    /// The current section's CRC-32C and length, so far.
+    crc: u32,
+    len: u64,
 }
 
 impl<'w> Sink<'w> {
@@ -615,17 +766,41 @@ impl<'w> Sink<'w> {
             w,
             buf: Vec::with_capacity(CHUNK),
             error: None,
+            summed: 0,
+            crc: 0,
+            len: 0,
         }
+    }
+
+    /// Adds the gathered bytes not summed yet to the section's CRC and length.
+    fn sum(&mut self) {
+        let new = &self.buf[self.summed..];
+        self.crc = crc32c::crc32c_append(self.crc, new);
+        self.len += new.len() as u64;
+        self.summed = self.buf.len();
     }
 
     /// Writes out the gathered bytes.
     fn flush(&mut self) {
+        self.sum();
         if self.error.is_none() && !self.buf.is_empty() {
             if let Err(e) = self.w.write_all(&self.buf) {
                 self.error = Some(e);
             }
         }
         self.buf.clear();
+        self.summed = 0;
+    }
+
+    /// Ends a section: writes its trailer (its length and CRC-32C) after it. Every
+    /// placeholder in it must have been patched.
+    pub(crate) fn end_section(&mut self) {
+        self.spill();
+        self.sum();
+        self.buf.extend_from_slice(&self.len.to_le_bytes());
+        self.buf.extend_from_slice(&self.crc.to_le_bytes());
+        self.summed = self.buf.len();
+        (self.crc, self.len) = (0, 0);
     }
 
     /// Writes out the gathered bytes if they are a chunk or more.
@@ -652,6 +827,8 @@ impl<'w> Sink<'w> {
             self.buf.extend_from_slice(bytes);
         } else {
             self.flush();
+            self.crc = crc32c::crc32c_append(self.crc, bytes);
+            self.len += bytes.len() as u64;
             if self.error.is_none() {
                 if let Err(e) = self.w.write_all(bytes) {
                     self.error = Some(e);
@@ -660,8 +837,13 @@ impl<'w> Sink<'w> {
         }
     }
 
-    /// Writes out the rest; the first I/O error, if there was one.
+    /// Writes out the rest; the first I/O error, if there was one. The last section
+    /// must have been ended.
     pub(crate) fn finish(mut self) -> Result<(), SaveError> {
+        debug_assert!(
+            self.summed == self.buf.len() && self.len == 0,
+            "bytes after the last section"
+        );
         self.flush();
         match self.error.take() {
             Some(e) => Err(SaveError::Io(e)),
@@ -710,12 +892,24 @@ impl From<LoadError> for ColumnError {
 /// aligned for them). It never allocates by a length the input claims beyond its
 /// [`allowance`](Self::allowance), 16 times the bytes read so far, so a length that lies
 /// ends in [`LoadError::Truncated`], not in a huge allocation.
+///
+/// Once [`header`](Self::header) has read a version with integrity checks, it keeps the
+/// CRC-32C and length of the bytes consumed in the current section, and
+/// [`end_section`](Self::end_section) checks them against the section's trailer. Bytes
+/// are summed a buffer at a time, as it is refilled, not field by field.
 pub(crate) struct Source<'r> {
     r: &'r mut dyn std::io::Read,
     /// Read ahead: `buf[pos..end]` are the next bytes.
     buf: Box<[u8]>,
     pos: usize,
     end: usize,
+    /// `buf[summed..pos]` are consumed but not yet in `crc` and `len`.
+    summed: usize,
+    /// The current section's CRC-32C and length, so far (when `checked`).
+    crc: u32,
+    len: u64,
+    /// Whether the input's sections end in trailers.
+    checked: bool,
     /// A serde column's bytes, reused from column to column.
     scratch: Vec<u8>,
     /// Plain-data values on their way to a column, aligned for them.
@@ -744,6 +938,10 @@ impl<'r> Source<'r> {
             buf: vec![0; chunk].into_boxed_slice(),
             pos: 0,
             end: 0,
+            summed: 0,
+            crc: 0,
+            len: 0,
+            checked: false,
             scratch: Vec::new(),
             aligned: Vec::new(),
             consumed: 0,
@@ -764,6 +962,38 @@ impl<'r> Source<'r> {
         }
     }
 
+    /// Adds the consumed bytes of the buffer not summed yet to the section's CRC and
+    /// length.
+    fn sum(&mut self) {
+        if self.checked {
+            let new = &self.buf[self.summed..self.pos];
+            self.crc = crc32c::crc32c_append(self.crc, new);
+            self.len += new.len() as u64;
+        }
+        self.summed = self.pos;
+    }
+
+    /// Ends a section: reads its trailer and checks it against the bytes consumed since
+    /// the last one (or the start). Nothing for an input of a version without trailers.
+    pub(crate) fn end_section(
+        &mut self,
+        section: impl FnOnce() -> String,
+    ) -> Result<(), LoadError> {
+        if !self.checked {
+            return Ok(());
+        }
+        self.sum();
+        let (crc, len) = (self.crc, self.len);
+        let trailer = (
+            self.u64("a section's check")?,
+            self.u32("a section's check")?,
+        );
+        // The trailer is no section's.
+        self.summed = self.pos;
+        (self.crc, self.len) = (0, 0);
+        check_section(len, crc, trailer, section)
+    }
+
     /// How many bytes may be reserved ahead of reading them: 16 times what was read so
     /// far (a column is a few times its rows' entity ids), at least a few chunks. A file
     /// that lies about a length gets no more than that before it runs out.
@@ -777,6 +1007,10 @@ impl<'r> Source<'r> {
         into[..buffered].copy_from_slice(&self.buf[self.pos..self.pos + buffered]);
         self.pos += buffered;
         let mut done = buffered;
+        if done < into.len() {
+            // The buffer is used up: sum it before reading past it.
+            self.sum();
+        }
         while done < into.len() {
             // Small reads refill the buffer (one `read` for many fields); big ones go
             // straight to their destination.
@@ -789,7 +1023,13 @@ impl<'r> Source<'r> {
             }
             match self.read_some(&mut into[done..])? {
                 0 => return Err(LoadError::Truncated { what }),
-                n => done += n,
+                n => {
+                    if self.checked {
+                        self.crc = crc32c::crc32c_append(self.crc, &into[done..done + n]);
+                        self.len += n as u64;
+                    }
+                    done += n;
+                }
             }
         }
         Ok(())
@@ -801,9 +1041,11 @@ impl<'r> Source<'r> {
         if self.end - self.pos >= n {
             return Ok(());
         }
+        self.sum();
         self.buf.copy_within(self.pos..self.end, 0);
         self.end -= self.pos;
         self.pos = 0;
+        self.summed = 0;
         while self.end < n {
             let mut buf = std::mem::take(&mut self.buf);
             let read = self.read_some(&mut buf[self.end..]);
@@ -913,13 +1155,6 @@ impl<'r> Source<'r> {
         Ok(&self.scratch)
     }
 
-    /// A length-prefixed UTF-8 name.
-    pub(crate) fn name(&mut self, what: &'static str) -> Result<String, LoadError> {
-        String::from_utf8(self.bytes(what)?).map_err(|_| LoadError::BadData {
-            what: format!("{what} is not UTF-8"),
-        })
-    }
-
     /// `n` plain-data values onto `out`, their bytes read straight into it, a chunk of
     /// values at a time.
     pub(crate) fn pod<T: bytemuck::Pod>(
@@ -966,7 +1201,8 @@ impl<'r> Source<'r> {
         Ok(())
     }
 
-    /// Checks the magic and the version.
+    /// Checks the magic and the version (which says whether sections end in trailers):
+    /// the start of the first section.
     pub(crate) fn header(&mut self, magic: &[u8; 8]) -> Result<(), LoadError> {
         let mut found = Vec::with_capacity(8);
         while found.len() < 8 {
@@ -982,7 +1218,13 @@ impl<'r> Source<'r> {
         if found != magic {
             return Err(LoadError::BadMagic { found });
         }
-        check_version(self.u32("the version")?)
+        let version = self.u32("the version")?;
+        self.checked = check_version(version)?;
+        // The magic and the version open the first section.
+        self.summed = self.pos;
+        self.crc = crc32c::crc32c_append(crc32c::crc32c(magic), &version.to_le_bytes());
+        self.len = 12;
+        Ok(())
     }
 
     /// The input must end here: reads it to its end, counting.
@@ -1006,15 +1248,15 @@ impl<'r> Source<'r> {
     }
 }
 
-/// A version this build reads, or the error.
-fn check_version(version: u32) -> Result<(), LoadError> {
-    if version == VERSION {
-        Ok(())
-    } else {
-        Err(LoadError::Version {
-            found: version,
+/// Whether a version this build reads has integrity checks, or the error.
+fn check_version(version: u32) -> Result<bool, LoadError> {
+    match version {
+        VERSION => Ok(true),
+        UNCHECKED_VERSION => Ok(false),
+        found => Err(LoadError::Version {
+            found,
             supported: VERSION,
-        })
+        }),
     }
 }
 

@@ -1,11 +1,17 @@
 //! Replays (issue 17): recorded at 2 workers, replayed at 1 and 8; a deliberately
 //! injected divergence reported at the right frame, entity, component and systems.
+//! Files that lie (issue 33): every flipped bit refused when read (a damaged keyframe
+//! named), counts that lie refused before anything is allocated by them, a recording
+//! that contradicts itself called corrupt; version 2 (no checks) still plays.
+
+mod sections;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use runsync::prelude::*;
-use runsync::{Replay, ReplayError};
+use runsync::{LoadError, Replay, ReplayError};
+use sections::{reseal, sections, version_2};
 use serde::{Deserialize, Serialize};
 
 #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -71,7 +77,9 @@ fn game(workers: usize, cheat: Arc<AtomicBool>) -> Runtime {
     rt
 }
 
-fn record(workers: usize, frames: u64, keyframes: u64) -> (Replay, Vec<u64>) {
+/// A replay file of `frames` frames, a keyframe every `keyframes`, and the checksum
+/// after each frame.
+fn record_file(workers: usize, frames: u64, keyframes: u64) -> (Vec<u8>, Vec<u64>) {
     let mut rt = game(workers, Arc::default());
     rt.frame_with(pad(0)); // recording may start mid-game
     rt.record_replay_keyframes::<Pad>(keyframes).unwrap();
@@ -82,6 +90,11 @@ fn record(workers: usize, frames: u64, keyframes: u64) -> (Replay, Vec<u64>) {
     }
     let mut file = Vec::new();
     rt.finish_replay(&mut file).unwrap();
+    (file, sums)
+}
+
+fn record(workers: usize, frames: u64, keyframes: u64) -> (Replay, Vec<u64>) {
+    let (file, sums) = record_file(workers, frames, keyframes);
     (Replay::read(&mut file.as_slice()).unwrap(), sums)
 }
 
@@ -190,4 +203,193 @@ fn bad_replays_are_errors() {
         other.play_replay::<Pad>(&replay),
         Err(ReplayError::Load(_))
     ));
+}
+
+fn u64_at(file: &[u8], at: usize) -> u64 {
+    u64::from_le_bytes(file[at..at + 8].try_into().unwrap())
+}
+
+/// Where frame `k`'s recorded checksum is in a replay file (the layout of
+/// `src/replay.rs`): the frames section (after the header's), its count, then per frame a
+/// presence byte, the input (a `u64` length and bytes) and the checksum.
+fn checksum_at(file: &[u8], k: usize) -> usize {
+    let mut at = sections(file).unwrap()[1].start + 8;
+    for _ in 0..k {
+        at += 1;
+        at += 8 + u64_at(file, at) as usize + 8;
+    }
+    at += 1;
+    at + 8 + u64_at(file, at) as usize
+}
+
+/// Every flipped bit of a replay file (its start, frames and keyframes) is refused when
+/// it is read — a damaged keyframe too, named, before any divergence needs it.
+#[test]
+fn every_flipped_bit_of_a_replay_is_refused_when_read() {
+    let (file, _) = record_file(1, 4, 2);
+    let sections = sections(&file).unwrap();
+    assert_eq!(sections.len(), 4, "header and start, frames, 2 keyframes");
+    let mut named = std::collections::BTreeSet::new();
+    for bit in 0..file.len() * 8 {
+        let mut f = file.clone();
+        f[bit / 8] ^= 1 << (bit % 8);
+        match Replay::read(&mut f.as_slice()) {
+            Ok(_) => panic!("bit {bit} flipped: the replay was read"),
+            Err(LoadError::Corrupt { section, .. }) => {
+                named.insert(section);
+            }
+            Err(e) => assert!(!e.to_string().is_empty()),
+        }
+    }
+    let want = [
+        "keyframe 1 of 2",
+        "keyframe 2 of 2",
+        "the frames",
+        "the replay's header and start save",
+    ];
+    assert_eq!(named.iter().map(String::as_str).collect::<Vec<_>>(), want);
+
+    // A damaged keyframe, in words.
+    let mut f = file.clone();
+    f[sections[3].start + 40] ^= 4;
+    let e = Replay::read(&mut f.as_slice()).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("keyframe 2 of 2 fails its integrity check"),
+        "{e}"
+    );
+}
+
+/// Counts and lengths in a replay that lie are refused against the bytes that are left,
+/// before anything is allocated by them — as damage, and written on purpose (the checks
+/// made again).
+#[test]
+fn counts_that_lie_in_a_replay_are_refused_before_allocating() {
+    let (file, _) = record_file(1, 4, 2);
+    let s = sections(&file).unwrap();
+    let name = 12;
+    let start = name + 8 + u64_at(&file, name) as usize;
+    let fields = [
+        ("the input type", name),
+        ("the start save", start),
+        ("the frames", s[1].start),
+        ("a frame's input", s[1].start + 9),
+        ("the keyframes", s[1].end - 8),
+        ("a keyframe", s[2].start + 8),
+    ];
+    for (what, at) in fields {
+        for lie in [1u64 << 40, u64::MAX, u64::MAX / 17] {
+            let mut f = file.clone();
+            f[at..at + 8].copy_from_slice(&lie.to_le_bytes());
+            for resealed in [false, true] {
+                if resealed {
+                    // (Only where the trailers still tile the file.)
+                    if sections::sections(&f).is_none() {
+                        continue;
+                    }
+                    reseal(&mut f);
+                }
+                match Replay::read(&mut f.as_slice()) {
+                    Err(LoadError::BadLength {
+                        what: w, length, ..
+                    }) => {
+                        assert_eq!((w, length), (what, lie))
+                    }
+                    other => panic!("{what} = {lie}: {other:?}"),
+                }
+            }
+        }
+    }
+}
+
+/// A recording whose keyframe contradicts the checksum recorded for its own frame (an
+/// edit with its checks made again) is a corrupt file, not a divergence.
+#[test]
+fn a_recording_that_contradicts_itself_is_corrupt() {
+    let (file, _) = record_file(2, 20, 1);
+    let mut f = file.clone();
+    let at = checksum_at(&f, 9); // frame index 9: the tenth after the start, frame 11
+    f[at] ^= 1;
+    assert!(matches!(
+        Replay::read(&mut f.as_slice()),
+        Err(LoadError::Corrupt { section, .. }) if section == "the frames"
+    ));
+    reseal(&mut f);
+    let replay = Replay::read(&mut f.as_slice()).unwrap();
+    match game(1, Arc::default()).play_replay::<Pad>(&replay) {
+        Err(e @ ReplayError::Contradiction { frame: 11, .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains("the replay file is corrupt: it contradicts itself")
+                    && text.contains("recorded for frame 11"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // With a keyframe every 5 frames, the checksum of frame 8 altered: the keyframe
+    // after it agrees with the replay and with its own checksum. No contradiction: the
+    // divergence is reported, and the report says the state was back in step.
+    let (file, _) = record_file(2, 20, 5);
+    let mut f = file.clone();
+    let at = checksum_at(&f, 6);
+    f[at] ^= 1;
+    reseal(&mut f);
+    let replay = Replay::read(&mut f.as_slice()).unwrap();
+    let report = game(1, Arc::default()).play_replay::<Pad>(&replay).unwrap();
+    let d = report.divergence.expect("frame 8's checksum differs");
+    assert_eq!((d.frame, d.compared_at), (8, Some(11)));
+    assert!(d.difference.is_none());
+    let text = d.to_string();
+    assert!(
+        text.contains("the keyframe after 11 frames shows no difference, and has the checksum")
+            && !text.contains("sees through"),
+        "{text}"
+    );
+}
+
+/// The replay file as version 2 wrote it: no trailers, in the file or in its saves.
+fn replay_version_2(file: &[u8]) -> Vec<u8> {
+    let s = sections(file).unwrap();
+    let mut v2 = Vec::new();
+    // The header: magic, version, the input type, the start save.
+    let name = 12 + 8 + u64_at(file, 12) as usize;
+    v2.extend_from_slice(&file[..name]);
+    let start = version_2(&file[name + 8..s[0].end]);
+    v2.extend_from_slice(&(start.len() as u64).to_le_bytes());
+    v2.extend_from_slice(&start);
+    v2.extend_from_slice(&file[s[1].clone()]);
+    for k in &s[2..] {
+        v2.extend_from_slice(&file[k.start..k.start + 8]);
+        let save = version_2(&file[k.start + 16..k.end]);
+        v2.extend_from_slice(&(save.len() as u64).to_le_bytes());
+        v2.extend_from_slice(&save);
+    }
+    v2[8..12].copy_from_slice(&2u32.to_le_bytes());
+    v2
+}
+
+/// Version 2 had no integrity checks: its replays still read and play, divergence
+/// reports (which load keyframes) included.
+#[test]
+fn a_version_2_replay_still_plays() {
+    let (file, _) = record_file(2, 20, 1);
+    let v2 = replay_version_2(&file);
+    let (replay, original) = (
+        Replay::read(&mut v2.as_slice()).unwrap(),
+        Replay::read(&mut file.as_slice()).unwrap(),
+    );
+    assert_eq!(replay.len(), 20);
+    assert!((0..20).all(|i| replay.checksum(i) == original.checksum(i)));
+    assert_eq!(&replay.start_save()[8..12], 2u32.to_le_bytes());
+    let report = game(1, Arc::default()).play_replay::<Pad>(&replay).unwrap();
+    assert!(report.is_identical(), "{:?}", report.divergence);
+    let d = game(1, Arc::new(AtomicBool::new(true)))
+        .play_replay::<Pad>(&replay)
+        .unwrap()
+        .divergence
+        .unwrap();
+    assert_eq!(d.frame, 8);
+    assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
 }

@@ -2,10 +2,16 @@
 //! trips at 1, 2 and 8 workers (the same checksum, and the same next 100 frames) of a
 //! world with serde types and a plain-data one (`Pos`, `save_pod`), and a corpus of bad
 //! files built here, each a typed error naming what is wrong — never a
-//! panic — that leaves the world as it was.
+//! panic — that leaves the world as it was. Integrity (issue 33): every flipped bit of a
+//! save is refused, none loads as another world; edits made on purpose (the checks made
+//! again, [`reseal`]) still meet every check of what the file means; version 2 (no
+//! checks) still loads.
+
+mod sections;
 
 use runsync::prelude::*;
 use runsync::{LoadError, SaveError};
+use sections::{TRAILER, reseal, sections, version_2};
 use serde::{Deserialize, Serialize};
 
 /// Plain data (`save_pod`): saved as its bytes. (`Serialize` only for the test of a world
@@ -250,13 +256,25 @@ fn bad_headers_and_trailing_bytes() {
     let mut f = file.clone();
     f[0] = b'X';
     assert!(matches!(try_load(&f), Err(LoadError::BadMagic { .. })));
-    for v in [1u32, 3] {
+    for (v, says) in [
+        (0u32, "which no runsync writes"),
+        (1, "only a runsync from before version 2 can load it"),
+        (3, "which no runsync writes"),
+        (5, "written by a newer runsync"),
+    ] {
         let mut f = file.clone();
         f[8..12].copy_from_slice(&v.to_le_bytes());
-        assert!(matches!(
-            try_load(&f),
-            Err(LoadError::Version { found, supported: 2 }) if found == v
-        ));
+        match try_load(&f) {
+            Err(
+                e @ LoadError::Version {
+                    found,
+                    supported: 4,
+                },
+            ) if found == v => {
+                assert!(e.to_string().contains(says), "{e}")
+            }
+            other => panic!("version {v}: {other:?}"),
+        }
     }
     let mut f = file.clone();
     f[12] = 9;
@@ -272,27 +290,35 @@ fn bad_headers_and_trailing_bytes() {
 #[test]
 fn lengths_that_lie_are_errors_not_allocations() {
     let (file, _) = small();
-    // The type count, just after the header (8 + 4) and the kind byte.
-    assert_eq!(u64_at(&file, 13), 4);
+    // The type count, just after the header (8 + 4), the kind byte and its trailer.
+    let at = 13 + TRAILER;
+    assert_eq!(u64_at(&file, at), 4);
     for lie in [5, 1 << 40, u64::MAX] {
         let mut f = file.clone();
-        f[13..21].copy_from_slice(&lie.to_le_bytes());
-        let e = try_load(&f).unwrap_err();
-        assert!(
-            matches!(
-                e,
-                LoadError::BadLength { .. }
-                    | LoadError::Truncated { .. }
-                    | LoadError::BadData { .. }
-                    | LoadError::UnknownType { .. }
-            ),
-            "{lie}: {e}"
-        );
+        f[at..at + 8].copy_from_slice(&lie.to_le_bytes());
+        // As damage, or written on purpose with its checks made again.
+        for resealed in [false, true] {
+            if resealed {
+                reseal(&mut f);
+            }
+            let e = try_load(&f).unwrap_err();
+            assert!(
+                matches!(
+                    e,
+                    LoadError::BadLength { .. }
+                        | LoadError::Truncated { .. }
+                        | LoadError::BadData { .. }
+                        | LoadError::UnknownType { .. }
+                        | LoadError::Corrupt { .. }
+                ),
+                "{lie}: {e}"
+            );
+        }
     }
     // A save is read as a stream: a count that lies is read until the input runs out
     // (nothing is allocated by it), then is an error.
     let mut f = file.clone();
-    f[13..21].copy_from_slice(&u64::MAX.to_le_bytes());
+    f[at..at + 8].copy_from_slice(&u64::MAX.to_le_bytes());
     assert!(matches!(try_load(&f), Err(LoadError::Truncated { .. })));
 }
 
@@ -359,18 +385,25 @@ struct Extra(u8);
 #[test]
 fn values_that_do_not_decode_name_their_type() {
     // One entity with one `Flag`: the file ends with the column (length, one byte), an
-    // empty resource list and an empty message type list.
+    // empty resource list and an empty message type list, each a section with its
+    // trailer.
     let mut w = World::new();
     w.register_default::<Flag>();
     w.spawn((Flag(true),));
     let mut file = Vec::new();
     w.save(&mut file).unwrap();
-    // (`n`: where the message type list starts, the file's last 8 bytes.)
-    let n = file.len() - 8;
-    assert_eq!(u64_at(&file, n), 0, "no message types");
+    // (`n`: where the column's section ends.)
+    let n = file.len() - 3 * TRAILER - 16;
+    let s = sections(&file).unwrap();
+    assert_eq!(s[s.len() - 3].end, n, "the column's section ends there");
     assert_eq!(
-        (u64_at(&file, n - 17), file[n - 9], u64_at(&file, n - 8)),
-        (1, 1, 0)
+        (
+            u64_at(&file, n - 9),
+            file[n - 1],
+            u64_at(&file, n + TRAILER)
+        ),
+        (1, 1, 0),
+        "column length, value, no resource"
     );
     let load = |f: &[u8]| {
         let mut w = World::new();
@@ -378,7 +411,7 @@ fn values_that_do_not_decode_name_their_type() {
         w.load(&mut &f[..])
     };
     let mut f = file.clone();
-    f[n - 9] = 7; // not a bool
+    f[n - 1] = 7; // not a bool
     let e = load(&f).unwrap_err();
     assert!(
         matches!(&e, LoadError::Decode { type_name, table: Some(1), .. } if type_name.ends_with("Flag")),
@@ -386,15 +419,15 @@ fn values_that_do_not_decode_name_their_type() {
     );
     // A column longer than its values: bytes left over.
     let mut f = file.clone();
-    f[n - 17..n - 9].copy_from_slice(&2u64.to_le_bytes());
-    f.insert(n - 8, 0);
+    f[n - 9..n - 1].copy_from_slice(&2u64.to_le_bytes());
+    f.insert(n, 0);
     let e = load(&f).unwrap_err();
     assert!(e.to_string().contains("left over"), "{e}");
     // A column length past the end of the file, up to one no memory could hold: read
     // until the input runs out, never allocated.
     for lie in [1000, 1 << 40, u64::MAX] {
         let mut f = file.clone();
-        f[n - 17..n - 9].copy_from_slice(&lie.to_le_bytes());
+        f[n - 9..n - 1].copy_from_slice(&lie.to_le_bytes());
         assert!(
             matches!(load(&f), Err(LoadError::Truncated { what: "a column" })),
             "{lie}"
@@ -416,8 +449,14 @@ fn duplicate_and_unallocated_entities() {
         .collect();
     let b_at = file.windows(24).position(|x| x == rows).unwrap() + 16;
     let at = |_: Entity| b_at;
+    // (Edits made on purpose: the checks made again. As damage, each is refused as that.)
     let mut f = file.clone();
     f[at(b)..at(b) + 8].copy_from_slice(&a.to_bits().to_le_bytes());
+    assert!(matches!(
+        try_load(&f),
+        Err(LoadError::Corrupt { section, .. }) if section == "the tables"
+    ));
+    reseal(&mut f);
     assert!(matches!(
         try_load(&f),
         Err(LoadError::DuplicateEntity { entity }) if entity == a
@@ -426,15 +465,17 @@ fn duplicate_and_unallocated_entities() {
     let stale = Entity::from_bits(b.to_bits() + (1 << 32)).unwrap();
     let mut f = file.clone();
     f[at(b)..at(b) + 8].copy_from_slice(&stale.to_bits().to_le_bytes());
+    reseal(&mut f);
     assert!(matches!(try_load(&f), Err(LoadError::BadEntities { .. })));
 }
 
-/// Every byte of a valid file set to a few values: each load is an error or a world, and
-/// never a panic (the loader's fuzz target in `fuzz/`, in miniature).
+/// Every byte of a valid file set to a few values. As damage, each is refused. Written on
+/// purpose (the checks made again), each load is an error or a world, and never a panic
+/// (the loader's fuzz target in `fuzz/`, in miniature).
 #[test]
-fn single_byte_corruptions_never_panic() {
+fn single_byte_corruptions_are_refused_and_edits_never_panic() {
     let (file, original) = small();
-    let (mut errors, mut loaded) = (0, 0);
+    let (mut refused, mut errors, mut loaded) = (0, 0, 0);
     for at in 0..file.len() {
         for v in [0u8, 1, 0x7f, 0xff, file[at].wrapping_add(1)] {
             if v == file[at] {
@@ -442,6 +483,12 @@ fn single_byte_corruptions_never_panic() {
             }
             let mut f = file.clone();
             f[at] = v;
+            assert!(try_load(&f).is_err(), "byte {at} set to {v} loaded");
+            refused += 1;
+            if sections(&f).is_none() {
+                continue; // a trailer's length: no way to make the checks again
+            }
+            reseal(&mut f);
             match try_load(&f) {
                 Err(_) => errors += 1,
                 Ok(w) => {
@@ -454,7 +501,182 @@ fn single_byte_corruptions_never_panic() {
             }
         }
     }
-    assert!(errors > 0 && loaded > 0, "{errors} errors, {loaded} loaded");
+    assert!(
+        refused > 2000 && errors > 0 && loaded > 0,
+        "{refused} refused; edits: {errors} errors, {loaded} loaded"
+    );
+}
+
+/// Flips `bit` of `file` and loads it into a fresh runtime (`runtime`) or world; the
+/// error, if it is one. A load that succeeds must give the saved world exactly.
+fn flip_and_load(file: &[u8], bit: usize, runtime: bool, saved: &World) -> Option<LoadError> {
+    let mut f = file.to_vec();
+    f[bit / 8] ^= 1 << (bit % 8);
+    let loaded = if runtime {
+        let mut rt = game(1, 0);
+        rt.load(&mut f.as_slice()).map(|()| rt.into_world())
+    } else {
+        try_load(&f)
+    };
+    match loaded {
+        Err(e) => {
+            assert!(!e.to_string().is_empty());
+            Some(e)
+        }
+        Ok(w) => {
+            assert!(
+                w.first_difference(saved).is_none() && w.checksum() == saved.checksum(),
+                "bit {bit} flipped: the file loaded as another world, silently"
+            );
+            None
+        }
+    }
+}
+
+/// Counts errors by kind (`Corrupt` naming its section), for the failure messages.
+fn tally(errors: &[LoadError]) -> std::collections::BTreeMap<String, usize> {
+    let mut kinds = std::collections::BTreeMap::new();
+    for e in errors {
+        let kind = match e {
+            LoadError::Corrupt { section, .. } => format!("Corrupt({section})"),
+            e => format!("{e:?}")
+                .split([' ', '(', '{'])
+                .next()
+                .unwrap()
+                .to_owned(),
+        };
+        *kinds.entry(kind).or_insert(0) += 1;
+    }
+    kinds
+}
+
+/// Issue 33: a flipped bit anywhere in a save (every bit of a small world save; a seeded
+/// sample of 40 in every section and trailer of a bigger runtime save) is refused: none
+/// loads, silently, as another world (nor at all). Most are caught by the integrity
+/// check, named by their section; the others by a check that comes first, as the damaged
+/// field is read (a length past the end, a value that does not decode).
+#[test]
+fn every_flipped_bit_is_refused() {
+    let (file, saved) = small();
+    let errors: Vec<LoadError> = (0..file.len() * 8)
+        .map(|bit| flip_and_load(&file, bit, false, &saved).expect("refused"))
+        .collect();
+    let kinds = tally(&errors);
+    // Every section of the file is named by some flip in it.
+    let sections = sections(&file).unwrap();
+    let named = kinds.keys().filter(|k| k.starts_with("Corrupt(")).count();
+    assert!(
+        named == sections.len() && damage_as_damage(&kinds),
+        "{} sections; {kinds:#?}",
+        sections.len()
+    );
+
+    // A runtime save of a bigger game: 40 flips in each section and trailer.
+    let mut rt = game(1, 60);
+    for _ in 0..15 {
+        rt.frame();
+    }
+    let file = save(&rt);
+    let saved = rt.into_world();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = |n: usize| {
+        seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (seed >> 33) as usize % n
+    };
+    let mut errors = Vec::new();
+    let sections = sections::sections(&file).unwrap();
+    assert!(sections.len() >= 10, "{sections:?}");
+    for s in &sections {
+        for range in [s.clone(), s.end..s.end + TRAILER] {
+            for _ in 0..40 {
+                let bit = range.start * 8 + next(range.len() * 8);
+                errors.push(flip_and_load(&file, bit, true, &saved).expect("refused"));
+            }
+        }
+    }
+    assert!(errors.len() >= 800);
+    let kinds = tally(&errors);
+    assert!(damage_as_damage(&kinds), "{kinds:#?}");
+}
+
+/// Whether the errors of flipped bits say the file is damaged: most by an integrity
+/// check, the others by the damaged field as it is read (a header, a length that runs
+/// past the end, a value or an encoding that does not decode) — never as a problem of
+/// what a sound file means (an unallocated entity, a bad table, an unknown resource).
+fn damage_as_damage(kinds: &std::collections::BTreeMap<String, usize>) -> bool {
+    let read = [
+        "BadMagic",
+        "Version",
+        "Truncated",
+        "BadLength",
+        "Decode",
+        "BadData",
+    ];
+    let (mut corrupt, mut other) = (0, 0);
+    for (k, &n) in kinds {
+        if k.starts_with("Corrupt(") {
+            corrupt += n;
+        } else if read.contains(&k.as_str()) {
+            other += n;
+        } else {
+            return false;
+        }
+    }
+    corrupt > 2 * other
+}
+
+/// A `Corrupt` error names the section and says what to make of it.
+#[test]
+fn a_damaged_column_is_named() {
+    let (file, _) = small();
+    // `Pos` is plain data: any bytes are values, so only the check can tell.
+    let section = format!("the columns of `{}`", std::any::type_name::<Pos>());
+    let bits = 1.5f32.to_bits().to_le_bytes();
+    let mut w = world();
+    w.spawn((Pos(1.5, 1.5),));
+    let mut f = Vec::new();
+    w.save(&mut f).unwrap();
+    let at = f
+        .windows(8)
+        .position(|x| x == [bits, bits].concat())
+        .unwrap();
+    f[at + 2] ^= 0x10;
+    match try_load(&f) {
+        Err(e @ LoadError::Corrupt { .. }) => {
+            let text = e.to_string();
+            assert!(
+                text.contains(&section)
+                    && text.contains("fails its integrity check")
+                    && text.contains("damaged after it was written"),
+                "{text}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    drop(file);
+}
+
+/// Version 2 had no integrity checks: its saves still load, world and runtime.
+#[test]
+fn a_version_2_save_still_loads() {
+    let (file, saved) = small();
+    let loaded = try_load(&version_2(&file)).expect("a version-2 world save loads");
+    assert!(loaded.first_difference(&saved).is_none());
+    let mut rt = game(1, 20);
+    for _ in 0..5 {
+        rt.frame();
+    }
+    let mut back = game(1, 0);
+    back.load(&mut version_2(&save(&rt)).as_slice())
+        .expect("a version-2 runtime save loads");
+    assert_eq!(back.frame_count(), rt.frame_count());
+    assert!(rt.world().first_difference(back.world()).is_none());
+    // A version-4 file whose version says 2 (two flipped bits) is not one.
+    let mut f = file.clone();
+    f[8..12].copy_from_slice(&2u32.to_le_bytes());
+    assert!(try_load(&f).is_err());
 }
 
 #[test]
@@ -467,15 +689,16 @@ fn plain_data_is_its_bytes_and_loads_only_as_saved() {
     let mut file = Vec::new();
     w.save(&mut file).unwrap();
     // The column is the values' bytes, NaN payloads included, at the end of the file
-    // (before the empty resource and message type lists).
+    // (before the empty resource and message type lists), each a section with its
+    // trailer.
     let bytes: Vec<u8> = (0..3u32)
         .flat_map(|i| [(i as f32).to_bits(), 0x7fc0_0001 + i])
         .flat_map(u32::to_le_bytes)
         .collect();
-    // (`n`: where the message type list starts, the file's last 8 bytes.)
-    let n = file.len() - 8;
-    assert_eq!(&file[n - 8 - 24..n - 8], &bytes[..]);
-    assert_eq!(u64_at(&file, n - 8 - 24 - 8), 24, "the column's length");
+    // (`n`: where the column's section ends.)
+    let n = file.len() - 3 * TRAILER - 16;
+    assert_eq!(&file[n - 24..n], &bytes[..]);
+    assert_eq!(u64_at(&file, n - 24 - 8), 24, "the column's length");
     let make = || {
         let mut w = World::new();
         w.register_default::<Pos>();
@@ -496,6 +719,18 @@ fn plain_data_is_its_bytes_and_loads_only_as_saved() {
     let at = file.windows(name.len()).position(|x| x == name).unwrap() + name.len();
     let plain = if cfg!(target_endian = "little") { 1 } else { 2 };
     assert_eq!(file[at..at + 5], [plain, 8, 0, 0, 0]);
+    // An edit of the file, checks made again (else it is refused as corrupt).
+    let edit = |at: usize, v: u8| {
+        let mut f = file.clone();
+        f[at] = v;
+        let damaged = make().load(&mut f.as_slice()).unwrap_err();
+        assert!(
+            matches!(&damaged, LoadError::Corrupt { section, .. } if section == "the component types"),
+            "{damaged}"
+        );
+        reseal(&mut f);
+        f
+    };
     let encoding_error = |f: &[u8], w: &mut World| match w.load(&mut &f[..]) {
         Err(e @ LoadError::Encoding { .. }) => e.to_string(),
         other => panic!("{other:?}"),
@@ -517,12 +752,11 @@ fn plain_data_is_its_bytes_and_loads_only_as_saved() {
     let e = encoding_error(&serde_file, &mut make());
     assert!(e.contains("saved as serde values"), "{e}");
     // Another size, another byte order, an unknown encoding.
-    let mut f = file.clone();
-    f[at + 1] = 12;
+    let f = edit(at + 1, 12);
     assert!(encoding_error(&f, &mut make()).contains("12 bytes a value"));
-    let mut f = file.clone();
-    f[at] = 3 - plain;
+    let f = edit(at, 3 - plain);
     assert!(encoding_error(&f, &mut make()).contains("-endian"));
+    // (An unknown encoding is found as it is read, before the check.)
     let mut f = file.clone();
     f[at] = 9;
     assert!(matches!(
@@ -532,8 +766,8 @@ fn plain_data_is_its_bytes_and_loads_only_as_saved() {
 
     // A column whose length is not its rows' values: an error naming the type and table.
     let mut f = file.clone();
-    f[n - 8 - 32..n - 8 - 24].copy_from_slice(&23u64.to_le_bytes());
-    f.remove(n - 9);
+    f[n - 32..n - 24].copy_from_slice(&23u64.to_le_bytes());
+    f.remove(n - 1);
     let e = make().load(&mut f.as_slice()).unwrap_err();
     assert!(
         matches!(&e, LoadError::Decode { type_name, table: Some(1), message }
@@ -564,16 +798,18 @@ fn zero_sized_plain_data() {
 }
 
 /// The offset of the first reservation's `spawned_last` in a world save (the layout of
-/// `src/storage/save.rs`): header and kind, the type list (name, encoding), the slots, the
-/// free list, the retired count, the reservation count.
+/// `src/storage/save.rs`): header and kind, the type list (name, encoding), each a
+/// section with its trailer; then the slots, the free list, the retired count, the
+/// reservation count.
 fn first_reservation_at(file: &[u8]) -> usize {
-    let mut at = 13;
+    let mut at = 13 + TRAILER;
     let types = u64_at(file, at);
     at += 8;
     for _ in 0..types {
         at += 8 + u64_at(file, at) as usize;
         at += if file[at] == 0 { 1 } else { 5 };
     }
+    at += TRAILER;
     at += 8 + 4 * u64_at(file, at) as usize;
     at += 8 + 4 * u64_at(file, at) as usize;
     at + 8 + 8
@@ -598,6 +834,7 @@ fn a_reservation_that_claims_more_spawns_than_slots_is_an_error() {
     assert!(try_load(&file).is_ok());
     let mut f = file.clone();
     f[at..at + 4].copy_from_slice(&0x7575_7575u32.to_le_bytes());
+    reseal(&mut f);
     match try_load(&f) {
         Err(LoadError::BadEntities { what }) => assert!(
             what.contains("entities were spawned last frame, more than the"),

@@ -2,7 +2,8 @@
 //! types by name, each with its encoding, the entity allocator, the tables in creation
 //! order (types and entities), then each type's columns — change marks and values
 //! (postcard-encoded, or plain bytes), column-wise, as hecs's column serialization — in
-//! the order of the tables that hold it.
+//! the order of the tables that hold it. Each of these is a section with its own
+//! integrity check (each type's columns one section).
 //!
 //! Loading parses and checks everything into a [`ParsedStorage`] first (decoding every
 //! column), so a bad file changes nothing; [`Storage::apply_save`] then rebuilds the
@@ -17,7 +18,7 @@ use super::{Storage, TypeMarks};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, Location};
 use crate::hierarchy::{ChildOf, Children, Hierarchy};
-use crate::savefile::{ColumnError, Encoding, LoadError, Put, SaveError, Sink, Source};
+use crate::savefile::{ColumnError, Encoding, Found, LoadError, Put, SaveError, Sink, Source};
 
 /// A checked, decoded storage, ready for [`Storage::apply_save`].
 pub(crate) struct ParsedStorage {
@@ -49,6 +50,7 @@ impl Storage {
             let encoding = self.columns[i].save_encoding().expect("checked above");
             encoding.write(&mut out.buf);
         }
+        out.end_section();
         let e = &self.entities;
         out.put_u64(e.slots() as u64);
         for (generation, _) in e.slot_states() {
@@ -70,6 +72,7 @@ impl Storage {
         let (lane_base, lanes) = e.lanes();
         out.put_u32(lane_base);
         out.put_u32(lanes);
+        out.end_section();
         out.put_u64(self.tables.len() as u64);
         for t in 0..self.tables.len() {
             let table = self.tables.get(t as u32);
@@ -82,6 +85,7 @@ impl Storage {
                 out.put_u64(e.to_bits());
             }
         }
+        out.end_section();
         for (id, columns) in self.columns.iter().enumerate() {
             let marks = columns.marks();
             for (k, &t) in self.tables_with[id].iter().enumerate() {
@@ -113,6 +117,7 @@ impl Storage {
                 let len = (out.buf.len() - at - 8) as u64;
                 out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
             }
+            out.end_section();
         }
         Ok(())
     }
@@ -139,17 +144,25 @@ impl Storage {
         })
     }
 
-    /// Reads and checks the storage's section of a save, decoding every column; changes
+    /// Reads and checks the storage's sections of a save, decoding every column; changes
     /// nothing. Every list grows as its entries are read, never by the count the file
-    /// gives (see [`Source`]).
+    /// gives (see [`Source`]). What a section means is checked once its integrity check
+    /// has passed (see [`Found`]), the columns' values excepted (decoded as read).
     pub(crate) fn parse_save(&self, r: &mut Source<'_>) -> Result<ParsedStorage, LoadError> {
+        let mut found = Found::default();
         let n = r.count("the component type list")?;
         let mut names = Vec::with_capacity(r.capacity(n, 9));
         let mut encodings = Vec::with_capacity(r.capacity(n, 9));
         for _ in 0..n {
-            names.push(r.name("a component type name")?);
+            let name = String::from_utf8(r.bytes("a component type name")?);
+            names.push(found.ok(name.map_err(|_| LoadError::BadData {
+                what: "a component type name is not UTF-8".into(),
+            })));
             encodings.push(Encoding::read(r)?);
         }
+        r.end_section(|| "the component types".into())?;
+        found.check()?;
+        let names: Vec<String> = names.into_iter().map(Option::unwrap_or_default).collect();
         let names: Vec<&str> = names.iter().map(String::as_str).collect();
         self.check_types(&names)?;
         if let Some(id) = self.first_not_saving() {
@@ -170,6 +183,7 @@ impl Storage {
         let bad = |what: String| LoadError::BadEntities { what };
 
         // The allocator.
+        let mut found = Found::default();
         let slots = r.count("the entity slots")?;
         // Each slot's generation, and (set with the tables) the location of its entity.
         let mut states: Vec<(NonZeroU32, Location)> = Vec::with_capacity(r.capacity(slots, 4));
@@ -178,8 +192,10 @@ impl Storage {
             for g in run.chunks_exact(4) {
                 let g = u32::from_le_bytes(g.try_into().expect("4 bytes"));
                 let i = states.len();
-                let g =
-                    NonZeroU32::new(g).ok_or_else(|| bad(format!("slot {i} has generation 0")))?;
+                let g = NonZeroU32::new(g).unwrap_or_else(|| {
+                    found.keep(bad(format!("slot {i} has generation 0")));
+                    NonZeroU32::MIN
+                });
                 states.push((g, Location::NONE));
             }
         }
@@ -195,7 +211,8 @@ impl Storage {
         let nfree = r.count("the free list")?;
         let mut free = Vec::with_capacity(r.capacity(nfree, 4));
         for _ in 0..nfree {
-            free.push(index(r.u32("the free list")?, "the free list")?);
+            let i = index(r.u32("the free list")?, "the free list");
+            free.extend(found.ok(i));
         }
         let retired = r.u64("the retired count")?;
         let nres = r.count("the reservations")?;
@@ -205,7 +222,8 @@ impl Storage {
             let n = r.count("a reservation's ids")?;
             let mut ids = Vec::with_capacity(r.capacity(n, 4));
             for _ in 0..n {
-                ids.push(index(r.u32("a reservation's ids")?, "a reservation")?);
+                let i = index(r.u32("a reservation's ids")?, "a reservation");
+                ids.extend(found.ok(i));
             }
             reserved.push((ids, spawned_last));
         }
@@ -214,14 +232,17 @@ impl Storage {
         // billions of ids.
         let spawned: u64 = reserved.iter().map(|&(_, s)| u64::from(s)).sum();
         if spawned > slots as u64 {
-            return Err(bad(format!(
+            found.keep(bad(format!(
                 "the reservations say {spawned} entities were spawned last frame, more than \
                  the {slots} slots"
             )));
         }
         let lanes = (r.u32("the lanes")?, r.u32("the lanes")?);
+        r.end_section(|| "the entity allocator".into())?;
+        found.check()?;
 
         // The tables, and every live entity's location.
+        let mut found = Found::default();
         let ntables = r.count("the table list")?;
         let mut tables: Vec<(Vec<ComponentId>, Vec<Entity>)> =
             Vec::with_capacity(r.capacity(ntables, 16));
@@ -236,46 +257,54 @@ impl Storage {
             for _ in 0..ntypes {
                 let c = r.u32("a table's types")?;
                 if c as usize >= self.registry.len() {
-                    return Err(bad_table(format!(
+                    found.keep(bad_table(format!(
                         "component id {c}, past the {} types",
                         self.registry.len()
                     )));
                 }
                 if types.last().is_some_and(|&l: &ComponentId| l.0 >= c) {
-                    return Err(bad_table("component ids not strictly ascending".into()));
+                    found.keep(bad_table("component ids not strictly ascending".into()));
                 }
                 types.push(ComponentId(c));
             }
             if (t == 0) != types.is_empty() {
-                return Err(bad_table(
+                found.keep(bad_table(
                     "table 0, and only it, holds the entities with no component".into(),
                 ));
             }
             if !sets.insert(types.clone()) {
-                return Err(bad_table(
+                found.keep(bad_table(
                     "the same component set as an earlier table".into(),
                 ));
             }
             let rows = r.count("a table's entities")?;
             let mut entities = Vec::with_capacity(r.capacity(rows, 8));
-            while entities.len() < rows {
-                let run = r.entries(rows - entities.len(), 8, "a table's entities")?;
+            // Rows read, kept or not (after a problem, the rest is read to the check).
+            let mut read = 0;
+            while read < rows {
+                let run = r.entries(rows - read, 8, "a table's entities")?;
+                read += run.len() / 8;
                 for bits in run.chunks_exact(8) {
                     let bits = u64::from_le_bytes(bits.try_into().expect("8 bytes"));
                     let row = entities.len();
-                    let e = Entity::from_bits(bits).ok_or_else(|| {
-                        bad(format!("table {t} row {row}: not an entity ({bits:#x})"))
-                    })?;
+                    let Some(e) = Entity::from_bits(bits) else {
+                        found.keep(bad(format!(
+                            "table {t} row {row}: not an entity ({bits:#x})"
+                        )));
+                        continue;
+                    };
                     let i = e.index() as usize;
                     let Some((_, location)) =
                         states.get_mut(i).filter(|(g, _)| g.get() == e.generation())
                     else {
-                        return Err(bad(format!(
+                        found.keep(bad(format!(
                             "table {t} row {row}: entity {e} is not allocated"
                         )));
+                        continue;
                     };
                     if *location != Location::NONE {
-                        return Err(LoadError::DuplicateEntity { entity: e });
+                        found.keep(LoadError::DuplicateEntity { entity: e });
+                        continue;
                     }
                     *location = Location {
                         table,
@@ -286,6 +315,8 @@ impl Storage {
             }
             tables.push((types, entities));
         }
+        r.end_section(|| "the tables".into())?;
+        found.check()?;
         if tables.is_empty() {
             return Err(LoadError::BadTable {
                 table: 0,
@@ -359,6 +390,7 @@ impl Storage {
                         },
                     })?;
             }
+            r.end_section(|| format!("the columns of `{type_name}`"))?;
             let marks =
                 TypeMarks::from_words(marks, |k| rows[k]).map_err(|e| LoadError::BadData {
                     what: format!("`{type_name}`: {e}"),

@@ -7,7 +7,9 @@
 //! Magic `RSYNSAVE`, version, a kind byte (world, or runtime: then the frame counter and
 //! `Time` follow), the registered component types by name (registration order), the
 //! entity allocator, every table (types, entities) in creation order, each type's columns
-//! with their change marks, then every resource opted into saves (present or absent).
+//! with their change marks, then every resource opted into saves (present or absent), then
+//! the delivered messages. Each of these is a section with its own integrity check (a
+//! CRC-32C; see `src/savefile.rs`), and each type's columns are one.
 //! Values are serde-encoded with postcard, or copied as bytes for plain-data types
 //! ([`World::saving_pod`]); a world with a type or written resource not opted in cannot be
 //! saved (an error naming it, never a file that leaves it out).
@@ -18,7 +20,7 @@ use std::io::{Read, Write};
 use super::World;
 use crate::component::Component;
 use crate::resource::{AnyBox, ResourceSerde};
-use crate::savefile::{LoadError, Put, SAVE_MAGIC, SaveError, Sink, Source, VERSION};
+use crate::savefile::{Found, LoadError, Put, SAVE_MAGIC, SaveError, Sink, Source, VERSION};
 use crate::storage::ParsedStorage;
 
 /// A checked, decoded save, ready to apply; with the runtime's part, if the save has one.
@@ -201,6 +203,7 @@ impl World {
                 out.put_bytes(b);
             }
         }
+        out.end_section();
         self.storage.save_to(out)?;
         out.put_u64(self.resource_serde.len() as u64);
         for r in &self.resource_serde {
@@ -216,6 +219,7 @@ impl World {
             let len = (out.buf.len() - at - 9) as u64;
             out.buf[at + 1..at + 9].copy_from_slice(&len.to_le_bytes());
         }
+        out.end_section();
         // The delivered messages, type by type in registration order.
         let inboxes = self.messages.inboxes();
         out.put_u64(inboxes.len() as u64);
@@ -231,6 +235,7 @@ impl World {
             let len = (out.buf.len() - at - 8) as u64;
             out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
         }
+        out.end_section();
         Ok(())
     }
 
@@ -247,6 +252,7 @@ impl World {
                 });
             }
         };
+        r.end_section(|| "the header".into())?;
         if let Some(type_name) = self.written_resource_not_saving() {
             return Err(LoadError::ResourceNotSaving { type_name });
         }
@@ -254,37 +260,54 @@ impl World {
             return Err(LoadError::MessageNotSaving { type_name });
         }
         let storage = self.storage.parse_save(r)?;
+        // (Problems are kept until the section's check: see `Found`.)
+        let mut found = Found::default();
         let n = r.count("the resource list")?;
         let mut resources: Vec<Option<Option<AnyBox>>> =
             (0..self.resource_serde.len()).map(|_| None).collect();
         for _ in 0..n {
-            let name = r.name("a resource name")?;
+            let name = String::from_utf8(r.bytes("a resource name")?).unwrap_or_else(|e| {
+                found.keep(LoadError::BadData {
+                    what: "a resource name is not UTF-8".into(),
+                });
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            });
             let present = r.u8("a resource")?;
             let len = r.u64("a resource")?;
-            let Some(i) = self.resource_serde.iter().position(|s| s.name == name) else {
-                return Err(LoadError::UnknownResource { name });
-            };
             let value = r.scratch(len, "a resource")?;
+            let Some(i) = self.resource_serde.iter().position(|s| s.name == name) else {
+                found.keep(LoadError::UnknownResource { name });
+                continue;
+            };
             let s = &self.resource_serde[i];
             let decoded = match present {
                 0 if value.is_empty() => None,
-                1 => Some((s.decode)(value).map_err(|message| LoadError::Decode {
-                    type_name: s.name,
-                    table: None,
-                    message,
-                })?),
+                1 => {
+                    let value = (s.decode)(value).map_err(|message| LoadError::Decode {
+                        type_name: s.name,
+                        table: None,
+                        message,
+                    });
+                    match found.ok(value) {
+                        Some(v) => Some(v),
+                        None => continue,
+                    }
+                }
                 _ => {
-                    return Err(LoadError::BadData {
+                    found.keep(LoadError::BadData {
                         what: format!("resource `{name}`: bad presence byte {present}"),
                     });
+                    continue;
                 }
             };
             if resources[i].replace(decoded).is_some() {
-                return Err(LoadError::BadData {
+                found.keep(LoadError::BadData {
                     what: format!("resource `{name}` is saved twice"),
                 });
             }
         }
+        r.end_section(|| "the resources".into())?;
+        found.check()?;
         let resources = resources
             .into_iter()
             .zip(&self.resource_serde)
@@ -307,23 +330,33 @@ impl World {
     ) -> Result<Vec<Box<dyn std::any::Any + Send + Sync>>, LoadError> {
         let inboxes = self.messages.inboxes();
         let world = || inboxes.iter().map(|i| i.name()).collect::<Vec<_>>();
+        // (Problems are kept until the section's check: see `Found`.)
+        let mut found = Found::default();
         let n = r.count("the message type list")?;
         let mut names = Vec::with_capacity(r.capacity(n, 9));
         let mut decoded = Vec::with_capacity(inboxes.len());
         for k in 0..n {
-            let name = r.name("a message type name")?;
+            let name = String::from_utf8(r.bytes("a message type name")?).unwrap_or_else(|e| {
+                found.keep(LoadError::BadData {
+                    what: "a message type name is not UTF-8".into(),
+                });
+                String::from_utf8_lossy(e.as_bytes()).into_owned()
+            });
             let len = r.u64("a message type's messages")?;
             let bytes = r.scratch(len, "a message type's messages")?;
             names.push(name);
             let Some(inbox) = inboxes.get(k).filter(|i| i.name() == names[k]) else {
                 continue; // reported below, with every name
             };
-            decoded.push(inbox.decode(bytes).map_err(|message| LoadError::Decode {
+            let messages = inbox.decode(bytes).map_err(|message| LoadError::Decode {
                 type_name: inbox.name(),
                 table: None,
                 message,
-            })?);
+            });
+            decoded.extend(found.ok(messages));
         }
+        r.end_section(|| "the messages".into())?;
+        found.check()?;
         if decoded.len() != inboxes.len() || n != inboxes.len() {
             return Err(LoadError::MessageTypes {
                 file: names,
