@@ -33,6 +33,9 @@ pub(crate) enum Command {
     Resume,
     Step {
         frames: u32,
+        /// The input for the frames past the recorded end (JSON of the game's input
+        /// type, read on the game thread, which knows it).
+        input: Option<serde_json::Value>,
     },
     Rewind(RewindTo),
     Entities {
@@ -124,11 +127,13 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
             #[serde(deny_unknown_fields)]
             struct Step {
                 frames: Option<u32>,
+                input: Option<serde_json::Value>,
             }
-            let frames = if req.body.is_empty() {
-                1
+            let (frames, input) = if req.body.is_empty() {
+                (1, None)
             } else {
-                json::<Step>(req, r#"{"frames": 1}"#)?.frames.unwrap_or(1)
+                let s = json::<Step>(req, r#"{"frames": 1} or {"frames": 1, "input": {…}}"#)?;
+                (s.frames.unwrap_or(1), s.input)
             };
             if !(1..=MAX_STEP).contains(&frames) {
                 return Err(Response::error(
@@ -136,7 +141,7 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
                     format!("`frames` must be 1 to {MAX_STEP} (got {frames})"),
                 ));
             }
-            Command::Step { frames }
+            Command::Step { frames, input }
         }
         ["api", "rewind"] => {
             method(post, "POST")?;

@@ -43,7 +43,7 @@ impl Harness {
     /// # Errors
     /// The frame's [`FrameError`].
     pub fn frame(&mut self, rt: &mut Runtime) -> Result<(), FrameError> {
-        self.game.frame(rt)
+        self.game.frame(rt, None)
     }
 
     /// Answers `raw` as a server bound to loopback (`remote` false) or to a non-loopback
@@ -92,7 +92,7 @@ impl Harness {
                 Ok(r) => return r,
                 Err(TryRecvError::Disconnected) => break,
                 Err(TryRecvError::Empty) if self.game.may_run() => {
-                    let _ = self.game.frame(rt);
+                    let _ = self.game.frame(rt, None);
                 }
                 Err(TryRecvError::Empty) => break,
             }

@@ -7,14 +7,15 @@
 use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
-use runsync::{CommandKind, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot};
+use runsync::{CommandKind, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot, World};
 use serde::Serialize;
 
 use crate::MAX_WATCHED;
 use crate::api::{Command, RewindTo, short_name};
 use crate::http::Response;
+use crate::inputs::{GameInput, Given, Inputs, Track};
 use crate::ring::Ring;
-use crate::timeline::{self, Timeline};
+use crate::timeline::{self, InputSource, Timeline};
 
 /// One request for the game thread, with where to send the answer.
 pub(crate) struct Call {
@@ -22,11 +23,17 @@ pub(crate) struct Call {
     pub(crate) reply: SyncSender<Response>,
 }
 
-/// A step in progress: frames left, and who waits for the answer.
+/// A step in progress: frames left, the input the API gave for them (if any), and who
+/// waits for the answer.
 struct PendingStep {
     left: u32,
+    input: Option<Given>,
     reply: SyncSender<Response>,
 }
+
+/// The game's fresh input for the next frame (the callback of
+/// [`Inspector::frame_with`](crate::Inspector::frame_with)): sets it in the world.
+pub(crate) type Fresh<'a> = Option<&'a mut dyn FnMut(&mut World)>;
 
 /// Re-simulated frames since the last rewind that were compared with the first run.
 #[derive(Clone, Copy, Debug, Default, Serialize)]
@@ -48,6 +55,8 @@ pub(crate) struct GameSide {
     scratch: RuntimeSnapshot,
     /// How long the last frame run by [`frame`](Self::frame) took.
     frame_time: Duration,
+    /// The frames' inputs (see `inputs.rs`), once the game named its input type.
+    inputs: Option<Box<dyn Inputs>>,
 }
 
 impl GameSide {
@@ -62,6 +71,26 @@ impl GameSide {
             resim: ResimStatus::default(),
             scratch: RuntimeSnapshot::new(),
             frame_time: Duration::ZERO,
+            inputs: None,
+        }
+    }
+
+    /// Records inputs of type `I` from now on (nothing if it already does).
+    ///
+    /// # Panics
+    /// If it records another input type: a game has one.
+    #[track_caller]
+    pub(crate) fn input_type<I: GameInput>(&mut self) {
+        match &self.inputs {
+            None => self.inputs = Some(Box::new(Track::<I>::new(self.ring.capacity()))),
+            Some(t) if t.as_any().is::<Track<I>>() => {}
+            Some(t) => panic!(
+                "runsync-inspect: the inspector records inputs of type `{}`, and this frame \
+                 gives a `{}`: a game has one input type (`InspectorBuilder::input`, \
+                 `Inspector::frame_with`)",
+                t.type_name(),
+                std::any::type_name::<I>()
+            ),
         }
     }
 
@@ -70,10 +99,11 @@ impl GameSide {
         !self.paused || self.step.is_some()
     }
 
-    /// Runs the game's next frame (timed: [`frame_time`](Self::frame_time)).
-    pub(crate) fn frame(&mut self, rt: &mut Runtime) -> Result<(), FrameError> {
+    /// Runs the game's next frame (timed: [`frame_time`](Self::frame_time)), with `fresh`
+    /// giving its input if it needs a fresh one (see `inputs.rs`).
+    pub(crate) fn frame(&mut self, rt: &mut Runtime, fresh: Fresh<'_>) -> Result<(), FrameError> {
         let start = Instant::now();
-        let result = self.run(rt, false).0;
+        let result = self.run(rt, false, fresh).0;
         self.frame_time = start.elapsed();
         result
     }
@@ -83,10 +113,21 @@ impl GameSide {
         self.frame_time
     }
 
-    /// Runs one frame: ring, frame, re-simulation check, timeline, step count. Returns the
-    /// frame's result and, for a frame run again after a rewind, whether it reproduced
-    /// the recorded state.
-    fn run(&mut self, rt: &mut Runtime, explain: bool) -> (Result<(), FrameError>, Option<bool>) {
+    /// Runs one frame: input, ring, frame, re-simulation check, timeline, step count.
+    /// Returns the frame's result and, for a frame run again after a rewind, whether it
+    /// reproduced the recorded state.
+    fn run(
+        &mut self,
+        rt: &mut Runtime,
+        explain: bool,
+        fresh: Fresh<'_>,
+    ) -> (Result<(), FrameError>, Option<bool>) {
+        let input = if explain {
+            // The frame ran before: its recorded input, else the one its ring state holds.
+            self.replay_input(rt)
+        } else {
+            self.set_input(rt, fresh)
+        };
         self.ring.record(rt);
         let before = rt.frame_count();
         let result = rt.try_frame();
@@ -100,7 +141,7 @@ impl GameSide {
                 self.resim.differed_at = Some(before + 1); // the frame's number
             }
         }
-        self.timeline.push(rt, &result, resim, explain);
+        self.timeline.push(rt, &result, resim, explain, input);
         if !explain {
             if let Some(step) = &mut self.step {
                 step.left -= 1;
@@ -111,6 +152,47 @@ impl GameSide {
             }
         }
         (result, resim)
+    }
+
+    /// Before a frame: sets its input — the recorded one if it ran before, else the API's
+    /// (a step with an `input`), else the game's (`fresh`), else the world's as it is —
+    /// and records it (see `inputs.rs`). Says where it came from.
+    fn set_input(&mut self, rt: &mut Runtime, fresh: Fresh<'_>) -> InputSource {
+        let start = rt.frame_count();
+        let Some(inputs) = &mut self.inputs else {
+            if let Some(f) = fresh {
+                f(rt.world_mut());
+                return InputSource::Game;
+            }
+            return InputSource::World;
+        };
+        if inputs.replay(rt.world_mut(), start) {
+            return InputSource::Recorded;
+        }
+        let given = self.step.as_ref().and_then(|s| s.input.as_ref());
+        let source = match (given, fresh) {
+            (Some(given), _) => {
+                inputs.set(rt.world_mut(), given);
+                InputSource::Api
+            }
+            (None, Some(f)) => {
+                f(rt.world_mut());
+                InputSource::Game
+            }
+            (None, None) => InputSource::World,
+        };
+        inputs.record(rt.world(), start);
+        source
+    }
+
+    /// Before `explain`'s re-run: the recorded input of the frame, if held; else the input
+    /// the restored state holds (the ring's state is taken after the input is set).
+    fn replay_input(&mut self, rt: &mut Runtime) -> InputSource {
+        let start = rt.frame_count();
+        match &self.inputs {
+            Some(inputs) if inputs.replay(rt.world_mut(), start) => InputSource::Recorded,
+            _ => InputSource::World,
+        }
     }
 
     /// Answers `call` (a step answers when its frames have run).
@@ -143,13 +225,34 @@ impl GameSide {
                 self.finish_step(rt);
                 self.status(rt)
             }
-            Command::Step { frames } => {
+            Command::Step { frames, input } => {
                 if self.step.is_some() {
                     Response::error(409, "a step is already running; wait for its answer")
                 } else {
+                    let input = match (input, &self.inputs) {
+                        (None, _) => None,
+                        (Some(_), None) => {
+                            let _ = call.reply.send(Response::error(
+                                409,
+                                "this game gave the inspector no input type, so a step \
+                                 cannot take an `input`: build it with \
+                                 `Inspector::builder().input::<YourInput>()`, or run frames \
+                                 with `Inspector::frame_with`",
+                            ));
+                            return;
+                        }
+                        (Some(json), Some(inputs)) => match inputs.parse(&json) {
+                            Ok(given) => Some(given),
+                            Err(e) => {
+                                let _ = call.reply.send(Response::error(400, e));
+                                return;
+                            }
+                        },
+                    };
                     self.paused = true;
                     self.step = Some(PendingStep {
                         left: frames,
+                        input,
                         reply: call.reply,
                     });
                     return;
@@ -337,7 +440,7 @@ impl GameSide {
         if added {
             rt.watch(e);
         }
-        let (result, _) = self.run(rt, true);
+        let (result, _) = self.run(rt, true, None);
         let same = rt.frame_count() == now && rt.world().checksum() == want;
         let provenance = rt.provenance(e).map(ProvenanceJson::new);
         if added {
@@ -394,9 +497,31 @@ impl GameSide {
             resim: ResimStatus,
             watched: Vec<String>,
             timeline_seq: Option<u64>,
+            input: Option<InputStatus>,
+        }
+        #[derive(Serialize)]
+        struct InputStatus {
+            #[serde(rename = "type")]
+            type_name: &'static str,
+            oldest: Option<u64>,
+            newest: Option<u64>,
+            /// Whether the next frame ran before, and so reads its recorded input.
+            replay_next: bool,
+            /// That recorded input (`null` if the next frame takes a fresh one).
+            next: Option<serde_json::Value>,
         }
         let world = rt.world();
         let range = self.ring.range();
+        let input = self.inputs.as_ref().map(|i| {
+            let held = i.range();
+            InputStatus {
+                type_name: i.type_name(),
+                oldest: held.map(|r| r.0),
+                newest: held.map(|r| r.1),
+                replay_next: i.holds(rt.frame_count()),
+                next: i.json(rt.frame_count()),
+            }
+        });
         Response::json(
             200,
             &Status {
@@ -427,6 +552,7 @@ impl GameSide {
                 resim: self.resim,
                 watched: self.watched.iter().map(|e| format!("{e:?}")).collect(),
                 timeline_seq: self.timeline.last_seq(),
+                input,
             },
         )
     }

@@ -40,6 +40,38 @@
 //! paused calls [`poll`](Inspector::poll) instead, which never blocks. Frames must run
 //! through the inspector to appear on its timeline and in its ring.
 //!
+//! # Inputs
+//!
+//! A frame re-simulated after a rewind must read the input its first run read, not the
+//! one the game holds now. Give the inspector the game's input type and it records each
+//! frame's [`Input<I>`](runsync::Input) beside the snapshot ring (a clone per frame):
+//!
+//! ```no_run
+//! # use runsync::prelude::*;
+//! # use runsync_inspect::Inspector;
+//! #[derive(Clone, Copy, Default, serde::Serialize, serde::Deserialize)]
+//! struct Pad { x: i8, fire: bool }
+//! # fn read_gamepad() -> Pad { Pad::default() }
+//! # let mut rt = Runtime::builder().build(World::new());
+//! let mut inspector = Inspector::builder().ring(120).bind("127.0.0.1:0")?;
+//! loop {
+//!     // The callback runs right before the frame, and only if the frame needs a fresh
+//!     // input (not while paused, nor for a frame re-simulated after a rewind).
+//!     inspector.frame_with(&mut rt, || read_gamepad())?;
+//! }
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! A frame's input is, in order: its **recorded** input if it ran before (a re-simulation
+//! after a rewind, `explain`'s re-run); else the input a [`POST /api/step`](#the-http-api)
+//! gave; else the game's ([`Inspector::frame_with`]'s callback); else whatever the world
+//! holds (a game that calls [`World::set_input`](runsync::World::set_input) itself and
+//! then [`Inspector::frame`] names its type with [`InspectorBuilder::input`] instead).
+//! Inputs given by the API or the game are recorded too, so a second rewind over them
+//! replays them. The timeline says where each frame's input came from. Without an input
+//! type the inspector cannot replay inputs, and a rewound game that reads one diverges:
+//! the status says at which frame.
+//!
 //! Opt the game's types in so the inspector can show and rewind them:
 //! [`World::debugging`](runsync::World::debugging) for `Debug` text in the entity view and
 //! provenance, [`World::snapshotting`](runsync::World::snapshotting) (and
@@ -117,7 +149,7 @@
 //! | `GET /api/timeline?since=SEQ` | | [timeline records](#timeline) after `SEQ` (all held without it; `400` if `SEQ` is after the last record written) |
 //! | `POST /api/pause` | none | status, paused: `frame` now blocks between frames |
 //! | `POST /api/resume` | none | status, running |
-//! | `POST /api/step` | `{"frames": n}` (1 to 600; none = 1) | status after the `n` frames ran (paused); answered when they have |
+//! | `POST /api/step` | `{"frames": n, "input": I}` (1 to 600; none = 1; `input` optional) | status after the `n` frames ran (paused); answered when they have. `input` (the game's input type as JSON) is the input of the frames past the recorded end ([Inputs](#inputs)); `400` if it is not one, `409` if the game named no input type |
 //! | `POST /api/rewind` | `{"frame": k}` or `{"back": n}` | status at the restored frame (paused); `404` if the ring does not hold it, `409` if the ring is off |
 //! | `GET /api/entities?with=A,B&offset=0&limit=100` | | [a page of entities](#entities) having all the listed types (full or short names), in storage order (`offset` 0 to 2^32 - 1, `limit` 0 to 1000) |
 //! | `GET /api/entities/{id}` | | [one entity](#one-entity): each component's type and `Debug` text; its provenance if watched |
@@ -133,27 +165,34 @@
 //!  "components": [{"id": 0, "name": "runsync_systems::Position", "short": "Position"}, …],
 //!  "ring": {"capacity": 120, "oldest": 693, "newest": 812, "error": null},
 //!  "resim": {"checked": 10, "differed_at": null},
-//!  "watched": ["17v1"], "timeline_seq": 830}
+//!  "watched": ["17v1"], "timeline_seq": 830,
+//!  "input": {"type": "my_game::Pad", "oldest": 693, "newest": 811,
+//!            "replay_next": false, "next": null}}
 //! ```
 //!
 //! `frame` is the number of frames completed (the number of the last frame run). `checksum` (of the
 //! world, [`World::checksum`](runsync::World::checksum)) is given while paused, else
 //! `null`. `ring.error` says why the ring stopped, if it did (a type not opted into
 //! snapshots). `resim` counts the re-simulated frames since the last rewind that were
-//! compared with the first run, and the number of the first that differed.
+//! compared with the first run, and the number of the first that differed. `input` is
+//! `null` without an input type ([Inputs](#inputs)); else the frames whose inputs are held
+//! (by the frame's start, as the ring), and whether the next frame ran before and so reads
+//! its recorded input (`next`, as JSON).
 //!
 //! ## Timeline
 //!
 //! ```json
 //! {"systems": ["BuildGrid", …], "records": [{"seq": 830, "frame": 812, "run_ns": 812345,
 //!  "sync_ns": 70211, "systems_ns": [120331, …], "merged": 5120, "dropped": 0,
-//!  "entities": 2210, "error": null, "resim": true, "explain": false}, …]}
+//!  "entities": 2210, "error": null, "resim": true, "explain": false,
+//!  "input": "recorded"}, …]}
 //! ```
 //!
 //! One record per frame the inspector ran (the last 600 by default): `frame` is its number,
 //! `seq` increases also across rewinds (where `frame` goes back). `resim` is `true`/`false` for a frame run
 //! again after a rewind (whether it reproduced the recorded state), else `null`;
-//! `explain` marks a frame re-run for `explain`.
+//! `explain` marks a frame re-run for `explain`. `input` says where the frame's input came
+//! from: `recorded`, `api`, `game` or `world` ([Inputs](#inputs)).
 //!
 //! ## Entities
 //!
@@ -198,6 +237,7 @@ mod access;
 mod api;
 mod game;
 mod http;
+mod inputs;
 mod ring;
 mod timeline;
 
@@ -218,6 +258,7 @@ use crate::access::Access;
 use crate::api::{Command, Route};
 use crate::game::{Call, GameSide};
 use crate::http::{Limits, Request, Response, Server};
+pub use crate::inputs::GameInput;
 
 /// The page, one self-contained file.
 const PAGE: &str = include_str!("page.html");
@@ -246,9 +287,24 @@ pub struct InspectorBuilder {
     per_frame: usize,
     paused: bool,
     allowed_hosts: Vec<String>,
+    /// Records the game's input type (see [`input`](Self::input)).
+    input: Option<fn(&mut GameSide)>,
 }
 
 impl InspectorBuilder {
+    /// Records each frame's input of type `I` (the [`Input<I>`](runsync::Input) resource
+    /// as the frame starts), so that frames re-simulated after a rewind, and `explain`'s
+    /// re-run, read the input their first run read, and a `POST /api/step` may give the
+    /// input for frames past the recorded end. See [Inputs](crate#inputs).
+    /// [`Inspector::frame_with`] does this by itself; call it for a game that sets its
+    /// input with [`World::set_input`](runsync::World::set_input) and runs frames with
+    /// [`Inspector::frame`]. Costs a clone of the input per frame, into the slot of the
+    /// ring's length kept for it.
+    pub fn input<I: GameInput>(mut self) -> Self {
+        self.input = Some(GameSide::input_type::<I>);
+        self
+    }
+
     /// Keeps a snapshot of the state before each of the last `frames` frames, to rewind
     /// to (`0`, the default: no ring, no rewind or `explain`). Costs a
     /// [`Runtime::snapshot_into`] per frame and `frames` snapshots of memory (a rewind
@@ -349,10 +405,14 @@ impl InspectorBuilder {
             }
         };
         let server = Server::start(listener, self.limits, access, Arc::new(handler))?;
+        let mut game = GameSide::new(self.ring, self.timeline, self.paused);
+        if let Some(input_type) = self.input {
+            input_type(&mut game);
+        }
         Ok(Inspector {
             server,
             calls: rx,
-            game: GameSide::new(self.ring, self.timeline, self.paused),
+            game,
             per_frame: self.per_frame,
             url,
             token,
@@ -433,6 +493,7 @@ impl Inspector {
             per_frame: 8,
             paused: false,
             allowed_hosts: Vec::new(),
+            input: None,
         }
     }
 
@@ -485,15 +546,37 @@ impl Inspector {
     /// # Errors
     /// The frame's [`FrameError`].
     pub fn frame(&mut self, rt: &mut Runtime) -> Result<(), FrameError> {
-        self.serve_waiting(rt);
-        while !self.game.may_run() {
-            match self.calls.recv() {
-                Ok(call) => self.game.handle(rt, call),
-                // The server is gone: nobody can resume us.
-                Err(_) => self.game.paused = false,
+        self.wait_to_run(rt);
+        self.game.frame(rt, None)
+    }
+
+    /// [`frame`](Self::frame), with `input` giving the frame's input (set as by
+    /// [`Runtime::frame_with`]) when it needs a fresh one: called once, after any pause,
+    /// right before the frame runs — unless the frame ran before (a re-simulation after a
+    /// rewind reads its recorded input) or a `step` request gave the input. Records the
+    /// inputs of type `I` from the first call on (as [`InspectorBuilder::input`]). See
+    /// [Inputs](crate#inputs).
+    ///
+    /// # Errors
+    /// The frame's [`FrameError`].
+    ///
+    /// # Panics
+    /// If the inspector records another input type ([`InspectorBuilder::input`]).
+    #[track_caller]
+    pub fn frame_with<I: GameInput>(
+        &mut self,
+        rt: &mut Runtime,
+        input: impl FnOnce() -> I,
+    ) -> Result<(), FrameError> {
+        self.game.input_type::<I>();
+        self.wait_to_run(rt);
+        let mut input = Some(input);
+        let mut fresh = |w: &mut runsync::World| {
+            if let Some(f) = input.take() {
+                w.set_input(f());
             }
-        }
-        self.game.frame(rt)
+        };
+        self.game.frame(rt, Some(&mut fresh))
     }
 
     /// Answers the requests waiting, then runs one frame unless paused; never blocks.
@@ -503,7 +586,41 @@ impl Inspector {
         if !self.game.may_run() {
             return Poll::Paused;
         }
-        Poll::Ran(self.game.frame(rt))
+        Poll::Ran(self.game.frame(rt, None))
+    }
+
+    /// [`poll`](Self::poll), with `input` giving the frame's input as
+    /// [`frame_with`](Self::frame_with) does (not called while paused).
+    ///
+    /// # Panics
+    /// If the inspector records another input type ([`InspectorBuilder::input`]).
+    #[track_caller]
+    pub fn poll_with<I: GameInput>(&mut self, rt: &mut Runtime, input: impl FnOnce() -> I) -> Poll {
+        self.game.input_type::<I>();
+        self.serve_waiting(rt);
+        if !self.game.may_run() {
+            return Poll::Paused;
+        }
+        let mut input = Some(input);
+        let mut fresh = |w: &mut runsync::World| {
+            if let Some(f) = input.take() {
+                w.set_input(f());
+            }
+        };
+        Poll::Ran(self.game.frame(rt, Some(&mut fresh)))
+    }
+
+    /// Answers requests until the game may run a frame: those waiting, then, while
+    /// paused, each as it comes.
+    fn wait_to_run(&mut self, rt: &mut Runtime) {
+        self.serve_waiting(rt);
+        while !self.game.may_run() {
+            match self.calls.recv() {
+                Ok(call) => self.game.handle(rt, call),
+                // The server is gone: nobody can resume us.
+                Err(_) => self.game.paused = false,
+            }
+        }
     }
 
     /// How long the last frame run by [`frame`](Self::frame) or [`poll`](Self::poll) took

@@ -5,6 +5,21 @@
 use runsync::{FrameError, Runtime};
 use serde::Serialize;
 
+/// Where a frame's input came from (see `inputs.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum InputSource {
+    /// Its recorded input: it ran before (a re-simulation, `explain`).
+    Recorded,
+    /// The input a `step` request gave.
+    Api,
+    /// The game's callback ([`Inspector::frame_with`](crate::Inspector::frame_with)).
+    Game,
+    /// The world's, as the game left it.
+    #[default]
+    World,
+}
+
 /// One frame as the timeline shows it.
 #[derive(Clone, Debug, Default, Serialize)]
 pub(crate) struct Record {
@@ -26,6 +41,8 @@ pub(crate) struct Record {
     pub(crate) resim: Option<bool>,
     /// Whether the inspector ran it again to record provenance (`explain`).
     pub(crate) explain: bool,
+    /// Where its input came from.
+    pub(crate) input: InputSource,
 }
 
 pub(crate) struct Timeline {
@@ -55,6 +72,7 @@ impl Timeline {
         result: &Result<(), FrameError>,
         resim: Option<bool>,
         explain: bool,
+        input: InputSource,
     ) {
         let seq = self.next_seq;
         self.next_seq += 1;
@@ -78,6 +96,7 @@ impl Timeline {
         r.error = result.as_ref().err().map(|e| e.to_string());
         r.resim = resim;
         r.explain = explain;
+        r.input = input;
     }
 
     /// Sets the last record's `resim` (for `explain`, which compares the re-run itself).

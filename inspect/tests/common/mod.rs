@@ -133,6 +133,23 @@ impl Game {
         builder: InspectorBuilder,
         setup: impl FnOnce(&mut Runtime) + Send + 'static,
     ) -> Game {
+        Game::start_looping(bind, workers, builder, setup, |inspector, rt, _| {
+            inspector.frame(rt)
+        })
+    }
+
+    /// [`start_at`](Self::start_at), with `frame(inspector, runtime, iteration)` run by each
+    /// iteration of the game loop instead of `inspector.frame(runtime)` (`iteration`
+    /// counts the loop's iterations from 0: the game's own clock).
+    pub fn start_looping(
+        bind: &'static str,
+        workers: usize,
+        builder: InspectorBuilder,
+        setup: impl FnOnce(&mut Runtime) + Send + 'static,
+        mut frame: impl FnMut(&mut Inspector, &mut Runtime, u64) -> Result<(), FrameError>
+        + Send
+        + 'static,
+    ) -> Game {
         let frames = Arc::new(AtomicU64::new(0));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -148,10 +165,11 @@ impl Game {
                     inspector.token().map(str::to_owned),
                 ))
                 .unwrap();
+                let mut iteration = 0;
                 while !stop.load(Ordering::SeqCst) {
-                    inspector
-                        .frame(&mut rt)
+                    frame(&mut inspector, &mut rt, iteration)
                         .expect("the test game's frames succeed");
+                    iteration += 1;
                     frames.fetch_add(1, Ordering::SeqCst);
                     std::thread::sleep(Duration::from_millis(1));
                 }
