@@ -14,6 +14,33 @@ use runsync_systems::{
 /// Number of teams in the arena.
 pub const TEAMS: u8 = 4;
 
+/// The most agents an arena takes: 2^24, about 7 GiB of world at the ~400 bytes an agent
+/// costs (its components, its share of turrets, projectiles and the grid), and a field of
+/// 10,000 units a side, where an `f32` position still resolves a thousandth of a unit.
+pub const MAX_AGENTS: u64 = 1 << 24;
+
+/// The rule for an arena's agent count, one function for the command line (`--entities`)
+/// and for a recording's configuration ([`recorded_config`]) alike: at least one per team
+/// (the waves spawn whole teams, so fewer agents than teams would be none), at most
+/// [`MAX_AGENTS`].
+///
+/// # Errors
+/// A message saying which bound `agents` breaks, as the command line prints it.
+pub fn check_agents(agents: u64) -> Result<usize, String> {
+    if agents < u64::from(TEAMS) {
+        return Err(format!(
+            "the arena has {TEAMS} teams and spawns whole teams, so it needs at least {TEAMS} \
+             agents (got {agents})"
+        ));
+    }
+    if agents > MAX_AGENTS {
+        return Err(format!(
+            "the arena takes at most {MAX_AGENTS} agents (about 7 GiB of world; got {agents})"
+        ));
+    }
+    usize::try_from(agents).map_err(|_| format!("{agents} agents do not fit this machine"))
+}
+
 /// What to build.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ArenaConfig {
@@ -179,11 +206,12 @@ pub fn world(config: ArenaConfig) -> World {
 }
 
 /// The configuration a replay of the arena was recorded with (its start's
-/// [`ArenaSetup`]), to run at `workers` workers.
+/// [`ArenaSetup`]), to run at `workers` workers: checked by the command line's rules
+/// ([`check_agents`]) before anything is built from it.
 ///
 /// # Errors
 /// If the replay's start does not load as an arena's world (another program's replay, or
-/// a corrupt one), or holds agents that do not fit a `usize`.
+/// a corrupt one), or its agent count is not one `--entities` accepts.
 pub fn recorded_config(replay: &Replay, workers: usize) -> Result<ArenaConfig, String> {
     let mut w = world(ArenaConfig {
         agents: usize::from(TEAMS),
@@ -193,8 +221,7 @@ pub fn recorded_config(replay: &Replay, workers: usize) -> Result<ArenaConfig, S
     w.load(&mut replay.start_save())
         .map_err(|e| format!("its start is not an arena's: {e}"))?;
     let setup = *w.resource::<ArenaSetup>();
-    let agents = usize::try_from(setup.agents)
-        .map_err(|_| format!("it has {} agents, too many for this machine", setup.agents))?;
+    let agents = check_agents(setup.agents).map_err(|e| format!("its recorded --entities: {e}"))?;
     Ok(ArenaConfig {
         agents,
         seed: setup.seed,

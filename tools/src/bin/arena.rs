@@ -21,7 +21,9 @@ use runsync::{LoadError, Replay, ReplayError, RuntimeSnapshot, SaveError};
 use runsync_systems::Health;
 use runsync_tools::digest::{desync_report, digest, first_mismatch};
 use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
-use runsync_tools::scenario::{ArenaConfig, TEAMS, arena_side, build, recorded_config};
+use runsync_tools::scenario::{
+    ArenaConfig, TEAMS, arena_side, build, check_agents, recorded_config,
+};
 use runsync_tools::{chart, picture};
 use serde::Serialize;
 
@@ -30,8 +32,8 @@ use serde::Serialize;
 #[command(version, about)]
 struct Args {
     /// Agents kept alive by the spawner's waves (projectiles come on top); at least one
-    /// per team.
-    #[arg(long, default_value_t = 100_000, value_parser = at_least_one_per_team)]
+    /// per team, at most 2^24 (16777216).
+    #[arg(long, default_value_t = 100_000, value_parser = agent_count)]
     entities: usize,
     /// Frames to run (at least 1).
     #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..))]
@@ -355,16 +357,9 @@ fn progress(len: u64, label: &str, hidden: bool) -> ProgressBar {
     bar
 }
 
-/// `--entities`: the waves spawn whole teams, so fewer agents than teams would be none.
-fn at_least_one_per_team(s: &str) -> Result<usize, String> {
-    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
-    if n < usize::from(TEAMS) {
-        return Err(format!(
-            "the arena has {TEAMS} teams and spawns whole teams, so it needs at least {TEAMS} \
-             agents (got {n})"
-        ));
-    }
-    Ok(n)
+/// `--entities`: the rule a recording's configuration is held to as well.
+fn agent_count(s: &str) -> Result<usize, String> {
+    check_agents(s.parse().map_err(|e| format!("{e}"))?)
 }
 
 /// `--replay FILE`: plays the recording on `workers` workers.
