@@ -55,8 +55,8 @@ for s in "${steps[@]}"; do
         step "fuzzing the frame model for ${FUZZ_SECONDS:-60}s"
         (cd fuzz && cargo +nightly fuzz run frames -- -max_total_time="${FUZZ_SECONDS:-60}")
         # The readers of untrusted bytes: save files, entity records from other shards,
-        # and the inspector's HTTP requests (their past finds first).
-        for target in load import request; do
+        # the inspector's HTTP requests and replay files (their past finds first).
+        for target in load import request replay; do
             step "fuzzing the $target reader for ${FUZZ_SECONDS:-60}s"
             (cd fuzz && cargo +nightly fuzz run "$target" regressions/"$target"/* \
                 && cargo +nightly fuzz run "$target" -- -max_total_time="${FUZZ_SECONDS:-60}")

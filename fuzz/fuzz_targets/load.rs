@@ -2,23 +2,34 @@
 //! must return an error or load a world that runs, never panic, abort on a huge
 //! allocation, or hang. A failed load must leave the world as it was.
 //!
-//! Two ways in, by the first byte: even, the rest is the file as it is; odd, the rest
-//! edits a valid save of a small game (serde columns, a plain-data column, a resource,
-//! free and reserved ids): every 3 bytes set the byte at a little-endian `u16` offset
-//! (modulo the length) to the third; 1 or 2 bytes left over cut that many times 97 bytes
-//! off the end. So the fuzzer starts deep inside real saves, as well as from nothing.
+//! The first byte picks the way in. Bit 0 clear: the rest is the file as it is; set, the
+//! rest edits a valid save of a small game (serde columns, a plain-data column, a
+//! resource, free and reserved ids): every 3 bytes set the byte at a little-endian `u16`
+//! offset (modulo the length) to the third; 1 or 2 bytes left over cut that many times 97
+//! bytes off the end. So the fuzzer starts deep inside real saves, as well as from
+//! nothing. Bit 1: the file's integrity checks (a CRC-32C per section) are made again
+//! for its bytes, where its trailers still tile it — a file written on purpose, so the
+//! fuzzer reaches every check behind them (clear: damage, which the checks must catch).
+//! Bit 2, with bit 0: the save edited is the same one as version 2 wrote it (no checks),
+//! which is still read.
 //!
 //! ```sh
 //! cargo +nightly fuzz run load -- -max_total_time=120
-//! cargo +nightly fuzz run load fuzz/regressions/load/*   # the inputs it found, fixed
+//! cargo +nightly fuzz run load regressions/load/*   # the inputs it found, fixed
 //! ```
 //!
 //! `fuzz/regressions/load/spawned-last-past-the-slots` (an edit: a reservation that
 //! claims billions of spawns last frame, which the next frame then reserved — an
 //! out-of-memory) is `tests/save_files.rs`'s
-//! `a_reservation_that_claims_more_spawns_than_slots_is_an_error`.
+//! `a_reservation_that_claims_more_spawns_than_slots_is_an_error`. It was found in a
+//! version-2 save (no checks; its mode byte now picks that way in);
+//! `spawned-last-past-the-slots-resealed` is the same edit of the version-4 save, its
+//! checks made again.
 
 #![no_main]
+
+#[path = "../../tests/sections/mod.rs"]
+mod sections;
 
 use std::sync::OnceLock;
 
@@ -91,7 +102,11 @@ fn reference() -> &'static [u8] {
         let mut w = world();
         w.insert_resource(Log(vec![7, 8]));
         for i in 0..6u16 {
-            let v = Vel { x: f32::from(i), y: i, z: 9 };
+            let v = Vel {
+                x: f32::from(i),
+                y: i,
+                z: 9,
+            };
             match i % 3 {
                 0 => w.spawn((Pos(f32::from(i), 0.5), v, Name(format!("n{i}")))),
                 1 => w.spawn((v, State::Busy(i as u8))),
@@ -108,9 +123,14 @@ fn reference() -> &'static [u8] {
     })
 }
 
-/// The reference save with `edits` applied (see the module docs).
-fn edited(edits: &[u8]) -> Vec<u8> {
-    let mut f = reference().to_vec();
+/// The reference save with `edits` applied (see the module docs), as version 2 wrote it
+/// if `v2`.
+fn edited(edits: &[u8], v2: bool) -> Vec<u8> {
+    let mut f = if v2 {
+        sections::version_2(reference())
+    } else {
+        reference().to_vec()
+    };
     let mut chunks = edits.chunks_exact(3);
     for e in &mut chunks {
         let at = usize::from(u16::from_le_bytes([e[0], e[1]])) % f.len();
@@ -142,9 +162,16 @@ fn check(data: &[u8]) {
 }
 
 fuzz_target!(|data: &[u8]| {
-    match data.split_first() {
-        Some((&mode, edits)) if mode & 1 == 1 => check(&edited(edits)),
-        Some((_, file)) => check(file),
-        None => check(data),
+    let Some((&mode, rest)) = data.split_first() else {
+        return check(data);
+    };
+    let mut file = if mode & 1 == 1 {
+        edited(rest, mode & 4 == 4)
+    } else {
+        rest.to_vec()
+    };
+    if mode & 2 == 2 && sections::sections(&file).is_some() {
+        sections::reseal(&mut file);
     }
+    check(&file);
 });
