@@ -27,8 +27,20 @@ use std::ops::{Deref, DerefMut};
 /// assert_eq!(rt.world().resource::<Input<Pad>>().0, Pad { right: true });
 /// assert!(rt.world().input::<Pad>().right);
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Input<I>(pub I);
+
+/// `clone_from` is the value's own, so a snapshot into a reused one (and a restore) keeps
+/// the memory of an input that owns some (a `Vec` of players' inputs): no allocation.
+impl<I: Clone> Clone for Input<I> {
+    fn clone(&self) -> Self {
+        Input(self.0.clone())
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl<I> Deref for Input<I> {
     type Target = I;
