@@ -1,7 +1,8 @@
 // Drives the inspector's page in headless Chromium, as a person would: watch it run,
 // pause, step, rewind and re-simulate, filter the entities, select one and read who wrote
-// what. Saves a screenshot per step and prints what it saw; exits 1 if the page did not
-// do what it should. Run by tools/inspect-browser.sh (which starts the arena).
+// what, and look at the game itself (its picture, plots, tree and resources). Saves a
+// screenshot per step and prints what it saw; exits 1 if the page did not do what it
+// should. Run by tools/inspect-browser.sh (which starts the arena).
 //
 //   node tools/inspect-browser.mjs URL OUT_DIR
 
@@ -102,6 +103,43 @@ try {
   check("the explain re-run was identical", seen.provenance.includes("identical to the first run"));
   const shown = await page.locator("#sel-id").textContent();
   check("the selected entity is the one clicked", shown === id, `${id}, shown ${shown}`);
+  // The game's own views: its picture of the world, plots over the timeline, the
+  // parent/child tree and the resources.
+  await page.waitForFunction(() => /shapes/.test(document.getElementById("picture-caption").textContent));
+  seen.picture = await text("#picture-caption");
+  const inked = await page.evaluate(() => {
+    const c = document.getElementById("picture");
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) {
+      if (d[i + 3] > 0 && !(d[i] === 245 && d[i + 1] === 245 && d[i + 2] === 240)) n++;
+    }
+    return n;
+  });
+  check("the world's picture is drawn", inked > 500 && /frame \d+ · \d+ shapes/.test(seen.picture), `${seen.picture}; ${inked} pixels inked`);
+  const plots = await page.locator("#plots .plot .name span:first-child").allInnerTexts();
+  seen.plots = plots;
+  check("plots of the entities and the arena's values", ["entities", "agents", "mean health", "projectiles", "memory bytes"].every((n) => plots.includes(n)), plots.join(", "));
+  const meanHealth = await text("#plot-v2");
+  check("the mean health plot has a value", /^\d+(\.\d+)?$/.test(meanHealth.trim()), meanHealth);
+  await page.waitForFunction(() => document.querySelectorAll("#tree li[data-id]").length > 0);
+  seen.tree = await text("#tree-count");
+  const firstNode = await page.locator("#tree li[data-id]").first().innerText();
+  check("the tree shows ships and their turrets", /roots?/.test(seen.tree) && /children/.test(firstNode), `${seen.tree}: ${firstNode}`);
+  seen.resources = await text("#resources");
+  check("the resources show Time and the arena's setup", /Time \{/.test(seen.resources) && /ArenaSetup \{/.test(seen.resources), seen.resources.replace(/\s+/g, " "));
+  // Hover a frame the ring holds: the picture is that frame's, drawn from the ring.
+  const tl = await page.locator("#timeline").boundingBox();
+  await page.mouse.move(tl.x + tl.width - 4 * 8 - 2, tl.y + tl.height / 2);
+  await page.waitForFunction(() => document.getElementById("picture-caption").textContent.includes("(from the ring)"));
+  const hovered = await page.locator("#tip b").first().innerText();
+  seen.past_picture = await text("#picture-caption");
+  check("hovering a past frame shows its picture from the ring", seen.past_picture.includes(`frame ${hovered} (from the ring)`), `hovered frame ${hovered}: ${seen.past_picture}`);
+  await page.mouse.move(0, 0);
+  await page.waitForFunction(() => !document.getElementById("picture-caption").textContent.includes("(from the ring)"));
+  await shot("6-game");
+  await page.screenshot({ path: `${out}/inspector-game.png`, fullPage: true });
+
   // Hover a frame on the timeline, for the screenshot's tooltip and systems table.
   const box = await page.locator("#timeline").boundingBox();
   await page.mouse.move(box.x + box.width - 30, box.y + box.height / 2);

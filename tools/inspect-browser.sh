@@ -2,7 +2,9 @@
 # The inspector's page in a real browser: starts `arena --inspect`, drives the page in
 # headless Chromium (Debian's `chromium`, through playwright-core from npm) through
 # running -> pause -> step -> rewind 10 and re-simulate -> filter -> select an entity and
-# read its provenance, checks each step, and saves a screenshot of each.
+# read its provenance -> the game's own views (its picture, of the present and of a past
+# frame from the ring; plots; the parent/child tree; resources), checks each step, and
+# saves a screenshot of each (`inspector-game.png`: the whole page, as docs/ shows it).
 #
 #   bash tools/inspect-browser.sh [OUT_DIR]    (default target/inspect-browser)
 #

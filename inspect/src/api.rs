@@ -13,6 +13,7 @@ use serde::Deserialize;
 
 use crate::access::Access;
 use crate::http::{Request, Response};
+use crate::view::MAX_TREE_NODES;
 
 /// Most frames one `step` may run.
 pub(crate) const MAX_STEP: u32 = 600;
@@ -47,6 +48,16 @@ pub(crate) enum Command {
     Watch(Entity),
     Unwatch(Entity),
     Explain(Entity),
+    /// The game's picture of the state with `frame` frames completed (the present if
+    /// `None`).
+    Picture {
+        frame: Option<u64>,
+    },
+    /// The parent/child forest, at most `limit` nodes.
+    Tree {
+        limit: usize,
+    },
+    Resources,
 }
 
 #[derive(Debug)]
@@ -164,6 +175,25 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
                 }
             }
         }
+        ["api", "picture"] => {
+            method(get, "GET")?;
+            let q = Query::parse(&req.query, &["frame"])?;
+            Command::Picture {
+                frame: q.number("frame", 0..=u64::MAX)?,
+            }
+        }
+        ["api", "tree"] => {
+            method(get, "GET")?;
+            let q = Query::parse(&req.query, &["limit"])?;
+            Command::Tree {
+                limit: q.number("limit", 0..=MAX_TREE_NODES)?.unwrap_or(500),
+            }
+        }
+        ["api", "resources"] => {
+            method(get, "GET")?;
+            no_query()?;
+            Command::Resources
+        }
         ["api", "entities"] => {
             method(get, "GET")?;
             let q = Query::parse(&req.query, &["with", "offset", "limit"])?;
@@ -212,7 +242,8 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
                 format!(
                     "no such endpoint: {} {} (the API: /api/status, /api/timeline, \
                      /api/pause, /api/resume, /api/step, /api/rewind, /api/entities, \
-                     /api/entities/{{id}}, /api/entities/{{id}}/watch|unwatch|explain)",
+                     /api/entities/{{id}}, /api/entities/{{id}}/watch|unwatch|explain, \
+                     /api/picture, /api/tree, /api/resources)",
                     req.method, req.path
                 ),
             ));

@@ -14,8 +14,10 @@ use crate::MAX_WATCHED;
 use crate::api::{Command, RewindTo, short_name};
 use crate::http::Response;
 use crate::inputs::{GameInput, Given, Inputs, Track};
+use crate::picture::Picture;
 use crate::ring::Ring;
 use crate::timeline::{self, InputSource, Timeline};
+use crate::view::{self, Hooks};
 
 /// One request for the game thread, with where to send the answer.
 pub(crate) struct Call {
@@ -57,6 +59,10 @@ pub(crate) struct GameSide {
     frame_time: Duration,
     /// The frames' inputs (see `inputs.rs`), once the game named its input type.
     inputs: Option<Box<dyn Inputs>>,
+    /// What the game shows of itself (see `view.rs`).
+    hooks: Hooks,
+    /// The last picture drawn (its lists reused by the next).
+    picture: Picture,
 }
 
 impl GameSide {
@@ -72,7 +78,14 @@ impl GameSide {
             scratch: RuntimeSnapshot::new(),
             frame_time: Duration::ZERO,
             inputs: None,
+            hooks: Hooks::default(),
+            picture: Picture::default(),
         }
+    }
+
+    /// The game's hooks (from the builder).
+    pub(crate) fn set_hooks(&mut self, hooks: Hooks) {
+        self.hooks = hooks;
     }
 
     /// Records inputs of type `I` from now on (nothing if it already does).
@@ -142,6 +155,11 @@ impl GameSide {
             }
         }
         self.timeline.push(rt, &result, resim, explain, input);
+        if !self.hooks.plots.is_empty() {
+            if let Some(r) = self.timeline.last_mut() {
+                self.hooks.sample(rt, &mut r.values);
+            }
+        }
         if !explain {
             if let Some(step) = &mut self.step {
                 step.left -= 1;
@@ -203,6 +221,7 @@ impl GameSide {
                 #[derive(Serialize)]
                 struct Reply<'a> {
                     systems: Vec<&'a str>,
+                    plots: Vec<&'a str>,
                     records: Vec<&'a timeline::Record>,
                 }
                 match self.timeline.since(since) {
@@ -210,6 +229,7 @@ impl GameSide {
                         200,
                         &Reply {
                             systems: rt.stats().systems.iter().map(|s| &*s.name).collect(),
+                            plots: self.hooks.plot_names(),
                             records,
                         },
                     ),
@@ -276,6 +296,9 @@ impl GameSide {
                 }
             }
             Command::Explain(e) => self.explain(rt, e),
+            Command::Picture { frame } => self.draw(rt, frame),
+            Command::Tree { limit } => Response::json(200, &view::tree(rt.world(), limit)),
+            Command::Resources => Response::json(200, &view::resources(&self.hooks, rt.world())),
         };
         let _ = call.reply.send(response);
     }
@@ -396,6 +419,59 @@ impl GameSide {
                 provenance,
             },
         )
+    }
+
+    /// The game's picture of the state with `frame` frames completed: the present's, or,
+    /// for a state the ring holds, drawn from it (restored, drawn, and the present
+    /// restored again: the world is left as it was).
+    fn draw(&mut self, rt: &mut Runtime, frame: Option<u64>) -> Response {
+        let Some(hook) = self.hooks.picture.clone() else {
+            return Response::error(
+                409,
+                "this game gives the inspector no picture: build it with \
+                 `Inspector::builder().picture(|world, picture| ...)`",
+            );
+        };
+        let now = rt.frame_count();
+        let frame = frame.unwrap_or(now);
+        let mut picture = std::mem::take(&mut self.picture);
+        picture.clear();
+        if frame == now {
+            hook(rt.world(), &mut picture);
+        } else {
+            if self.ring.capacity() == 0 {
+                return Response::error(
+                    409,
+                    "a past frame's picture is drawn from the snapshot ring, which is off: \
+                     build the inspector with `Inspector::builder().ring(N)`",
+                );
+            }
+            if let Some(e) = self.ring.error() {
+                return Response::error(409, e.to_owned());
+            }
+            if !self.ring.holds(frame) {
+                let held = match self.ring.range() {
+                    Some((lo, hi)) => format!("it holds frames {lo} to {hi}, and {now}"),
+                    None => format!("it holds none yet; the present is frame {now}"),
+                };
+                return Response::error(
+                    404,
+                    format!("frame {frame} is not in the snapshot ring ({held})"),
+                );
+            }
+            if let Err(err) = rt.snapshot_into(&mut self.scratch) {
+                return Response::error(409, format!("cannot snapshot the present: {err}"));
+            }
+            if let Err(err) = self.ring.restore(rt, frame) {
+                rt.restore(&self.scratch);
+                return Response::error(500, format!("the restore failed: {err}"));
+            }
+            hook(rt.world(), &mut picture);
+            rt.restore(&self.scratch);
+        }
+        let response = Response::json(200, &picture.reply(frame));
+        self.picture = picture;
+        response
     }
 
     /// Re-runs the last frame with `e` watched, from the ring, and returns its provenance;

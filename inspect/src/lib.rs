@@ -81,6 +81,22 @@
 //! in a snapshot: a system that keeps game state in `self` re-simulates differently, and the
 //! inspector says so at the first frame that differs.
 //!
+//! # Showing the game
+//!
+//! Besides its tables, the page shows what the game gives it (all opt-in, on the
+//! builder; nothing runs for them while no page asks):
+//!
+//! - a **picture** of the world ([`picture`](InspectorBuilder::picture): the game adds
+//!   dots, circles, lines, rectangles and labels to a [`Picture`]), of the present, and of
+//!   any frame the ring holds when its timeline bar is hovered;
+//! - **plots** over the timeline of the entity count and of values the game chooses
+//!   ([`plot`](InspectorBuilder::plot), [`plot_mean`](InspectorBuilder::plot_mean) of a
+//!   component, [`plot_memory`](InspectorBuilder::plot_memory)), the frames the ring
+//!   holds shaded;
+//! - the **parent/child tree** of a world with a hierarchy;
+//! - **resources**: the runtime's `Time` and those named with
+//!   [`resource`](InspectorBuilder::resource).
+//!
 //! # What it costs
 //!
 //! With no client connected, [`frame`](Inspector::frame) adds an empty-channel check and
@@ -156,6 +172,9 @@
 //! | `POST /api/entities/{id}/watch` | none | records its provenance from the next frame (at most 16 watched) |
 //! | `POST /api/entities/{id}/unwatch` | none | stops that |
 //! | `POST /api/entities/{id}/explain` | none | [its provenance in the last frame](#explain), by re-running that frame from the ring with the entity watched; `404` if it is alive neither now nor at the start of that frame |
+//! | `GET /api/picture?frame=K` | | [the game's picture](#picture) of the present, or (with `frame`) of the state with `K` frames completed, drawn from the ring; `404` if the ring does not hold it, `409` if the game gives no picture |
+//! | `GET /api/tree?limit=N` | | [the parent/child forest](#tree), at most `N` nodes (0 to 5000; default 500) |
+//! | `GET /api/resources` | | `{"resources": [{"name": "runsync::runtime::Time", "short": "Time", "value": "Time { dt: 0.016666668, frame: 812 }"}, …]}`: the runtime's `Time`, then each resource named with [`resource`](InspectorBuilder::resource) (`value` `null` while the world lacks it) |
 //!
 //! ## Status
 //!
@@ -182,17 +201,20 @@
 //! ## Timeline
 //!
 //! ```json
-//! {"systems": ["BuildGrid", …], "records": [{"seq": 830, "frame": 812, "run_ns": 812345,
+//! {"systems": ["BuildGrid", …], "plots": ["mean hp"],
+//!  "records": [{"seq": 830, "frame": 812, "run_ns": 812345,
 //!  "sync_ns": 70211, "systems_ns": [120331, …], "merged": 5120, "dropped": 0,
 //!  "entities": 2210, "error": null, "resim": true, "explain": false,
-//!  "input": "recorded"}, …]}
+//!  "input": "recorded", "values": [41.5]}, …]}
 //! ```
 //!
 //! One record per frame the inspector ran (the last 600 by default): `frame` is its number,
 //! `seq` increases also across rewinds (where `frame` goes back). `resim` is `true`/`false` for a frame run
 //! again after a rewind (whether it reproduced the recorded state), else `null`;
 //! `explain` marks a frame re-run for `explain`. `input` says where the frame's input came
-//! from: `recorded`, `api`, `game` or `world` ([Inputs](#inputs)).
+//! from: `recorded`, `api`, `game` or `world` ([Inputs](#inputs)). `values` are the
+//! game's plotted values after the frame ([`plot`](InspectorBuilder::plot)), in the order
+//! of `plots` (`null` for a mean over no component).
 //!
 //! ## Entities
 //!
@@ -232,14 +254,42 @@
 //! Needs the ring to hold the state before the last frame (`409` otherwise, saying why).
 //! `resim` says whether the re-run reproduced the frame (it must, for the provenance to be
 //! that frame's).
+//!
+//! ## Picture
+//!
+//! ```json
+//! {"frame": 812, "title": "arena", "bounds": [0, 0, 400, 400], "y_down": false,
+//!  "colors": ["#3478c8ff", "#e67e22ff"], "rects": [], "lines": [],
+//!  "circles": [], "dots": [31.5, 8.25, 2, 0, …], "labels": [],
+//!  "shapes": 2210, "truncated": false}
+//! ```
+//!
+//! The shapes of [`Picture`], as flat lists: `dots` and `circles` four numbers each
+//! (x, y, radius — pixels for a dot, world units for a circle — and a colour index into
+//! `colors`), `lines` and `rects` five (two points, a colour). At most
+//! [`MAX_SHAPES`] are sent (`truncated` if the game gave more; `shapes` counts them all).
+//!
+//! ## Tree
+//!
+//! ```json
+//! {"hierarchy": true, "roots": 40, "truncated": false,
+//!  "nodes": [{"id": "3v1", "depth": 0, "children": 2, "components": [0, 4, 9]},
+//!            {"id": "1207v1", "depth": 1, "children": 0, "components": [5, 9]}, …]}
+//! ```
+//!
+//! Every root (an entity with children and no parent), in storage order, each followed by
+//! its descendants in pre-order (`depth` from 0). `hierarchy` is `false` for a world without
+//! [`register_hierarchy`](runsync::World::register_hierarchy).
 
 mod access;
 mod api;
 mod game;
 mod http;
 mod inputs;
+mod picture;
 mod ring;
 mod timeline;
+mod view;
 
 #[doc(hidden)]
 pub mod fuzzing;
@@ -259,6 +309,8 @@ use crate::api::{Command, Route};
 use crate::game::{Call, GameSide};
 use crate::http::{Limits, Request, Response, Server};
 pub use crate::inputs::GameInput;
+pub use crate::picture::{Color, MAX_LABELS, MAX_SHAPES, Picture};
+use crate::view::Hooks;
 
 /// The page, one self-contained file.
 const PAGE: &str = include_str!("page.html");
@@ -289,6 +341,8 @@ pub struct InspectorBuilder {
     allowed_hosts: Vec<String>,
     /// Records the game's input type (see [`input`](Self::input)).
     input: Option<fn(&mut GameSide)>,
+    /// The game's picture, plots and resources.
+    hooks: Hooks,
 }
 
 impl InspectorBuilder {
@@ -315,6 +369,80 @@ impl InspectorBuilder {
     /// frame and the status says why.
     pub fn ring(mut self, frames: usize) -> Self {
         self.ring = frames;
+        self
+    }
+
+    /// How the game draws its world on the page: `draw(world, picture)` adds the shapes
+    /// of one state ([`Picture`]: dots, circles, lines, rectangles, labels, in world
+    /// coordinates). Called on the game thread, between frames, for each
+    /// `GET /api/picture` — the page asks for the present a few times a second, and for a
+    /// past frame of the ring when its timeline is hovered (restored, drawn, and the
+    /// present restored). Nothing while no page is open.
+    ///
+    /// ```no_run
+    /// use runsync::prelude::*;
+    /// use runsync_inspect::{Color, Inspector};
+    /// #[derive(Clone, Copy, Debug)] struct Pos(f32, f32);
+    /// impl Component for Pos { type Output = Pos; }
+    ///
+    /// let inspector = Inspector::builder()
+    ///     .picture(|world: &World, picture| {
+    ///         picture.bounds([0.0, 0.0], [100.0, 100.0]);
+    ///         for (_, (p,)) in world.query::<(&Pos,)>() {
+    ///             picture.dot([p.0, p.1], 2.0, Color::rgb(52, 120, 200));
+    ///         }
+    ///     })
+    ///     .bind("127.0.0.1:0")?;
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn picture(
+        mut self,
+        draw: impl Fn(&runsync::World, &mut Picture) + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.picture = Some(Arc::new(draw));
+        self
+    }
+
+    /// Plots `value(runtime)` after every frame, under `name`, beside the entity count,
+    /// over the timeline (the page shades the frames the ring holds). Costs a call per
+    /// frame the inspector runs, while it runs: keep it to a query or two.
+    pub fn plot(
+        mut self,
+        name: impl Into<String>,
+        value: impl Fn(&Runtime) -> f64 + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.plots.push((name.into(), Arc::new(value)));
+        self
+    }
+
+    /// Plots the mean of `value` over every component `C` (a gap for a frame with none):
+    /// `.plot_mean::<Health>("mean hp", |h| h.hp as f64)`. Costs a query over `C` per frame.
+    pub fn plot_mean<C: runsync::Component>(
+        mut self,
+        name: impl Into<String>,
+        value: impl Fn(&C) -> f64 + Send + Sync + 'static,
+    ) -> Self {
+        self.hooks.plots.push((name.into(), view::mean(value)));
+        self
+    }
+
+    /// Plots the memory the runtime holds, in bytes ([`Runtime::memory`]: component
+    /// columns plus output buffers), as `"memory bytes"`. Costs a walk over the columns and
+    /// buffers per frame.
+    pub fn plot_memory(self) -> Self {
+        self.plot("memory bytes", |rt: &Runtime| {
+            let m = rt.memory();
+            (m.component_bytes + m.output_bytes) as f64
+        })
+    }
+
+    /// Shows resource `R` as `Debug` text in the page's resources (the runtime's `Time` is
+    /// always shown). Costs a `format!` per `GET /api/resources`.
+    pub fn resource<R: fmt::Debug + Send + Sync + 'static>(mut self) -> Self {
+        self.hooks.resources.push((
+            std::any::type_name::<R>(),
+            Arc::new(|w: &runsync::World| w.get_resource::<R>().map(|r| format!("{r:?}"))),
+        ));
         self
     }
 
@@ -406,6 +534,7 @@ impl InspectorBuilder {
         };
         let server = Server::start(listener, self.limits, access, Arc::new(handler))?;
         let mut game = GameSide::new(self.ring, self.timeline, self.paused);
+        game.set_hooks(self.hooks);
         if let Some(input_type) = self.input {
             input_type(&mut game);
         }
@@ -494,6 +623,7 @@ impl Inspector {
             paused: false,
             allowed_hosts: Vec::new(),
             input: None,
+            hooks: Hooks::default(),
         }
     }
 

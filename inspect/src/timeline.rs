@@ -43,6 +43,9 @@ pub(crate) struct Record {
     pub(crate) explain: bool,
     /// Where its input came from.
     pub(crate) input: InputSource,
+    /// The game's plotted values after it, in the order of the timeline's `plots`
+    /// (`NaN`, sent as `null`, for none).
+    pub(crate) values: Vec<f64>,
 }
 
 pub(crate) struct Timeline {
@@ -97,6 +100,13 @@ impl Timeline {
         r.resim = resim;
         r.explain = explain;
         r.input = input;
+    }
+
+    /// The last record written, if any.
+    pub(crate) fn last_mut(&mut self) -> Option<&mut Record> {
+        let seq = self.last_seq()?;
+        let at = (seq % self.capacity as u64) as usize;
+        self.records.get_mut(at)
     }
 
     /// Sets the last record's `resim` (for `explain`, which compares the re-run itself).

@@ -270,11 +270,31 @@ mod inspect {
     use std::time::{Duration, Instant};
 
     use runsync_inspect::Inspector;
+    use runsync_systems::{Health, Projectile};
+    use runsync_tools::scenario::ArenaSetup;
 
-    pub(super) fn start(addr: &str, ring: usize, hosts: &[String]) -> std::io::Result<Inspector> {
-        let builder = hosts
-            .iter()
-            .fold(Inspector::builder().ring(ring), |b, h| b.allow_host(h));
+    /// Serves the inspector at `addr`, with the arena's picture of a `side` × `side`
+    /// field (as `--picture` draws it), plots of the agents, their mean health and the
+    /// projectiles, and the arena's setup among the resources.
+    pub(super) fn start(
+        addr: &str,
+        ring: usize,
+        hosts: &[String],
+        side: f32,
+    ) -> std::io::Result<Inspector> {
+        let builder = Inspector::builder()
+            .ring(ring)
+            .picture(move |world, p| runsync_tools::picture::inspector(world, side, p))
+            .plot("agents", |rt| {
+                rt.world().query::<(&Health,)>().count() as f64
+            })
+            .plot_mean::<Health>("mean health", |h| f64::from(h.hp))
+            .plot("projectiles", |rt| {
+                rt.world().query::<(&Projectile,)>().count() as f64
+            })
+            .plot_memory()
+            .resource::<ArenaSetup>();
+        let builder = hosts.iter().fold(builder, |b, h| b.allow_host(h));
         let inspector = builder.bind(addr)?;
         println!("arena: inspector at {}", inspector.url());
         Ok(inspector)
@@ -477,7 +497,12 @@ fn main() -> ExitCode {
             .expect("the arena's types and resources are all opted into saves");
     }
     let mut inspector = match &args.inspect {
-        Some(addr) => match inspect::start(addr, args.inspect_ring, &args.inspect_host) {
+        Some(addr) => match inspect::start(
+            addr,
+            args.inspect_ring,
+            &args.inspect_host,
+            arena_side(args.entities),
+        ) {
             Ok(i) => Some(i),
             Err(e) => {
                 eprintln!("arena: cannot serve the inspector at {addr}: {e}");
