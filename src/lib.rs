@@ -202,7 +202,8 @@ pub use runsync_derive::Component;
 pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
 pub use savefile::{LoadError, SaveError};
 pub use stats::{
-    FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, StageStats, SystemStats,
+    AdvanceStats, FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, StageStats,
+    SystemStats, SystemTotals,
 };
 pub use system::{StageId, System, SystemId, SystemInfo};
 pub use world::declare::DefaultMerge;

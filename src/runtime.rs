@@ -13,7 +13,7 @@ use crate::pool::{Cost, Pool};
 use crate::provenance::{Provenance, Watches};
 use crate::replay::{Divergence, Recorder, Replay, ReplayError, ReplayFrame, ReplayReport};
 use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
-use crate::stats::{FrameError, FrameStats, MemoryStats, StageStats, SystemStats};
+use crate::stats::{AdvanceStats, FrameError, FrameStats, MemoryStats, StageStats, SystemStats};
 use crate::sync::StageSync;
 use crate::system::{StageId, System, SystemId, SystemInfo, SystemSlot};
 use crate::world::World;
@@ -235,6 +235,7 @@ impl RuntimeBuilder {
             places: Vec::new(),
             stages: Vec::new(),
             stats: FrameStats::default(),
+            advance_stats: AdvanceStats::default(),
             dt,
             frame,
             clock: self.step.clock(self.max_catch_up),
@@ -321,6 +322,8 @@ pub struct Runtime {
     /// In frame order; at least one.
     stages: Vec<Stage>,
     stats: FrameStats,
+    /// Totals and maxima over the last `advance` call's frames.
+    advance_stats: AdvanceStats,
     dt: f32,
     frame: u64,
     /// Real time not yet simulated, for [`advance`](Runtime::advance).
@@ -990,6 +993,33 @@ impl Runtime {
         &self.stats
     }
 
+    /// Figures of every frame the last [`advance`](Self::advance) call ran (or
+    /// [`try_advance`](Self::try_advance), [`advance_with`](Self::advance_with),
+    /// [`try_advance_with`](Self::try_advance_with)): totals over the call and the
+    /// slowest frame, and per system its totals and maxima — where [`stats`](Self::stats)
+    /// describes only the call's last frame. Left as it was by a call that runs no frame
+    /// and by [`frame`](Self::frame).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use runsync::prelude::*;
+    ///
+    /// let mut rt = Runtime::builder().fixed_hz(60).workers(1).build(World::new());
+    /// rt.add_system_named("spawner", |_: &World, out: &mut Output| {
+    ///     out.spawn(());
+    /// });
+    /// let step = rt.advance(Duration::from_millis(50)); // three 60 Hz frames
+    /// let call = rt.advance_stats();
+    /// assert_eq!((step.frames, call.frames, call.first), (3, 3, 1));
+    /// assert_eq!(call.spawned, 3);                // rt.stats().spawned is the last frame's: 1
+    /// assert_eq!(call.systems[0].runs, 3);
+    /// assert_eq!(call.systems[0].commands, 3);
+    /// assert!(call.max_frame <= call.run + call.sync);
+    /// ```
+    pub fn advance_stats(&self) -> &AdvanceStats {
+        &self.advance_stats
+    }
+
     /// Memory held by the world and the output buffers. Walks every column and buffer:
     /// cheap, but not free — call it for diagnostics, not every frame.
     pub fn memory(&self) -> MemoryStats {
@@ -1023,7 +1053,9 @@ impl Runtime {
     /// A game calls it once per rendered frame with the time since the previous call, then
     /// draws its entities interpolated by [`Advance::alpha`] between their previous and
     /// current positions. The simulation stays fixed-step (and so deterministic: the same
-    /// elapsed times give the same frames) whatever the display rate.
+    /// elapsed times give the same frames) whatever the display rate. Afterwards
+    /// [`stats`](Self::stats) describes the call's last frame, and
+    /// [`advance_stats`](Self::advance_stats) all of them (totals, and maxima per system).
     ///
     /// ```
     /// use std::time::Duration;
@@ -1143,10 +1175,14 @@ impl Runtime {
         mut before: impl FnMut(&mut World, u64),
     ) -> Result<Advance, FrameError> {
         let (due, dropped) = self.clock.add(elapsed);
+        if due > 0 {
+            self.advance_stats.reset();
+        }
         for _ in 0..due {
             let counted = self.frame;
             before(&mut self.world, self.frame);
             let result = self.try_frame();
+            self.advance_stats.add(&self.stats, result.is_err());
             // A frame that counts as done (the counter moved: every failure but a
             // system's panic) has simulated its step, failed or not: charge it once.
             if self.frame != counted {

@@ -106,6 +106,148 @@ impl FrameStats {
     }
 }
 
+/// Figures of every frame the last [`Runtime::advance`](crate::Runtime::advance) call ran
+/// (or [`try_advance`](crate::Runtime::try_advance), [`advance_with`](crate::Runtime::advance_with)),
+/// from [`Runtime::advance_stats`](crate::Runtime::advance_stats): totals and maxima over
+/// the call, where [`Runtime::stats`](crate::Runtime::stats) describes only its last frame.
+///
+/// Kept in place: a call that runs frames resets it, keeping its memory (no allocation
+/// once the systems' list has grown); a call that runs none leaves it empty. Cost: a few
+/// additions per system per frame.
+#[derive(Clone, Debug, Default)]
+pub struct AdvanceStats {
+    /// Frames the call ran, failed ones included.
+    pub frames: u32,
+    /// Frames that failed (the call stops at the first: 0 or 1).
+    pub failed: u32,
+    /// The number of the first frame it ran ([`FrameStats::frame`]; 0 if none).
+    pub first: u64,
+    /// Run time of every frame, added up.
+    pub run: Duration,
+    /// Sync time of every frame, added up.
+    pub sync: Duration,
+    /// Work of every frame, added up ([`FrameStats::work`]).
+    pub work: Duration,
+    /// Span of every frame, added up ([`FrameStats::span`]).
+    pub span: Duration,
+    /// The longest frame's Run plus Sync time.
+    pub max_frame: Duration,
+    /// That frame's number.
+    pub slowest: u64,
+    /// Writes merged, over the call.
+    pub merged: u64,
+    /// Writes and commands dropped, over the call.
+    pub dropped: u64,
+    /// Entities spawned, over the call.
+    pub spawned: u64,
+    /// Entities despawned, over the call.
+    pub despawned: u64,
+    /// Messages delivered, over the call.
+    pub messages: u64,
+    /// Live entities after the last frame.
+    pub entities: usize,
+    /// Each system over the call, in registration order (index by [`SystemId::index`]).
+    pub systems: Vec<SystemTotals>,
+}
+
+/// One system's figures over the frames of one [`Runtime::advance`](crate::Runtime::advance)
+/// call ([`AdvanceStats::systems`]).
+#[derive(Clone, Debug)]
+pub struct SystemTotals {
+    /// The system.
+    pub id: SystemId,
+    /// Its name.
+    pub name: Arc<str>,
+    /// Frames in which it ran.
+    pub runs: u32,
+    /// Its wall time, added up ([`SystemStats::time`]).
+    pub time: Duration,
+    /// Its longest wall time in one frame.
+    pub max_time: Duration,
+    /// That frame's number (0 if it never ran).
+    pub slowest: u64,
+    /// Its work, added up ([`SystemStats::work`]).
+    pub work: Duration,
+    /// Its longest span in one frame ([`SystemStats::span`]).
+    pub max_span: Duration,
+    /// Component writes it emitted, added up.
+    pub writes: u64,
+    /// The most writes it emitted in one frame.
+    pub max_writes: usize,
+    /// Structural commands it emitted, added up.
+    pub commands: u64,
+}
+
+impl AdvanceStats {
+    /// Back to "no frame", keeping the systems' list's memory.
+    pub(crate) fn reset(&mut self) {
+        let mut systems = std::mem::take(&mut self.systems);
+        systems.clear();
+        *self = AdvanceStats {
+            systems,
+            ..AdvanceStats::default()
+        };
+    }
+
+    /// Adds one frame's figures (`failed`: whether it failed).
+    pub(crate) fn add(&mut self, frame: &FrameStats, failed: bool) {
+        if self.frames == 0 {
+            self.first = frame.frame;
+        }
+        self.frames += 1;
+        self.failed += u32::from(failed);
+        self.run += frame.run;
+        self.sync += frame.sync;
+        self.work += frame.work;
+        self.span += frame.span;
+        let total = frame.run + frame.sync;
+        if total >= self.max_frame {
+            self.max_frame = total;
+            self.slowest = frame.frame;
+        }
+        self.merged += frame.merged;
+        self.dropped += frame.dropped;
+        self.spawned += frame.spawned;
+        self.despawned += frame.despawned;
+        self.messages += frame.messages;
+        self.entities = frame.entities;
+        for s in &frame.systems {
+            let i = s.id.index();
+            if i >= self.systems.len() {
+                // Systems are added between calls, so a new one is always the next id.
+                self.systems.push(SystemTotals {
+                    id: s.id,
+                    name: s.name.clone(),
+                    runs: 0,
+                    time: Duration::ZERO,
+                    max_time: Duration::ZERO,
+                    slowest: 0,
+                    work: Duration::ZERO,
+                    max_span: Duration::ZERO,
+                    writes: 0,
+                    max_writes: 0,
+                    commands: 0,
+                });
+            }
+            let t = &mut self.systems[i];
+            if !s.ran {
+                continue;
+            }
+            t.runs += 1;
+            t.time += s.time;
+            if s.time >= t.max_time {
+                t.max_time = s.time;
+                t.slowest = frame.frame;
+            }
+            t.work += s.work;
+            t.max_span = t.max_span.max(s.span);
+            t.writes += s.writes as u64;
+            t.max_writes = t.max_writes.max(s.writes);
+            t.commands += s.commands as u64;
+        }
+    }
+}
+
 /// Per-stage figures of the last frame: a frame runs its stages one after the other, each
 /// a Run of its systems then a Sync (see [`Runtime::add_stage`](crate::Runtime::add_stage)).
 #[derive(Clone, Debug)]
