@@ -1,0 +1,300 @@
+//! The duel: two ships in a walled arena, each steered by one player, shooting at the
+//! other. A hit costs one hit point; a ship at zero respawns at its corner and the other
+//! player scores. Integer positions (1/16 of a cell), so there is no float in the game
+//! state at all.
+//!
+//! Shared by the `duel` binary and this crate's tests (`#[path]`-included), so the game
+//! the tests play over the network is the one people play.
+
+use runsync::prelude::*;
+use runsync_net::PlayerInputs;
+use serde::{Deserialize, Serialize};
+
+/// Arena width and height, in cells (what a terminal draws).
+pub(crate) const WIDTH: i32 = 60;
+/// See [`WIDTH`].
+pub(crate) const HEIGHT: i32 = 20;
+/// Sub-cell units per cell.
+pub(crate) const UNIT: i32 = 16;
+/// Ship speed, units per frame.
+const SPEED: i32 = 4;
+/// Bullet speed, units per frame.
+const BULLET_SPEED: i32 = 12;
+/// Frames a bullet lives.
+const BULLET_TTL: u16 = 90;
+/// Frames between shots.
+const COOLDOWN: u8 = 12;
+/// Hit points of a fresh ship.
+pub(crate) const MAX_HP: i32 = 5;
+/// A bullet this close (in units, on both axes) to an enemy ship hits it.
+const HIT: i32 = UNIT * 3 / 2;
+
+/// One player's input: which of up, down, left, right and fire are held.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Pad(pub(crate) u8);
+
+impl Pad {
+    pub(crate) const UP: u8 = 1;
+    pub(crate) const DOWN: u8 = 2;
+    pub(crate) const LEFT: u8 = 4;
+    pub(crate) const RIGHT: u8 = 8;
+    pub(crate) const FIRE: u8 = 16;
+
+    fn held(self, bit: u8) -> bool {
+        self.0 & bit != 0
+    }
+
+    /// The direction held, each axis -1, 0 or 1.
+    fn dir(self) -> (i32, i32) {
+        let axis = |neg, pos| i32::from(self.held(pos)) - i32::from(self.held(neg));
+        (axis(Pad::LEFT, Pad::RIGHT), axis(Pad::UP, Pad::DOWN))
+    }
+}
+
+/// A ship, played by `player`.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last, snapshot, checksum)]
+pub(crate) struct Ship {
+    pub(crate) player: u8,
+}
+
+/// Position in units; systems emit moves, summed.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = (i32, i32), merge = |p: &mut Pos, d: &[(i32, i32)]| for &(dx, dy) in d { p.x += dx; p.y += dy; }, snapshot, checksum)]
+pub(crate) struct Pos {
+    pub(crate) x: i32,
+    pub(crate) y: i32,
+}
+
+/// The last direction a ship moved: its shots fly towards the other side, drifting up or
+/// down as it last moved.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last, snapshot, checksum)]
+pub(crate) struct Facing {
+    pub(crate) dx: i32,
+    pub(crate) dy: i32,
+}
+
+/// Frames until the ship may fire again.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(merge = merge::last, snapshot, checksum)]
+pub(crate) struct Cooldown(pub(crate) u8);
+
+/// Hit points; systems emit changes, summed.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = i32, merge = |h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>(), snapshot, checksum)]
+pub(crate) struct Hp(pub(crate) i32);
+
+/// Points scored; systems emit points, summed.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = u32, merge = |s: &mut Score, d: &[u32]| s.0 += d.iter().sum::<u32>(), snapshot, checksum)]
+pub(crate) struct Score(pub(crate) u32);
+
+/// A bullet fired by `owner`'s ship, moving `(dx, dy)` units a frame for `ttl` more
+/// frames; systems emit the new `ttl`.
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+#[component(output = u16, merge = |b: &mut Bullet, d: &[u16]| b.ttl = d[d.len() - 1], snapshot, checksum)]
+pub(crate) struct Bullet {
+    pub(crate) owner: u8,
+    pub(crate) dx: i32,
+    pub(crate) dy: i32,
+    pub(crate) ttl: u16,
+}
+
+/// A ship's corner: player 0 on the left, player 1 on the right.
+fn spawn_point(player: u8) -> (i32, i32) {
+    let x = if player == 0 { 4 } else { WIDTH - 5 };
+    (x * UNIT, HEIGHT / 2 * UNIT)
+}
+
+/// The duel's runtime on `workers` workers: both ships at their corners, the systems
+/// `steer`, `fly`, `hit`, `respawn`.
+pub(crate) fn build(workers: usize) -> Runtime {
+    let mut world = World::new();
+    world.register_default::<Ship>();
+    world.register_default::<Pos>();
+    world.register_default::<Facing>();
+    world.register_default::<Cooldown>();
+    world.register_default::<Hp>();
+    world.register_default::<Score>();
+    world.register_default::<Bullet>();
+    for player in 0..2u8 {
+        let (x, y) = spawn_point(player);
+        let dx = if player == 0 { 1 } else { -1 };
+        world.spawn((
+            Ship { player },
+            Pos { x, y },
+            Facing { dx, dy: 0 },
+            Cooldown(0),
+            Hp(MAX_HP),
+            Score(0),
+        ));
+    }
+    let mut rt = Runtime::builder()
+        .workers(workers)
+        .fixed_hz(60)
+        .build(world);
+    rt.add_system_named("steer", steer);
+    rt.add_system_named("fly", fly);
+    rt.add_system_named("hit", hit);
+    rt.add_system_named("respawn", respawn);
+    rt
+}
+
+/// Ships move as their player's pad says (a departed player's ship stands still), turn,
+/// and fire when the cooldown allows.
+fn steer(w: &World, out: &mut Output) {
+    let pads = w.input::<PlayerInputs<Pad>>();
+    for (e, (ship, pos, facing, cooldown)) in w.query::<(&Ship, &Pos, &Facing, &Cooldown)>() {
+        let player = usize::from(ship.player);
+        let pad = if player < pads.len() && pads.is_connected(player) {
+            pads.get(player)
+        } else {
+            Pad::default()
+        };
+        let (dx, dy) = pad.dir();
+        let x = (pos.x + dx * SPEED).clamp(0, (WIDTH - 1) * UNIT);
+        let y = (pos.y + dy * SPEED).clamp(0, (HEIGHT - 1) * UNIT);
+        if (x, y) != (pos.x, pos.y) {
+            out.write::<Pos>(e, (x - pos.x, y - pos.y));
+        }
+        if (dx, dy) != (0, 0) && (dx, dy) != (facing.dx, facing.dy) {
+            out.write::<Facing>(e, Facing { dx, dy });
+        }
+        if cooldown.0 > 0 {
+            out.write::<Cooldown>(e, Cooldown(cooldown.0 - 1));
+        } else if pad.held(Pad::FIRE) {
+            out.write::<Cooldown>(e, Cooldown(COOLDOWN));
+            out.spawn((
+                Bullet {
+                    owner: ship.player,
+                    dx: if ship.player == 0 {
+                        BULLET_SPEED
+                    } else {
+                        -BULLET_SPEED
+                    },
+                    dy: facing.dy * BULLET_SPEED / 4,
+                    ttl: BULLET_TTL,
+                },
+                Pos { x: pos.x, y: pos.y },
+            ));
+        }
+    }
+}
+
+/// Bullets fly, age, and vanish at the walls or when their time is up.
+fn fly(w: &World, out: &mut Output) {
+    for (e, (b, pos)) in w.query::<(&Bullet, &Pos)>() {
+        let (x, y) = (pos.x + b.dx, pos.y + b.dy);
+        let outside = !(0..WIDTH * UNIT).contains(&x) || !(0..HEIGHT * UNIT).contains(&y);
+        if b.ttl == 0 || outside {
+            out.despawn(e);
+        } else {
+            out.write::<Pos>(e, (b.dx, b.dy));
+            out.write::<Bullet>(e, b.ttl - 1);
+        }
+    }
+}
+
+/// A bullet that reaches an enemy ship costs it a hit point and is gone.
+fn hit(w: &World, out: &mut Output) {
+    for (b, (bullet, bp)) in w.query::<(&Bullet, &Pos)>() {
+        for (s, (ship, sp, _)) in w.query::<(&Ship, &Pos, &Hp)>() {
+            if ship.player != bullet.owner && (bp.x - sp.x).abs() < HIT && (bp.y - sp.y).abs() < HIT
+            {
+                out.write::<Hp>(s, -1);
+                out.despawn(b);
+                break;
+            }
+        }
+    }
+}
+
+/// A ship out of hit points respawns whole at its corner; the other player scores.
+fn respawn(w: &World, out: &mut Output) {
+    for (e, (ship, pos, hp)) in w.query::<(&Ship, &Pos, &Hp)>() {
+        if hp.0 > 0 {
+            continue;
+        }
+        let (x, y) = spawn_point(ship.player);
+        out.write::<Pos>(e, (x - pos.x, y - pos.y));
+        out.write::<Hp>(e, MAX_HP - hp.0);
+        for (other, (o, _)) in w.query::<(&Ship, &Score)>() {
+            if o.player != ship.player {
+                out.write::<Score>(other, 1);
+            }
+        }
+    }
+}
+
+/// The scripted pad of `player` for frame `frame` (the headless mode's, and the tests'):
+/// a direction and the fire button that change every 5 to 20 frames, from a hash, so
+/// predictions (that the last input is held) are often right and sometimes wrong.
+pub(crate) fn scripted(player: usize, frame: u64) -> Pad {
+    // Segments of 5..20 frames: the segment a frame is in comes from a hash of 20-frame
+    // blocks and the offset within it.
+    let block = frame / 20;
+    let cut = 5 + mix(block ^ ((player as u64) << 40)) % 15;
+    let segment = block * 2 + u64::from(frame % 20 >= cut);
+    let h = mix(segment.wrapping_mul(31) ^ ((player as u64 + 1) << 48));
+    Pad((h & 0x1f) as u8)
+}
+
+/// The input a frame runs with when every player plays [`scripted`] through a session
+/// with `delay` frames of input delay: ggrs gives the default input to the first `delay`
+/// frames.
+pub(crate) fn scripted_inputs(frame: u64, delay: u64) -> PlayerInputs<Pad> {
+    PlayerInputs::new(
+        (0..2)
+            .map(|p| {
+                if frame <= delay {
+                    Pad::default()
+                } else {
+                    scripted(p, frame)
+                }
+            })
+            .collect(),
+    )
+}
+
+/// The checksum after each of frames `1..=frames` of a local run with [`scripted_inputs`]:
+/// what every peer's confirmed frames must show.
+pub(crate) fn truth(frames: u64, delay: u64) -> Vec<u64> {
+    truth_of(build(1), frames, delay)
+}
+
+/// [`truth`] of another build of the game.
+pub(crate) fn truth_of(mut rt: Runtime, frames: u64, delay: u64) -> Vec<u64> {
+    (1..=frames)
+        .map(|f| {
+            rt.frame_with(scripted_inputs(f, delay));
+            rt.world().checksum()
+        })
+        .collect()
+}
+
+/// splitmix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// A ship as drawn: player, x and y in cells, hit points, score.
+pub(crate) type ShipView = (u8, i32, i32, i32, u32);
+
+/// Ships and bullets, for drawing: a [`ShipView`] per ship by player, and `(x, y)` per
+/// bullet, in cells.
+pub(crate) fn scene(w: &World) -> (Vec<ShipView>, Vec<(i32, i32)>) {
+    let mut ships: Vec<_> = w
+        .query::<(&Ship, &Pos, &Hp, &Score)>()
+        .map(|(_, (s, p, hp, score))| (s.player, p.x / UNIT, p.y / UNIT, hp.0, score.0))
+        .collect();
+    ships.sort_by_key(|s| s.0);
+    let bullets = w
+        .query::<(&Bullet, &Pos)>()
+        .map(|(_, (_, p))| (p.x / UNIT, p.y / UNIT))
+        .collect();
+    (ships, bullets)
+}

@@ -1,0 +1,408 @@
+//! `duel`: a two-player game over UDP, one process per player, with rollback netcode.
+//!
+//! ```text
+//! # two terminals on one machine:
+//! cargo run -p runsync-net --bin duel -- --local 0 --bind 127.0.0.1:7000 --peer 127.0.0.1:7001
+//! cargo run -p runsync-net --bin duel -- --local 1 --bind 127.0.0.1:7001 --peer 127.0.0.1:7000
+//! ```
+//!
+//! Interactive (the default, Unix terminals): WASD or the arrow keys move, space fires, q
+//! quits. `--headless` plays the scripted inputs instead and prints one line per
+//! confirmed frame, `confirmed FRAME CHECKSUM` (hex), then a `done` line with the
+//! session's counters; two headless peers must print the same lines. `--truth` prints
+//! the lines a single process playing both scripts computes, for `diff`.
+
+mod game;
+
+use std::io::{BufRead, Read, Write};
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use game::Pad;
+use runsync_net::{NetEvent, NetSession, Tick, UdpTransport};
+
+const USAGE: &str = "\
+usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
+       duel --truth [--frames N] [--delay N]
+
+  --local N        which player this process plays (0 or 1)
+  --bind ADDR      the UDP address to bind (127.0.0.1:0 picks a free port)
+  --peer ADDR      the other player's address; `-` reads it from the first line of
+                   standard input, after printing `bound ADDR`
+  --headless       play scripted inputs; print `confirmed FRAME CHECKSUM` per
+                   confirmed frame
+  --frames N       headless: stop after N confirmed frames (default 600)
+  --delay N        input delay in frames (default 2)
+  --workers N      worker threads of the runtime (default 2)
+  --timeout S      headless: give up after S seconds (default 60), exit code 2
+  --linger S       headless: keep ticking S seconds after the last frame, so the peer
+                   gets our last inputs (default 1)
+  --truth          no network: print the `confirmed` lines of both scripts played in
+                   one process (what two headless peers must print)";
+
+struct Args {
+    local: usize,
+    bind: String,
+    peer: String,
+    headless: bool,
+    truth: bool,
+    frames: u64,
+    delay: usize,
+    workers: usize,
+    timeout: Duration,
+    linger: Duration,
+}
+
+fn parse() -> Result<Args, String> {
+    let mut a = Args {
+        local: usize::MAX,
+        bind: String::new(),
+        peer: String::new(),
+        headless: false,
+        truth: false,
+        frames: 600,
+        delay: 2,
+        workers: 2,
+        timeout: Duration::from_secs(60),
+        linger: Duration::from_secs(1),
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(flag) = it.next() {
+        if flag == "--headless" || flag == "--truth" {
+            a.headless |= flag == "--headless";
+            a.truth |= flag == "--truth";
+            continue;
+        }
+        if flag == "--help" || flag == "-h" {
+            return Err(String::new());
+        }
+        let value = it.next().ok_or(format!("{flag} needs a value"))?;
+        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}"));
+        match flag.as_str() {
+            "--local" => a.local = num(&value)? as usize,
+            "--bind" => a.bind = value,
+            "--peer" => a.peer = value,
+            "--frames" => a.frames = num(&value)?,
+            "--delay" => a.delay = num(&value)? as usize,
+            "--workers" => a.workers = num(&value)? as usize,
+            "--timeout" => a.timeout = Duration::from_secs(num(&value)?),
+            "--linger" => a.linger = Duration::from_secs(num(&value)?),
+            _ => return Err(format!("unknown option {flag}")),
+        }
+    }
+    if !a.truth && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty()) {
+        return Err("--local (0 or 1), --bind and --peer are required".to_owned());
+    }
+    Ok(a)
+}
+
+fn main() -> ExitCode {
+    let args = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            if !e.is_empty() {
+                eprintln!("duel: {e}");
+            }
+            eprintln!("{USAGE}");
+            return ExitCode::from(if e.is_empty() { 0 } else { 64 });
+        }
+    };
+    match run(&args) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("duel: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(args: &Args) -> Result<ExitCode, String> {
+    if args.truth {
+        let mut out = std::io::stdout().lock();
+        for (f, sum) in game::truth(args.frames, args.delay as u64)
+            .iter()
+            .enumerate()
+        {
+            writeln!(out, "confirmed {} {sum:016x}", f + 1).map_err(|e| e.to_string())?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let socket = UdpTransport::bind(&args.bind).map_err(|e| format!("bind {}: {e}", args.bind))?;
+    let bound = socket.local_addr().map_err(|e| e.to_string())?;
+    let probe = socket.probe();
+    let peer: SocketAddr = if args.peer == "-" {
+        println!("bound {bound}");
+        std::io::stdout().flush().map_err(|e| e.to_string())?;
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| e.to_string())?;
+        line.trim()
+            .parse()
+            .map_err(|e| format!("peer {line:?}: {e}"))?
+    } else {
+        args.peer
+            .parse()
+            .map_err(|e| format!("--peer {}: {e}", args.peer))?
+    };
+    let mut session = NetSession::builder(2)
+        .local_player(args.local)
+        .remote_player(1 - args.local, peer)
+        .input_delay(args.delay)
+        .start::<Pad>(game::build(args.workers), socket)
+        .map_err(|e| e.to_string())?;
+    let code = if args.headless {
+        headless(args, &mut session)?
+    } else {
+        interactive(args, &mut session)?
+    };
+    let s = session.stats();
+    let t = probe.stats();
+    let msg = format!(
+        "done frames={} confirmed={} rollbacks={} resimulated={} deepest={} waited={} \
+         desyncs={} garbage={} sent={} received={} save_us={:.1} load_us={:.1} frame_us={:.1}",
+        session.runtime().frame_count(),
+        s.confirmed,
+        s.rollback.rollbacks,
+        s.rollback.resimulated,
+        s.rollback.deepest,
+        s.waited,
+        s.desyncs,
+        t.garbage,
+        t.sent,
+        t.received,
+        micros(s.rollback.save_time, s.rollback.saves),
+        micros(s.rollback.load_time, s.rollback.rollbacks),
+        micros(s.rollback.frame_time, s.rollback.frames),
+    );
+    if args.headless {
+        println!("{msg}");
+    } else {
+        eprintln!("{msg}");
+    }
+    Ok(code)
+}
+
+fn micros(total: Duration, n: u64) -> f64 {
+    total.as_secs_f64() * 1e6 / n.max(1) as f64
+}
+
+/// Scripted play: tick at the session's pace until `--frames` frames are confirmed (or
+/// the timeout), printing each confirmed frame's checksum, then linger.
+fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+    let start = Instant::now();
+    let mut out = std::io::stdout().lock();
+    let mut next = Instant::now();
+    let mut done_at: Option<Instant> = None;
+    loop {
+        let pad = game::scripted(args.local, session.input_frame());
+        session.tick(pad).map_err(|e| e.to_string())?;
+        for event in session.events() {
+            match event {
+                NetEvent::Desync {
+                    frame,
+                    local,
+                    remote,
+                    ..
+                } => eprintln!("duel: desync at frame {frame}: {local:016x} vs {remote:016x}"),
+                NetEvent::Disconnected { peer } => eprintln!("duel: {peer} disconnected"),
+                _ => {}
+            }
+        }
+        for c in session.confirmed_frames() {
+            if c.frame <= args.frames {
+                writeln!(out, "confirmed {} {:016x}", c.frame, c.checksum)
+                    .map_err(|e| e.to_string())?;
+            }
+            if c.frame == args.frames {
+                out.flush().map_err(|e| e.to_string())?;
+                done_at = Some(Instant::now());
+            }
+        }
+        if done_at.is_some_and(|t| t.elapsed() >= args.linger) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        if done_at.is_none() && start.elapsed() > args.timeout {
+            eprintln!(
+                "duel: timed out after {:?} at frame {} (confirmed {})",
+                args.timeout,
+                session.runtime().frame_count(),
+                session.stats().confirmed
+            );
+            return Ok(ExitCode::from(2));
+        }
+        next += session.recommended_interval();
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else if now - next > Duration::from_millis(100) {
+            next = now; // far behind (a stall): do not run a burst of ticks to catch up
+        }
+    }
+}
+
+/// Keyboard play in the terminal: raw mode through `stty`, the arena drawn each tick.
+#[cfg(unix)]
+fn interactive(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+    let _raw = RawTerminal::enter()?;
+    let mut stdin = std::io::stdin();
+    let mut held = [0u32; 5]; // frames each of up, down, left, right, fire stays held
+    let mut next = Instant::now();
+    let mut note = String::from("connecting...");
+    print!("\x1b[2J\x1b[?25l");
+    loop {
+        // Terminals send key repeats, not key states: a key counts as held for a few
+        // frames after each press or repeat.
+        let mut buf = [0u8; 64];
+        let n = stdin.read(&mut buf).unwrap_or(0);
+        let mut i = 0;
+        while i < n {
+            let key = match &buf[i..n] {
+                [0x1b, b'[', c, ..] => {
+                    i += 2;
+                    match c {
+                        b'A' => Some(0),
+                        b'B' => Some(1),
+                        b'D' => Some(2),
+                        b'C' => Some(3),
+                        _ => None,
+                    }
+                }
+                [b'w' | b'W', ..] => Some(0),
+                [b's' | b'S', ..] => Some(1),
+                [b'a' | b'A', ..] => Some(2),
+                [b'd' | b'D', ..] => Some(3),
+                [b' ', ..] => Some(4),
+                [b'q' | b'Q' | 3, ..] => return Ok(ExitCode::SUCCESS),
+                _ => None,
+            };
+            if let Some(k) = key {
+                held[k] = 30;
+            }
+            i += 1;
+        }
+        let bits = [Pad::UP, Pad::DOWN, Pad::LEFT, Pad::RIGHT, Pad::FIRE];
+        let mut pad = Pad(0);
+        for (h, bit) in held.iter_mut().zip(bits) {
+            if *h > 0 {
+                pad.0 |= bit;
+                *h -= 1;
+            }
+        }
+        match session.tick(pad).map_err(|e| e.to_string())? {
+            Tick::Synchronizing => note = "synchronizing with the peer...".to_owned(),
+            Tick::Waiting { .. } => note = "waiting for the peer...".to_owned(),
+            Tick::Advanced { .. } => note.clear(),
+        }
+        for event in session.events() {
+            match event {
+                NetEvent::Disconnected { peer } => note = format!("{peer} left"),
+                NetEvent::Desync { frame, .. } => note = format!("desync at frame {frame}!"),
+                _ => {}
+            }
+        }
+        session.confirmed_frames().for_each(drop);
+        draw(args.local, session, &note);
+        next += session.recommended_interval();
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn interactive(_: &Args, _: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+    Err("the interactive mode needs a Unix terminal; use --headless".to_owned())
+}
+
+/// Draws the arena, the ships and bullets, and a status line.
+#[cfg(unix)]
+fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
+    let (ships, bullets) = game::scene(session.world());
+    let (w, h) = (game::WIDTH as usize, game::HEIGHT as usize);
+    let mut grid = vec![vec![b' '; w]; h];
+    for (x, y) in bullets {
+        grid[y as usize][x as usize] = b'*';
+    }
+    for &(player, x, y, ..) in &ships {
+        grid[y as usize][x as usize] = if player == 0 { b'A' } else { b'B' };
+    }
+    let mut s = String::from("\x1b[H");
+    s += &format!("+{}+\r\n", "-".repeat(w));
+    for row in grid {
+        s += "|";
+        s += &String::from_utf8_lossy(&row);
+        s += "|\r\n";
+    }
+    s += &format!("+{}+\r\n", "-".repeat(w));
+    for &(player, _, _, hp, score) in &ships {
+        let you = if usize::from(player) == me {
+            " (you)"
+        } else {
+            ""
+        };
+        let name = if player == 0 { 'A' } else { 'B' };
+        s += &format!("{name}{you}: hp {hp}  score {score}    ");
+    }
+    let st = session.stats();
+    let ping = session
+        .network_stats(1 - me)
+        .map(|n| format!("{} ms", n.ping))
+        .unwrap_or_else(|_| "-".to_owned());
+    s += &format!(
+        "\x1b[K\r\nframe {}  ping {ping}  rollbacks {}  re-run frames {}  {note}\x1b[K\r\n\
+         WASD/arrows move, space fires, q quits\x1b[K",
+        session.runtime().frame_count(),
+        st.rollback.rollbacks,
+        st.rollback.resimulated,
+    );
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes());
+    let _ = out.flush();
+}
+
+/// The terminal in raw mode (no line buffering, no echo, reads that do not wait) while
+/// this lives; the saved settings come back when it drops, panics included.
+#[cfg(unix)]
+struct RawTerminal {
+    saved: String,
+}
+
+#[cfg(unix)]
+impl RawTerminal {
+    fn stty(args: &[&str]) -> Result<String, String> {
+        let out = std::process::Command::new("stty")
+            .args(args)
+            .stdin(std::process::Stdio::inherit())
+            .output()
+            .map_err(|e| format!("stty: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "stty {}: {} (is standard input a terminal? use --headless otherwise)",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    }
+
+    fn enter() -> Result<Self, String> {
+        let saved = Self::stty(&["-g"])?;
+        Self::stty(&["-icanon", "-echo", "-isig", "min", "0", "time", "0"])?;
+        Ok(RawTerminal { saved })
+    }
+}
+
+#[cfg(unix)]
+impl Drop for RawTerminal {
+    fn drop(&mut self) {
+        let _ = Self::stty(&[&self.saved]);
+        print!("\x1b[?25h\r\n");
+        let _ = std::io::stdout().flush();
+    }
+}

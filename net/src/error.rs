@@ -1,0 +1,123 @@
+//! Why a session could not start or go on ([`NetError`]).
+
+use std::fmt;
+
+use runsync::{Desync, FrameError, SnapshotError};
+
+/// Why a [`NetSession`](crate::NetSession), a [`Rollback`](crate::Rollback) or a
+/// [`sync_test`](crate::sync_test()) could not start or go on. Network trouble (a lost
+/// peer, garbage packets, a desync between peers) is not an error: it is reported as a
+/// [`NetEvent`](crate::NetEvent) and the local game goes on.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub enum NetError {
+    /// The game's world cannot be snapshot: a component type, a resource systems write or
+    /// a message type is not opted in (the error names it). Found when the session
+    /// starts, by taking the first snapshot, not at the first rollback.
+    Snapshot(SnapshotError),
+    /// Registered types whose values a checksum does not see
+    /// ([`World::unchecksummed`](runsync::World::unchecksummed)): a desync in them would
+    /// go unseen by peers and by a sync test. Opt each in with `world.checksumming::<C>()`
+    /// (or `#[component(checksum)]`), or accept them with the builder's
+    /// `allow_unchecksummed`.
+    Unchecksummed {
+        /// The types' names, as `unchecksummed` lists them.
+        types: Vec<&'static str>,
+    },
+    /// A frame failed (a system, a merge or a hook panicked): the session cannot go on,
+    /// since the other peers ran that frame. The world is as the
+    /// [`FrameError`] describes.
+    Frame(FrameError),
+    /// ggrs refused a call: a bad player handle, a missing local input, a bad setting.
+    Ggrs(ggrs::GgrsError),
+    /// ggrs asked for a frame the runtime is not at: its frame counter was moved outside
+    /// the session (a `frame()` or `restore` of the runtime by hand between ticks).
+    FrameMismatch {
+        /// What was asked: "save", "load" or "advance".
+        request: &'static str,
+        /// The runtime's frame count ggrs's request implies.
+        expected: u64,
+        /// The runtime's (or the snapshot's) frame count.
+        actual: u64,
+    },
+    /// A sync test found a frame whose re-run ends in another state than its first run:
+    /// the game is not rollback-safe. `difference` says where the two states part, when
+    /// the test could build a second runtime to compare them.
+    SyncTestMismatch {
+        /// The frame (runsync's numbering: the state after that many frames) whose
+        /// checksums differ.
+        frame: u64,
+        /// The checksum of the first run.
+        first: u64,
+        /// The checksum of the re-run.
+        again: u64,
+        /// The first difference between the two states (first run on the left).
+        difference: Option<Desync>,
+    },
+    /// An earlier error stopped the session; every later call reports it again.
+    Stopped(Box<NetError>),
+}
+
+impl fmt::Display for NetError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NetError::Snapshot(e) => write!(f, "runsync-net: the game cannot roll back: {e}"),
+            NetError::Unchecksummed { types } => write!(
+                f,
+                "runsync-net: the checksum peers compare does not see the values of [{}]; \
+                 opt each in with `world.checksumming::<T>()` (or `#[component(checksum)]`), \
+                 or accept them with `allow_unchecksummed()`",
+                types.join(", ")
+            ),
+            NetError::Frame(e) => write!(f, "runsync-net: a frame failed: {e}"),
+            NetError::Ggrs(e) => write!(f, "runsync-net: ggrs: {e}"),
+            NetError::FrameMismatch {
+                request,
+                expected,
+                actual,
+            } => write!(
+                f,
+                "runsync-net: ggrs's {request} request is for frame {expected} but the \
+                 runtime is at frame {actual}; run frames only through the session"
+            ),
+            NetError::SyncTestMismatch {
+                frame,
+                first,
+                again,
+                difference,
+            } => {
+                write!(
+                    f,
+                    "runsync-net: sync test: frame {frame} re-run after a rollback ends with \
+                     checksum {again:#018x}, its first run with {first:#018x}: the game is not \
+                     rollback-safe"
+                )?;
+                match difference {
+                    Some(d) => write!(f, "; first difference: {d}"),
+                    None => Ok(()),
+                }
+            }
+            NetError::Stopped(e) => write!(f, "runsync-net: the session stopped earlier: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for NetError {}
+
+impl From<SnapshotError> for NetError {
+    fn from(e: SnapshotError) -> Self {
+        NetError::Snapshot(e)
+    }
+}
+
+impl From<FrameError> for NetError {
+    fn from(e: FrameError) -> Self {
+        NetError::Frame(e)
+    }
+}
+
+impl From<ggrs::GgrsError> for NetError {
+    fn from(e: ggrs::GgrsError) -> Self {
+        NetError::Ggrs(e)
+    }
+}

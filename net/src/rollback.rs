@@ -1,0 +1,361 @@
+//! A [`Runtime`] driven by ggrs's requests: save a frame into a ring of reused
+//! snapshots, load one back, advance with the frame's inputs.
+//!
+//! See [`Rollback`] for the frame numbers and the steps.
+
+use std::marker::PhantomData;
+use std::time::{Duration, Instant};
+
+use ggrs::{Frame, GgrsRequest, InputStatus};
+use runsync::{Input, Runtime, RuntimeSnapshot};
+
+use crate::config::{Address, NetConfig};
+use crate::{NetError, NetInput, PlayerInputs};
+
+/// One slot of the ring: a snapshot and what it is.
+struct Saved {
+    snapshot: RuntimeSnapshot,
+    /// ggrs's frame number of the state, `None` until saved.
+    frame: Option<Frame>,
+    checksum: u64,
+}
+
+/// What one [`Rollback::handle`] call did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Handled {
+    /// Frames saved.
+    pub saves: u32,
+    /// Rollbacks (loads of an earlier frame): 0 or 1 per ggrs tick.
+    pub rollbacks: u32,
+    /// Frames run again after a rollback.
+    pub resimulated: u32,
+    /// Frames run in all (re-runs included).
+    pub frames: u32,
+}
+
+/// Counters and times of a [`Rollback`] since it was made.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct RollbackStats {
+    /// Frames saved.
+    pub saves: u64,
+    /// Rollbacks: loads of an earlier frame.
+    pub rollbacks: u64,
+    /// Frames run again after a rollback.
+    pub resimulated: u64,
+    /// Frames run in all, re-runs included.
+    pub frames: u64,
+    /// The most frames re-run after one rollback.
+    pub deepest: u32,
+    /// Time spent saving (snapshot and checksum).
+    pub save_time: Duration,
+    /// Time spent restoring.
+    pub load_time: Duration,
+    /// Time spent running frames, re-runs included.
+    pub frame_time: Duration,
+}
+
+/// A [`Runtime`] driven by ggrs's requests, with a ring of reused snapshots. A
+/// [`NetSession`](crate::NetSession) and [`sync_test`](crate::sync_test()) are built on it;
+/// use it directly to drive a ggrs session of your own (see [`handle`](Self::handle)).
+///
+/// # Frame numbers
+///
+/// ggrs counts frames from 0 for the session's start; runsync counts frames completed
+/// ([`Runtime::frame_count`]). A [`Rollback`] made from a runtime at frame count `s` maps
+/// ggrs's frame `g` to runsync's `s + g`: ggrs's "save frame `g`" is the state after
+/// `s + g` frames, and "advance" with the inputs of ggrs frame `g` runs runsync frame
+/// `s + g + 1`. The public numbers of this crate ([`ConfirmedFrame`](crate::ConfirmedFrame),
+/// [`NetEvent::Desync`](crate::NetEvent::Desync), [`NetSession::input_frame`](crate::NetSession::input_frame))
+/// are runsync's.
+///
+/// # Steps of a request list
+///
+/// ggrs hands over a list to fulfil in order; [`Rollback::handle`] does, one function per
+/// kind:
+/// 1. [`save`](Rollback::save): `snapshot_into` the ring's slot `g % len` (no allocation
+///    once the world's shape is steady), then the world's checksum, handed to ggrs for
+///    desync detection;
+/// 2. [`load`](Rollback::load): `try_restore` that slot, after checking it holds frame
+///    `g` (a rollback);
+/// 3. [`advance`](Rollback::advance): the frame's inputs written in place into the
+///    [`PlayerInputs`] input resource, then one frame.
+///
+/// # Example
+/// ```
+/// use runsync::prelude::*;
+/// use runsync_net::{PlayerInputs, Rollback};
+///
+/// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+/// #[component(output = i32, merge = merge::sum, snapshot, checksum)]
+/// struct X(i32);
+/// impl std::ops::AddAssign<i32> for X { fn add_assign(&mut self, d: i32) { self.0 += d } }
+///
+/// let mut world = World::new();
+/// world.register_default::<X>();
+/// world.spawn((X(0),));
+/// let mut rt = Runtime::builder().workers(2).build(world);
+/// rt.add_system(|w: &World, out: &mut Output| {
+///     let step = i32::from(w.input::<PlayerInputs<u8>>().get(0));
+///     for (e, _) in w.query::<(&X,)>() { out.write::<X>(e, step); }
+/// });
+/// let mut rb = Rollback::<u8>::new(rt, 1, 8).unwrap();
+/// let confirmed = rb.save(0).unwrap();           // ggrs: save frame 0
+/// rb.advance(&[(5, ggrs::InputStatus::Predicted)]).unwrap();
+/// rb.load(0).unwrap();                            // ggrs: the prediction was wrong
+/// assert_eq!(rb.runtime().world().checksum(), confirmed);
+/// rb.advance(&[(1, ggrs::InputStatus::Confirmed)]).unwrap();
+/// assert_eq!(rb.stats().rollbacks, 1);
+/// ```
+pub struct Rollback<I: NetInput> {
+    rt: Runtime,
+    ring: Vec<Saved>,
+    /// The runtime's frame count at ggrs's frame 0.
+    start: u64,
+    players: usize,
+    stats: RollbackStats,
+    _input: PhantomData<fn(I)>,
+}
+
+impl<I: NetInput> std::fmt::Debug for Rollback<I> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rollback")
+            .field("frame_count", &self.rt.frame_count())
+            .field("start", &self.start)
+            .field("ring", &self.ring.len())
+            .field("players", &self.players)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<I: NetInput> Rollback<I> {
+    /// Wraps `rt` for a game of `players` players that rolls back at most `window` frames
+    /// (ggrs's max prediction window), with a ring of `window + 1` snapshots, as ggrs keeps.
+    ///
+    /// Sets the [`PlayerInputs`] input (every player's `I::default()`), which opts it into
+    /// snapshots, then takes the first snapshot, so a type that cannot be snapshot is
+    /// reported now.
+    ///
+    /// # Errors
+    /// [`NetError::Snapshot`] naming the first type that is not opted into snapshots.
+    pub fn new(mut rt: Runtime, players: usize, window: usize) -> Result<Self, NetError> {
+        rt.world_mut().set_input(PlayerInputs::<I>::empty(players));
+        let mut ring: Vec<Saved> = (0..window + 1)
+            .map(|_| Saved {
+                snapshot: RuntimeSnapshot::new(),
+                frame: None,
+                checksum: 0,
+            })
+            .collect();
+        rt.snapshot_into(&mut ring[0].snapshot)?;
+        Ok(Rollback {
+            start: rt.frame_count(),
+            rt,
+            ring,
+            players,
+            stats: RollbackStats::default(),
+            _input: PhantomData,
+        })
+    }
+
+    /// Fulfils ggrs's requests, in order: [`save`](Self::save) into the cell's frame (and
+    /// hand ggrs the checksum), [`load`](Self::load), [`advance`](Self::advance).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # use runsync_net::{NetConfig, PlayerInputs, Rollback};
+    /// let rt = Runtime::builder().workers(1).build(World::new());
+    /// let mut rb = Rollback::<u8>::new(rt, 1, 8).unwrap();
+    /// let mut session = ggrs::SessionBuilder::<NetConfig<u8, std::net::SocketAddr>>::new()
+    ///     .with_num_players(1).unwrap()
+    ///     .with_check_distance(2)
+    ///     .start_synctest_session().unwrap();
+    /// for f in 0..10u8 {
+    ///     session.add_local_input(0, f).unwrap();
+    ///     rb.handle(session.advance_frame().unwrap()).unwrap();
+    /// }
+    /// assert_eq!(rb.runtime().frame_count(), 10);
+    /// assert!(rb.stats().rollbacks > 0);
+    /// ```
+    ///
+    /// # Errors
+    /// The first request's error, after which the rest are not fulfilled (see
+    /// [`save`](Self::save), [`load`](Self::load), [`advance`](Self::advance)).
+    pub fn handle<A: Address>(
+        &mut self,
+        requests: Vec<GgrsRequest<NetConfig<I, A>>>,
+    ) -> Result<Handled, NetError> {
+        let mut done = Handled::default();
+        // Frames run after a load up to the frame count the call started at are re-runs;
+        // one past it is the tick's new frame.
+        let before = self.rt.frame_count();
+        let mut rolled_back = false;
+        for request in requests {
+            match request {
+                GgrsRequest::SaveGameState { cell, frame } => {
+                    let checksum = self.save(frame)?;
+                    cell.save(frame, Some(frame), Some(u128::from(checksum)));
+                    done.saves += 1;
+                }
+                GgrsRequest::LoadGameState { cell, frame } => {
+                    let tag = cell.data().map(|d| *d);
+                    if tag != Some(frame) {
+                        return Err(NetError::FrameMismatch {
+                            request: "load",
+                            expected: self.runsync_frame(frame),
+                            actual: tag.map_or(0, |t| self.runsync_frame(t)),
+                        });
+                    }
+                    self.load(frame)?;
+                    done.rollbacks += 1;
+                    rolled_back = true;
+                }
+                GgrsRequest::AdvanceFrame { inputs } => {
+                    self.advance(&inputs)?;
+                    done.frames += 1;
+                    if rolled_back && self.rt.frame_count() <= before {
+                        done.resimulated += 1;
+                    }
+                }
+            }
+        }
+        self.stats.resimulated += u64::from(done.resimulated);
+        self.stats.deepest = self.stats.deepest.max(done.resimulated);
+        Ok(done)
+    }
+
+    /// Saves the state of ggrs frame `frame` (the runtime must be at it) into the ring,
+    /// and returns the world's [checksum](runsync::World::checksum). Allocates nothing
+    /// once the ring's snapshots have the world's shape.
+    ///
+    /// # Errors
+    /// [`NetError::FrameMismatch`] if the runtime is not at that frame;
+    /// [`NetError::Snapshot`] if a type registered since the start cannot be snapshot.
+    pub fn save(&mut self, frame: Frame) -> Result<u64, NetError> {
+        let t = Instant::now();
+        let expected = self.runsync_frame(frame);
+        if frame < 0 || self.rt.frame_count() != expected {
+            return Err(NetError::FrameMismatch {
+                request: "save",
+                expected,
+                actual: self.rt.frame_count(),
+            });
+        }
+        let slot = self.slot(frame);
+        let saved = &mut self.ring[slot];
+        saved.frame = None;
+        self.rt.snapshot_into(&mut saved.snapshot)?;
+        saved.checksum = self.rt.world().checksum();
+        saved.frame = Some(frame);
+        self.stats.saves += 1;
+        self.stats.save_time += t.elapsed();
+        Ok(saved.checksum)
+    }
+
+    /// Restores the state saved for ggrs frame `frame` (a rollback to it).
+    ///
+    /// # Errors
+    /// [`NetError::FrameMismatch`] if the ring does not hold that frame (it was never
+    /// saved, or a later one took its slot); [`NetError::Snapshot`] if the snapshot
+    /// cannot be restored (a type registered since). The runtime is then unchanged.
+    pub fn load(&mut self, frame: Frame) -> Result<(), NetError> {
+        let t = Instant::now();
+        let slot = self.slot(frame);
+        let saved = &self.ring[slot];
+        if frame < 0 || saved.frame != Some(frame) {
+            return Err(NetError::FrameMismatch {
+                request: "load",
+                expected: self.runsync_frame(frame),
+                actual: saved.frame.map_or(0, |f| self.runsync_frame(f)),
+            });
+        }
+        self.rt.try_restore(&saved.snapshot)?;
+        self.stats.rollbacks += 1;
+        self.stats.load_time += t.elapsed();
+        Ok(())
+    }
+
+    /// Runs one frame with `inputs` (one per player, in player order, as ggrs gives
+    /// them): written in place into the [`PlayerInputs`] input resource, with a
+    /// [disconnected](InputStatus::Disconnected) player's input set to `I::default()`.
+    ///
+    /// # Errors
+    /// [`NetError::Frame`] if the frame failed.
+    pub fn advance(&mut self, inputs: &[(I, InputStatus)]) -> Result<(), NetError> {
+        let t = Instant::now();
+        let each = inputs.iter().map(|&(input, status)| match status {
+            InputStatus::Disconnected => (I::default(), false),
+            InputStatus::Confirmed | InputStatus::Predicted => (input, true),
+        });
+        let world = self.rt.world_mut();
+        match world.get_resource_mut::<Input<PlayerInputs<I>>>() {
+            Some(slot) => slot.0.set(each),
+            None => {
+                let mut fresh = PlayerInputs::empty(inputs.len());
+                fresh.set(each);
+                world.set_input(fresh);
+            }
+        }
+        let result = self.rt.try_frame();
+        self.stats.frames += 1;
+        self.stats.frame_time += t.elapsed();
+        Ok(result?)
+    }
+
+    /// The checksum saved for ggrs frame `frame`, if the ring still holds it.
+    pub fn saved_checksum(&self, frame: Frame) -> Option<u64> {
+        let saved = &self.ring[self.slot(frame)];
+        (frame >= 0 && saved.frame == Some(frame)).then_some(saved.checksum)
+    }
+
+    /// The saved snapshot of ggrs frame `frame`, if the ring still holds it.
+    pub fn saved_snapshot(&self, frame: Frame) -> Option<&RuntimeSnapshot> {
+        let saved = &self.ring[self.slot(frame)];
+        (frame >= 0 && saved.frame == Some(frame)).then_some(&saved.snapshot)
+    }
+
+    /// runsync's frame count for ggrs's frame `frame` (see [frame numbers](Rollback#frame-numbers)).
+    pub fn runsync_frame(&self, frame: Frame) -> u64 {
+        self.start.saturating_add_signed(i64::from(frame))
+    }
+
+    /// The runtime's frame count at ggrs's frame 0.
+    pub fn start_frame(&self) -> u64 {
+        self.start
+    }
+
+    /// The number of players.
+    pub fn players(&self) -> usize {
+        self.players
+    }
+
+    /// The number of snapshots in the ring (the rollback window plus one).
+    pub fn ring_len(&self) -> usize {
+        self.ring.len()
+    }
+
+    /// Counters and times since the start.
+    pub fn stats(&self) -> &RollbackStats {
+        &self.stats
+    }
+
+    /// The runtime: its world is the current (possibly predicted) frame's.
+    pub fn runtime(&self) -> &Runtime {
+        &self.rt
+    }
+
+    /// The runtime, for changes that are not game state (enabling a debug system, reading
+    /// stats). Running frames or restoring by hand puts it out of step with ggrs (the next
+    /// request then fails with [`NetError::FrameMismatch`]).
+    pub fn runtime_mut(&mut self) -> &mut Runtime {
+        &mut self.rt
+    }
+
+    /// The runtime back, at the current frame.
+    pub fn into_runtime(self) -> Runtime {
+        self.rt
+    }
+
+    fn slot(&self, frame: Frame) -> usize {
+        frame.rem_euclid(self.ring.len() as Frame) as usize
+    }
+}

@@ -1,0 +1,623 @@
+//! A peer-to-peer session: ggrs's [`P2PSession`] and a [`Rollback`] runtime, ticked once
+//! per display frame.
+//!
+//! See [`NetSession`] for what a tick does.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use ggrs::{
+    DesyncDetection, Frame, GgrsError, GgrsEvent, NetworkStats, NonBlockingSocket, P2PSession,
+    PlayerHandle, PlayerType, SessionBuilder, SessionState,
+};
+use runsync::Runtime;
+
+use crate::config::{Address, NetConfig};
+use crate::{NetError, NetInput, Rollback, RollbackStats};
+
+/// Something that happened on the network, from [`NetSession::events`]. Frames are
+/// runsync's numbers (the state after that many frames).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum NetEvent<A> {
+    /// The handshake with `peer` made progress: `count` of `total` round trips done.
+    Synchronizing {
+        /// The peer.
+        peer: A,
+        /// Round trips done.
+        count: u32,
+        /// Round trips needed.
+        total: u32,
+    },
+    /// The handshake with `peer` is done.
+    Synchronized {
+        /// The peer.
+        peer: A,
+    },
+    /// No packet from `peer` for a while (the builder's `disconnect_notify_delay`): it
+    /// is dropped in `disconnect_in` unless it is heard from again. Meanwhile the game
+    /// runs on predictions until the rollback window is full, then waits
+    /// ([`Tick::Waiting`]).
+    Interrupted {
+        /// The peer.
+        peer: A,
+        /// Time left before the peer is disconnected.
+        disconnect_in: Duration,
+    },
+    /// `peer` is heard from again after [`NetEvent::Interrupted`].
+    Resumed {
+        /// The peer.
+        peer: A,
+    },
+    /// `peer` left (it said so, or was silent for the disconnect timeout): its players'
+    /// inputs are `Default` and not [connected](crate::PlayerInputs::is_connected) from
+    /// the frame after their last input on, and the game goes on without them.
+    Disconnected {
+        /// The peer.
+        peer: A,
+    },
+    /// This peer is `frames` frames ahead of the others: skip that many ticks (or run
+    /// ticks slower, see [`NetSession::recommended_interval`]) to let them catch up.
+    WaitRecommended {
+        /// Frames to skip.
+        frames: u32,
+    },
+    /// `peer`'s state after frame `frame` has another checksum than ours: the games
+    /// differ (a non-deterministic system, a state outside the snapshot, other code, or
+    /// a peer that sends what it likes). The session goes on; what to do (end the match,
+    /// report it) is the game's choice.
+    Desync {
+        /// The frame whose state differs.
+        frame: u64,
+        /// Our checksum ([`World::checksum`](runsync::World::checksum), in ggrs's 128
+        /// bits).
+        local: u128,
+        /// The peer's, as it sent it (the high 64 bits are 0 from an honest peer).
+        remote: u128,
+        /// The peer.
+        peer: A,
+    },
+}
+
+/// A frame whose state is final: every player's input for it and before it is confirmed,
+/// so every peer has the same state there (unless a [`NetEvent::Desync`] says
+/// otherwise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ConfirmedFrame {
+    /// The frame (runsync's number: the state after that many frames).
+    pub frame: u64,
+    /// The world's [checksum](runsync::World::checksum) there.
+    pub checksum: u64,
+}
+
+/// What a [`NetSession::tick`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tick {
+    /// The handshake with the peers is not done: no frame ran.
+    Synchronizing,
+    /// A new frame ran; `resimulated` frames were run again first (0 without a
+    /// rollback).
+    Advanced {
+        /// Frames re-run after a rollback this tick.
+        resimulated: u32,
+    },
+    /// No new frame ran: the game is as far ahead of the last confirmed frame as the
+    /// rollback window allows (a slow or silent peer). A rollback may still have run
+    /// (`resimulated`). The local input of this tick was not used.
+    Waiting {
+        /// Frames re-run after a rollback this tick.
+        resimulated: u32,
+    },
+}
+
+/// Counters of a [`NetSession`].
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+#[non_exhaustive]
+pub struct NetStats {
+    /// Ticks run.
+    pub ticks: u64,
+    /// Ticks that ran a new frame.
+    pub advanced: u64,
+    /// Ticks that could not run a new frame ([`Tick::Waiting`]).
+    pub waited: u64,
+    /// Ticks before the handshake was done.
+    pub synchronizing: u64,
+    /// [`NetEvent::Desync`]s seen.
+    pub desyncs: u64,
+    /// The last frame known final ([`ConfirmedFrame`]), 0 before the first.
+    pub confirmed: u64,
+    /// Saves, rollbacks, re-runs and their times.
+    pub rollback: RollbackStats,
+}
+
+/// Sets up a [`NetSession`]: the players (local and remote, by ggrs handle), the input
+/// delay, the rollback window, the frame rate, desync detection and timeouts. Made by
+/// [`NetSession::builder`].
+#[derive(Clone, Debug)]
+pub struct NetSessionBuilder<A> {
+    players: usize,
+    local: Vec<PlayerHandle>,
+    remote: Vec<(PlayerHandle, A)>,
+    input_delay: usize,
+    max_prediction: usize,
+    fps: usize,
+    desync_interval: u32,
+    disconnect_timeout: Duration,
+    disconnect_notify_delay: Duration,
+    allow_unchecksummed: bool,
+}
+
+impl<A: Address> NetSessionBuilder<A> {
+    /// A builder for a game of `players` players (ggrs handles `0..players`): input delay
+    /// 2, rollback window 8, 60 fps, a checksum exchange every 10 frames, a disconnect
+    /// after 2 s of silence (reported after 500 ms).
+    pub fn new(players: usize) -> Self {
+        NetSessionBuilder {
+            players,
+            local: Vec::new(),
+            remote: Vec::new(),
+            input_delay: 2,
+            max_prediction: 8,
+            fps: 60,
+            desync_interval: 10,
+            disconnect_timeout: Duration::from_millis(2000),
+            disconnect_notify_delay: Duration::from_millis(500),
+            allow_unchecksummed: false,
+        }
+    }
+
+    /// Player `handle` plays on this machine.
+    pub fn local_player(mut self, handle: PlayerHandle) -> Self {
+        self.local.push(handle);
+        self
+    }
+
+    /// Player `handle` plays on the peer at `addr`.
+    pub fn remote_player(mut self, handle: PlayerHandle, addr: A) -> Self {
+        self.remote.push((handle, addr));
+        self
+    }
+
+    /// Frames between a local input and the frame it applies to (default 2): each frame
+    /// of delay hides one frame of latency from rollbacks, at the cost of feel.
+    pub fn input_delay(mut self, frames: usize) -> Self {
+        self.input_delay = frames;
+        self
+    }
+
+    /// The most frames the game runs ahead of the last confirmed frame, and so the
+    /// deepest rollback (default 8; 0 is lockstep: no prediction, no rollback). The ring
+    /// holds one snapshot more than this.
+    pub fn max_prediction(mut self, frames: usize) -> Self {
+        self.max_prediction = frames;
+        self
+    }
+
+    /// The frame rate the game ticks at (default 60), for ggrs's time sync.
+    pub fn fps(mut self, fps: usize) -> Self {
+        self.fps = fps;
+        self
+    }
+
+    /// Peers exchange the checksum of every `frames`-th confirmed frame (default 10) and
+    /// report a difference as [`NetEvent::Desync`].
+    pub fn desync_interval(mut self, frames: u32) -> Self {
+        self.desync_interval = frames;
+        self
+    }
+
+    /// A peer silent this long is disconnected (default 2 s).
+    pub fn disconnect_timeout(mut self, timeout: Duration) -> Self {
+        self.disconnect_timeout = timeout;
+        self
+    }
+
+    /// A peer silent this long is reported [`NetEvent::Interrupted`] (default 500 ms).
+    pub fn disconnect_notify_delay(mut self, delay: Duration) -> Self {
+        self.disconnect_notify_delay = delay;
+        self
+    }
+
+    /// Starts even if some registered types' values are not in the checksum
+    /// ([`World::unchecksummed`](runsync::World::unchecksummed)); a desync in them then
+    /// goes unseen. Without it, [`start`](Self::start) refuses such a game.
+    pub fn allow_unchecksummed(mut self) -> Self {
+        self.allow_unchecksummed = true;
+        self
+    }
+
+    /// Starts the session on `rt` (at any frame: its frame count is the session's frame
+    /// 0), exchanging packets through `socket`. Takes the first snapshot, so a type that
+    /// cannot roll back is reported here, not at the first rollback. The handshake with
+    /// the peers runs in the first ticks ([`Tick::Synchronizing`]).
+    ///
+    /// # Errors
+    /// - [`NetError::Snapshot`]: a type, resource or message type is not opted into
+    ///   snapshots (named);
+    /// - [`NetError::Unchecksummed`]: registered types a checksum cannot see (named),
+    ///   unless [`allow_unchecksummed`](Self::allow_unchecksummed);
+    /// - [`NetError::Ggrs`]: a bad player set-up (a handle twice or out of range, a
+    ///   player missing, a 0 frame rate or desync interval).
+    pub fn start<I: NetInput>(
+        self,
+        rt: Runtime,
+        socket: impl NonBlockingSocket<A> + 'static,
+    ) -> Result<NetSession<I, A>, NetError> {
+        if !self.allow_unchecksummed {
+            check_checksummed(&rt)?;
+        }
+        let rollback = Rollback::new(rt, self.players, self.max_prediction)?;
+        if self.desync_interval == 0 {
+            return Err(GgrsError::InvalidRequest {
+                info: "the desync interval must be at least 1 frame".to_owned(),
+            }
+            .into());
+        }
+        let mut b = SessionBuilder::<NetConfig<I, A>>::new()
+            .with_num_players(self.players)?
+            .with_input_delay(self.input_delay)
+            .with_max_prediction_window(self.max_prediction)
+            .with_fps(self.fps)?
+            .with_desync_detection_mode(DesyncDetection::On {
+                interval: self.desync_interval,
+            })
+            .with_disconnect_timeout(self.disconnect_timeout)
+            .with_disconnect_notify_delay(self.disconnect_notify_delay);
+        for &h in &self.local {
+            b = b.add_player(PlayerType::Local, h)?;
+        }
+        for (h, addr) in self.remote {
+            b = b.add_player(PlayerType::Remote(addr), h)?;
+        }
+        let session = b.start_p2p_session(socket)?;
+        Ok(NetSession {
+            session,
+            rollback,
+            local: self.local,
+            input_delay: self.input_delay,
+            fps: self.fps,
+            events: Vec::new(),
+            confirmed: Vec::new(),
+            reported: 0,
+            stats: NetStats::default(),
+            stopped: None,
+        })
+    }
+}
+
+/// [`NetError::Unchecksummed`] if `rt`'s world has types a checksum cannot see.
+pub(crate) fn check_checksummed(rt: &Runtime) -> Result<(), NetError> {
+    let types = rt.world().unchecksummed();
+    if types.is_empty() {
+        Ok(())
+    } else {
+        Err(NetError::Unchecksummed { types })
+    }
+}
+
+/// One peer of an online game: a [`Runtime`] run by ggrs's P2P session, with rollback,
+/// desync detection and the checksum of every confirmed frame.
+///
+/// # A tick
+///
+/// [`NetSession::tick`] runs these steps, one function each:
+/// 1. `poll`: receive packets, let ggrs answer them, turn its events into [`NetEvent`]s;
+/// 2. `advance`: hand ggrs the local inputs and fulfil its requests (save, load,
+///    advance) with the [`Rollback`];
+/// 3. `confirm`: note the checksum of every frame that became final (all its inputs
+///    confirmed, its state saved) as a [`ConfirmedFrame`].
+///
+/// Network trouble is never an error: a peer that stalls or leaves, a packet that is
+/// garbage, a checksum that differs from a peer's are [`NetEvent`]s, and the local game
+/// goes on (with a departed player's input `Default` and
+/// [`is_connected`](crate::PlayerInputs::is_connected) false). Errors are for what stops
+/// the session: a frame that failed, a runtime moved outside the session.
+///
+/// # Example
+/// ```no_run
+/// use std::time::{Duration, Instant};
+/// use runsync::prelude::*;
+/// use runsync_net::{NetEvent, NetSession, PlayerInputs, Tick, UdpTransport};
+///
+/// # fn my_game() -> Runtime { Runtime::builder().build(World::new()) }
+/// # fn read_pad() -> u8 { 0 }
+/// let socket = UdpTransport::bind("0.0.0.0:7000").unwrap();
+/// let mut session = NetSession::builder(2)
+///     .local_player(0)
+///     .remote_player(1, "192.0.2.7:7000".parse().unwrap())
+///     .start::<u8>(my_game(), socket)
+///     .unwrap();                                   // names a type that cannot roll back
+/// let mut next = Instant::now();
+/// loop {
+///     match session.tick(read_pad()).unwrap() {     // systems read PlayerInputs<u8>
+///         Tick::Advanced { .. } | Tick::Waiting { .. } | Tick::Synchronizing => {}
+///     }
+///     for event in session.events() {
+///         if let NetEvent::Desync { frame, .. } = event { eprintln!("desync at {frame}"); }
+///     }
+///     // draw session.world() ...
+///     next += session.recommended_interval();
+///     std::thread::sleep(next.saturating_duration_since(Instant::now()));
+/// }
+/// ```
+pub struct NetSession<I: NetInput, A: Address = SocketAddr> {
+    session: P2PSession<NetConfig<I, A>>,
+    rollback: Rollback<I>,
+    local: Vec<PlayerHandle>,
+    input_delay: usize,
+    fps: usize,
+    events: Vec<NetEvent<A>>,
+    confirmed: Vec<ConfirmedFrame>,
+    /// The last ggrs frame reported confirmed.
+    reported: Frame,
+    stats: NetStats,
+    stopped: Option<NetError>,
+}
+
+impl<I: NetInput, A: Address> std::fmt::Debug for NetSession<I, A> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NetSession")
+            .field("rollback", &self.rollback)
+            .field("local", &self.local)
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<A: Address> NetSession<(), A> {
+    /// [`NetSessionBuilder::new`]: a builder for a game of `players` players. (Named on
+    /// `NetSession<()>` so that `NetSession::builder(2)` needs no type annotation: the
+    /// input type comes with [`start`](NetSessionBuilder::start).)
+    pub fn builder(players: usize) -> NetSessionBuilder<A> {
+        NetSessionBuilder::new(players)
+    }
+}
+
+impl<I: NetInput, A: Address> NetSession<I, A> {
+    /// One tick with `input` for the one local player: see [a tick](NetSession#a-tick).
+    ///
+    /// # Errors
+    /// As [`tick_players`](Self::tick_players); [`NetError::Ggrs`] if the session does
+    /// not have exactly one local player.
+    pub fn tick(&mut self, input: I) -> Result<Tick, NetError> {
+        match *self.local.as_slice() {
+            [h] => self.tick_players(&[(h, input)]),
+            _ => Err(NetError::Ggrs(GgrsError::InvalidRequest {
+                info: format!(
+                    "tick(input) is for a session with one local player; this one has {}: \
+                     use tick_players",
+                    self.local.len()
+                ),
+            })),
+        }
+    }
+
+    /// One tick with an input for each local player: poll the network, run a frame (and
+    /// the rollback ggrs asks for, if any), note the frames that became final.
+    ///
+    /// # Errors
+    /// - [`NetError::Frame`]: a frame failed (a system, a merge or a hook panicked);
+    /// - [`NetError::FrameMismatch`]: the runtime was moved outside the session;
+    /// - [`NetError::Ggrs`]: an input for a handle that is not local, or one missing;
+    /// - [`NetError::Stopped`]: an earlier error of the first two kinds stopped the
+    ///   session.
+    pub fn tick_players(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
+        if let Some(e) = &self.stopped {
+            return Err(NetError::Stopped(Box::new(e.clone())));
+        }
+        self.stats.ticks += 1;
+        self.poll();
+        let tick = match self.advance(inputs) {
+            Ok(tick) => tick,
+            Err(e) => {
+                if matches!(e, NetError::Frame(_) | NetError::FrameMismatch { .. }) {
+                    self.stopped = Some(e.clone());
+                }
+                return Err(e);
+            }
+        };
+        self.take_events();
+        self.confirm();
+        match tick {
+            Tick::Synchronizing => self.stats.synchronizing += 1,
+            Tick::Advanced { .. } => self.stats.advanced += 1,
+            Tick::Waiting { .. } => self.stats.waited += 1,
+        }
+        Ok(tick)
+    }
+
+    /// Step 1: packets in and out, events.
+    fn poll(&mut self) {
+        self.session.poll_remote_clients();
+        self.take_events();
+    }
+
+    /// Step 2: the local inputs to ggrs, its requests fulfilled.
+    fn advance(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
+        if self.session.current_state() != SessionState::Running {
+            return Ok(Tick::Synchronizing);
+        }
+        for &(h, input) in inputs {
+            self.session.add_local_input(h, input)?;
+        }
+        let requests = match self.session.advance_frame() {
+            Ok(requests) => requests,
+            Err(GgrsError::NotSynchronized) => return Ok(Tick::Synchronizing),
+            Err(GgrsError::PredictionThreshold) => return Ok(Tick::Waiting { resimulated: 0 }),
+            Err(e) => return Err(e.into()),
+        };
+        let before = self.rollback.runtime().frame_count();
+        let done = self.rollback.handle(requests)?;
+        Ok(if self.rollback.runtime().frame_count() > before {
+            Tick::Advanced {
+                resimulated: done.resimulated,
+            }
+        } else {
+            Tick::Waiting {
+                resimulated: done.resimulated,
+            }
+        })
+    }
+
+    /// Step 3: the frames that became final, with their saved checksums.
+    fn confirm(&mut self) {
+        if self.session.current_state() != SessionState::Running {
+            return;
+        }
+        // ggrs's confirmed frame is the last whose inputs all arrived; the state after
+        // it (one frame on) is final once saved.
+        let confirmed = self.session.confirmed_frame().saturating_add(1);
+        let mut g = self.reported + 1;
+        while g <= confirmed {
+            let Some(checksum) = self.rollback.saved_checksum(g) else {
+                break;
+            };
+            let frame = self.rollback.runsync_frame(g);
+            self.confirmed.push(ConfirmedFrame { frame, checksum });
+            self.stats.confirmed = frame;
+            self.reported = g;
+            g += 1;
+        }
+    }
+
+    /// Moves ggrs's events into ours.
+    fn take_events(&mut self) {
+        let rollback = &self.rollback;
+        for e in self.session.events() {
+            let event = match e {
+                GgrsEvent::Synchronizing { addr, total, count } => NetEvent::Synchronizing {
+                    peer: addr,
+                    count,
+                    total,
+                },
+                GgrsEvent::Synchronized { addr } => NetEvent::Synchronized { peer: addr },
+                GgrsEvent::Disconnected { addr } => NetEvent::Disconnected { peer: addr },
+                GgrsEvent::NetworkInterrupted {
+                    addr,
+                    disconnect_timeout,
+                } => NetEvent::Interrupted {
+                    peer: addr,
+                    disconnect_in: Duration::from_millis(
+                        u64::try_from(disconnect_timeout).unwrap_or(u64::MAX),
+                    ),
+                },
+                GgrsEvent::NetworkResumed { addr } => NetEvent::Resumed { peer: addr },
+                GgrsEvent::WaitRecommendation { skip_frames } => NetEvent::WaitRecommended {
+                    frames: skip_frames,
+                },
+                GgrsEvent::DesyncDetected {
+                    frame,
+                    local_checksum,
+                    remote_checksum,
+                    addr,
+                } => {
+                    self.stats.desyncs += 1;
+                    NetEvent::Desync {
+                        frame: rollback.runsync_frame(frame),
+                        local: local_checksum,
+                        remote: remote_checksum,
+                        peer: addr,
+                    }
+                }
+            };
+            self.events.push(event);
+        }
+    }
+
+    /// The events since the last call, oldest first.
+    pub fn events(&mut self) -> std::vec::Drain<'_, NetEvent<A>> {
+        self.events.drain(..)
+    }
+
+    /// The frames that became final since the last call, in order, each once: every
+    /// frame from the first on, without a gap (a peer that compares them with another's
+    /// list sees every frame).
+    pub fn confirmed_frames(&mut self) -> std::vec::Drain<'_, ConfirmedFrame> {
+        self.confirmed.drain(..)
+    }
+
+    /// The frame an input passed to the next [`tick`](Self::tick) applies to (runsync's
+    /// number: it is read by the systems of that frame), the input delay included. A
+    /// tick that returns [`Tick::Waiting`] does not use its input, and the next tick's
+    /// input applies to the same frame.
+    pub fn input_frame(&self) -> u64 {
+        let current = self.session.current_frame();
+        self.rollback
+            .runsync_frame(current)
+            .saturating_add(self.input_delay as u64 + 1)
+    }
+
+    /// How long to wait until the next tick: one frame at the builder's rate, 10 % more
+    /// while ggrs says this peer runs ahead of the others (how ggrs's own examples keep
+    /// peers level).
+    pub fn recommended_interval(&self) -> Duration {
+        let frame = Duration::from_secs(1) / self.fps.max(1) as u32;
+        if self.session.frames_ahead() > 0 {
+            frame.mul_f64(1.1)
+        } else {
+            frame
+        }
+    }
+
+    /// Frames this peer is estimated to be ahead of the others.
+    pub fn frames_ahead(&self) -> i32 {
+        self.session.frames_ahead()
+    }
+
+    /// Whether the handshake with every peer is done.
+    pub fn is_running(&self) -> bool {
+        self.session.current_state() == SessionState::Running
+    }
+
+    /// ggrs's figures for the connection to remote player `handle`: ping, send queue,
+    /// bandwidth, frames behind.
+    ///
+    /// # Errors
+    /// [`NetError::Ggrs`] for a handle that is not remote, or before a second of data.
+    pub fn network_stats(&self, handle: PlayerHandle) -> Result<NetworkStats, NetError> {
+        Ok(self.session.network_stats(handle)?)
+    }
+
+    /// Drops remote player `handle` (and the others at the same address) from the game:
+    /// from then on their input is `Default` and not connected.
+    ///
+    /// # Errors
+    /// [`NetError::Ggrs`] for a local or unknown handle.
+    pub fn disconnect_player(&mut self, handle: PlayerHandle) -> Result<(), NetError> {
+        Ok(self.session.disconnect_player(handle)?)
+    }
+
+    /// The world of the current frame (predicted, when remote inputs are late): what to
+    /// draw.
+    pub fn world(&self) -> &runsync::World {
+        self.rollback.runtime().world()
+    }
+
+    /// The runtime (see [`Rollback::runtime`]).
+    pub fn runtime(&self) -> &Runtime {
+        self.rollback.runtime()
+    }
+
+    /// The rollback driver.
+    pub fn rollback(&self) -> &Rollback<I> {
+        &self.rollback
+    }
+
+    /// The session's counters.
+    pub fn stats(&self) -> NetStats {
+        NetStats {
+            rollback: *self.rollback.stats(),
+            ..self.stats
+        }
+    }
+
+    /// ggrs's session, for what this type does not wrap (read-only).
+    pub fn ggrs(&self) -> &P2PSession<NetConfig<I, A>> {
+        &self.session
+    }
+
+    /// The runtime back, at the current (possibly predicted) frame; the session ends.
+    pub fn into_runtime(self) -> Runtime {
+        self.rollback.into_runtime()
+    }
+}

@@ -1,0 +1,139 @@
+//! Two duel peers in one process over a `MemoryNetwork`, ticked at 60 Hz.
+
+#![allow(dead_code)]
+
+#[path = "../../src/bin/duel/game.rs"]
+pub(crate) mod game;
+
+use std::time::{Duration, Instant};
+
+use game::Pad;
+use runsync_net::{
+    ConfirmedFrame, MemoryNetwork, NetEvent, NetSession, NetSessionBuilder, PeerId, Tick,
+};
+
+/// Input delay of the test peers.
+pub(crate) const DELAY: usize = 2;
+
+/// One peer and what it saw.
+pub(crate) struct Peer {
+    pub(crate) me: usize,
+    pub(crate) session: NetSession<Pad, PeerId>,
+    pub(crate) confirmed: Vec<ConfirmedFrame>,
+    pub(crate) events: Vec<NetEvent<PeerId>>,
+    pub(crate) ticks: Vec<Tick>,
+}
+
+impl Peer {
+    /// Peer `me` of two (player `me`, at `PeerId(me)`), playing `game` with `setup`
+    /// applied to the builder.
+    pub(crate) fn start(
+        net: &MemoryNetwork,
+        me: usize,
+        game: runsync::Runtime,
+        setup: impl FnOnce(NetSessionBuilder<PeerId>) -> NetSessionBuilder<PeerId>,
+    ) -> Peer {
+        let b = NetSession::builder(2)
+            .local_player(me)
+            .remote_player(1 - me, PeerId(1 - me as u32))
+            .input_delay(DELAY);
+        let session = setup(b)
+            .start::<Pad>(game, net.socket(PeerId(me as u32)))
+            .unwrap();
+        Peer {
+            me,
+            session,
+            confirmed: Vec::new(),
+            events: Vec::new(),
+            ticks: Vec::new(),
+        }
+    }
+
+    /// One tick with the scripted pad; events and confirmed frames collected.
+    pub(crate) fn tick(&mut self) -> Tick {
+        let pad = game::scripted(self.me, self.session.input_frame());
+        let tick = self.session.tick(pad).unwrap();
+        self.events.extend(self.session.events());
+        self.confirmed.extend(self.session.confirmed_frames());
+        self.ticks.push(tick);
+        tick
+    }
+
+    /// Frames confirmed so far.
+    pub(crate) fn confirmed_to(&self) -> u64 {
+        self.confirmed.last().map_or(0, |c| c.frame)
+    }
+}
+
+/// Ticks `peers` (those for which `active` says so) as a game loop does, until `done`
+/// holds, or panics after `limit`: each peer on its own schedule of
+/// [`recommended_interval`](NetSession::recommended_interval) (a 60 Hz frame, 10 % longer
+/// while ahead), skipping the ticks a [`NetEvent::WaitRecommended`] asks to skip.
+pub(crate) fn run_until(
+    peers: &mut [Peer],
+    limit: Duration,
+    mut active: impl FnMut(&Peer, Duration) -> bool,
+    mut done: impl FnMut(&[Peer]) -> bool,
+) -> Duration {
+    let start = Instant::now();
+    let mut next = vec![start; peers.len()];
+    let mut skip = vec![0u32; peers.len()];
+    let mut seen = vec![0usize; peers.len()];
+    while !done(peers) {
+        let elapsed = start.elapsed();
+        assert!(elapsed < limit, "not done after {limit:?}");
+        let now = Instant::now();
+        for (i, p) in peers.iter_mut().enumerate() {
+            if next[i] > now {
+                continue;
+            }
+            if skip[i] > 0 {
+                skip[i] -= 1;
+            } else if active(p, elapsed) {
+                p.tick();
+                for e in &p.events[seen[i]..] {
+                    if let NetEvent::WaitRecommended { frames } = e {
+                        skip[i] += frames;
+                    }
+                }
+                seen[i] = p.events.len();
+            }
+            next[i] += p.session.recommended_interval();
+            if now > next[i] + Duration::from_millis(100) {
+                next[i] = now; // far behind (a stall): no burst of ticks to catch up
+            }
+        }
+        let wake = next.iter().min().copied().unwrap_or(now);
+        let now = Instant::now();
+        if wake > now {
+            std::thread::sleep(wake - now);
+        }
+    }
+    start.elapsed()
+}
+
+/// Asserts that `confirmed` holds frames 1..=n in order with the checksums of `truth`.
+pub(crate) fn assert_matches_truth(
+    who: &str,
+    confirmed: &[ConfirmedFrame],
+    truth: &[u64],
+    n: usize,
+) {
+    assert!(
+        confirmed.len() >= n,
+        "{who}: {} frames confirmed",
+        confirmed.len()
+    );
+    for (i, c) in confirmed[..n].iter().enumerate() {
+        assert_eq!(
+            c.frame,
+            i as u64 + 1,
+            "{who}: frames in order, without a gap"
+        );
+        assert_eq!(
+            c.checksum, truth[i],
+            "{who}: frame {} differs from the single-process run",
+            c.frame
+        );
+    }
+}

@@ -1,0 +1,177 @@
+//! The `duel` binary as two real processes over loopback UDP (issue 37 item 4): both
+//! print the same checksum for every confirmed frame, equal to a single-process run of
+//! the same scripted inputs. Bounded: the children are killed at the deadline.
+
+#[allow(dead_code)]
+#[path = "../src/bin/duel/game.rs"]
+mod game;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const FRAMES: u64 = 300;
+const DEADLINE: Duration = Duration::from_secs(60);
+
+/// Kills the child when dropped (a failed assertion included), so no test leaves a
+/// process behind.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn spawn(local: usize, delay: u64) -> (Killed, mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_duel"))
+        .args(["--headless", "--local", &local.to_string()])
+        .args(["--bind", "127.0.0.1:0", "--peer", "-"])
+        .args(["--frames", &FRAMES.to_string(), "--timeout", "45"])
+        .args(["--workers", "1", "--delay", &delay.to_string()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .expect("the duel binary starts");
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (Killed(child), rx)
+}
+
+/// The next line, or a panic at the deadline.
+fn line(rx: &mpsc::Receiver<String>, deadline: Instant) -> Option<String> {
+    let left = deadline.saturating_duration_since(Instant::now());
+    match rx.recv_timeout(left) {
+        Ok(l) => Some(l),
+        Err(mpsc::RecvTimeoutError::Disconnected) => None,
+        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no output before the deadline"),
+    }
+}
+
+/// No input delay: a remote input is late for about half a frame (the processes tick
+/// out of phase), so the peers predict and roll back over real UDP too.
+#[test]
+fn two_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
+    let deadline = Instant::now() + DEADLINE;
+    let (mut a, rx_a) = spawn(0, 0);
+    let (mut b, rx_b) = spawn(1, 0);
+    let bound = |rx: &mpsc::Receiver<String>| {
+        let l = line(rx, deadline).expect("a `bound` line");
+        l.strip_prefix("bound ")
+            .expect("`bound ADDR` first")
+            .to_owned()
+    };
+    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
+    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
+    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    let collect = |rx: &mpsc::Receiver<String>| {
+        let mut confirmed = Vec::new();
+        let mut done = None;
+        while let Some(l) = line(rx, deadline) {
+            if let Some(rest) = l.strip_prefix("confirmed ") {
+                let (f, sum) = rest.split_once(' ').unwrap();
+                confirmed.push((
+                    f.parse::<u64>().unwrap(),
+                    u64::from_str_radix(sum, 16).unwrap(),
+                ));
+            } else if l.starts_with("done ") {
+                done = Some(l);
+            }
+        }
+        (confirmed, done)
+    };
+    let (confirmed_a, done_a) = collect(&rx_a);
+    let (confirmed_b, done_b) = collect(&rx_b);
+    let status_a = a.0.wait().unwrap();
+    let status_b = b.0.wait().unwrap();
+    assert!(
+        status_a.success() && status_b.success(),
+        "{status_a} {status_b}"
+    );
+    let truth = game::truth(FRAMES, 0);
+    for (who, confirmed) in [("a", &confirmed_a), ("b", &confirmed_b)] {
+        assert_eq!(confirmed.len(), FRAMES as usize, "{who}");
+        for (i, &(f, sum)) in confirmed.iter().enumerate() {
+            assert_eq!(f, i as u64 + 1, "{who}: in order, no gap");
+            assert_eq!(sum, truth[i], "{who}: frame {f}");
+        }
+    }
+    let (done_a, done_b) = (done_a.unwrap(), done_b.unwrap());
+    println!("peer a: {done_a}\npeer b: {done_b}");
+    let field = |done: &str, key: &str| -> u64 {
+        done.split(' ')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    for done in [&done_a, &done_b] {
+        assert_eq!(field(done, "desyncs"), 0, "{done}");
+        assert_eq!(field(done, "garbage"), 0, "{done}");
+    }
+    let rollbacks = field(&done_a, "rollbacks") + field(&done_b, "rollbacks");
+    assert!(rollbacks > 0, "{done_a}\n{done_b}");
+}
+
+#[test]
+fn garbage_sent_to_a_duel_process_is_counted_and_ignored() {
+    let deadline = Instant::now() + DEADLINE;
+    let (mut a, rx_a) = spawn(0, 2);
+    let (mut b, rx_b) = spawn(1, 2);
+    let bound = |rx: &mpsc::Receiver<String>| {
+        let l = line(rx, deadline).expect("a `bound` line");
+        l.strip_prefix("bound ")
+            .expect("`bound ADDR` first")
+            .to_owned()
+    };
+    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
+    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
+    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    // Junk at peer a from a third socket, on loopback only: empty, short, long, random.
+    let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let mut x = 1u32;
+    for i in 0..200usize {
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let len = [0, 1, 7, 64, 600, 300][i % 6];
+        let bytes: Vec<u8> = (0..len).map(|j| (x as usize + j * 31) as u8).collect();
+        let _ = junk.send_to(&bytes, &addr_a);
+    }
+    let last = |rx: &mpsc::Receiver<String>| {
+        let mut n = 0;
+        let mut done = None;
+        while let Some(l) = line(rx, deadline) {
+            if l.starts_with("confirmed ") {
+                n += 1;
+            } else if l.starts_with("done ") {
+                done = Some(l);
+            }
+        }
+        (n, done.expect("a done line"))
+    };
+    let (n_a, done_a) = last(&rx_a);
+    let (n_b, _) = last(&rx_b);
+    assert!(a.0.wait().unwrap().success() && b.0.wait().unwrap().success());
+    assert_eq!((n_a, n_b), (FRAMES, FRAMES));
+    let garbage: u64 = done_a
+        .split(' ')
+        .find_map(|kv| kv.strip_prefix("garbage="))
+        .unwrap()
+        .parse()
+        .unwrap();
+    // Every packet the junk socket sent reached the socket (loopback) and was dropped.
+    assert_eq!(garbage, 200, "{done_a}");
+    assert!(done_a.contains(" desyncs=0 "), "{done_a}");
+}
