@@ -169,7 +169,7 @@ pub use input::Input;
 pub use merge::Merge;
 pub use message::Message;
 pub use output::send::Sender;
-pub use output::{Output, Slot, Writer, WriterSet};
+pub use output::{Output, Parallel, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,

@@ -818,8 +818,18 @@ impl Runtime {
         }
         if first {
             // No stage synced (no enabled system): the frame still ends the last one's
-            // change marks, as its Sync would have.
-            self.world.storage_mut().clear_marks();
+            // change marks and messages, as a Sync with no system would have.
+            if let Some(message) = crate::sync::sync_nothing(&mut self.world) {
+                let error = FrameError::DropPanicked {
+                    message,
+                    stage: StageId::FIRST,
+                };
+                self.stats.entities = self.world.len();
+                if error.counts_as_done() {
+                    self.count_frame();
+                }
+                return Err(self.frame_failed(error));
+            }
         }
         // Between frames too (checksums, snapshots, saves see the canonical layout).
         self.world.storage_mut().canonicalize();

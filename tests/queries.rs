@@ -81,3 +81,66 @@ fn the_empty_query_visits_every_entity() {
     sorted.dedup();
     assert_eq!(sorted.len(), all.len(), "each entity once");
 }
+
+/// `nth` and `skip` jump rows without reading them (a query cut into parts for workers)
+/// and land where a row-by-row walk lands: across tables, with `Option` elements, and
+/// with a row filter.
+#[test]
+fn nth_and_skip_land_where_a_walk_lands() {
+    // Marks on some rows of every table, for `Changed`: a frame writes every third `Pos`.
+    let w0 = world();
+    let changed: Vec<Entity> = w0.query::<(&Pos,)>().map(|(e, _)| e).step_by(3).collect();
+    let mut rt = Runtime::builder().workers(1).build(w0);
+    let targets = changed.clone();
+    rt.add_system(move |_: &World, out: &mut Output| {
+        for &e in &targets {
+            out.write::<Pos>(e, Pos(-1.0));
+        }
+    });
+    rt.frame();
+    let w = rt.world();
+    let all: Vec<(Entity, f32, bool)> = w
+        .query::<(&Pos, Option<&Boss>)>()
+        .map(|(e, (p, b))| (e, p.0, b.is_some()))
+        .collect();
+    let marked: Vec<Entity> = w
+        .query_filtered::<(&Pos,), Changed<Pos>>()
+        .map(|(e, _)| e)
+        .collect();
+    assert_eq!(marked.len(), changed.len());
+    for k in 0..=all.len() + 2 {
+        let skipped: Vec<(Entity, f32, bool)> = w
+            .query::<(&Pos, Option<&Boss>)>()
+            .skip(k)
+            .map(|(e, (p, b))| (e, p.0, b.is_some()))
+            .collect();
+        assert_eq!(skipped, all[k.min(all.len())..], "skip({k})");
+        let nth = w.query::<(&Pos, Option<&Boss>)>().nth(k).map(|(e, _)| e);
+        assert_eq!(nth, all.get(k).map(|x| x.0), "nth({k})");
+        let filtered: Vec<Entity> = w
+            .query_filtered::<(&Pos,), Changed<Pos>>()
+            .skip(k)
+            .map(|(e, _)| e)
+            .collect();
+        assert_eq!(
+            filtered,
+            marked[k.min(marked.len())..],
+            "filtered skip({k})"
+        );
+    }
+    // Steps of several sizes, one iterator.
+    for step in 1..6 {
+        let mut q = w.query::<(&Pos, Option<&Boss>)>();
+        let mut got = Vec::new();
+        while let Some((e, _)) = q.nth(step - 1) {
+            got.push(e);
+        }
+        let want: Vec<Entity> = all
+            .iter()
+            .skip(step - 1)
+            .step_by(step)
+            .map(|x| x.0)
+            .collect();
+        assert_eq!(got, want, "every {step}th");
+    }
+}

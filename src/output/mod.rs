@@ -4,6 +4,7 @@
 pub(crate) mod buffer;
 pub(crate) mod erased;
 mod par;
+mod parallel;
 pub(crate) mod send;
 pub(crate) mod slots;
 
@@ -12,6 +13,7 @@ use std::any::TypeId;
 pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 use erased::BufAddr;
 pub(crate) use erased::ErasedBuf;
+pub use parallel::Parallel;
 pub use slots::Slot;
 
 use crate::bundle::Bundle;

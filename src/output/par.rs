@@ -13,6 +13,9 @@ const FILL_PART: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
 /// Rows below which [`Output::par_for_each`] does not make a chunk of its own.
 const MIN_CHUNK: usize = if cfg!(miri) { 4 } else { 64 };
 
+/// The fewest chunks [`Output::par_for_each`] cuts its rows into on more than one worker.
+const MIN_CHUNKS: usize = 32;
+
 impl<'w> Output<'w> {
     /// Emits `f(entity, item)` as the `C` output of every entity matching `Q` that has a
     /// `C`: the same outputs, in the same order, as
@@ -135,12 +138,15 @@ impl<'w> Output<'w> {
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
         let (mut state, mut tables) = QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
         // On one worker, one chunk a table: the same outputs (chunks are absorbed in
-        // order), without the chunks' bookkeeping.
+        // order), without the chunks' bookkeeping. On more, at least `MIN_CHUNKS` chunks
+        // (four a worker past 8): enough that an idle worker always finds one, and that
+        // the longest chunk — the system's span — stays a small part of its work whatever
+        // the worker count the frame is measured at.
         let chunk = if threads == 1 {
             usize::MAX
         } else {
             let total: usize = state.matching_tables(tables.clone()).map(|t| t.len()).sum();
-            total.div_ceil(threads * 4).max(MIN_CHUNK)
+            total.div_ceil((threads * 4).max(MIN_CHUNKS)).max(MIN_CHUNK)
         };
         // Sub-buffers used so far: chunk `k`'s `out` writes go to `subs[k]`, absorbed in
         // this order at the end.

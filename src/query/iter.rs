@@ -143,6 +143,29 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
         acc
     }
 
+    /// Skips up to `n` of the rows left that pass the row filters, without reading them;
+    /// returns how many it skipped (fewer than `n` only at the end of the table).
+    #[inline]
+    fn skip(&mut self, n: usize) -> usize {
+        let len = self.entities.len();
+        if !Q::FILTERS_ROWS {
+            let k = n.min(len.saturating_sub(self.row));
+            self.row += k;
+            return k;
+        }
+        let mut k = 0;
+        while k < n && self.row < len {
+            let r = next_kept::<Q>(&self.columns, self.row, len);
+            if r >= len {
+                self.row = len;
+                break;
+            }
+            self.row = r + 1;
+            k += 1;
+        }
+        k
+    }
+
     /// How many rows are left that pass the row filters.
     fn remaining(&self) -> usize {
         if Q::FILTERS_ROWS {
@@ -197,6 +220,23 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
         loop {
             if let Some(item) = self.rows.next() {
                 return Some(item);
+            }
+            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
+            self.tables = tables;
+            self.rows = TableRows::new(found?);
+        }
+    }
+
+    /// Skips `n` rows without reading them: O(tables passed), not O(`n`) (with a row
+    /// filter, O(rows kept passed)). So `skip(k)` and `nth(k)` cut a query into parts
+    /// cheaply, e.g. one per worker of [`Output::parallel`](crate::Output::parallel).
+    fn nth(&mut self, mut n: usize) -> Option<Self::Item> {
+        loop {
+            n -= self.rows.skip(n);
+            if n == 0 {
+                if let Some(item) = self.rows.next() {
+                    return Some(item);
+                }
             }
             let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
             self.tables = tables;
@@ -271,6 +311,11 @@ impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
 
     fn size_hint(&self) -> (usize, Option<usize>) {
         self.inner.size_hint()
+    }
+
+    /// The inner query's skip ([`QueryIter`]'s `nth`: no row read).
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        self.inner.nth(n).map(|(e, (q, _))| (e, q))
     }
 
     /// The inner query's table-by-table loop (`sum`, `for_each`, `fold`, ...).

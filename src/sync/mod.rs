@@ -295,6 +295,19 @@ fn deliver_messages(world: &mut World, systems: &mut [SystemSlot], report: &mut 
     }
 }
 
+/// A frame in which no stage had an enabled system, so no Sync ran: what its Sync would
+/// have done with no system — forget the last frame's change marks and messages (a
+/// message lives one frame, read or not). Returns the drop panic, if a message's `Drop`
+/// panicked.
+pub(crate) fn sync_nothing(world: &mut World) -> Option<String> {
+    clear_marks(world);
+    let mut report = SyncReport::default();
+    if world.messages_mut().len() > 0 {
+        deliver_messages(world, &mut [], &mut report);
+    }
+    report.drop_panic
+}
+
 /// Discards everything the systems emitted this frame (after a failed Run).
 pub(crate) fn discard(systems: &mut [SystemSlot]) {
     for slot in systems {

@@ -3,7 +3,7 @@
 use std::ops::Range;
 
 use glam::{IVec4, Vec2, Vec4};
-use runsync::Entity;
+use runsync::{Entity, Parallel};
 
 /// One entry of a [`Grid`].
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -78,6 +78,83 @@ pub struct Grid {
     /// Rebuild scratch: the input, and each input's cell.
     input: Vec<GridItem>,
     cells: Vec<u32>,
+    /// The parts of a [`rebuild_parallel`](Self::rebuild_parallel), kept for their
+    /// buffers.
+    parts: PartBuffers,
+}
+
+/// [`GridPart`]s kept for their buffers: scratch, not the grid (its `Debug` shows
+/// nothing of them, so two equal grids print the same).
+#[derive(Clone, Default)]
+struct PartBuffers(Vec<GridPart>);
+
+impl std::fmt::Debug for PartBuffers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("..")
+    }
+}
+
+/// The most parts a [`Grid::rebuild_parallel`] takes.
+pub const MAX_GRID_PARTS: usize = 64;
+
+/// The most bands of rows of cells a [`Grid::rebuild_parallel`] sorts in (each band reads
+/// every item's cell twice, so more bands cost more work).
+const MAX_BANDS: usize = 16;
+
+/// `input` and `cells` cut into consecutive stretches of `lens` (at most
+/// [`MAX_GRID_PARTS`] of them, adding up to at most their length), paired.
+#[allow(clippy::type_complexity)]
+fn split_by<'a>(
+    input: &'a mut [GridItem],
+    cells: &'a mut [u32],
+    lens: impl Iterator<Item = usize>,
+) -> [(&'a mut [GridItem], &'a mut [u32]); MAX_GRID_PARTS] {
+    let mut jobs: [(&mut [GridItem], &mut [u32]); MAX_GRID_PARTS] =
+        std::array::from_fn(|_| (&mut [][..], &mut [][..]));
+    let (mut items, mut cells) = (input, cells);
+    for (job, len) in jobs.iter_mut().zip(lens) {
+        let (a, rest_items) = std::mem::take(&mut items).split_at_mut(len);
+        let (b, rest_cells) = std::mem::take(&mut cells).split_at_mut(len);
+        *job = (a, b);
+        (items, cells) = (rest_items, rest_cells);
+    }
+    jobs
+}
+
+/// One part of a [`Grid::rebuild_parallel`]: the items one job gathered, in order, and
+/// their bounds. Filled through [`push`](Self::push).
+#[derive(Clone, Debug, Default)]
+pub struct GridPart {
+    items: Vec<GridItem>,
+    lo: Vec2,
+    hi: Vec2,
+    max_radius: f32,
+}
+
+impl GridPart {
+    /// Adds an item, as [`Grid::rebuild`] takes one: skipped if its position is not
+    /// finite.
+    #[inline]
+    pub fn push(&mut self, entity: Entity, pos: Vec2, radius: f32, tag: u32) {
+        if !pos.is_finite() {
+            return;
+        }
+        self.lo = self.lo.min(pos);
+        self.hi = self.hi.max(pos);
+        self.max_radius = self.max_radius.max(radius);
+        self.items.push(GridItem {
+            entity,
+            pos,
+            radius,
+            tag,
+        });
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+        (self.lo, self.hi) = (Vec2::splat(f32::MAX), Vec2::splat(f32::MIN));
+        self.max_radius = 0.0;
+    }
 }
 
 /// Items in reach [`Grid::for_each_within`] notes before handing them out (a power of 2;
@@ -111,6 +188,7 @@ impl Grid {
             items: Vec::new(),
             input: Vec::new(),
             cells: Vec::new(),
+            parts: PartBuffers::default(),
         }
     }
 
@@ -211,6 +289,14 @@ impl Grid {
             }
         }));
         let n = self.input.len();
+        self.place(lo, hi, max_radius, n);
+        let ncells = (self.cols * self.rows) as usize;
+        self.fill(ncells, n);
+    }
+
+    /// Lays the cells over `n` items within `lo..=hi` (ignored when `n` is 0), of radii
+    /// up to `max_radius`.
+    fn place(&mut self, mut lo: Vec2, mut hi: Vec2, max_radius: f32, n: usize) {
         if n == 0 {
             (lo, hi) = (Vec2::ZERO, Vec2::ZERO);
         }
@@ -225,8 +311,209 @@ impl Grid {
             self.cols.saturating_sub(1) as f32,
             self.rows.saturating_sub(1) as f32,
         );
+    }
+
+    /// [`rebuild`](Self::rebuild) in parallel on a system's workers: job `k` of `parts`
+    /// (at most [`MAX_GRID_PARTS`]) pushes the `k`-th part of the items, in order, into
+    /// the [`GridPart`] it is given (emptied), and the grid is the one `rebuild` makes
+    /// from the parts' items one after the other — bit for bit, at every worker count
+    /// (the sort by cell is stable, so its result does not depend on how it is split).
+    ///
+    /// Every step runs in parallel: the parts gather their items; then each part copies
+    /// them into place and computes their cells; then bands of rows of cells each sort
+    /// their items (a counting sort each, over all the items' cells: its cost grows with
+    /// the number of bands, one per worker, at most 16). Cost on one worker: about
+    /// `rebuild`'s; no allocation once the buffers have grown.
+    ///
+    /// ```
+    /// use glam::Vec2;
+    /// use runsync::prelude::*;
+    /// use runsync_systems::Grid;
+    /// #[derive(Clone, Copy)] struct P(Vec2);
+    /// impl Component for P { type Output = P; }
+    /// let mut world = World::new();
+    /// world.register::<P>(merge::last);
+    /// for i in 0..5000 { world.spawn((P(Vec2::new(i as f32 * 0.37 % 50.0, i as f32 * 0.11 % 30.0)),)); }
+    /// let mut rt = Runtime::builder().workers(2).build(world);
+    /// rt.add_system(|w: &World, out: &mut Output| {
+    ///     let mut grid = Grid::new(2.0);
+    ///     let per = 1000;
+    ///     grid.rebuild_parallel(out.parallel(), 5, |k, part| {
+    ///         for (e, (p,)) in w.query::<(&P,)>().skip(k * per).take(per) {
+    ///             part.push(e, p.0, 0.5, 0);
+    ///         }
+    ///     });
+    ///     let mut serial = Grid::new(2.0);
+    ///     serial.rebuild(w.query::<(&P,)>().map(|(e, (p,))| (e, p.0, 0.5, 0)));
+    ///     assert_eq!(grid.len(), 5000);
+    ///     let (mut a, mut b) = (Vec::new(), Vec::new());
+    ///     grid.for_each_near(Vec2::new(20.0, 10.0), 3.0, |it| a.push(it.entity));
+    ///     serial.for_each_near(Vec2::new(20.0, 10.0), 3.0, |it| b.push(it.entity));
+    ///     assert_eq!(a, b);
+    /// });
+    /// rt.frame();
+    /// ```
+    ///
+    /// # Panics
+    /// If `parts` is more than [`MAX_GRID_PARTS`]; a panic in `gather` goes on to the
+    /// system (the grid is then empty).
+    pub fn rebuild_parallel(
+        &mut self,
+        par: Parallel<'_>,
+        parts: usize,
+        gather: impl Fn(usize, &mut GridPart) + Sync,
+    ) {
+        assert!(
+            parts <= MAX_GRID_PARTS,
+            "Grid::rebuild_parallel takes at most {MAX_GRID_PARTS} parts, got {parts}"
+        );
+        // Empty until done: a panic below leaves no half-built grid.
+        self.items.clear();
+        self.input.clear();
+        self.cells.clear();
+        self.starts.clear();
+        self.starts.push(0);
+        (self.cols, self.rows) = (0, 0);
+        if self.parts.0.len() < parts {
+            self.parts.0.resize_with(parts, GridPart::default);
+        }
+        let mut gathered = std::mem::take(&mut self.parts.0);
+        par.for_each_mut(&mut gathered[..parts], |k, part| {
+            part.clear();
+            gather(k, part);
+        });
+        let gathered_parts = &gathered[..parts];
+        let (mut lo, mut hi) = (Vec2::splat(f32::MAX), Vec2::splat(f32::MIN));
+        let mut max_radius = 0.0f32;
+        let mut n = 0;
+        for p in gathered_parts {
+            if !p.items.is_empty() {
+                lo = lo.min(p.lo);
+                hi = hi.max(p.hi);
+                max_radius = max_radius.max(p.max_radius);
+                n += p.items.len();
+            }
+        }
+        self.place(lo, hi, max_radius, n);
         let ncells = (self.cols * self.rows) as usize;
-        self.fill(ncells, n);
+        // Each part copies its items into place and computes their cells.
+        let mut input = std::mem::take(&mut self.input);
+        let mut cells = std::mem::take(&mut self.cells);
+        if let Some(first) = gathered_parts.iter().find_map(|p| p.items.first()) {
+            input.resize(n, *first);
+            cells.resize(n, 0);
+        }
+        {
+            let grid = &*self;
+            let mut jobs = split_by(
+                &mut input,
+                &mut cells,
+                gathered_parts.iter().map(|p| p.items.len()),
+            );
+            par.for_each_mut(&mut jobs[..parts], |k, (items, cells)| {
+                items.copy_from_slice(&gathered_parts[k].items);
+                grid.cells_into(items, cells);
+            });
+        }
+        self.input = input;
+        self.cells = cells;
+        self.parts.0 = gathered;
+        self.sort_in_bands(par, ncells, n);
+    }
+
+    /// `fill`'s counting sort, in bands of rows of cells, one job each: each band counts
+    /// the items of its cells (a pass over every item's cell), the bands' totals place
+    /// them, and each band scatters its items into place (a second pass). The result is
+    /// `fill`'s: the stable sort by cell is unique.
+    fn sort_in_bands(&mut self, par: Parallel<'_>, ncells: usize, n: usize) {
+        self.starts.clear();
+        self.starts.resize(ncells + 1, 0);
+        self.items.clear();
+        let Some(&first) = self.input.first() else {
+            return;
+        };
+        self.items.resize(n, first);
+        let (cols, rows) = (self.cols as usize, self.rows as usize);
+        let bands = par.threads().clamp(1, MAX_BANDS).min(rows);
+        let band_cells = rows.div_ceil(bands) * cols;
+        let (input, cells) = (&self.input, &self.cells);
+        // Pass 1: each band counts the items of each of its cells, and in all.
+        let mut counting: [(&mut [u32], usize); MAX_BANDS] =
+            std::array::from_fn(|_| (&mut [][..], 0));
+        let mut nbands = 0;
+        for (b, counts) in self.starts[..ncells].chunks_mut(band_cells).enumerate() {
+            counting[b] = (counts, 0);
+            nbands = b + 1;
+        }
+        par.for_each_mut(&mut counting[..nbands], |b, (counts, total)| {
+            let first = (b * band_cells) as u32;
+            let end = first + counts.len() as u32;
+            for &c in cells {
+                if (first..end).contains(&c) {
+                    counts[(c - first) as usize] += 1;
+                }
+            }
+            *total = counts.iter().map(|&k| k as usize).sum();
+        });
+        // Pass 2: each band's cells start where the bands before it end; the band places
+        // its items, in input order, in its own stretch of `items`.
+        let mut placing: [(&mut [u32], &mut [GridItem], usize); MAX_BANDS] =
+            std::array::from_fn(|_| (&mut [][..], &mut [][..], 0));
+        let mut rest = &mut self.items[..];
+        let mut base = 0;
+        for (b, (counts, total)) in counting.into_iter().take(nbands).enumerate() {
+            let (mine, after) = rest.split_at_mut(total);
+            placing[b] = (counts, mine, base);
+            base += total;
+            rest = after;
+        }
+        par.for_each_mut(&mut placing[..nbands], |b, (starts, items, base)| {
+            let base = *base as u32;
+            let mut at = base;
+            for s in starts.iter_mut() {
+                let k = *s;
+                *s = at;
+                at += k;
+            }
+            let first = (b * band_cells) as u32;
+            let end = first + starts.len() as u32;
+            for (it, &c) in input.iter().zip(cells) {
+                if (first..end).contains(&c) {
+                    let slot = &mut starts[(c - first) as usize];
+                    items[(*slot - base) as usize] = *it;
+                    *slot += 1;
+                }
+            }
+            // The cursors hold each cell's end; shift back to starts.
+            for c in (1..starts.len()).rev() {
+                starts[c] = starts[c - 1];
+            }
+            if let Some(s) = starts.first_mut() {
+                *s = base;
+            }
+        });
+        self.starts[ncells] = n as u32;
+    }
+
+    /// The cells of `items`, into `cells` (as long), as `fill` computes them.
+    fn cells_into(&self, items: &[GridItem], cells: &mut [u32]) {
+        if self.lattice.is_none() {
+            let pairs = items.chunks_exact(2);
+            let rest = pairs.remainder();
+            let mut out = cells.chunks_exact_mut(2);
+            for (p, c) in pairs.zip(&mut out) {
+                let b = self.box_cells([p[0].pos, p[1].pos]);
+                c[0] = b.y as u32 * self.cols + b.x as u32;
+                c[1] = b.w as u32 * self.cols + b.z as u32;
+            }
+            if let (Some(it), Some(c)) = (rest.first(), out.into_remainder().first_mut()) {
+                *c = self.cell_of(it.pos);
+            }
+        } else {
+            for (it, c) in items.iter().zip(cells) {
+                *c = self.cell_of(it.pos);
+            }
+        }
     }
 
     /// Cells on the lattice, from the one holding `lo` to the one holding `hi`.
@@ -555,6 +842,86 @@ mod tests {
             seed ^= seed >> 7;
             seed ^= seed << 17;
             (seed >> 40) as f32 / (1u64 << 24) as f32
+        }
+    }
+
+    /// Everything a rebuild leaves, as text (bits of floats included), for comparing two
+    /// grids.
+    fn state(g: &Grid) -> String {
+        format!(
+            "{:?} {:?} {:?} {:?} {:?} {} {} {:?} {:?} {:?} {}",
+            g.items
+                .iter()
+                .map(|i| (i.entity, i.pos.x.to_bits(), i.pos.y.to_bits(), i.tag))
+                .collect::<Vec<_>>(),
+            g.starts,
+            g.input.len(),
+            g.cells,
+            g.lattice,
+            g.cols,
+            g.rows,
+            g.origin,
+            g.cell_used.to_bits(),
+            (g.far, g.last),
+            g.max_radius.to_bits()
+        )
+    }
+
+    /// `rebuild_parallel` gives `rebuild`'s grid bit for bit, on 1 to 8 workers, for box
+    /// and lattice grids, with parts of every size (empty ones too), non-finite positions
+    /// skipped, items piled on one point, and no items at all.
+    #[test]
+    fn a_parallel_rebuild_is_the_serial_one() {
+        use runsync::prelude::*;
+        let n = if cfg!(miri) { 90 } else { 3000 };
+        let es = ents(n);
+        let mut next = unit_floats(0x51_7cc1_b727_220a);
+        let mut items: Vec<(Entity, Vec2, f32, u32)> = (0..n)
+            .map(|i| {
+                let p = Vec2::new(next() * 120.0 - 30.0, next() * 70.0 + 5.0);
+                (es[i], p, 0.2 + next(), i as u32 % 5)
+            })
+            .collect();
+        items[7].1 = Vec2::NAN;
+        items[8].1 = Vec2::new(f32::INFINITY, 1.0);
+        for it in &mut items[100..140] {
+            it.1 = Vec2::new(3.0, 3.0);
+        }
+        let items = std::sync::Arc::new(items);
+        for workers in [1, 2, 3, 8] {
+            let items = items.clone();
+            let mut rt = Runtime::builder().workers(workers).build(World::new());
+            rt.add_system(move |_: &World, out: &mut Output| {
+                for (cell, lattice) in [(2.0, false), (1.5, false), (2.0, true)] {
+                    let new = || if lattice { Grid::on_lattice(cell) } else { Grid::new(cell) };
+                    for (len, parts) in [(items.len(), 7), (items.len(), 1), (5, 3), (0, 4), (1, 0)] {
+                        let items = &items[..len];
+                        let mut serial = new();
+                        serial.rebuild(items.iter().copied());
+                        let mut par = new();
+                        // Twice: the buffers are reused.
+                        for _ in 0..2 {
+                            let per = len.div_ceil(parts.max(1)).max(1);
+                            par.rebuild_parallel(out.parallel(), parts, |k, part| {
+                                for &(e, p, r, t) in items.iter().skip(k * per).take(per) {
+                                    part.push(e, p, r, t);
+                                }
+                            });
+                            if parts == 0 {
+                                // No part gathered anything: an empty grid.
+                                assert!(par.is_empty());
+                                continue;
+                            }
+                            assert_eq!(
+                                state(&par),
+                                state(&serial),
+                                "{workers} workers, cell {cell}, lattice {lattice}, {len} items in {parts} parts"
+                            );
+                        }
+                    }
+                }
+            });
+            rt.frame();
         }
     }
 

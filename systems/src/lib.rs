@@ -78,7 +78,7 @@ mod spawner;
 mod transform;
 
 pub use contact::Contact;
-pub use grid::{Grid, GridItem};
+pub use grid::{Grid, GridItem, GridPart, MAX_GRID_PARTS};
 pub use life::{Death, Expire};
 pub use motion::{Bounds, BoundsMode, Drag, Gravity, Integrate};
 pub use separation::Separation;

@@ -8,7 +8,9 @@ use glam::Vec2;
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{Collider, Grid, GridItem, Health, Position, Projectile, Team, Velocity};
+use crate::{
+    Collider, Grid, GridItem, Health, MAX_GRID_PARTS, Position, Projectile, Team, Velocity,
+};
 
 /// The world's colliders as they were one frame ago, indexed in a [`Grid`] once per frame
 /// by [`BuildGrid`] and read by every neighbour system: [`Separation`](crate::Separation),
@@ -248,6 +250,41 @@ impl TeamBlocks {
     /// one over the blocks of each row of cells.
     pub(crate) fn rebuild(&mut self, grid: &Grid) {
         let (cols, rows) = grid.dims();
+        if !self.cover(grid) {
+            return;
+        }
+        for y in 0..rows {
+            let first = ((y >> Self::SHIFT) * self.cols) as usize;
+            let row = &mut self.teams[first..first + self.cols as usize];
+            Self::summarise_row(grid, y, cols, row);
+        }
+    }
+
+    /// [`rebuild`](Self::rebuild) on a system's workers: a band of rows of blocks per job
+    /// (each block is summarised from its own cells, so the bands are independent and the
+    /// table is the same).
+    pub(crate) fn rebuild_parallel(&mut self, grid: &Grid, par: runsync::Parallel<'_>) {
+        let (cols, rows) = grid.dims();
+        if !self.cover(grid) {
+            return;
+        }
+        let block_cols = self.cols;
+        let band = (self.rows as usize).div_ceil(par.threads() * 4).max(1);
+        par.chunks_mut(&mut self.teams, band * block_cols as usize, |k, teams| {
+            let by0 = (k * band) as u32;
+            for (j, row) in teams.chunks_mut(block_cols as usize).enumerate() {
+                let by = by0 + j as u32;
+                for y in (by << Self::SHIFT)..((by + 1) << Self::SHIFT).min(rows) {
+                    Self::summarise_row(grid, y, cols, row);
+                }
+            }
+        });
+    }
+
+    /// Sizes the table for `grid`'s cells, every block without victims; `false` if the
+    /// grid is empty (nothing more to do).
+    fn cover(&mut self, grid: &Grid) -> bool {
+        let (cols, rows) = grid.dims();
         let (origin, cell) = grid.cell_geometry();
         let side = 1 << Self::SHIFT;
         self.origin = origin;
@@ -257,25 +294,26 @@ impl TeamBlocks {
         self.teams.clear();
         self.teams
             .resize((self.cols * self.rows) as usize, Self::NONE);
-        if grid.is_empty() {
-            return;
-        }
-        for y in 0..rows {
-            let first = (y >> Self::SHIFT) * self.cols;
-            for bx in 0..self.cols {
-                let cells = bx * side..((bx + 1) * side).min(cols);
-                let one = &mut self.teams[(first + bx) as usize];
-                for it in grid.items_in(y, cells) {
-                    if it.tag & SpatialGrid::VICTIM == 0 {
-                        continue;
-                    }
-                    let team = (it.tag & SpatialGrid::TEAM_MASK) as u8;
-                    *one = if team < Self::MIXED && (*one == Self::NONE || *one == team) {
-                        team
-                    } else {
-                        Self::MIXED
-                    };
+        !grid.is_empty()
+    }
+
+    /// Folds row `y` of `grid`'s cells (of `cols` columns) into `row`, the blocks of its
+    /// row of blocks.
+    fn summarise_row(grid: &Grid, y: u32, cols: u32, row: &mut [u8]) {
+        let side = 1 << Self::SHIFT;
+        for (bx, one) in row.iter_mut().enumerate() {
+            let bx = bx as u32;
+            let cells = bx * side..((bx + 1) * side).min(cols);
+            for it in grid.items_in(y, cells) {
+                if it.tag & SpatialGrid::VICTIM == 0 {
+                    continue;
                 }
+                let team = (it.tag & SpatialGrid::TEAM_MASK) as u8;
+                *one = if team < Self::MIXED && (*one == Self::NONE || *one == team) {
+                    team
+                } else {
+                    Self::MIXED
+                };
             }
         }
     }
@@ -372,6 +410,9 @@ impl Default for BuildGrid {
     }
 }
 
+/// Rows per part below which [`BuildGrid`] gathers no more parts.
+const GATHER_MIN_PART: usize = if cfg!(miri) { 8 } else { 2048 };
+
 /// The entities [`BuildGrid`] looks at.
 type Collidable = (
     &'static Position,
@@ -452,17 +493,29 @@ impl System for BuildGrid {
         let i = self.free_buffer();
         let built = Arc::get_mut(&mut self.buffers[i]).expect("a free buffer is unshared");
         built.frame = frame;
-        built.grid.rebuild(world.query::<Collidable>().filter_map(
-            |(e, (p, c, team, vel, health, shot))| {
-                let body = vel.is_some() && shot.is_none();
-                let victim = team.is_some() && health.is_some();
-                let tag = team.map_or(0, |t| u32::from(t.0))
-                    | if body { SpatialGrid::BODY } else { 0 }
-                    | if victim { SpatialGrid::VICTIM } else { 0 };
-                (body || victim).then_some((e, p.0, c.radius, tag))
-            },
-        ));
-        built.teams.rebuild(&built.grid);
+        // The colliders in parts of consecutive rows (cut by count only, so the grid is
+        // the same at every worker count), gathered, placed and sorted by cell in
+        // parallel; then the teams per block, a band of block rows per job.
+        let rows = world.query::<Collidable>().len();
+        let per = rows.div_ceil(MAX_GRID_PARTS).max(GATHER_MIN_PART);
+        let parts = rows.div_ceil(per);
+        built
+            .grid
+            .rebuild_parallel(out.parallel(), parts, |k, part| {
+                for (e, (p, c, team, vel, health, shot)) in
+                    world.query::<Collidable>().skip(k * per).take(per)
+                {
+                    let body = vel.is_some() && shot.is_none();
+                    let victim = team.is_some() && health.is_some();
+                    if body || victim {
+                        let tag = team.map_or(0, |t| u32::from(t.0))
+                            | if body { SpatialGrid::BODY } else { 0 }
+                            | if victim { SpatialGrid::VICTIM } else { 0 };
+                        part.push(e, p.0, c.radius, tag);
+                    }
+                }
+            });
+        built.teams.rebuild_parallel(&built.grid, out.parallel());
         out.write_resource::<SpatialGrid>(SpatialGrid {
             built: Some(Arc::clone(&self.buffers[i])),
         });

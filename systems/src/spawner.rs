@@ -154,6 +154,9 @@ pub struct Spawner {
     /// Per team: live agents and the sum of their positions (reused buffers).
     counts: Vec<usize>,
     sums: Vec<Vec2>,
+    /// Per part of the agents, their teams' counts and position sums (kept for the
+    /// buffers; see `Output::par_fold`).
+    parts: Vec<(Vec<usize>, Vec<Vec2>)>,
     /// The wave being spawned, to be sorted into Z-order (a reused buffer).
     wave: Vec<WaveAgent>,
 }
@@ -199,6 +202,7 @@ impl Spawner {
             config,
             counts: Vec::new(),
             sums: Vec::new(),
+            parts: Vec::new(),
             wave: Vec::new(),
         }
     }
@@ -338,10 +342,27 @@ impl System for Spawner {
         if self.local {
             self.fire_locally(world, out, frame);
         } else {
-            for (_, (p, t, ())) in world.query::<(&Position, &Team, With<Health>)>() {
-                if let Some(n) = self.counts.get_mut(usize::from(t.0)) {
-                    *n += 1;
-                    self.sums[usize::from(t.0)] += p.0;
+            // Each team's count and position sum, in parallel parts (cut by row count, so
+            // the same bits at any worker count), combined part by part in order.
+            out.par_fold::<(&Position, &Team, With<Health>), _>(
+                &mut self.parts,
+                |(counts, sums)| {
+                    counts.clear();
+                    counts.resize(teams, 0);
+                    sums.clear();
+                    sums.resize(teams, Vec2::ZERO);
+                },
+                |(counts, sums), _, (p, t, ())| {
+                    if let Some(n) = counts.get_mut(usize::from(t.0)) {
+                        *n += 1;
+                        sums[usize::from(t.0)] += p.0;
+                    }
+                },
+            );
+            for (counts, sums) in &self.parts {
+                for t in 0..teams {
+                    self.counts[t] += counts[t];
+                    self.sums[t] += sums[t];
                 }
             }
             self.fire(world, out, frame);
@@ -383,13 +404,12 @@ impl Spawner {
             // Rather than one draw per agent, draw the number of agents to skip before the
             // next shot (geometric with success `chance`): the same distribution, with one
             // draw per shot instead of one per agent.
+            // The skipped agents are jumped over (`nth`), not visited.
+            let mut query = world.query::<(&Position, &Team, With<Health>)>();
             let mut skip = self.gap(chance);
-            let query = world.query::<(&Position, &Team, With<Health>)>();
-            for (shooter, (pos, team, ())) in query {
-                if skip > 0 {
-                    skip -= 1;
-                    continue;
-                }
+            while let Some((shooter, (pos, team, ()))) =
+                query.nth(usize::try_from(skip).unwrap_or(usize::MAX))
+            {
                 skip = self.gap(chance);
                 let t = usize::from(team.0);
                 let Some(&own_n) = self.counts.get(t) else {

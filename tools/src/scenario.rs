@@ -232,27 +232,33 @@ pub fn recorded_config(replay: &Replay, workers: usize) -> Result<ArenaConfig, S
 /// A steering system as a plain closure: every agent accelerates at `accel` towards the
 /// centroid of the other teams' agents (computed from last frame's world).
 fn steer(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'static {
-    let teams = usize::from(TEAMS);
-    let mut sums = vec![Vec2::ZERO; teams];
-    let mut counts = vec![0usize; teams];
-    let mut targets = vec![Vec2::ZERO; teams];
+    const T: usize = TEAMS as usize;
     move |world: &World, out: &mut Output<'_>| {
-        sums.fill(Vec2::ZERO);
-        counts.fill(0);
-        for (_, (p, t, ())) in world.query::<(&Position, &Team, With<Health>)>() {
-            let t = usize::from(t.0) % teams;
-            sums[t] += p.0;
-            counts[t] += 1;
-        }
+        // Each team's position sum and count, in parallel parts (the same bits at any
+        // worker count: the parts are cut by row count).
+        let (sums, counts) = out.par_reduce::<(&Position, &Team, With<Health>), _>(
+            || ([Vec2::ZERO; T], [0usize; T]),
+            |(sums, counts), _, (p, t, ())| {
+                let t = usize::from(t.0) % T;
+                sums[t] += p.0;
+                counts[t] += 1;
+            },
+            |(sums, counts), (s, c)| {
+                for t in 0..T {
+                    sums[t] += s[t];
+                    counts[t] += c[t];
+                }
+            },
+        );
         let (total, n): (Vec2, usize) = (sums.iter().sum(), counts.iter().sum());
-        for t in 0..teams {
+        let targets: [Vec2; T] = std::array::from_fn(|t| {
             let enemies = n - counts[t];
-            targets[t] = if enemies == 0 {
+            if enemies == 0 {
                 Vec2::NAN
             } else {
                 (total - sums[t]) / enemies as f32
-            };
-        }
+            }
+        });
         accelerate_towards(world, out, &targets, accel);
     }
 }
