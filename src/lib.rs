@@ -210,6 +210,14 @@ pub use world::declare::DefaultMerge;
 pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::{Snapshot, SnapshotError, World};
 
+/// With `tracy`: what runsync has told Tracy, for tests, and the frame mark of a program
+/// that runs several runtimes (`RuntimeBuilder::tracy_frame_marks`). Not a stable API.
+#[cfg(feature = "tracy")]
+#[doc(hidden)]
+pub mod __tracy {
+    pub use crate::profile::{frame_mark, frame_marks, plot_name, plot_names, zone_sites};
+}
+
 /// Everything a game usually needs: `use runsync::prelude::*;`.
 pub mod prelude {
     pub use crate::merge;

@@ -13,7 +13,10 @@
 //!   component type's **merge** (in `fold/`), named by the system / type. Their source
 //!   location is built once per system or type ([`enter!`] with a [`ZoneSite`] kept in the
 //!   system's slot or the type's fold), interned by name and call site, and points at the
-//!   call site; entering one is then a plain Tracy zone begin, with no allocation.
+//!   **user's code**: where the system was added (`Runtime::add_system*`) or the type
+//!   registered (`World::register*`), kept by `#[track_caller]` ([`ZoneSite::at`]), so
+//!   that Tracy's "go to source" opens the game, not `run.rs`; entering one is then a
+//!   plain Tracy zone begin, with no allocation.
 //! - A system or merge zone is a *job zone*: while its thread waits for the job's own
 //!   parallel parts, the pool may have it run another batch's job (another system, another
 //!   type's merge) so that nested batches cannot deadlock. The job zone is then **ended
@@ -40,7 +43,12 @@
 //! - A Tracy **message** when a frame fails (a system, merge or `Drop` panicked), so a
 //!   stutter can be read from the timeline; **plots** of entities, writes, commands, merged
 //!   and dropped outputs and of `Runtime::memory()`, and a **frame mark** per frame (set by
-//!   the runtime through [`plot!`] and [`frame_mark`]: this module knows no ECS type).
+//!   the runtime through [`runtime_plot!`] and [`RuntimeProfile`]: this module knows no ECS
+//!   type). A program that runs several runtimes at once (the shards of
+//!   `runsync-cluster`) labels each (`RuntimeBuilder::tracy_label`: its plots are
+//!   `runsync entities [shard 1]`, ...) and marks frames once itself
+//!   (`RuntimeBuilder::tracy_frame_marks(false)`, then `runsync::__tracy::frame_mark`),
+//!   so Tracy shows one frame mark per frame and one plot per runtime.
 //! - **Thread names**: workers are `runsync-w{i}` (Linux keeps 15 bytes of a thread name;
 //!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker), registered with
 //!   Tracy ([`name_worker`]) so that a profiler connecting after they exited still shows
@@ -61,9 +69,13 @@ mod imp {
     use std::collections::HashMap;
     use std::ffi::CString;
     use std::fmt;
+    use std::panic::Location;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{LazyLock, Mutex};
 
-    use tracy_client::{Client, Span, SpanLocation};
+    use tracy_client::{Client, PlotName, Span, SpanLocation};
+
+    use super::{PLOTS, Plot};
 
     /// An open Tracy zone with a static location; it closes when dropped.
     pub(crate) struct Zone(#[allow(dead_code)] Span);
@@ -83,23 +95,30 @@ mod imp {
         }
     }
 
-    /// The source locations kept in `site` (a `&mut ZoneSite`) for `name`, interned with
-    /// the call site of the macro that expands this (function, file, line) at its first
-    /// use, then reused.
+    /// The source locations kept in `site` (a `&mut ZoneSite`) for `name`, interned at
+    /// its first use, then reused: at the user's call site the site was made with
+    /// ([`ZoneSite::at`]: where the system was added, the merge registered), else at the
+    /// call site of the macro that expands this (function, file, line).
     macro_rules! site_locations {
         ($site:expr, $name:expr) => {{
             let site: &mut $crate::profile::ZoneSite = $site;
-            match site.0 {
+            match site.locs {
                 Some(locs) => locs,
-                None => *site.0.insert($crate::profile::intern(
-                    &$name,
-                    {
-                        struct S;
-                        ::std::any::type_name::<S>()
-                    },
-                    concat!(file!(), "\0"),
-                    line!(),
-                )),
+                None => {
+                    let locs = match site.caller {
+                        Some(caller) => $crate::profile::intern_at(&$name, caller),
+                        None => $crate::profile::intern(
+                            &$name,
+                            {
+                                struct S;
+                                ::std::any::type_name::<S>()
+                            },
+                            concat!(file!(), "\0"),
+                            line!(),
+                        ),
+                    };
+                    *site.locs.insert(locs)
+                }
             }
         }};
     }
@@ -132,9 +151,25 @@ mod imp {
     }
 
     /// Where a job zone (one system, one type's merge) is entered: its interned source
-    /// locations, made on first entry and kept for every later one.
+    /// locations, made on first entry and kept for every later one, and the user's call
+    /// site they point at, if it was given ([`at`](Self::at)).
     #[derive(Default)]
-    pub(crate) struct ZoneSite(pub(crate) Option<&'static Locations>);
+    pub(crate) struct ZoneSite {
+        pub(crate) locs: Option<&'static Locations>,
+        pub(crate) caller: Option<&'static Location<'static>>,
+    }
+
+    impl ZoneSite {
+        /// A site whose zones point at `caller` (a `#[track_caller]` location: where the
+        /// user added the system or registered the merge), so that Tracy's "go to source"
+        /// opens the user's code rather than runsync's.
+        pub(crate) fn at(caller: &'static Location<'static>) -> ZoneSite {
+            ZoneSite {
+                locs: None,
+                caller: Some(caller),
+            }
+        }
+    }
 
     /// Enters the job zone kept in `site` (a `&mut ZoneSite`), named `name`, with this call
     /// site as its source location (built once per site and name, then reused).
@@ -145,12 +180,51 @@ mod imp {
     }
     pub(crate) use enter;
 
+    /// (name, function, file, line); for a site at a user's call site, the function is
+    /// empty and the file not NUL-terminated (so the two kinds never share a key).
     type Key = (Box<str>, &'static str, &'static str, u32);
 
     /// Source locations of job zones, one pair per (name, function, file, line), leaked
     /// once: Tracy keeps a pointer to each for the whole session.
     static LOCATIONS: LazyLock<Mutex<HashMap<Key, &'static Locations>>> =
         LazyLock::new(Default::default);
+
+    /// Every job zone's source location interned so far, as (name, file, line), sorted:
+    /// what Tracy's "go to source" opens for each system and merge zone (the tests' view of
+    /// it; a profiler shows the same).
+    pub fn zone_sites() -> Vec<(String, String, u32)> {
+        let map = LOCATIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let mut sites: Vec<(String, String, u32)> = map
+            .keys()
+            .map(|(name, _, file, line)| {
+                (
+                    name.to_string(),
+                    file.trim_end_matches('\0').to_owned(),
+                    *line,
+                )
+            })
+            .collect();
+        sites.sort();
+        sites
+    }
+
+    /// The interned locations for `name` at the user's call site `caller`: its file and
+    /// line, with the name as the function Tracy shows. The file's NUL-terminated copy and
+    /// the function's name are leaked once per site and name, as the locations are.
+    pub(crate) fn intern_at(name: &str, caller: &'static Location<'static>) -> &'static Locations {
+        let mut map = LOCATIONS.lock().unwrap_or_else(|e| e.into_inner());
+        let key: Key = (name.into(), "", caller.file(), caller.line());
+        if let Some(&locs) = map.get(&key) {
+            return locs;
+        }
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        // `make_span_location` drops a type name's last three characters (`::S`).
+        let function = leak(format!("{}::S", name.replace('\0', " ")));
+        let file = leak(format!("{}\0", caller.file().replace('\0', " ")));
+        let locs = make_locations(name, function, file, caller.line());
+        map.insert(key, locs);
+        locs
+    }
 
     /// The interned locations for `name` at the call site described by `function` (a
     /// `type_name` of a local item, as `span_location!` uses), `file` (NUL-terminated) and
@@ -166,6 +240,19 @@ mod imp {
         if let Some(&locs) = map.get(&key) {
             return locs;
         }
+        let locs = make_locations(name, function, file, line);
+        map.insert(key, locs);
+        locs
+    }
+
+    /// The job and chunk locations for `name` at (`function`, `file`, `line`), leaked:
+    /// Tracy keeps a pointer to each for the whole session.
+    fn make_locations(
+        name: &str,
+        function: &'static str,
+        file: &'static str,
+        line: u32,
+    ) -> &'static Locations {
         let location = |name: String| {
             let cname = CString::new(name.replace('\0', " ")).expect("NULs replaced");
             let cname: &'static std::ffi::CStr = Box::leak(cname.into_boxed_c_str());
@@ -176,12 +263,10 @@ mod imp {
                 line,
             )
         };
-        let locs: &'static Locations = Box::leak(Box::new(Locations {
+        Box::leak(Box::new(Locations {
             job: location(name.to_owned()),
             chunk: location(format!("{name} chunk")),
-        }));
-        map.insert(key, locs);
-        locs
+        }))
     }
 
     /// The innermost job zone of this thread: its locations and, unless suspended, its
@@ -424,42 +509,125 @@ mod imp {
         client().message(&text.to_string(), 0);
     }
 
-    /// Sets the Tracy plot named `name` to `value` for this frame.
-    #[inline]
-    pub(crate) fn plot_value(name: tracy_client::PlotName, value: f64) {
-        client().plot(name, value);
-    }
+    /// Frame marks emitted so far by [`frame_mark`] (the tests' view of them).
+    static FRAME_MARKS: AtomicU64 = AtomicU64::new(0);
 
-    /// Shows the plot named `name` in bytes (KiB, MiB, ...) rather than as a number.
-    #[cold]
-    pub(crate) fn plot_in_bytes(name: tracy_client::PlotName) {
-        use tracy_client::{PlotConfiguration, PlotFormat};
-        client().plot_config(
-            name,
-            PlotConfiguration::default().format(PlotFormat::Memory),
-        );
-    }
-
-    /// Ends the frame on the Tracy timeline.
+    /// Ends the frame on the Tracy timeline: once per frame of the program, whatever
+    /// the number of runtimes it runs (see [`ProfileSettings`]).
     #[inline]
-    pub(crate) fn frame_mark() {
+    pub fn frame_mark() {
+        FRAME_MARKS.fetch_add(1, Ordering::Relaxed);
         client().frame_mark();
     }
 
-    /// Sets a Tracy plot, named by a string literal, to a value (`f64`); with `bytes`
-    /// first, the plot shows bytes (configured once per call site).
-    macro_rules! plot {
-        ($name:literal, $value:expr) => {
-            $crate::profile::plot_value(::tracy_client::plot_name!($name), $value)
-        };
-        (bytes $name:literal, $value:expr) => {{
-            static CONFIGURED: ::std::sync::Once = ::std::sync::Once::new();
-            let name = ::tracy_client::plot_name!($name);
-            CONFIGURED.call_once(|| $crate::profile::plot_in_bytes(name));
-            $crate::profile::plot_value(name, $value)
-        }};
+    /// How many frame marks [`frame_mark`] has emitted in this process.
+    pub fn frame_marks() -> u64 {
+        FRAME_MARKS.load(Ordering::Relaxed)
     }
-    pub(crate) use plot;
+
+    /// Plot names, each leaked once (Tracy keeps a pointer to it for the whole session)
+    /// and configured once.
+    static PLOT_NAMES: LazyLock<Mutex<HashMap<String, PlotName>>> = LazyLock::new(Default::default);
+
+    /// The plot named `name`, made on first use (shown in bytes if `bytes`).
+    pub fn plot_name(name: &str, bytes: bool) -> PlotName {
+        let mut map = PLOT_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&p) = map.get(name) {
+            return p;
+        }
+        let plot = PlotName::new_leak(name.replace('\0', " "));
+        if bytes {
+            use tracy_client::{PlotConfiguration, PlotFormat};
+            client().plot_config(
+                plot,
+                PlotConfiguration::default().format(PlotFormat::Memory),
+            );
+        }
+        map.insert(name.to_owned(), plot);
+        plot
+    }
+
+    /// Every plot name made so far, sorted (the tests' view of them).
+    pub fn plot_names() -> Vec<String> {
+        let map = PLOT_NAMES.lock().unwrap_or_else(|e| e.into_inner());
+        let mut names: Vec<String> = map.keys().cloned().collect();
+        names.sort();
+        names
+    }
+
+    /// How a runtime shows itself in Tracy, from its builder
+    /// (`RuntimeBuilder::tracy_label`, `tracy_frame_marks`).
+    #[derive(Clone, Debug)]
+    pub(crate) struct ProfileSettings {
+        label: Option<String>,
+        frame_marks: bool,
+    }
+
+    impl Default for ProfileSettings {
+        fn default() -> Self {
+            ProfileSettings {
+                label: None,
+                frame_marks: true,
+            }
+        }
+    }
+
+    impl ProfileSettings {
+        /// Suffixes the runtime's plots with ` [label]`.
+        pub(crate) fn label(&mut self, label: String) {
+            self.label = Some(label);
+        }
+
+        /// Whether the runtime marks the end of its frames.
+        pub(crate) fn frame_marks(&mut self, on: bool) {
+            self.frame_marks = on;
+        }
+    }
+
+    /// A runtime's plots (named once, at build) and whether it marks frames.
+    pub(crate) struct RuntimeProfile {
+        names: [PlotName; PLOTS.len()],
+        frame_marks: bool,
+    }
+
+    impl RuntimeProfile {
+        pub(crate) fn new(settings: &ProfileSettings) -> RuntimeProfile {
+            RuntimeProfile {
+                names: PLOTS.map(|p| {
+                    let name = match &settings.label {
+                        Some(label) => format!("{} [{label}]", p.name()),
+                        None => p.name().to_owned(),
+                    };
+                    plot_name(&name, p.bytes())
+                }),
+                frame_marks: settings.frame_marks,
+            }
+        }
+
+        /// Sets `plot` to `value` for this frame (through [`runtime_plot!`], which
+        /// evaluates `value` only with `tracy`).
+        #[inline]
+        pub(crate) fn plot(&self, plot: Plot, value: f64) {
+            client().plot(self.names[plot as usize], value);
+        }
+
+        /// Ends the frame on the timeline, unless the program marks frames itself.
+        #[inline]
+        pub(crate) fn frame_mark(&self) {
+            if self.frame_marks {
+                frame_mark();
+            }
+        }
+    }
+
+    /// Sets one of a runtime's plots (a [`RuntimeProfile`], a [`Plot`] variant) to a value
+    /// (`f64`).
+    macro_rules! runtime_plot {
+        ($profile:expr, $plot:ident, $value:expr) => {
+            $profile.plot($crate::profile::Plot::$plot, $value)
+        };
+    }
+    pub(crate) use runtime_plot;
 
     /// Tracy's allocation tracking, with the `tracy-memory` feature: every allocation and
     /// free of the process goes through the system allocator and is reported to Tracy
@@ -488,7 +656,7 @@ mod imp {
             let mut locs = Vec::new();
             for _ in 0..3 {
                 let _z = enter!(&mut site, "Sys");
-                locs.push(site.0.expect("made on first entry") as *const Locations);
+                locs.push(site.locs.expect("made on first entry") as *const Locations);
             }
             assert!(locs.windows(2).all(|w| w[0] == w[1]));
             // Interned: the same name at the same call site is one location (a second
@@ -497,6 +665,26 @@ mod imp {
             assert!(std::ptr::eq(a, intern("Sys", "f::S", "x.rs\0", 1)));
             assert!(!std::ptr::eq(a, intern("Other", "f::S", "x.rs\0", 1)));
             assert!(!std::ptr::eq(a, intern("Sys", "f::S", "x.rs\0", 2)));
+        }
+
+        #[test]
+        fn a_site_made_at_a_caller_points_there() {
+            let here = Location::caller();
+            let mut site = ZoneSite::at(here);
+            drop(enter!(&mut site, "UserSystem"));
+            let sites = zone_sites();
+            let at = ("UserSystem".to_owned(), here.file().to_owned(), here.line());
+            assert!(sites.contains(&at), "{sites:?}");
+            // Not at the macro's own call site (this file, the `enter!` line).
+            assert!(
+                !sites
+                    .iter()
+                    .any(|s| s.0 == "UserSystem" && s.2 != here.line())
+            );
+            // Interned once per name and caller: a second site at the same caller shares it.
+            let mut again = ZoneSite::at(here);
+            drop(enter!(&mut again, "UserSystem"));
+            assert!(std::ptr::eq(site.locs.unwrap(), again.locs.unwrap()));
         }
 
         #[test]
@@ -529,7 +717,7 @@ mod imp {
             let mut site = ZoneSite::default();
             let job = enter!(&mut site, "Steer");
             let chunks = chunk_site();
-            let locs = site.0.expect("made on entry");
+            let locs = site.locs.expect("made on entry");
             assert!(std::ptr::eq(chunks.0.expect("inside a job"), &locs.chunk));
             {
                 let _chunk = chunk(chunks);
@@ -607,6 +795,14 @@ mod imp {
     #[derive(Default)]
     pub(crate) struct ZoneSite;
 
+    impl ZoneSite {
+        /// Nothing: profiling is off (the location is not kept).
+        #[inline(always)]
+        pub(crate) fn at(_caller: &'static std::panic::Location<'static>) -> ZoneSite {
+            ZoneSite
+        }
+    }
+
     /// Nothing: profiling is off (`$name` is not evaluated).
     macro_rules! enter {
         ($site:expr, $name:expr) => {{
@@ -668,23 +864,102 @@ mod imp {
 
     /// Nothing: profiling is off (`$value` is wrapped in a closure never called, so it
     /// is type-checked but not evaluated).
-    macro_rules! plot {
-        ($name:literal, $value:expr) => {{
-            let _ = || $value;
-        }};
-        (bytes $name:literal, $value:expr) => {{
+    macro_rules! runtime_plot {
+        ($profile:expr, $plot:ident, $value:expr) => {{
+            let _: &$crate::profile::RuntimeProfile = &$profile;
+            let _ = $crate::profile::Plot::$plot;
             let _ = || $value;
         }};
     }
-    pub(crate) use plot;
+    pub(crate) use runtime_plot;
 
-    #[inline(always)]
-    pub(crate) fn frame_mark() {}
+    /// Nothing: profiling is off.
+    #[derive(Clone, Debug, Default)]
+    pub(crate) struct ProfileSettings;
+
+    impl ProfileSettings {
+        /// Nothing: profiling is off.
+        #[inline(always)]
+        pub(crate) fn label(&mut self, _label: String) {}
+
+        /// Nothing: profiling is off.
+        #[inline(always)]
+        pub(crate) fn frame_marks(&mut self, _on: bool) {}
+    }
+
+    /// Nothing: profiling is off.
+    pub(crate) struct RuntimeProfile;
+
+    impl RuntimeProfile {
+        #[inline(always)]
+        pub(crate) fn new(_settings: &ProfileSettings) -> RuntimeProfile {
+            RuntimeProfile
+        }
+
+        #[inline(always)]
+        pub(crate) fn frame_mark(&self) {}
+    }
+}
+
+/// The plots a runtime sets every frame (with `tracy`), in the order their names are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Plot {
+    Entities,
+    Writes,
+    Commands,
+    Merged,
+    WorkMs,
+    SpanMs,
+    SpeedupBound,
+    Dropped,
+    ComponentBytes,
+    OutputBytes,
+}
+
+/// Every [`Plot`], in order.
+#[cfg_attr(not(feature = "tracy"), allow(dead_code))]
+pub(crate) const PLOTS: [Plot; 10] = [
+    Plot::Entities,
+    Plot::Writes,
+    Plot::Commands,
+    Plot::Merged,
+    Plot::WorkMs,
+    Plot::SpanMs,
+    Plot::SpeedupBound,
+    Plot::Dropped,
+    Plot::ComponentBytes,
+    Plot::OutputBytes,
+];
+
+#[cfg_attr(not(feature = "tracy"), allow(dead_code))]
+impl Plot {
+    /// The plot's name in Tracy (a labelled runtime's gets ` [label]` after it).
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Plot::Entities => "runsync entities",
+            Plot::Writes => "runsync writes",
+            Plot::Commands => "runsync commands",
+            Plot::Merged => "runsync merged",
+            Plot::WorkMs => "runsync work ms",
+            Plot::SpanMs => "runsync span ms",
+            Plot::SpeedupBound => "runsync speed-up bound",
+            Plot::Dropped => "runsync dropped",
+            Plot::ComponentBytes => "runsync component bytes",
+            Plot::OutputBytes => "runsync output bytes",
+        }
+    }
+
+    /// Whether it counts bytes (Tracy shows KiB, MiB, ...).
+    pub(crate) fn bytes(self) -> bool {
+        matches!(self, Plot::ComponentBytes | Plot::OutputBytes)
+    }
 }
 
 pub(crate) use imp::{
-    ChunkSite, JobZone, Zone, ZoneSite, chunk, chunk_site, enter, frame_mark, message,
-    name_frame_thread, name_worker, plot, suspend, visited, zone, zone_named,
+    ChunkSite, JobZone, ProfileSettings, RuntimeProfile, Zone, ZoneSite, chunk, chunk_site, enter,
+    message, name_frame_thread, name_worker, runtime_plot, suspend, visited, zone, zone_named,
 };
 #[cfg(feature = "tracy")]
-pub(crate) use imp::{intern, plot_in_bytes, plot_value, site_locations};
+pub use imp::{frame_mark, frame_marks, plot_name, plot_names, zone_sites};
+#[cfg(feature = "tracy")]
+pub(crate) use imp::{intern, intern_at, site_locations};

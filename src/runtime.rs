@@ -66,6 +66,8 @@ pub struct RuntimeBuilder {
     max_catch_up: u32,
     /// The stages' names, in frame order.
     stages: Vec<Cow<'static, str>>,
+    /// How the runtime shows itself in Tracy (nothing without `tracy`).
+    profile: crate::profile::ProfileSettings,
 }
 
 /// The name of the one stage a runtime has unless its builder names others.
@@ -223,6 +225,23 @@ impl RuntimeBuilder {
         self
     }
 
+    /// With `tracy`: names this runtime's Tracy plots after `label` (`runsync entities
+    /// [shard 1]`, ...) — for a program that runs several runtimes at once, whose values
+    /// would otherwise alternate in one plot. Nothing without `tracy`.
+    pub fn tracy_label(mut self, label: impl Into<String>) -> Self {
+        self.profile.label(label.into());
+        self
+    }
+
+    /// With `tracy`: whether this runtime marks the end of each frame on Tracy's timeline
+    /// (default `true`). A program that runs several runtimes at once turns it off on all
+    /// but one, or on all and marks its frames itself, so Tracy sees one frame mark per
+    /// frame. Nothing without `tracy`.
+    pub fn tracy_frame_marks(mut self, on: bool) -> Self {
+        self.profile.frame_marks(on);
+        self
+    }
+
     /// Builds the runtime around `world`, starting its worker threads.
     pub fn build(self, mut world: World) -> Runtime {
         let frame = world.get_resource::<Time>().map_or(0, |t| t.frame);
@@ -236,6 +255,7 @@ impl RuntimeBuilder {
             stages: Vec::new(),
             stats: FrameStats::default(),
             advance_stats: AdvanceStats::default(),
+            profile: crate::profile::RuntimeProfile::new(&self.profile),
             dt,
             frame,
             clock: self.step.clock(self.max_catch_up),
@@ -324,6 +344,8 @@ pub struct Runtime {
     stats: FrameStats,
     /// Totals and maxima over the last `advance` call's frames.
     advance_stats: AdvanceStats,
+    /// Its Tracy plots and frame marks (nothing without `tracy`).
+    profile: crate::profile::RuntimeProfile,
     dt: f32,
     frame: u64,
     /// Real time not yet simulated, for [`advance`](Runtime::advance).
@@ -357,6 +379,7 @@ impl Runtime {
             step: Step::Hz(60),
             max_catch_up: 5,
             stages: vec![Cow::Borrowed(DEFAULT_STAGE)],
+            profile: Default::default(),
         }
     }
 
@@ -370,6 +393,7 @@ impl Runtime {
 
     /// Adds a system to the first stage under `name` (shown in stats and errors) — handy
     /// for closures.
+    #[track_caller]
     pub fn add_system_named<S: System>(
         &mut self,
         name: impl Into<Cow<'static, str>>,
@@ -431,7 +455,8 @@ impl Runtime {
                 writes: 0,
                 cost: Cost::default(),
                 out: SystemOutputs::default(),
-                zone: Default::default(),
+                // Tracy's "go to source" opens where the user added the system.
+                zone: crate::profile::ZoneSite::at(std::panic::Location::caller()),
             },
         );
         for s in &mut self.stages[k..] {
@@ -1691,28 +1716,31 @@ impl Runtime {
     /// The end of a frame on the Tracy timeline (nothing without `tracy`): the frame's
     /// plots, then its frame mark.
     fn profile_frame_end(&self) {
-        let stats = &self.stats;
-        crate::profile::plot!("runsync entities", stats.entities as f64);
-        crate::profile::plot!(
-            "runsync writes",
+        use crate::profile::runtime_plot as plot;
+        let (stats, p) = (&self.stats, &self.profile);
+        plot!(p, Entities, stats.entities as f64);
+        plot!(
+            p,
+            Writes,
             stats.systems.iter().map(|s| s.writes).sum::<usize>() as f64
         );
-        crate::profile::plot!(
-            "runsync commands",
+        plot!(
+            p,
+            Commands,
             stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
         );
-        crate::profile::plot!("runsync merged", stats.merged as f64);
-        crate::profile::plot!("runsync work ms", stats.work.as_secs_f64() * 1e3);
-        crate::profile::plot!("runsync span ms", stats.span.as_secs_f64() * 1e3);
-        crate::profile::plot!("runsync speed-up bound", stats.speedup_bound(usize::MAX));
-        crate::profile::plot!("runsync dropped", stats.dropped as f64);
+        plot!(p, Merged, stats.merged as f64);
+        plot!(p, WorkMs, stats.work.as_secs_f64() * 1e3);
+        plot!(p, SpanMs, stats.span.as_secs_f64() * 1e3);
+        plot!(p, SpeedupBound, stats.speedup_bound(usize::MAX));
+        plot!(p, Dropped, stats.dropped as f64);
         // `memory()` walks every column and buffer: with `tracy` only, once per frame.
         #[cfg(feature = "tracy")]
         {
             let memory = self.memory();
-            crate::profile::plot!(bytes "runsync component bytes", memory.component_bytes as f64);
-            crate::profile::plot!(bytes "runsync output bytes", memory.output_bytes as f64);
+            plot!(p, ComponentBytes, memory.component_bytes as f64);
+            plot!(p, OutputBytes, memory.output_bytes as f64);
         }
-        crate::profile::frame_mark();
+        p.frame_mark();
     }
 }

@@ -126,3 +126,77 @@ fn stages_run_in_zones_named_by_stage() {
     // Frames 1 and 3 double after adding 1; frame 2 only adds (its physics failed).
     assert_eq!(rt.world().get::<Pos>(e), Some(&Pos(8.0)));
 }
+
+/// Tracy's "go to source" opens the game, not runsync: each system's zone (and its
+/// chunks') points at the line that added the system, each merge's zone at the line that
+/// registered the type.
+#[test]
+fn zones_point_at_where_the_user_added_the_system_and_registered_the_merge() {
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Mass(f32);
+    impl Component for Mass {
+        type Output = f32;
+    }
+    let mut world = World::new();
+    let registered = line!() + 1;
+    world.register::<Mass>(|m: &mut Mass, d: &[f32]| m.0 += d.iter().sum::<f32>());
+    for i in 0..5000 {
+        world.spawn((Mass(i as f32),));
+    }
+    let mut rt = Runtime::builder().workers(2).build(world);
+    let added_named = line!() + 1;
+    rt.add_system_named("GoToSourceNamed", |w: &World, out: &mut Output| {
+        for (e, _) in w.query::<(&Mass,)>() {
+            out.write::<Mass>(e, 1.0);
+        }
+    });
+    let added = line!() + 1;
+    rt.add_system(|_: &World, out: &mut Output| {
+        out.par_for_each::<(&Mass,)>(|e, _, out| out.write::<Mass>(e, 1.0));
+    });
+    rt.frame();
+    rt.frame();
+    let unnamed = rt.stats().systems[1].name.to_string();
+    let mass = std::any::type_name::<Mass>().to_owned();
+    let sites = runsync::__tracy::zone_sites();
+    let ours: Vec<_> = sites
+        .iter()
+        .filter(|s| s.0 == "GoToSourceNamed" || s.0 == unnamed || s.0 == mass)
+        .cloned()
+        .collect();
+    let here = file!().to_owned();
+    assert_eq!(
+        ours,
+        {
+            let mut want = vec![
+                ("GoToSourceNamed".to_owned(), here.clone(), added_named),
+                (unnamed.clone(), here.clone(), added),
+                (mass.clone(), here.clone(), registered),
+            ];
+            want.sort();
+            want
+        },
+        "every zone of this test's systems and merge points here: {sites:?}"
+    );
+}
+
+/// A labelled runtime plots under its own names (`runsync entities [label]`): several
+/// runtimes in one program (shards) do not mix their values in one plot.
+#[test]
+fn a_labelled_runtime_plots_under_its_own_names() {
+    let mut rt = Runtime::builder()
+        .workers(1)
+        .tracy_label("left shard")
+        .tracy_frame_marks(false)
+        .build(World::new());
+    rt.frame();
+    let plots = runsync::__tracy::plot_names();
+    for name in [
+        "runsync entities",
+        "runsync dropped",
+        "runsync output bytes",
+    ] {
+        let want = format!("{name} [left shard]");
+        assert!(plots.contains(&want), "no plot {want:?} in {plots:?}");
+    }
+}

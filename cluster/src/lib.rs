@@ -150,16 +150,6 @@ macro_rules! zone {
     };
 }
 
-/// A Tracy plot point (nothing without `tracy`).
-macro_rules! plot {
-    ($name:literal, $value:expr) => {
-        #[cfg(feature = "tracy")]
-        tracy_client::plot!($name, $value as f64);
-        #[cfg(not(feature = "tracy"))]
-        let _ = $value;
-    };
-}
-
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -514,6 +504,9 @@ pub struct Cluster<P> {
     peer_timeout: Duration,
     /// The caller's digest of the configuration, compared between processes.
     fingerprint: u64,
+    /// The last frame this process marked on Tracy's timeline (see [`Shard::mark_frame`]).
+    #[cfg(feature = "tracy")]
+    marked: std::sync::atomic::AtomicU64,
 }
 
 /// [`Cluster::connect_timeout`] by default.
@@ -543,6 +536,8 @@ impl<P: Partition> Cluster<P> {
             connect_timeout: CONNECT_TIMEOUT,
             peer_timeout: PEER_TIMEOUT,
             fingerprint: 0,
+            #[cfg(feature = "tracy")]
+            marked: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
@@ -761,6 +756,22 @@ impl<P: Partition> Cluster<P> {
         }
     }
 
+    /// With `tracy`: ends frame `frame` on Tracy's timeline, once per process — by the
+    /// first of its shards to finish the frame. (The shards' runtimes mark no frames:
+    /// Tracy would see one mark per shard per frame.)
+    fn mark_frame(&self, frame: u64) {
+        #[cfg(feature = "tracy")]
+        if self
+            .marked
+            .fetch_max(frame, std::sync::atomic::Ordering::SeqCst)
+            < frame
+        {
+            runsync::__tracy::frame_mark();
+        }
+        #[cfg(not(feature = "tracy"))]
+        let _ = frame;
+    }
+
     /// What this process says when it connects to the others (see
     /// [`handshake`](crate::handshake)): builds the world once to digest it.
     fn hello(
@@ -863,6 +874,7 @@ impl<P: Partition> Cluster<P> {
             });
             stats.exchange += rounds.round(&mut out, frame, status)?;
             shard.received.append(&mut rounds.received);
+            self.mark_frame(frame);
             stats.time = start.elapsed();
             // Checked in the next round (the last one's in the closing round).
             pending = rounds::attempt(frame, || {
@@ -1018,6 +1030,11 @@ struct Shard {
     ids: Ids,
     /// The owned entities, and the ids of what a frame spawned.
     agreement: Agreement,
+    /// Its Tracy plots of ghosts sent, migrations and bytes sent, named for the shard
+    /// (`cluster ghosts sent [shard 1]`) so that shards' values do not alternate in one
+    /// plot; made once (`runsync::__tracy::plot_name` interns them).
+    #[cfg(feature = "tracy")]
+    plots: [tracy_client::PlotName; 3],
 }
 
 impl Shard {
@@ -1044,7 +1061,13 @@ impl Shard {
                 world.evict_tree(e);
             }
         }
-        let mut rt = Runtime::builder().workers(workers).build(world);
+        // In Tracy: plots per shard (`runsync entities [shard 1]`), and the frame marked once
+        // per process by the cluster, not once per shard.
+        let mut rt = Runtime::builder()
+            .workers(workers)
+            .tracy_label(format!("shard {index}"))
+            .tracy_frame_marks(false)
+            .build(world);
         systems(&mut rt);
         let partition: Arc<dyn Partition> = partition.clone();
         Ok(Shard {
@@ -1059,6 +1082,13 @@ impl Shard {
             checksums: true,
             ids,
             agreement: Agreement::new(owned),
+            #[cfg(feature = "tracy")]
+            plots: [
+                "cluster ghosts sent",
+                "cluster migrations",
+                "cluster bytes sent",
+            ]
+            .map(|name| runsync::__tracy::plot_name(&format!("{name} [shard {index}]"), false)),
         })
     }
 
@@ -1359,9 +1389,13 @@ impl Shard {
         // The world-wide values over the owned entities, before any leaves.
         self.send_globals(out)?;
         let (ghosts, migrations, bytes) = self.send_mirrors(out)?;
-        plot!("cluster ghosts sent", ghosts);
-        plot!("cluster migrations", migrations);
-        plot!("cluster bytes sent", bytes);
+        #[cfg(feature = "tracy")]
+        if let Some(client) = tracy_client::Client::running() {
+            let [g, m, b] = self.plots;
+            client.plot(g, ghosts as f64);
+            client.plot(m, migrations as f64);
+            client.plot(b, bytes as f64);
+        }
         (stats.ghosts, stats.migrations, stats.bytes) = (ghosts, migrations, bytes);
         stats.export += exported.elapsed();
         Ok(())

@@ -56,6 +56,10 @@ pub(crate) struct Fold<C: Component, M: Merge<C>> {
 }
 
 impl<C: Component, M: Merge<C>> Fold<C, M> {
+    /// The fold of a type registered with `merge`. Its profiling zone points at the
+    /// caller: through `#[track_caller]` on `World::register` and the functions that
+    /// call it, the user's `register` call.
+    #[track_caller]
     pub(crate) fn new(merge: M) -> Self {
         Fold {
             merge,
@@ -63,7 +67,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
             marks: TypeMarks::default(),
             inbox: Vec::new(),
             scratch: FoldScratch::default(),
-            zone: Default::default(),
+            zone: crate::profile::ZoneSite::at(std::panic::Location::caller()),
             show_output: None,
             failed: None,
         }

@@ -96,6 +96,7 @@ impl World {
     /// walks the new parent's ancestors (the cycle check) and touches two `Children`
     /// lists (removing from a list is linear in its length); inserts of `ChildOf` are not
     /// batched. A parent's first child allocates its list.
+    #[track_caller]
     pub fn register_hierarchy(&mut self) -> &mut Self {
         if self.storage.hierarchy.is_some() {
             return self;
