@@ -109,8 +109,8 @@ impl Provenance {
         self.components.iter().find(|c| c.id == id)
     }
 
-    /// Structural commands (insert, remove, despawn) that targeted the entity, in the
-    /// order Sync applied them: system registration order, then emission order.
+    /// Structural commands (spawn, insert, remove, despawn) that targeted the entity, in
+    /// the order Sync applied them: system registration order, then emission order.
     pub fn commands(&self) -> &[CommandRecord] {
         &self.commands
     }
@@ -150,6 +150,7 @@ impl fmt::Display for Provenance {
                 CommandKind::Insert { name, .. } => format!("insert {name}"),
                 CommandKind::Remove { name, .. } => format!("remove {name}"),
                 CommandKind::Despawn => "despawn".to_owned(),
+                CommandKind::Spawn => "spawn".to_owned(),
             };
             write!(
                 f,
@@ -244,6 +245,10 @@ pub enum CommandKind {
     },
     /// [`Output::despawn`](crate::Output::despawn).
     Despawn,
+    /// [`Output::spawn`](crate::Output::spawn), which gave the entity its id in Run (a
+    /// [`spawn_deferred`](crate::Output::spawn_deferred) takes its id only when Sync
+    /// applies it, and is not recorded).
+    Spawn,
 }
 
 /// The runtime's watched entities, each with its last record, in watch order. Meant for a
@@ -375,6 +380,7 @@ fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot], st
                     CommandKind::Remove { id, name: name(id) }
                 }
                 Command::Despawn(e) if e == p.entity => CommandKind::Despawn,
+                Command::Spawn(_, Some(e)) if e == p.entity => CommandKind::Spawn,
                 _ => continue,
             };
             p.commands.push(CommandRecord {

@@ -6,9 +6,11 @@
 //! When a frame's checksum differs, the replayer finds *what* differs by loading the
 //! first keyframe after that frame beside the replayed world and asking
 //! [`World::first_difference`](crate::World::first_difference) — the entity, the component
-//! and both values — then re-runs the diverging frame from the last keyframe before it
-//! with that entity watched ([`Runtime::watch`]), so the report names the systems and
-//! outputs that produced the replayed value. With a keyframe every frame the values are
+//! and both values; for a structural difference (an entity spawned or despawned on one
+//! side only, even one gone again by then), the first entity that differs — then re-runs
+//! the diverging frame from the last keyframe before it with that entity watched
+//! ([`Runtime::watch`]), so the report names the systems and outputs that produced the
+//! replayed value, or the system that spawned or despawned the entity. With a keyframe every frame the values are
 //! those right after the diverging frame; with sparser keyframes, at the next keyframe.
 //!
 //! File layout (little-endian), in sections each followed by its integrity check (length
@@ -230,7 +232,10 @@ pub struct Divergence {
     /// The first difference there: `left` is the recorded state, `right` the replayed.
     pub difference: Option<Desync>,
     /// The provenance of that entity in the diverging frame, re-run with it watched: the
-    /// systems and outputs that produced the replayed value.
+    /// systems and outputs that produced the replayed value, or the system that spawned
+    /// or despawned it. If nothing targeted it in that frame (an entity spawned or
+    /// despawned in a later frame, before the states were compared), the first frame up
+    /// to [`compared_at`](Self::compared_at) that did ([`Provenance::frame`] says which).
     pub provenance: Option<Provenance>,
 }
 
@@ -260,7 +265,11 @@ impl fmt::Display for Divergence {
             )?,
         }
         if let Some(p) = &self.provenance {
-            write!(f, "who wrote it in frame {} (replayed):\n{p}", self.frame)?;
+            let frame = p.frame().unwrap_or(self.frame);
+            write!(
+                f,
+                "who wrote, spawned or despawned it in frame {frame} (replayed):\n{p}"
+            )?;
         }
         Ok(())
     }

@@ -1630,6 +1630,15 @@ impl Runtime {
                 let watched = self.provenance(e).is_some();
                 self.watch(e);
                 self.replay_frame::<I>(replay, i)?;
+                // Nothing targeted it in the diverging frame (an entity spawned or
+                // despawned later, before the states were compared): the first frame up
+                // to there that did, so the report says who spawned or despawned it.
+                let until = d.compared_at.map_or(i + 1, |at| (at - start) as usize);
+                let mut g = i + 1;
+                while self.provenance(e).is_some_and(Provenance::is_empty) && g < until {
+                    self.replay_frame::<I>(replay, g)?;
+                    g += 1;
+                }
                 d.provenance = self.provenance(e).cloned();
                 if !watched {
                     self.unwatch(e);

@@ -780,6 +780,7 @@ impl ProvenanceJson {
                         CommandKind::Insert { name, .. } => ("insert", Some(name)),
                         CommandKind::Remove { name, .. } => ("remove", Some(name)),
                         CommandKind::Despawn => ("despawn", None),
+                        CommandKind::Spawn => ("spawn", None),
                         _ => ("other", None),
                     };
                     CommandJson {

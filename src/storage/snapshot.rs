@@ -254,8 +254,8 @@ impl Storage {
                 }
             }
         }
-        if let Some(what) = entities_difference(&self.entities, &other.entities) {
-            return Some(diff(None, None, None, None, what));
+        if let Some((what, entity)) = entities_difference(&self.entities, &other.entities) {
+            return Some(diff(entity, None, None, None, what));
         }
         for t in 0..self.tables.len().max(other.tables.len()) {
             let (a, b) = (
@@ -304,15 +304,89 @@ fn checksum_entities(entities: &Entities, h: &mut Checksummer) {
     }
 }
 
-/// The first difference between two allocator states, described, or `None`.
-fn entities_difference(a: &Entities, b: &Entities) -> Option<String> {
-    if a.slots() != b.slots() {
-        return Some(format!("entity slot count: {} vs {}", a.slots(), b.slots()));
-    }
-    for (i, ((ga, _), (gb, _))) in a.slot_states().zip(b.slot_states()).enumerate() {
-        if ga != gb {
-            return Some(format!("slot {i} generation: {ga} vs {gb}"));
+/// What one side's allocator says of slot `index`: the entity that holds it or held it
+/// last, and how.
+enum Occupant {
+    /// No such slot (the allocator has `slots`).
+    Absent { slots: usize },
+    /// Created (an id reserved for a spawn) but never spawned into.
+    Unused,
+    /// This entity is alive in it.
+    Alive(Entity),
+    /// This entity was spawned in it and despawned since (it was the slot's last).
+    Despawned(Entity),
+}
+
+impl Occupant {
+    fn of(entities: &Entities, states: &[(std::num::NonZeroU32, bool)], index: usize) -> Self {
+        let handle = |generation: u32| {
+            Entity::from_bits((u64::from(generation) << 32) | index as u64)
+                .expect("a generation is never zero")
+        };
+        match states.get(index) {
+            None => Occupant::Absent {
+                slots: entities.slots(),
+            },
+            Some(&(g, true)) => Occupant::Alive(handle(g.get())),
+            // A despawn moves a slot to its next generation; a retired slot keeps its last.
+            Some(&(g, false)) if g.get() == u32::MAX => Occupant::Despawned(handle(g.get())),
+            Some(&(g, false)) if g.get() > 1 => Occupant::Despawned(handle(g.get() - 1)),
+            Some(_) => Occupant::Unused,
         }
+    }
+
+    /// The entity, if the slot ever held one.
+    fn entity(&self) -> Option<Entity> {
+        match *self {
+            Occupant::Alive(e) | Occupant::Despawned(e) => Some(e),
+            Occupant::Absent { .. } | Occupant::Unused => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Occupant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Occupant::Absent { slots } => write!(f, "no such slot ({slots} slots)"),
+            Occupant::Unused => write!(f, "never spawned into (an id reserved for a spawn)"),
+            Occupant::Alive(e) => write!(f, "{e:?} alive"),
+            Occupant::Despawned(e) => write!(f, "{e:?} spawned, then despawned"),
+        }
+    }
+}
+
+/// The first difference between two allocator states, described, with the entity it is
+/// about if there is one: first the lowest slot whose occupant differs (an entity spawned,
+/// or despawned, on one side only — also one that came and went between two compared
+/// states, which leaves no live entity behind), then the slot count (slots reserved for
+/// spawns and never used), the free list, the retired slots and the reservations.
+fn entities_difference(a: &Entities, b: &Entities) -> Option<(String, Option<Entity>)> {
+    let (sa, sb): (Vec<_>, Vec<_>) = (a.slot_states().collect(), b.slot_states().collect());
+    for i in 0..sa.len().max(sb.len()) {
+        if sa.get(i) == sb.get(i) {
+            continue;
+        }
+        let (left, right) = (Occupant::of(a, &sa, i), Occupant::of(b, &sb, i));
+        // The replayed side's entity first: the side a provenance can be recorded on.
+        let Some(e) = right.entity().or(left.entity()) else {
+            // Only reserved on one side, never used: not an entity; see the slot count.
+            continue;
+        };
+        return Some((
+            format!("entity {e:?} (the first entity slot that differs, {i}): {left} vs {right}"),
+            Some(e),
+        ));
+    }
+    if a.slots() != b.slots() {
+        return Some((
+            format!(
+                "entity slot count: {} vs {} (the extra slots were reserved for spawns and \
+                 never used)",
+                a.slots(),
+                b.slots()
+            ),
+            None,
+        ));
     }
     if a.free_list() != b.free_list() {
         let next = |e: &Entities| {
@@ -323,14 +397,20 @@ fn entities_difference(a: &Entities, b: &Entities) -> Option<String> {
                 .copied()
                 .collect::<Vec<_>>()
         };
-        return Some(format!(
-            "entity free list (next ids): {:?} vs {:?}",
-            next(a),
-            next(b)
+        return Some((
+            format!(
+                "entity free list (next ids): {:?} vs {:?}",
+                next(a),
+                next(b)
+            ),
+            None,
         ));
     }
     if a.retired() != b.retired() {
-        return Some(format!("retired slots: {} vs {}", a.retired(), b.retired()));
+        return Some((
+            format!("retired slots: {} vs {}", a.retired(), b.retired()),
+            None,
+        ));
     }
     let (ra, rb): (Vec<_>, Vec<_>) = (a.reservations().collect(), b.reservations().collect());
     if ra != rb {
@@ -338,10 +418,13 @@ fn entities_difference(a: &Entities, b: &Entities) -> Option<String> {
             .find(|&s| ra.get(s) != rb.get(s))
             .expect("the reservations differ somewhere");
         let head = |r: &[(&[u32], u32)]| r.get(s).map(|(ids, _)| ids[..ids.len().min(8)].to_vec());
-        return Some(format!(
-            "ids reserved for system {s}'s spawns (next ids): {:?} vs {:?}",
-            head(&ra),
-            head(&rb),
+        return Some((
+            format!(
+                "ids reserved for system {s}'s spawns (next ids): {:?} vs {:?}",
+                head(&ra),
+                head(&rb),
+            ),
+            None,
         ));
     }
     None
