@@ -128,6 +128,28 @@ fn nth_and_skip_land_where_a_walk_lands() {
             "filtered skip({k})"
         );
     }
+    // `rows(a..b)` is `skip(a).take(b - a)`, walked row by row (`next`) or table by table
+    // (`fold`), with and without a row filter, and it counts what it has left.
+    for a in 0..=all.len() + 1 {
+        for b in [a, a + 1, a + 7, a + 30, all.len() + 5] {
+            let want = &all[a.min(all.len())..b.min(all.len()).max(a.min(all.len()))];
+            let q = || w.query::<(&Pos, Option<&Boss>)>().rows(a..b);
+            assert_eq!(q().len(), want.len(), "len of rows({a}..{b})");
+            let by_next: Vec<Entity> = q().map(|(e, _)| e).collect();
+            let mut by_fold = Vec::new();
+            q().for_each(|(e, _)| by_fold.push(e));
+            let want: Vec<Entity> = want.iter().map(|x| x.0).collect();
+            assert_eq!(by_next, want, "rows({a}..{b})");
+            assert_eq!(by_fold, want, "rows({a}..{b}) folded");
+            let filtered: Vec<Entity> = w
+                .query_filtered::<(&Pos,), Changed<Pos>>()
+                .rows(a..b)
+                .map(|(e, _)| e)
+                .collect();
+            let want: Vec<Entity> = marked.iter().skip(a).take(b - a).copied().collect();
+            assert_eq!(filtered, want, "filtered rows({a}..{b})");
+        }
+    }
     // Steps of several sizes, one iterator.
     for step in 1..6 {
         let mut q = w.query::<(&Pos, Option<&Boss>)>();

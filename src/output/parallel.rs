@@ -122,7 +122,7 @@ impl<'w> Output<'w> {
     /// ```
     ///
     /// Cost: at most 64 parts of at least 1,024 rows; a part starts with a skip to its
-    /// first row (no rows read), and the parts' values wait on the stack until combined,
+    /// first row (no rows read, see [`QueryIter::rows`](crate::QueryIter::rows)), and the parts' values wait on the stack until combined,
     /// so keep `A` small (a sum, a few counters, a fixed array).
     ///
     /// # Panics
@@ -140,9 +140,10 @@ impl<'w> Output<'w> {
         let mut accs: [Option<A>; REDUCE_PARTS] = std::array::from_fn(|_| None);
         self.parallel().for_each_mut(&mut accs[..parts], |k, slot| {
             let mut acc = identity();
-            for (e, item) in world.query::<Q>().skip(k * part).take(part) {
-                fold(&mut acc, e, item);
-            }
+            world
+                .query::<Q>()
+                .rows(k * part..(k + 1) * part)
+                .for_each(|(e, item)| fold(&mut acc, e, item));
             *slot = Some(acc);
         });
         let mut values = accs
@@ -198,9 +199,10 @@ impl<'w> Output<'w> {
         parts.resize_with(n, A::default);
         self.parallel().for_each_mut(parts, |k, acc| {
             reset(acc);
-            for (e, item) in world.query::<Q>().skip(k * part).take(part) {
-                fold(acc, e, item);
-            }
+            world
+                .query::<Q>()
+                .rows(k * part..(k + 1) * part)
+                .for_each(|(e, item)| fold(acc, e, item));
         });
     }
 }

@@ -166,6 +166,16 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
         k
     }
 
+    /// The row after the `n`-th of the rows left that pass the row filters (`n` fewer
+    /// than those: see [`remaining`](Self::remaining)).
+    fn end_after(&self, n: usize) -> usize {
+        if !Q::FILTERS_ROWS {
+            return self.row + n;
+        }
+        let len = self.entities.len();
+        (0..n).fold(self.row, |r, _| next_kept::<Q>(&self.columns, r, len) + 1)
+    }
+
     /// How many rows are left that pass the row filters.
     fn remaining(&self) -> usize {
         if Q::FILTERS_ROWS {
@@ -181,6 +191,9 @@ pub struct QueryIter<'w, Q: QueryData> {
     state: QueryState<'w, Q>,
     tables: Candidates<'w>,
     rows: TableRows<'w, Q>,
+    /// After the table being walked, how many more rows to yield ([`rows`](Self::rows));
+    /// `usize::MAX`: all.
+    left: usize,
 }
 
 impl<'w, Q: QueryData> QueryIter<'w, Q> {
@@ -191,7 +204,85 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
             state,
             tables,
             rows: TableRows::none(),
+            left: usize::MAX,
         }
+    }
+
+    /// Only the rows `range` of what this iterator has left (counted from where it
+    /// stands): what `skip(range.start).take(range.len())` yields, but the start is found
+    /// without reading a row (as [`nth`](Iterator::nth) does), and the rows are walked with
+    /// the query's own loop, table by table, not counted one by one. The way to cut a
+    /// query into parts, one per job of [`Output::parallel`](crate::Output::parallel):
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Hp(u32);
+    /// # impl Component for Hp { type Output = Hp; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(merge::last);
+    /// for i in 0..100 { world.spawn((Hp(i),)); }
+    /// let part: Vec<u32> = world.query::<(&Hp,)>().rows(40..45).map(|(_, (h,))| h.0).collect();
+    /// assert_eq!(part, [40, 41, 42, 43, 44]);
+    /// ```
+    pub fn rows(mut self, range: std::ops::Range<usize>) -> Self {
+        self.advance(range.start);
+        self.left = range.end.saturating_sub(range.start);
+        self.clip();
+        self
+    }
+
+    /// Skips `n` rows without reading them; returns how many it could not skip (the
+    /// query ended).
+    fn advance(&mut self, mut n: usize) -> usize {
+        loop {
+            n -= self.rows.skip(n);
+            if n == 0 {
+                return 0;
+            }
+            if !self.next_table() {
+                return n;
+            }
+        }
+    }
+
+    /// Moves to the next matching table (clipped to [`rows`](Self::rows)' range); `false`
+    /// at the end. Inlined into the row loops: only the clip of a limited iterator is a
+    /// call taking the iterator by reference, off the loops' path.
+    #[inline(always)]
+    fn next_table(&mut self) -> bool {
+        let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
+        self.tables = tables;
+        match found {
+            Some(found) => {
+                self.rows = TableRows::new(found);
+                self.clip();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Holds the table being walked to the rows still wanted: if it has more, it is cut
+    /// after them and no table follows.
+    #[inline(always)]
+    fn clip(&mut self) {
+        if self.left != usize::MAX {
+            self.clip_limited();
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn clip_limited(&mut self) {
+        let here = self.rows.remaining();
+        if here < self.left {
+            self.left -= here;
+            return;
+        }
+        let end = self.rows.end_after(self.left);
+        self.rows.entities = &self.rows.entities[..end];
+        self.left = 0;
+        self.tables = Candidates::All(0..0);
     }
 }
 
@@ -221,33 +312,29 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
             if let Some(item) = self.rows.next() {
                 return Some(item);
             }
-            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
-            self.tables = tables;
-            self.rows = TableRows::new(found?);
+            if !self.next_table() {
+                return None;
+            }
         }
     }
 
     /// Skips `n` rows without reading them: O(tables passed), not O(`n`) (with a row
-    /// filter, O(rows kept passed)). So `skip(k)` and `nth(k)` cut a query into parts
-    /// cheaply, e.g. one per worker of [`Output::parallel`](crate::Output::parallel).
-    fn nth(&mut self, mut n: usize) -> Option<Self::Item> {
-        loop {
-            n -= self.rows.skip(n);
-            if n == 0 {
-                if let Some(item) = self.rows.next() {
-                    return Some(item);
-                }
-            }
-            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
-            self.tables = tables;
-            self.rows = TableRows::new(found?);
+    /// filter, O(rows kept passed)). So `skip(k)` and `nth(k)` are cheap; see also
+    /// [`rows`](QueryIter::rows).
+    fn nth(&mut self, n: usize) -> Option<Self::Item> {
+        if self.advance(n) > 0 {
+            return None;
         }
+        self.next()
     }
 
     /// Exact: the rows left in the current table plus those of the matching tables still
     /// ahead (a walk over the remaining candidate tables, no rows visited).
     fn size_hint(&self) -> (usize, Option<usize>) {
         let here = self.rows.remaining();
+        if self.left == 0 {
+            return (here, Some(here));
+        }
         let ahead: usize = self
             .tables
             .clone()
@@ -260,7 +347,8 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
                     t.len()
                 }
             })
-            .sum();
+            .sum::<usize>()
+            .min(self.left);
         (here + ahead, Some(here + ahead))
     }
 
@@ -270,12 +358,10 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     {
         let mut acc = init;
         loop {
-            acc = self.rows.fold(acc, &mut f);
-            let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
-            self.tables = tables;
-            match found {
-                Some(found) => self.rows = TableRows::new(found),
-                None => return acc,
+            let rows = std::mem::replace(&mut self.rows, TableRows::none());
+            acc = rows.fold(acc, &mut f);
+            if !self.next_table() {
+                return acc;
             }
         }
     }
@@ -297,6 +383,13 @@ impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
     pub(crate) fn new(world: &'w World) -> Self {
         QueryFiltered {
             inner: QueryIter::new(world),
+        }
+    }
+
+    /// Only the rows `range` of what this iterator has left: see [`QueryIter::rows`].
+    pub fn rows(self, range: std::ops::Range<usize>) -> Self {
+        QueryFiltered {
+            inner: self.inner.rows(range),
         }
     }
 }

@@ -339,7 +339,7 @@ impl Grid {
     ///     let mut grid = Grid::new(2.0);
     ///     let per = 1000;
     ///     grid.rebuild_parallel(out.parallel(), 5, |k, part| {
-    ///         for (e, (p,)) in w.query::<(&P,)>().skip(k * per).take(per) {
+    ///         for (e, (p,)) in w.query::<(&P,)>().rows(k * per..(k + 1) * per) {
     ///             part.push(e, p.0, 0.5, 0);
     ///         }
     ///     });
