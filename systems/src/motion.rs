@@ -29,9 +29,10 @@ pub struct Integrate;
 impl System for Integrate {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let dt = dt(world);
-        out.par_for_each::<(&Velocity, With<Position>)>(|e, (v, ()), out| {
+        // The entity's own `Position`: its row's output slot (two stores a write).
+        out.par_for_each::<(&Velocity, Write<Position>)>(|_, (v, mut pos), _| {
             if v.0 != Vec2::ZERO {
-                out.write::<Position>(e, Displace(v.0 * dt));
+                pos.set(Displace(v.0 * dt));
             }
         });
     }
@@ -67,7 +68,7 @@ impl System for Gravity {
         if dv == Vec2::ZERO {
             return;
         }
-        out.par_for_each::<(With<Velocity>,)>(|e, _, out| out.write::<Velocity>(e, Impulse(dv)));
+        out.par_for_each::<(Write<Velocity>,)>(|_, (mut vel,), _| vel.set(Impulse(dv)));
     }
 
     fn name(&self) -> Cow<'static, str> {
@@ -103,9 +104,9 @@ impl System for Drag {
         if k == 0.0 {
             return;
         }
-        out.par_for_each::<(&Velocity,)>(|e, (v,), out| {
+        out.par_for_each::<(&Velocity, Write<Velocity>)>(|_, (v, mut dv), _| {
             if v.0 != Vec2::ZERO {
-                out.write::<Velocity>(e, Impulse(-v.0 * k));
+                dv.set(Impulse(-v.0 * k));
             }
         });
     }

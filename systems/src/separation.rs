@@ -72,6 +72,14 @@ type Body = (
     Without<Projectile>,
 );
 
+/// [`Body`], with the body's own `Velocity` output slot.
+type BodyOut = (
+    &'static Position,
+    &'static Collider,
+    Write<Velocity>,
+    Without<Projectile>,
+);
+
 impl System for Separation {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let k = self.strength * dt(world);
@@ -90,7 +98,7 @@ impl System for Separation {
             return;
         }
         let max_r = grid.max_radius();
-        out.par_for_each::<Body>(|e, (p, c, (), ()), out| {
+        out.par_for_each::<BodyOut>(|e, (p, c, mut vel, ()), _| {
             let mut push = Vec2::ZERO;
             // Only items in reach of the largest collider come out, in grid order.
             grid.for_each_within(p.0, c.radius + max_r, |other| {
@@ -114,7 +122,7 @@ impl System for Separation {
                 push += dir * ((reach - dist) / reach);
             });
             if push != Vec2::ZERO {
-                out.write::<Velocity>(e, Impulse(push * k));
+                vel.set(Impulse(push * k));
             }
         });
     }

@@ -279,12 +279,12 @@ fn steer_locally(accel: f32) -> impl FnMut(&World, &mut Output<'_>) + Send + 'st
 /// target: no push).
 fn accelerate_towards(world: &World, out: &mut Output<'_>, targets: &[Vec2], accel: f32) {
     let dv = accel * world.resource::<Time>().dt;
-    out.par_for_each::<(&Position, &Team, With<Health>, With<Velocity>)>(
-        |e, (p, t, (), ()), out| {
+    out.par_for_each::<(&Position, &Team, With<Health>, Write<Velocity>)>(
+        |_, (p, t, (), mut vel), _| {
             let target = targets[usize::from(t.0) % targets.len()];
             let dir = (target - p.0).normalize_or_zero();
             if dir != Vec2::ZERO {
-                out.write::<Velocity>(e, Impulse(dir * dv));
+                vel.set(Impulse(dir * dv));
             }
         },
     );
