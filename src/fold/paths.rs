@@ -141,15 +141,19 @@ impl<O> FoldScratch<O> {
 }
 
 /// Types with fewer outputs than this fold on one thread.
-pub(super) const PAR_MIN_WRITES: usize = if cfg!(miri) { 48 } else { 64 * 1024 };
+pub(super) const PAR_MIN_WRITES: usize = if cfg!(miri) { 48 } else { 16 * 1024 };
 /// Smallest row range given to one worker.
-const PART_MIN_ROWS: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
+const PART_MIN_ROWS: usize = if cfg!(miri) { 8 } else { 4 * 1024 };
+/// The most ranges a column is split into is `2 × threads`, and at least this many, so
+/// that the longest part (the fold's span) stays a small part of its work whatever the
+/// worker count the frame is measured at.
+const MIN_SPLIT: usize = 8;
 /// Most parts one type is split into (they live in a stack array).
 pub(super) const MAX_PARTS: usize = 64;
 
 /// Splits the columns `wanted` (ascending, no repeats) of `columns` into row ranges for
-/// `threads` workers: a column into up to `2 × threads` ranges of at least
-/// [`PART_MIN_ROWS`] rows (or one). Calls `part(col, first row, rows)` for each, in
+/// `threads` workers: a column into up to `2 × threads` ranges (at least [`MIN_SPLIT`]) of
+/// at least [`PART_MIN_ROWS`] rows (or one). Calls `part(col, first row, rows)` for each, in
 /// increasing order, and stops, returning `false`, as soon as `part` does.
 pub(super) fn row_ranges<'a, C>(
     columns: &'a mut [Vec<C>],
@@ -157,7 +161,7 @@ pub(super) fn row_ranges<'a, C>(
     threads: usize,
     mut part: impl FnMut(u32, usize, &'a mut [C]) -> bool,
 ) -> bool {
-    let per_column = threads * 2;
+    let per_column = (threads * 2).max(MIN_SPLIT);
     let mut wanted = wanted.iter().peekable();
     for (c, column) in columns.iter_mut().enumerate() {
         if wanted.next_if(|&&w| w as usize == c).is_none() {
