@@ -97,9 +97,9 @@ impl std::fmt::Debug for PartBuffers {
 /// The most parts a [`Grid::rebuild_parallel`] takes.
 pub const MAX_GRID_PARTS: usize = 64;
 
-/// The most bands of rows of cells a [`Grid::rebuild_parallel`] sorts in (each band reads
-/// every item's cell twice, so more bands cost more work).
-const MAX_BANDS: usize = 16;
+/// The bands of rows of cells a [`Grid::rebuild_parallel`] sorts in (fewer if the grid has
+/// fewer rows): each is a job, so this many workers share the sort.
+const MAX_BANDS: usize = 32;
 
 /// `input` and `cells` cut into consecutive stretches of `lens` (at most
 /// [`MAX_GRID_PARTS`] of them, adding up to at most their length), paired.
@@ -129,6 +129,11 @@ pub struct GridPart {
     lo: Vec2,
     hi: Vec2,
     max_radius: f32,
+    /// The items grouped by band of rows of cells (in their order within a band), with
+    /// their cells; band `b` is `bands[b]..bands[b + 1]`.
+    grouped: Vec<GridItem>,
+    grouped_cells: Vec<u32>,
+    bands: Vec<u32>,
 }
 
 impl GridPart {
@@ -148,6 +153,43 @@ impl GridPart {
             radius,
             tag,
         });
+    }
+
+    /// Groups the items (whose cells are `cells`) by band of `band_cells` cells, stably.
+    fn group_by_band(&mut self, cells: &[u32], band_cells: usize, bands: usize) {
+        // `c / band_cells` by multiplication (Lemire's: exact for every `u32`): a division
+        // per item was most of this pass.
+        let magic = u128::from(u64::MAX) / band_cells as u128 + 1;
+        let band_of = |c: u32| ((magic * u128::from(c)) >> 64) as usize;
+        self.bands.clear();
+        self.bands.resize(bands + 1, 0);
+        for &c in cells {
+            self.bands[band_of(c) + 1] += 1;
+        }
+        for b in 0..bands {
+            self.bands[b + 1] += self.bands[b];
+        }
+        let mut at = [0u32; MAX_BANDS + 1];
+        at[..=bands].copy_from_slice(&self.bands);
+        self.grouped.clear();
+        self.grouped_cells.clear();
+        if let Some(&first) = self.items.first() {
+            self.grouped.resize(self.items.len(), first);
+            self.grouped_cells.resize(self.items.len(), 0);
+        }
+        for (it, &c) in self.items.iter().zip(cells) {
+            let slot = &mut at[band_of(c)];
+            self.grouped[*slot as usize] = *it;
+            self.grouped_cells[*slot as usize] = c;
+            *slot += 1;
+        }
+    }
+
+    /// The items of band `b` (after [`group_by_band`](Self::group_by_band)) and their
+    /// cells.
+    fn band(&self, b: usize) -> (&[GridItem], &[u32]) {
+        let r = self.bands[b] as usize..self.bands[b + 1] as usize;
+        (&self.grouped[r.clone()], &self.grouped_cells[r])
     }
 
     fn clear(&mut self) {
@@ -396,36 +438,69 @@ impl Grid {
         }
         self.place(lo, hi, max_radius, n);
         let ncells = (self.cols * self.rows) as usize;
-        // Each part copies its items into place and computes their cells.
+        // Bands of whole rows of cells, a fixed number of them (not one per worker: the
+        // work and the longest job stay the same at every worker count).
+        let (cols, rows) = (self.cols as usize, self.rows as usize);
+        let band_cells = rows.div_ceil(MAX_BANDS.min(rows)) * cols;
+        let bands = ncells.div_ceil(band_cells);
+        // Each part copies its items into place (the insertion order, for saves),
+        // computes their cells, and groups them by band, stably (a counting sort of its
+        // own).
         let mut input = std::mem::take(&mut self.input);
         let mut cells = std::mem::take(&mut self.cells);
-        if let Some(first) = gathered_parts.iter().find_map(|p| p.items.first()) {
+        if let Some(first) = gathered[..parts].iter().find_map(|p| p.items.first()) {
             input.resize(n, *first);
             cells.resize(n, 0);
         }
         {
             let grid = &*self;
-            let mut jobs = split_by(
-                &mut input,
-                &mut cells,
-                gathered_parts.iter().map(|p| p.items.len()),
-            );
-            par.for_each_mut(&mut jobs[..parts], |k, (items, cells)| {
-                items.copy_from_slice(&gathered_parts[k].items);
+            let lens: [usize; MAX_GRID_PARTS] =
+                std::array::from_fn(|k| gathered.get(k).map_or(0, |p| p.items.len()));
+            let mut slices = split_by(&mut input, &mut cells, lens[..parts].iter().copied());
+            let mut jobs: [(Option<&mut GridPart>, &mut [GridItem], &mut [u32]); MAX_GRID_PARTS] =
+                std::array::from_fn(|_| (None, &mut [][..], &mut [][..]));
+            for ((job, part), (items, cells)) in jobs
+                .iter_mut()
+                .zip(gathered.iter_mut())
+                .zip(slices.iter_mut())
+            {
+                *job = (Some(part), std::mem::take(items), std::mem::take(cells));
+            }
+            // One worker: no bands (the grouping is an extra pass that only parallel
+            // sorting needs), `rebuild`'s own sort below.
+            let serial = par.threads() == 1;
+            par.for_each_mut(&mut jobs[..parts], |_, (part, items, cells)| {
+                let part = part.as_mut().expect("one part per job");
+                items.copy_from_slice(&part.items);
                 grid.cells_into(items, cells);
+                if !serial {
+                    part.group_by_band(cells, band_cells, bands);
+                }
             });
         }
         self.input = input;
         self.cells = cells;
         self.parts.0 = gathered;
-        self.sort_in_bands(par, ncells, n);
+        if par.threads() == 1 {
+            self.sort_by_cell(ncells, n);
+        } else {
+            self.sort_in_bands(par, ncells, n, band_cells, bands, parts);
+        }
     }
 
-    /// `fill`'s counting sort, in bands of rows of cells, one job each: each band counts
-    /// the items of its cells (a pass over every item's cell), the bands' totals place
-    /// them, and each band scatters its items into place (a second pass). The result is
-    /// `fill`'s: the stable sort by cell is unique.
-    fn sort_in_bands(&mut self, par: Parallel<'_>, ncells: usize, n: usize) {
+    /// `fill`'s counting sort, a band of rows of cells per job: band `b` takes, part by
+    /// part, the items each part grouped into it (so in input order), counts them per
+    /// cell, places them after the bands before it, and scatters them into its own
+    /// stretch of `items`. The result is `fill`'s: a stable sort by cell is unique.
+    fn sort_in_bands(
+        &mut self,
+        par: Parallel<'_>,
+        ncells: usize,
+        n: usize,
+        band_cells: usize,
+        bands: usize,
+        parts: usize,
+    ) {
         self.starts.clear();
         self.starts.resize(ncells + 1, 0);
         self.items.clear();
@@ -433,41 +508,29 @@ impl Grid {
             return;
         };
         self.items.resize(n, first);
-        let (cols, rows) = (self.cols as usize, self.rows as usize);
-        let bands = par.threads().clamp(1, MAX_BANDS).min(rows);
-        let band_cells = rows.div_ceil(bands) * cols;
-        let (input, cells) = (&self.input, &self.cells);
-        // Pass 1: each band counts the items of each of its cells, and in all.
-        let mut counting: [(&mut [u32], usize); MAX_BANDS] =
-            std::array::from_fn(|_| (&mut [][..], 0));
-        let mut nbands = 0;
-        for (b, counts) in self.starts[..ncells].chunks_mut(band_cells).enumerate() {
-            counting[b] = (counts, 0);
-            nbands = b + 1;
-        }
-        par.for_each_mut(&mut counting[..nbands], |b, (counts, total)| {
-            let first = (b * band_cells) as u32;
-            let end = first + counts.len() as u32;
-            for &c in cells {
-                if (first..end).contains(&c) {
-                    counts[(c - first) as usize] += 1;
-                }
-            }
-            *total = counts.iter().map(|&k| k as usize).sum();
-        });
-        // Pass 2: each band's cells start where the bands before it end; the band places
-        // its items, in input order, in its own stretch of `items`.
-        let mut placing: [(&mut [u32], &mut [GridItem], usize); MAX_BANDS] =
+        let grouped = &self.parts.0[..parts];
+        let mut jobs: [(&mut [u32], &mut [GridItem], usize); MAX_BANDS] =
             std::array::from_fn(|_| (&mut [][..], &mut [][..], 0));
         let mut rest = &mut self.items[..];
         let mut base = 0;
-        for (b, (counts, total)) in counting.into_iter().take(nbands).enumerate() {
-            let (mine, after) = rest.split_at_mut(total);
-            placing[b] = (counts, mine, base);
+        for (b, (job, starts)) in jobs
+            .iter_mut()
+            .zip(self.starts[..ncells].chunks_mut(band_cells))
+            .enumerate()
+        {
+            let total: usize = grouped.iter().map(|p| p.band(b).0.len()).sum();
+            let (mine, after) = std::mem::take(&mut rest).split_at_mut(total);
+            *job = (starts, mine, base);
             base += total;
             rest = after;
         }
-        par.for_each_mut(&mut placing[..nbands], |b, (starts, items, base)| {
+        par.for_each_mut(&mut jobs[..bands], |b, (starts, items, base)| {
+            let first = (b * band_cells) as u32;
+            for p in grouped {
+                for &c in p.band(b).1 {
+                    starts[(c - first) as usize] += 1;
+                }
+            }
             let base = *base as u32;
             let mut at = base;
             for s in starts.iter_mut() {
@@ -475,10 +538,9 @@ impl Grid {
                 *s = at;
                 at += k;
             }
-            let first = (b * band_cells) as u32;
-            let end = first + starts.len() as u32;
-            for (it, &c) in input.iter().zip(cells) {
-                if (first..end).contains(&c) {
+            for p in grouped {
+                let (its, cs) = p.band(b);
+                for (it, &c) in its.iter().zip(cs) {
                     let slot = &mut starts[(c - first) as usize];
                     items[(*slot - base) as usize] = *it;
                     *slot += 1;
@@ -584,10 +646,17 @@ impl Grid {
         } else {
             cells.extend(self.input.iter().map(|it| self.cell_of(it.pos)));
         }
-        for &c in &cells {
+        self.cells = cells;
+        self.sort_by_cell(ncells, n);
+    }
+
+    /// The counting sort of `input` by `cells` into `items` and `starts` (stable).
+    fn sort_by_cell(&mut self, ncells: usize, n: usize) {
+        self.starts.clear();
+        self.starts.resize(ncells + 1, 0);
+        for &c in &self.cells {
             self.starts[c as usize + 1] += 1;
         }
-        self.cells = cells;
         for c in 0..ncells {
             self.starts[c + 1] += self.starts[c];
         }

@@ -269,7 +269,9 @@ impl TeamBlocks {
             return;
         }
         let block_cols = self.cols;
-        let band = (self.rows as usize).div_ceil(par.threads() * 4).max(1);
+        // A fixed number of bands (not one per worker): the same work and longest job at
+        // every worker count.
+        let band = (self.rows as usize).div_ceil(32).max(1);
         par.chunks_mut(&mut self.teams, band * block_cols as usize, |k, teams| {
             let by0 = (k * band) as u32;
             for (j, row) in teams.chunks_mut(block_cols as usize).enumerate() {
