@@ -166,3 +166,36 @@ fn nth_and_skip_land_where_a_walk_lands() {
         assert_eq!(got, want, "every {step}th");
     }
 }
+
+/// `for_each_chunk` hands out each table's rows left, as slices the length of its
+/// entities, with `None` for an optional type the table lacks — the same rows and values
+/// as the row loop, also for a part of a query (`rows`).
+#[test]
+fn chunks_are_the_rows_table_by_table() {
+    let w = world();
+    let rows: Vec<(Entity, f32, bool)> = w
+        .query::<(&Pos, Option<&Boss>, With<Enemy>)>()
+        .map(|(e, (p, b, ()))| (e, p.0, b.is_some()))
+        .collect();
+    for range in [0..rows.len(), 3..17, 9..10, 12..12] {
+        let mut got = Vec::new();
+        let mut tables = 0;
+        w.query::<(&Pos, Option<&Boss>, With<Enemy>)>()
+            .rows(range.clone())
+            .for_each_chunk(|entities, (pos, boss, ())| {
+                assert_eq!(entities.len(), pos.len());
+                if let Some(b) = boss {
+                    assert_eq!(b.len(), pos.len());
+                }
+                tables += 1;
+                got.extend(
+                    entities
+                        .iter()
+                        .zip(pos)
+                        .map(|(&e, p)| (e, p.0, boss.is_some())),
+                );
+            });
+        assert_eq!(got, rows[range.clone()], "{range:?}");
+        assert!(tables <= 2, "one call per table");
+    }
+}

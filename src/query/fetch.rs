@@ -17,6 +17,8 @@
 //! [`World::query`]: crate::World::query
 //! [`World::query_mut`]: crate::World::query_mut
 
+use std::ops::Range;
+
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
 
@@ -112,6 +114,16 @@ pub trait QueryData:
 {
     /// What the query yields per entity (besides the [`Entity`](crate::Entity) itself).
     type Item<'w>;
+
+    /// What [`QueryIter::for_each_chunk`](crate::QueryIter::for_each_chunk) hands out per
+    /// table, for the same rows as its entities: `&[C]` for `&C`, `Option<&[C]>` for
+    /// `Option<&C>` (`None` where the table has no `C`), `()` for a filter; a tuple of
+    /// those for a tuple.
+    type Chunk<'w>;
+
+    /// Rows `rows` of a table's columns, as a chunk.
+    #[doc(hidden)]
+    fn chunk<'w>(columns: <Self as Fetch>::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w>;
 }
 
 /// What [`Output::query`](crate::Output::query) takes: a tuple of up to 12 of `&C`,
@@ -348,12 +360,22 @@ impl<C: Component> Fetch for Option<&mut C> {
 
 impl<C: Component> QueryData for &C {
     type Item<'w> = &'w C;
+    type Chunk<'w> = &'w [C];
+    #[inline]
+    fn chunk<'w>(columns: Self::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w> {
+        &columns[rows]
+    }
 }
 impl<C: Component> QueryMut for &C {
     type Item<'w> = &'w C;
 }
 impl<C: Component> QueryData for Option<&C> {
     type Item<'w> = Option<&'w C>;
+    type Chunk<'w> = Option<&'w [C]>;
+    #[inline]
+    fn chunk<'w>(columns: Self::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w> {
+        columns.map(|c| &c[rows])
+    }
 }
 impl<C: Component> QueryMut for Option<&C> {
     type Item<'w> = Option<&'w C>;
@@ -421,8 +443,14 @@ macro_rules! tuple_query {
             }
         }
 
+        #[allow(unused_variables, clippy::unused_unit)]
         impl<$($name: QueryData),*> QueryData for ($($name,)*) {
             type Item<'w> = ($($name::Item<'w>,)*);
+            type Chunk<'w> = ($($name::Chunk<'w>,)*);
+            #[inline]
+            fn chunk<'w>(columns: Self::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w> {
+                ($($name::chunk(columns.$idx, rows.clone()),)*)
+            }
         }
 
         impl<$($name: QueryMut),*> QueryMut for ($($name,)*) {

@@ -63,6 +63,9 @@ macro_rules! table_filter {
 
         impl<C: Component> QueryData for $name<C> {
             type Item<'w> = ();
+            type Chunk<'w> = ();
+            #[inline]
+            fn chunk<'w>(_: Self::Columns<'w>, _: std::ops::Range<usize>) -> Self::Chunk<'w> {}
         }
 
         impl<C: Component> QueryMut for $name<C> {
@@ -224,6 +227,9 @@ macro_rules! mark_filter {
 
         impl<C: Component> QueryData for $name<C> {
             type Item<'w> = ();
+            type Chunk<'w> = ();
+            #[inline]
+            fn chunk<'w>(_: Self::Columns<'w>, _: std::ops::Range<usize>) -> Self::Chunk<'w> {}
         }
 
         impl<C: Component> QueryMut for $name<C> {

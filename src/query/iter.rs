@@ -231,6 +231,55 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
         self
     }
 
+    /// Calls `f` once per table with the rows left there: their entities and the query's
+    /// columns for the same rows (`&[C]` for `&C`, `Option<&[C]>` for `Option<&C>`; see
+    /// [`QueryData::Chunk`]). A loop over slices the compiler can keep in registers and
+    /// vectorise, and what is the same for a whole table (which optional components it
+    /// has) is decided once per table, not per row.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy)] struct Hp(u32);
+    /// # impl Component for Hp { type Output = Hp; }
+    /// # #[derive(Clone, Copy)] struct Shield(u32);
+    /// # impl Component for Shield { type Output = Shield; }
+    /// let mut world = World::new();
+    /// world.register::<Hp>(merge::last);
+    /// world.register::<Shield>(merge::last);
+    /// for i in 0..10 { world.spawn((Hp(i),)); world.spawn((Hp(i), Shield(1))); }
+    /// let mut total = 0;
+    /// world.query::<(&Hp, Option<&Shield>)>().for_each_chunk(|entities, (hp, shield)| {
+    ///     assert_eq!(entities.len(), hp.len());
+    ///     let bonus = if shield.is_some() { 1 } else { 0 }; // once per table
+    ///     total += hp.iter().map(|h| h.0 + bonus).sum::<u32>();
+    /// });
+    /// assert_eq!(total, 2 * 45 + 10);
+    /// ```
+    ///
+    /// # Panics
+    /// Does not compile (when monomorphised) for a query with a row filter
+    /// ([`Changed`](crate::Changed), [`Added`](crate::Added)), which keeps some rows of a
+    /// table only: loop over its rows instead.
+    pub fn for_each_chunk(mut self, mut f: impl FnMut(&'w [Entity], Q::Chunk<'w>)) {
+        const {
+            assert!(
+                !<Q as Fetch>::FILTERS_ROWS,
+                "for_each_chunk hands out whole tables: not for a query with Changed or Added"
+            )
+        };
+        loop {
+            let (entities, row) = (self.rows.entities, self.rows.row);
+            if row < entities.len() {
+                let rows = row..entities.len();
+                f(&entities[rows.clone()], Q::chunk(self.rows.columns, rows));
+            }
+            self.rows.row = entities.len();
+            if !self.next_table() {
+                return;
+            }
+        }
+    }
+
     /// Skips `n` rows without reading them; returns how many it could not skip (the
     /// query ended).
     fn advance(&mut self, mut n: usize) -> usize {

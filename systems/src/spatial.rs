@@ -504,18 +504,31 @@ impl System for BuildGrid {
         built
             .grid
             .rebuild_parallel(out.parallel(), parts, |k, part| {
-                for (e, (p, c, team, vel, health, shot)) in
-                    world.query::<Collidable>().skip(k * per).take(per)
-                {
+                let rows = world.query::<Collidable>().rows(k * per..(k + 1) * per);
+                // A table at a time: which of the optional components it has (so whether its
+                // entities are bodies, victims or neither) is decided once, not per row.
+                rows.for_each_chunk(|entities, (pos, collider, team, vel, health, shot)| {
                     let body = vel.is_some() && shot.is_none();
                     let victim = team.is_some() && health.is_some();
-                    if body || victim {
-                        let tag = team.map_or(0, |t| u32::from(t.0))
-                            | if body { SpatialGrid::BODY } else { 0 }
-                            | if victim { SpatialGrid::VICTIM } else { 0 };
-                        part.push(e, p.0, c.radius, tag);
+                    if !(body || victim) {
+                        return;
                     }
-                }
+                    let flags = if body { SpatialGrid::BODY } else { 0 }
+                        | if victim { SpatialGrid::VICTIM } else { 0 };
+                    let rows = entities.iter().zip(pos).zip(collider);
+                    match team {
+                        Some(team) => {
+                            for (((&e, p), c), t) in rows.zip(team) {
+                                part.push(e, p.0, c.radius, flags | u32::from(t.0));
+                            }
+                        }
+                        None => {
+                            for ((&e, p), c) in rows {
+                                part.push(e, p.0, c.radius, flags);
+                            }
+                        }
+                    }
+                });
             });
         built.teams.rebuild_parallel(&built.grid, out.parallel());
         out.write_resource::<SpatialGrid>(SpatialGrid {
