@@ -23,7 +23,7 @@
 
 mod common;
 
-use bevy_ecs::schedule::{ExecutorKind, Schedule};
+use bevy_ecs::schedule::{MultiThreadedExecutor, Schedule};
 use bevy_ecs::system::Query;
 use common::*;
 use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
@@ -520,7 +520,7 @@ fn schedule(c: &mut Criterion) {
         let mut w = bevy_ecs::world::World::new();
         spawn_schedule!(w, spawn);
         let mut s = Schedule::default();
-        s.set_executor_kind(ExecutorKind::MultiThreaded);
+        s.set_executor(MultiThreadedExecutor::new());
         s.add_systems((bevy_ab, bevy_cd, bevy_ce));
         s.run(&mut w);
         b.iter(|| s.run(&mut w))
@@ -711,7 +711,7 @@ fn contrib_100k(c: &mut Criterion, workers: usize) {
             let mut w = bevy_ecs::world::World::new();
             w.spawn_batch((0..CONTRIB).map(contrib_bundle));
             let mut s = Schedule::default();
-            s.set_executor_kind(ExecutorKind::MultiThreaded);
+            s.set_executor(MultiThreadedExecutor::new());
             s.add_systems((bevy_gravity, bevy_drag, bevy_wind, bevy_integrate));
             s.run(&mut w);
             b.iter(|| s.run(&mut w))

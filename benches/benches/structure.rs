@@ -1,19 +1,19 @@
 //! What a game's structure costs (issue 18): messages between systems, against bevy_ecs's
-//! events (bevy_ecs 0.16's `Events<E>` / `EventWriter` / `EventReader`, the predecessor of
-//! 0.17's `Messages`; bevy 0.16 has no `Message` yet).
+//! messages (bevy_ecs 0.20's `Messages<M>` / `MessageWriter` / `MessageReader`, what 0.16
+//! called `Events`).
 //!
 //! - `messages_10k`: one system sends 10,000 messages a frame, another reads them all
 //!   (sums a field). runsync: one frame (Run + Sync, 1 worker), the reader reading the
 //!   previous frame's messages; `runsync` sends with `out.send`, `runsync_sender` with a
 //!   `Sender`, `runsync_send_to` sends each to one of 1,000 entities (the reader walks
 //!   `addressed_messages`). bevy_ecs: a single-threaded schedule with the writer and the
-//!   reader (chained), then `Events::update` (what bevy's `event_update_system` does each
+//!   reader (chained), then `Messages::update` (what bevy's `message_update_system` does each
 //!   frame). The `_empty` functions run the same frame with no message sent: subtract
 //!   them to get the cost per message.
 //! - `despawn_tree_10k`: despawning a root with 10,000 descendants, between frames
 //!   (`World::despawn`, the command path Sync takes): `runsync_wide` (10,000 children),
 //!   `runsync_deep` (a chain of 10,000), against `runsync_flat` (10,000 unrelated
-//!   entities despawned one by one, no hierarchy) and bevy_ecs 0.16's recursive despawn
+//!   entities despawned one by one, no hierarchy) and bevy_ecs 0.20's recursive despawn
 //!   of the same wide tree (`ChildOf` relationships; `World::despawn` takes the
 //!   children).
 //! - `propagate_10k`: one frame (1 worker) of `runsync_systems::PropagateTransforms`
@@ -38,9 +38,9 @@
 
 mod common;
 
-use bevy_ecs::event::{Event, EventReader, EventWriter, Events};
+use bevy_ecs::message::{Message, MessageReader, MessageWriter, Messages};
 use bevy_ecs::resource::Resource;
-use bevy_ecs::schedule::{ExecutorKind, IntoScheduleConfigs, Schedule};
+use bevy_ecs::schedule::{IntoScheduleConfigs, Schedule, SingleThreadedExecutor};
 use bevy_ecs::system::ResMut;
 use common::quick;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
@@ -49,7 +49,7 @@ use runsync::{Entity, Output, Runtime, World};
 const MESSAGES: usize = 10_000;
 
 /// An 8-byte message, the same type for both libraries.
-#[derive(Clone, Copy, Debug, Event)]
+#[derive(Clone, Copy, Debug, Message)]
 struct Msg {
     id: u32,
     value: f32,
@@ -101,16 +101,16 @@ fn msg(i: usize) -> Msg {
 
 fn bevy_world(n: usize) -> (bevy_ecs::world::World, Schedule) {
     let mut w = bevy_ecs::world::World::new();
-    w.init_resource::<Events<Msg>>();
+    w.init_resource::<Messages<Msg>>();
     w.init_resource::<Sum>();
     let mut s = Schedule::default();
-    s.set_executor_kind(ExecutorKind::SingleThreaded);
-    let write = move |mut tx: EventWriter<Msg>| {
+    s.set_executor(SingleThreadedExecutor::new());
+    let write = move |mut tx: MessageWriter<Msg>| {
         for i in 0..n {
             tx.write(msg(i));
         }
     };
-    let read = |mut rx: EventReader<Msg>, mut sum: ResMut<Sum>| {
+    let read = |mut rx: MessageReader<Msg>, mut sum: ResMut<Sum>| {
         sum.0 += rx.read().map(use_msg).sum::<f64>();
     };
     s.add_systems((write, read).chain());
@@ -164,14 +164,14 @@ fn messages_10k(c: &mut Criterion) {
         let (mut w, mut s) = bevy_world(MESSAGES);
         b.iter(|| {
             s.run(&mut w);
-            w.resource_mut::<Events<Msg>>().update();
+            w.resource_mut::<Messages<Msg>>().update();
         })
     });
     g.bench_function("bevy_ecs_empty", |b| {
         let (mut w, mut s) = bevy_world(0);
         b.iter(|| {
             s.run(&mut w);
-            w.resource_mut::<Events<Msg>>().update();
+            w.resource_mut::<Messages<Msg>>().update();
         })
     });
     g.finish();
