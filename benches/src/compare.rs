@@ -245,13 +245,8 @@ pub fn table(runsync: &[RunReport], bevy: &[RunReport]) -> String {
         fb,
         fr / fb
     );
-    let _ = writeln!(
-        s,
-        "{:<22} {:>12} {:>14}",
-        "fps of each run",
-        list(runsync),
-        list(bevy)
-    );
+    let _ = writeln!(s, "fps of each run        runsync: {}", list(runsync));
+    let _ = writeln!(s, "                       bevy:    {}", list(bevy));
     let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
     let row = |s: &mut String, name: &str, a: f64, b: f64| {
         let _ = writeln!(s, "{name:<22} {a:>12.3} {b:>14.3} {:>14.2}", ratio(a, b));
