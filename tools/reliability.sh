@@ -2,7 +2,8 @@
 # The reliability checks that need a nightly toolchain or more time than CI's `.ci/run`:
 #
 #   tools/reliability.sh            # everything
-#   tools/reliability.sh miri loom  # just those steps (miri, miri-tb, loom, asan, fuzz)
+#   tools/reliability.sh miri loom  # just those steps (release, tracy, window, miri,
+#                                   # miri-tb, loom, asan, fuzz)
 #
 # FUZZ_SECONDS (default 60) bounds the fuzz run; LOOM_MAX_PREEMPTIONS (default 3) bounds
 # loom's search. Installs the Miri component and cargo-fuzz if they are missing.
@@ -10,7 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 steps=("$@")
-[ ${#steps[@]} -eq 0 ] && steps=(miri miri-tb loom asan fuzz)
+[ ${#steps[@]} -eq 0 ] && steps=(release tracy window miri miri-tb loom asan fuzz)
 step() { printf '\n==> %s\n' "$*"; }
 
 ensure_miri() {
@@ -22,6 +23,21 @@ ensure_miri() {
 
 for s in "${steps[@]}"; do
     case "$s" in
+    release)
+        step "concurrency tests in release (real contention on the pool and the folds)"
+        cargo test --release -p runsync --test determinism --test runtime
+        ;;
+    tracy)
+        step "tracy feature (zone sites, chunks and suspension, frames with zones, memory)"
+        cargo clippy --workspace --all-targets --features runsync/tracy -- -D warnings
+        cargo test -p runsync --features tracy --lib --test tracy
+        cargo test -p runsync-benches --features runsync/tracy --test zero_alloc
+        cargo test -p runsync --features tracy-memory --test tracy
+        ;;
+    window)
+        step "window example (winit + softbuffer; built and linted, not run)"
+        cargo clippy -p runsync-tools --features window --example window -- -D warnings
+        ;;
     miri)
         ensure_miri
         # Only the tests that never build a World: bitvec (the masks) fails Stacked Borrows
@@ -63,7 +79,7 @@ for s in "${steps[@]}"; do
         done
         ;;
     *)
-        echo "unknown step '$s' (expected: miri miri-tb loom asan fuzz)" >&2
+        echo "unknown step '$s' (expected: release tracy window miri miri-tb loom asan fuzz)" >&2
         exit 2
         ;;
     esac
