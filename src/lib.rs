@@ -13,7 +13,7 @@
 //!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; no safe code a
 //!    user writes can break what an `unsafe` block relies on (see
-//!    [Where `unsafe` lives](#where-unsafe-lives)); Miri checks each block (`.ci/run`).
+//!    [Where `unsafe` lives](#where-unsafe-lives)); Miri checks each block (`tools/reliability.sh`).
 //!
 //! # In the source
 //!
@@ -233,3 +233,14 @@ pub mod prelude {
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The guide's examples (`docs/guide.md`), compiled and run as doctests.
+#[doc = include_str!("../docs/guide.md")]
+#[cfg(doctest)]
+pub struct GuideDoctests;
+
+/// The determinism and time-travel page's examples (`docs/determinism.md`), compiled and
+/// run as doctests.
+#[doc = include_str!("../docs/determinism.md")]
+#[cfg(doctest)]
+pub struct DeterminismDoctests;

@@ -103,7 +103,7 @@
 //! one timeline record (a few stores, no allocation) to [`Runtime::try_frame`]: about 500
 //! instructions, 0.3 % of a 10k-entity movement frame (callgrind, `examples/idle_cost.rs`;
 //! the criterion group `inspector_idle` in `runsync-benches` times it against a bare
-//! frame; the README's "The inspector" has the numbers). The snapshot ring is opt-in
+//! frame; `docs/determinism.md`, "The inspector", has the numbers). The snapshot ring is opt-in
 //! because it is not free: a [`Runtime::snapshot_into`] per frame (about a `memcpy` of the
 //! snapshotted columns) and N snapshots of memory; the recorded states' checksums are
 //! computed only at a rewind (restoring each, so a rewind over N frames costs N restores
