@@ -163,7 +163,7 @@ impl Location {
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Slot {
+struct EntityMeta {
     /// Generation of the current (or next) occupant.
     generation: NonZeroU32,
     /// `Location::NONE` when the slot is free or retired.
@@ -218,7 +218,7 @@ impl Clone for Reservation {
 /// spawns during Run.
 #[derive(Default)]
 pub(crate) struct Entities {
-    slots: Vec<Slot>,
+    slots: Vec<EntityMeta>,
     free: Vec<u32>,
     alive: usize,
     retired: usize,
@@ -349,7 +349,7 @@ impl Entities {
         if self.slots.len() >= max {
             out_of_slots(max);
         }
-        self.slots.push(Slot {
+        self.slots.push(EntityMeta {
             generation: NonZeroU32::MIN,
             location: Location::NONE,
         });
@@ -507,7 +507,7 @@ impl Entities {
             let fresh = last - free + 1;
             self.slots.resize(
                 self.slots.len() + fresh,
-                Slot {
+                EntityMeta {
                     generation: NonZeroU32::MIN,
                     location: Location::NONE,
                 },
@@ -552,7 +552,7 @@ impl Entities {
             let from = self.slots.len() as u32;
             self.slots.resize(
                 n,
-                Slot {
+                EntityMeta {
                     generation: NonZeroU32::MIN,
                     location: Location::NONE,
                 },
@@ -585,7 +585,7 @@ impl Entities {
             let from = self.slots.len() as u32;
             self.slots.resize(
                 i + 1,
-                Slot {
+                EntityMeta {
                     generation: NonZeroU32::MIN,
                     location: Location::NONE,
                 },
@@ -697,7 +697,7 @@ impl Entities {
         Entities {
             slots: slots
                 .into_iter()
-                .map(|(generation, location)| Slot {
+                .map(|(generation, location)| EntityMeta {
                     generation,
                     location,
                 })
@@ -747,7 +747,7 @@ impl Entities {
     /// reached without 4 billion despawns.
     #[cfg(test)]
     pub(crate) fn push_slot_with_generation_for_test(&mut self, generation: u32) {
-        self.slots.push(Slot {
+        self.slots.push(EntityMeta {
             generation: NonZeroU32::new(generation).unwrap(),
             location: Location::NONE,
         });

@@ -7,8 +7,8 @@
 //! (Sync's last step, or a `World` method between frames) the hooks are taken out of the
 //! world, so each hook call gets `&World` beside `&mut` hook state. A hook call emits
 //! into a scratch command list, moved to the end of the pending list if the call returns
-//! and discarded if it panics; `sync::settle` then applies the pending list round by
-//! round.
+//! and discarded if it panics; `commands::apply_list` then applies the pending list
+//! round by round.
 
 use std::any::{Any, type_name};
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};

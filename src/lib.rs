@@ -13,7 +13,8 @@
 //!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; no safe code a
 //!    user writes can break what an `unsafe` block relies on (see
-//!    [Where `unsafe` lives](#where-unsafe-lives)); Miri checks each block (`tools/reliability.sh`).
+//!    [Where `unsafe` lives](#where-unsafe-lives)); Miri checks each block
+//!    (`tools/reliability.sh`).
 //!
 //! # In the source
 //!

@@ -29,7 +29,7 @@ use crate::merge::Merge;
 use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 
-use super::move_out::{Claim, Cursor, DYN_LANES, TakeScratch, Taken};
+use super::move_out::{Claim, DYN_LANES, MoveCursor, TakeScratch, TakenValues};
 use super::paths::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
 
 /// Rows `row..row + len` of column `col`, written by one source.
@@ -59,7 +59,7 @@ pub(super) struct GatherScratch<O> {
     /// Per part, the lanes covering the current interval, in system order.
     cover: Vec<u32>,
     /// Per part, one cursor per source into its claimed values.
-    cursors: Vec<Cursor>,
+    cursors: Vec<MoveCursor>,
     /// Per part, one row's outputs when more than four lanes cover it.
     groups: Vec<Vec<O>>,
     /// Columns touched.
@@ -89,7 +89,7 @@ impl<O> GatherScratch<O> {
             + self.bounds.capacity() * size_of::<usize>()
             + self.lanes.capacity() * size_of::<Lane>()
             + self.cover.capacity() * 4
-            + self.cursors.capacity() * size_of::<Cursor>()
+            + self.cursors.capacity() * size_of::<MoveCursor>()
             + self.groups.capacity() * size_of::<Vec<O>>()
             + self
                 .groups
@@ -124,7 +124,7 @@ pub(super) fn applies<C: Component>(inbox: &[(u32, Box<OutBuf<C>>)]) -> bool {
 const BLOCK_ROWS: usize = 64;
 
 /// One part of the walk: rows `lo..lo + rows.len()` of column `col`.
-struct Part<'a, C: Component> {
+struct WalkPart<'a, C: Component> {
     col: u32,
     lo: u32,
     rows: &'a mut [C],
@@ -167,12 +167,12 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
     let parts = if parallel { MAX_PARTS } else { 1 };
     lanes.resize(parts * n, Lane::default());
     cover.resize(parts * n, 0);
-    cursors.resize(parts * n, Cursor::default());
+    cursors.resize(parts * n, MoveCursor::default());
     if groups.len() < parts {
         groups.resize_with(parts, Vec::new);
     }
-    let mut taken = Taken::new(inbox, take);
-    let mut plan = Plan::new(spans, bounds);
+    let mut taken = TakenValues::new(inbox, take);
+    let mut plan = PartPlan::new(spans, bounds);
     if parallel
         && par_gather(
             merge, columns, spans, cols, &mut plan, &mut taken, lanes, cover, cursors, groups,
@@ -232,14 +232,14 @@ fn collect_spans<C: Component>(
 }
 
 /// The spans of every source, for laying out parts.
-struct Plan<'s> {
+struct PartPlan<'s> {
     spans: &'s [Span],
     bounds: &'s [usize],
 }
 
-impl<'s> Plan<'s> {
+impl<'s> PartPlan<'s> {
     fn new(spans: &'s [Span], bounds: &'s [usize]) -> Self {
-        Plan { spans, bounds }
+        PartPlan { spans, bounds }
     }
 
     /// The part of rows `lo..lo + rows.len()` of column `col`: each source's lane over
@@ -253,11 +253,11 @@ impl<'s> Plan<'s> {
         rows: &'a mut [C],
         lanes: &'a mut [Lane],
         cover: &'a mut [u32],
-        cursors: &'a mut [Cursor],
+        cursors: &'a mut [MoveCursor],
         group: &'a mut Vec<C::Output>,
         failed: &'a mut Option<FailedAt>,
-        taken: &mut Taken<'t, C>,
-    ) -> Part<'a, C> {
+        taken: &mut TakenValues<'t, C>,
+    ) -> WalkPart<'a, C> {
         let hi = lo + rows.len() as u32;
         let spans = self.spans;
         for (s, lane) in lanes.iter_mut().enumerate() {
@@ -283,7 +283,7 @@ impl<'s> Plan<'s> {
                 .map(|sp| (sp.row + sp.len).min(hi) - sp.row.max(lo))
                 .sum::<u32>() as usize
         });
-        Part {
+        WalkPart {
             col,
             lo,
             rows,
@@ -304,11 +304,11 @@ fn par_gather<C: Component, M: Merge<C>>(
     columns: &mut [Vec<C>],
     spans: &[Span],
     cols: &[u32],
-    plan: &mut Plan<'_>,
-    taken: &mut Taken<'_, C>,
+    plan: &mut PartPlan<'_>,
+    taken: &mut TakenValues<'_, C>,
     lanes: &mut [Lane],
     cover: &mut [u32],
-    cursors: &mut [Cursor],
+    cursors: &mut [MoveCursor],
     groups: &mut [Vec<C::Output>],
     pool: &Pool,
     threads: usize,
@@ -336,7 +336,7 @@ fn par_gather<C: Component, M: Merge<C>>(
     let mut fails = [None; MAX_PARTS];
     let mut fail_slots = fails.iter_mut();
     let mut ranges = ranges.into_iter();
-    let mut parts: [Option<Part<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
+    let mut parts: [Option<WalkPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
     for slot in &mut parts[..count] {
         let (c, lo, rows) = ranges.next().expect("counted");
         *slot = Some(plan.part(
@@ -367,8 +367,8 @@ fn par_gather<C: Component, M: Merge<C>>(
 
 /// Walks one part: every row some lane covers gets its outputs, in system order, and one
 /// merge call.
-fn walk<C: Component, M: Merge<C>>(merge: &M, spans: &[Span], part: &mut Part<'_, C>) {
-    let Part {
+fn walk<C: Component, M: Merge<C>>(merge: &M, spans: &[Span], part: &mut WalkPart<'_, C>) {
+    let WalkPart {
         col,
         lo: first,
         rows,

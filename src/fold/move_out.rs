@@ -1,7 +1,7 @@
 //! Moving output values out of their vectors by position: the one place the folds read
 //! values with `ptr::read`. Two users:
 //!
-//! - the gather ([`Taken`], [`Claim`], [`Rows`]): several workers move the values of the
+//! - the gather ([`TakenValues`], [`Claim`], [`Rows`]): several workers move the values of the
 //!   same sources at once, each its own stretch of every source (an ordered source's
 //!   values for a row range are a contiguous stretch of its emission order);
 //! - the keyed path ([`permute`]): values move from emission order to key order;
@@ -17,18 +17,18 @@
 //! that does not depend on the callers' arithmetic (a wrong count is a panic, never a
 //! value read twice):
 //!
-//! 1. [`Taken::new`] takes every value of a fold's sources: it notes each segment's length
+//! 1. [`TakenValues::new`] takes every value of a fold's sources: it notes each segment's length
 //!    and sets the vector's length to 0, as `Vec::drain` does, so from then on the vectors
 //!    neither own nor drop the values (if everything below leaked, the values would leak,
-//!    never be dropped twice). Until the `Taken` and its claims are gone the vectors are
+//!    never be dropped twice). Until the `TakenValues` and its claims are gone the vectors are
 //!    only read, through shared references.
-//! 2. [`Taken::claim`] hands out, for every source, its next values in emission order as
+//! 2. [`TakenValues::claim`] hands out, for every source, its next values in emission order as
 //!    one [`Claim`] that owns them. Claims follow each other (each starts where the one
-//!    before ended, counted by the `Taken`), so no value is in two of them; a claim may
+//!    before ended, counted by the `TakenValues`), so no value is in two of them; a claim may
 //!    go to another worker.
 //! 3. [`Claim::rows`] moves the next values of some sources out as [`Rows`] (one array
 //!    per row, each value within one segment, counted), [`Claim::take`] one value.
-//! 4. Whatever a [`Rows`], [`Claim`] or [`Taken`] still owns when it is dropped, it
+//! 4. Whatever a [`Rows`], [`Claim`] or [`TakenValues`] still owns when it is dropped, it
 //!    drops: on the normal path nothing is left; after a merge panics, the unwinding
 //!    drops what the merge never saw.
 //!
@@ -47,13 +47,13 @@ use crate::output::buffer::OutBuf;
 
 /// A place in one source's values, and how many values from there on are owned.
 #[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Cursor {
+pub(super) struct MoveCursor {
     seg: u32,
     off: u32,
     left: usize,
 }
 
-/// Per-type scratch of [`Taken`] (plain numbers; capacity kept across frames).
+/// Per-type scratch of [`TakenValues`] (plain numbers; capacity kept across frames).
 #[derive(Default)]
 pub(super) struct TakeScratch {
     /// Every segment's length when taken, source by source.
@@ -61,18 +61,18 @@ pub(super) struct TakeScratch {
     /// Source `s`'s lengths are `lens[firsts[s]..firsts[s + 1]]`.
     firsts: Vec<u32>,
     /// Per source: the first value not claimed yet.
-    next: Vec<Cursor>,
+    next: Vec<MoveCursor>,
 }
 
 impl TakeScratch {
     pub(super) fn capacity_bytes(&self) -> usize {
         self.lens.capacity() * 4
             + self.firsts.capacity() * 4
-            + self.next.capacity() * size_of::<Cursor>()
+            + self.next.capacity() * size_of::<MoveCursor>()
     }
 }
 
-/// The sources of one fold, their values taken (shared by a [`Taken`] and its claims).
+/// The sources of one fold, their values taken (shared by a [`TakenValues`] and its claims).
 struct Sources<'a, C: Component> {
     inbox: &'a [(u32, Box<OutBuf<C>>)],
     lens: &'a [u32],
@@ -98,7 +98,7 @@ impl<C: Component> Sources<'_, C> {
     /// Moves `cur` past the segments it has used up, so that it points at a value (it
     /// owns at least one).
     #[inline]
-    fn settle(&self, s: usize, cur: &mut Cursor) {
+    fn settle(&self, s: usize, cur: &mut MoveCursor) {
         debug_assert!(cur.left > 0);
         while cur.off == self.len(s, cur.seg) {
             cur.seg += 1;
@@ -112,7 +112,7 @@ impl<C: Component> Sources<'_, C> {
     /// The caller owns those `n` values from then on: it must move each out (or drop it)
     /// once, and only through this pointer.
     #[inline]
-    fn split_off(&self, s: usize, cur: &mut Cursor, n: usize) -> *const C::Output {
+    fn split_off(&self, s: usize, cur: &mut MoveCursor, n: usize) -> *const C::Output {
         assert!(n <= cur.left, "more values asked for than owned");
         if n == 0 {
             return ptr::null();
@@ -135,7 +135,7 @@ impl<C: Component> Sources<'_, C> {
     }
 
     /// Drops the values `cur` owns.
-    fn drop_owned(&self, s: usize, cur: &mut Cursor) {
+    fn drop_owned(&self, s: usize, cur: &mut MoveCursor) {
         while cur.left > 0 {
             self.settle(s, cur);
             let n = cur.left.min((self.len(s, cur.seg) - cur.off) as usize);
@@ -143,7 +143,7 @@ impl<C: Component> Sources<'_, C> {
             for k in 0..n {
                 // SAFETY: `split_off` handed us the `n` values at `p`, each initialised
                 // (set when the source was written, never moved out: ownership passed
-                // only from `Taken` to a claim to here) and read nowhere else.
+                // only from `TakenValues` to a claim to here) and read nowhere else.
                 drop(unsafe { ptr::read(p.add(k)) });
             }
         }
@@ -151,12 +151,12 @@ impl<C: Component> Sources<'_, C> {
 }
 
 /// Every value of a fold's sources, taken from their vectors (see the module docs).
-pub(super) struct Taken<'a, C: Component> {
+pub(super) struct TakenValues<'a, C: Component> {
     sources: Sources<'a, C>,
-    next: &'a mut [Cursor],
+    next: &'a mut [MoveCursor],
 }
 
-impl<'a, C: Component> Taken<'a, C> {
+impl<'a, C: Component> TakenValues<'a, C> {
     /// Takes every value of `inbox`'s sources; until this and its claims are dropped,
     /// `inbox` is only read and its vectors are empty.
     pub(super) fn new(
@@ -175,17 +175,17 @@ impl<'a, C: Component> Taken<'a, C> {
                 lens.push(u32::try_from(n).expect("fewer than 2^32 values in a segment"));
                 total += n;
                 // SAFETY: a length of 0 is within any capacity and claims no element is
-                // initialised. The values stay in the buffer, owned by this `Taken` now.
+                // initialised. The values stay in the buffer, owned by this `TakenValues` now.
                 unsafe { seg.values.set_len(0) };
             }
-            next.push(Cursor {
+            next.push(MoveCursor {
                 seg: 0,
                 off: 0,
                 left: total,
             });
         }
         firsts.push(u32::try_from(lens.len()).expect("fewer than 2^32 segments"));
-        Taken {
+        TakenValues {
             sources: Sources {
                 inbox,
                 lens,
@@ -205,7 +205,7 @@ impl<'a, C: Component> Taken<'a, C> {
     /// their places in `cursors` (one per source; what it held is overwritten).
     pub(super) fn claim<'c>(
         &mut self,
-        cursors: &'c mut [Cursor],
+        cursors: &'c mut [MoveCursor],
         count: impl Fn(usize) -> usize,
     ) -> Claim<'c, C>
     where
@@ -218,7 +218,7 @@ impl<'a, C: Component> Taken<'a, C> {
                 n <= next.left,
                 "more values claimed than the source has left"
             );
-            *mine = Cursor { left: n, ..*next };
+            *mine = MoveCursor { left: n, ..*next };
             // Move `next` past the claimed values, segment by segment.
             let mut n = n;
             while n > 0 {
@@ -236,7 +236,7 @@ impl<'a, C: Component> Taken<'a, C> {
     }
 }
 
-impl<C: Component> Drop for Taken<'_, C> {
+impl<C: Component> Drop for TakenValues<'_, C> {
     fn drop(&mut self) {
         if needs_drop::<C::Output>() {
             for (s, cur) in self.next.iter_mut().enumerate() {
@@ -246,11 +246,11 @@ impl<C: Component> Drop for Taken<'_, C> {
     }
 }
 
-/// Consecutive values of every source, owned (see [`Taken::claim`]); may go to another
+/// Consecutive values of every source, owned (see [`TakenValues::claim`]); may go to another
 /// worker.
 pub(super) struct Claim<'c, C: Component> {
     sources: Sources<'c, C>,
-    cursors: &'c mut [Cursor],
+    cursors: &'c mut [MoveCursor],
 }
 
 impl<'c, C: Component> Claim<'c, C> {
@@ -564,9 +564,9 @@ mod tests {
     fn claims_split_sources_and_move_every_value_once() {
         let mut inbox = inbox();
         let mut scratch = TakeScratch::default();
-        let mut cursors = [Cursor::default(); 4];
+        let mut cursors = [MoveCursor::default(); 4];
         let (c0, c1) = cursors.split_at_mut(2);
-        let mut taken = Taken::new(&mut inbox, &mut scratch);
+        let mut taken = TakenValues::new(&mut inbox, &mut scratch);
         // Part 0 gets a0..a2 and b0, b1; part 1 the rest.
         let mut p0 = taken.claim(c0, |s| [3, 2][s]);
         let mut p1 = taken.claim(c1, |s| [3, 4][s]);
@@ -604,8 +604,8 @@ mod tests {
     fn dropping_the_taken_drops_what_was_not_claimed() {
         let mut inbox = inbox();
         let mut scratch = TakeScratch::default();
-        let mut cursors = vec![Cursor::default(); 2];
-        let mut taken = Taken::new(&mut inbox, &mut scratch);
+        let mut cursors = vec![MoveCursor::default(); 2];
+        let mut taken = TakenValues::new(&mut inbox, &mut scratch);
         let mut c = taken.claim(&mut cursors, |s| s);
         assert_eq!(c.take(1), "b0");
         drop(taken);
@@ -616,16 +616,16 @@ mod tests {
     fn asking_for_more_than_owned_panics_and_leaks_nothing() {
         let mut inbox = inbox();
         let mut scratch = TakeScratch::default();
-        let mut cursors = vec![Cursor::default(); 2];
+        let mut cursors = vec![MoveCursor::default(); 2];
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let mut taken = Taken::new(&mut inbox, &mut scratch);
+            let mut taken = TakenValues::new(&mut inbox, &mut scratch);
             let mut c = taken.claim(&mut cursors, |_| 2);
             let _ = c.rows([0], 3);
         }));
         assert!(r.is_err());
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut inbox = self::inbox();
-            let mut taken = Taken::new(&mut inbox, &mut scratch);
+            let mut taken = TakenValues::new(&mut inbox, &mut scratch);
             // Across a segment boundary in one `rows` call.
             let mut c = taken.claim(&mut cursors, |_| 6);
             let _ = c.rows([1], 3);
@@ -633,7 +633,7 @@ mod tests {
         assert!(r.is_err());
         let r = catch_unwind(AssertUnwindSafe(|| {
             let mut inbox = self::inbox();
-            let mut taken = Taken::new(&mut inbox, &mut scratch);
+            let mut taken = TakenValues::new(&mut inbox, &mut scratch);
             let _ = taken.claim(&mut cursors, |_| 7);
         }));
         assert!(r.is_err());
@@ -643,9 +643,9 @@ mod tests {
     fn a_panic_while_rows_are_read_drops_the_rest() {
         let mut inbox = inbox();
         let mut scratch = TakeScratch::default();
-        let mut cursors = vec![Cursor::default(); 2];
+        let mut cursors = vec![MoveCursor::default(); 2];
         let r = catch_unwind(AssertUnwindSafe(|| {
-            let mut taken = Taken::new(&mut inbox, &mut scratch);
+            let mut taken = TakenValues::new(&mut inbox, &mut scratch);
             let mut c = taken.claim(&mut cursors, |_| 6);
             for row in c.rows([0, 1], 2) {
                 assert!(row[0] != "a1", "merge panicked");

@@ -288,9 +288,9 @@ fn apply_runs_to_part<C: Component, M: Merge<C>>(
     merge: &M,
     runs: &[RowRun],
     values: &[C::Output],
-    part: &mut Part<'_, C>,
+    part: &mut RowPart<'_, C>,
 ) {
-    let Part {
+    let RowPart {
         col,
         lo,
         rows,
@@ -350,7 +350,7 @@ fn in_order<C: Component, M: Merge<C>>(
 }
 
 /// Rows `lo..lo + rows.len()` of column `col`, merged by one worker.
-struct Part<'a, C> {
+struct RowPart<'a, C> {
     col: u32,
     lo: usize,
     rows: &'a mut [C],
@@ -390,7 +390,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
     cols.sort_unstable();
     cols.dedup();
 
-    let mut parts: [Part<'_, C>; MAX_PARTS] = std::array::from_fn(|_| Part {
+    let mut parts: [RowPart<'_, C>; MAX_PARTS] = std::array::from_fn(|_| RowPart {
         col: 0,
         lo: 0,
         rows: &mut [],
@@ -401,7 +401,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
         if n == MAX_PARTS {
             return false;
         }
-        parts[n] = Part {
+        parts[n] = RowPart {
             col,
             lo,
             rows,

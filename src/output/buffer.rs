@@ -8,7 +8,7 @@
 //! `row, row + 1, ..` of column `col`". A system that iterates a query and writes each
 //! entity it visits produces one run per table, without storing a single target: the
 //! write path only checks that the target is the entity in the next row (see
-//! [`Cursor`]). Any other write starts a run of its own (so keyed writes are runs of
+//! [`RowCursor`]). Any other write starts a run of its own (so keyed writes are runs of
 //! length one), and a write to a dead entity, or to one without the type, is dropped and
 //! counted right there.
 //!
@@ -28,7 +28,7 @@ use crate::entity::Entity;
 use crate::storage::Storage;
 
 use super::erased::ErasedBuf;
-use super::slots::{Part, PendingColumn, SlotBase};
+use super::slots::{PendingColumn, PendingPart, SlotBase};
 use crate::message::AnyMsgBuf;
 use crate::resource::AnyResBuf;
 
@@ -55,14 +55,14 @@ pub(crate) struct Segment<O> {
 /// run with one `Vec::push`, with no lookup (comparing the full handle, generation included,
 /// proves the target alive and in that row).
 #[derive(Clone, Copy)]
-pub(crate) struct Cursor<'w> {
+pub(crate) struct RowCursor<'w> {
     rows: &'w [Entity],
     next: usize,
 }
 
-impl Cursor<'_> {
+impl RowCursor<'_> {
     /// A cursor that matches nothing (the next write resolves its target).
-    pub(crate) const NONE: Cursor<'static> = Cursor { rows: &[], next: 0 };
+    pub(crate) const NONE: RowCursor<'static> = RowCursor { rows: &[], next: 0 };
 
     /// Whether `e` is the entity in the next row; if so, moves past it.
     #[inline(always)]
@@ -104,7 +104,7 @@ pub(crate) struct OutBuf<C: Component> {
     /// visited, one per block of small tables.
     pending: Vec<PendingColumn<C::Output>>,
     /// The tables of the pending columns, in order (each column's `parts()` of them).
-    parts: Vec<Part>,
+    parts: Vec<PendingPart>,
     /// Emptied presence flags of settled pending columns, for the next ones.
     spare_present: Vec<Vec<u8>>,
 }
@@ -158,7 +158,7 @@ impl<C: Component> OutBuf<C> {
         storage: &'w Storage,
         id: ComponentId,
         e: Entity,
-    ) -> Option<Cursor<'w>> {
+    ) -> Option<RowCursor<'w>> {
         let Some(loc) = storage.entities.location(e) else {
             self.dropped += 1;
             return None;
@@ -177,7 +177,7 @@ impl<C: Component> OutBuf<C> {
         if whole {
             self.open.reserve(table.entities.len());
         }
-        Some(Cursor {
+        Some(RowCursor {
             rows: &table.entities,
             next: loc.row as usize + 1,
         })
@@ -190,7 +190,7 @@ impl<C: Component> OutBuf<C> {
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
-        cursor: &mut Cursor<'w>,
+        cursor: &mut RowCursor<'w>,
         e: Entity,
         value: C::Output,
     ) {
@@ -232,7 +232,7 @@ impl<C: Component> OutBuf<C> {
     pub(crate) fn slots(&mut self, col: u32, rows: usize) -> SlotBase<C::Output> {
         let small = rows < SEGMENT_MIN_ROWS;
         let rows32 = u32::try_from(rows).expect("a table of at most u32::MAX rows");
-        let part = Part { col, rows: rows32 };
+        let part = PendingPart { col, rows: rows32 };
         if small {
             if let Some(base) = self.pending.last_mut().and_then(|p| p.join(rows)) {
                 self.parts.push(part);
@@ -498,7 +498,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
             + self.spare.capacity() * size_of::<Vec<C::Output>>()
             + self.runs.capacity() * size_of::<RowRun>()
             + self.pending.capacity() * size_of::<PendingColumn<C::Output>>()
-            + self.parts.capacity() * size_of::<Part>()
+            + self.parts.capacity() * size_of::<PendingPart>()
             + self
                 .spare_present
                 .iter()

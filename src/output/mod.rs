@@ -22,7 +22,7 @@ use crate::entity::Entity;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
-use buffer::Cursor;
+use buffer::RowCursor;
 
 /// One remembered type: its id, where its next in-order write goes, and the system's
 /// buffer for it once a plain write has found it.
@@ -30,7 +30,7 @@ use buffer::Cursor;
 struct TypeSlot<'w> {
     ty: TypeId,
     id: ComponentId,
-    cursor: Cursor<'w>,
+    cursor: RowCursor<'w>,
     /// The buffer of type `ty`, or none: set by `write` from `bufs`; forgotten (by
     /// `reset_cursors`, or `writer` for its type) whenever anything else reaches the
     /// buffers, before the next plain write, so it is only ever used while it is the one
@@ -50,8 +50,8 @@ struct TypeSlot<'w> {
 ///
 /// All paths give the same world, bit for bit; they differ in what they cost. Measured on
 /// the movement frame (one system writing `Pos` from `Vel`, Run + Sync, one worker) against
-/// hecs updating in place, 10k / 1M entities (the README's Performance section has the
-/// whole table):
+/// hecs updating in place, 10k / 1M entities (`docs/performance.md` has
+/// the whole table):
 ///
 /// | path | use it for | what one write costs | vs hecs (vs a raw two-slice loop), 10k / 1M |
 /// |---|---|---|---:|
@@ -100,7 +100,7 @@ impl<'w> Output<'w> {
         let slot = |(ty, id)| TypeSlot {
             ty,
             id,
-            cursor: Cursor::NONE,
+            cursor: RowCursor::NONE,
             buf: BufAddr::NONE,
         };
         let t = bufs.types;
@@ -142,7 +142,7 @@ impl<'w> Output<'w> {
         self.slots[i] = TypeSlot {
             ty: TypeId::of::<C>(),
             id,
-            cursor: Cursor::NONE,
+            cursor: RowCursor::NONE,
             buf: BufAddr::NONE,
         };
         self.bufs.types[i] = (TypeId::of::<C>(), id);
@@ -161,7 +161,7 @@ impl<'w> Output<'w> {
     /// remembered buffer address (before the buffers are reached by other means).
     fn reset_cursors(&mut self) {
         for s in &mut self.slots {
-            s.cursor = Cursor::NONE;
+            s.cursor = RowCursor::NONE;
             s.buf = BufAddr::NONE;
         }
     }
@@ -216,7 +216,7 @@ impl<'w> Output<'w> {
         // slot's own cursor then matches nothing, and the next plain `write` of `C`
         // resolves its target once. (No hand-back on drop: a `Drop` impl would keep `out`
         // borrowed to the end of the scope.)
-        let cursor = std::mem::replace(&mut slot.cursor, Cursor::NONE);
+        let cursor = std::mem::replace(&mut slot.cursor, RowCursor::NONE);
         // The writer reaches the buffer its own way.
         slot.buf = BufAddr::NONE;
         Writer {
@@ -498,12 +498,18 @@ fn spawn_in_parallel() -> ! {
 }
 
 /// Sets of component types [`Output::writers`] hands writers for: tuples of 2 to 4
-/// distinct component types.
-pub trait WriterSet {
+/// distinct component types. Sealed: implemented for those tuples only.
+pub trait WriterSet: sealed::Sealed {
     /// The writers, one per type, in the tuple's order.
     type Writers<'o, 'w: 'o>;
     #[doc(hidden)]
     fn writers<'o, 'w: 'o>(out: &'o mut Output<'w>) -> Self::Writers<'o, 'w>;
+}
+
+/// Seals [`WriterSet`]: a public trait in a private module, so no other crate can
+/// implement it (the hidden method alone would not stop an impl).
+mod sealed {
+    pub trait Sealed {}
 }
 
 /// `N` distinct entries of `bufs`, mutably at once.
@@ -522,6 +528,7 @@ fn pick_disjoint<const N: usize>(
 
 macro_rules! writer_set {
     ($($name:ident $var:ident),*) => {
+        impl<$($name: Component),*> sealed::Sealed for ($($name,)*) {}
         impl<$($name: Component),*> WriterSet for ($($name,)*) {
             type Writers<'o, 'w: 'o> = ($(Writer<'o, 'w, $name>,)*);
             #[track_caller]
@@ -550,7 +557,7 @@ macro_rules! writer_set {
                 ($({
                     let w = Writer {
                         buf: $var.typed_mut::<$name>(),
-                        cursor: Cursor::NONE,
+                        cursor: RowCursor::NONE,
                         world,
                         id: ids[k],
                     };
@@ -570,7 +577,7 @@ writer_set!(A a, B b, C c, D d);
 /// A typed writer for one component type; see [`Output::writer`].
 pub struct Writer<'o, 'w, C: Component> {
     buf: &'o mut OutBuf<C>,
-    cursor: Cursor<'w>,
+    cursor: RowCursor<'w>,
     world: &'w World,
     id: ComponentId,
 }

@@ -73,7 +73,7 @@ fn block_rows<O>() -> usize {
 /// column's next `rows` flags and values. The buffer keeps the parts of its pending
 /// columns in one list, in order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Part {
+pub(crate) struct PendingPart {
     pub(crate) col: u32,
     pub(crate) rows: u32,
 }
@@ -181,7 +181,7 @@ impl<O> PendingColumn<O> {
     /// order: a table whose every row was written is one stretch, `(col, 0, rows)`.
     pub(crate) fn settle(
         mut self,
-        parts: &[Part],
+        parts: &[PendingPart],
         mut run: impl FnMut(u32, u32, u32),
     ) -> Settled<O> {
         debug_assert_eq!(parts.len(), self.parts as usize);
@@ -455,8 +455,8 @@ mod tests {
     }
 
     /// Column 7's part of `rows` rows.
-    fn part(rows: usize) -> [Part; 1] {
-        [Part {
+    fn part(rows: usize) -> [PendingPart; 1] {
+        [PendingPart {
             col: 7,
             rows: rows as u32,
         }]
@@ -542,7 +542,7 @@ mod tests {
         third.slot(1).set("c1".into());
         let _ = empty;
         // 8 rows in all: a block's room under Miri too.
-        let parts = [(1, 3), (2, 3), (3, 2), (4, 0)].map(|(col, rows)| Part { col, rows });
+        let parts = [(1, 3), (2, 3), (3, 2), (4, 0)].map(|(col, rows)| PendingPart { col, rows });
         let mut runs = Vec::new();
         let s = p.settle(&parts, |c, r, n| runs.push((c, r, n)));
         assert_eq!(runs, vec![(1, 0, 1), (1, 2, 1), (2, 0, 3), (3, 1, 1)]);

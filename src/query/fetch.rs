@@ -2,10 +2,11 @@
 //!
 //! [`Fetch`] is that engine, implemented once per element: `&C`, `Option<&C>`, `&mut C`,
 //! `Option<&mut C>` (here), the filters (`filter.rs`), and tuples of up to 12 elements.
-//! Two public traits are its faces, each naming the item the element yields: [`QueryMut`]
-//! (every element: what [`World::query_mut`] takes) and [`QueryData`] (the read-only ones:
-//! what [`World::query`] and the parallel write paths take). `Fetch` cannot be named
-//! outside the crate, so neither face can be implemented there: both are sealed.
+//! Three public traits are its faces, each naming the item the element yields: [`QueryMut`]
+//! (every element: what [`World::query_mut`] takes), [`QueryData`] (the read-only ones:
+//! what [`World::query`] and the parallel write paths take) and [`QueryOut`] (the
+//! read-only ones and `Write<C>` slots: what `Output::query` takes). `Fetch` cannot be
+//! named outside the crate, so no face can be implemented there: all three are sealed.
 //!
 //! An element's life in one query: [`init`](Fetch::init) borrows its columns from a
 //! [`Source`] (the world shared, or for `query_mut` each type's columns lent once);

@@ -21,7 +21,7 @@
 //! table none of whose rows is marked without visiting its rows. A query without row
 //! filters compiles to the same loop as before they existed (whether an element filters
 //! rows is a constant). Matching is cached per component type: see `state.rs` for the
-//! cache, the masks, and where a future element such as an output slot joins.
+//! cache and the masks; `write.rs` for the output slot element, `Write<C>`.
 //!
 //! **Mutable queries** ([`World::query_mut`]) are for the owner between frames: setup,
 //! loading, editors, tools, as in hecs:

@@ -76,13 +76,13 @@ enum Lend<'w> {
     Shared(&'w Storage),
     /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
     /// elements point at the output buffer of their type (`Output::query`).
-    Slots(&'w Storage, &'w mut SystemOutputs, Taken),
+    Slots(&'w Storage, &'w mut SystemOutputs, TakenWrites),
     /// `&mut World`: each type's columns lent to at most one element, by id.
-    Exclusive(Vec<Slot<'w>>),
+    Exclusive(Vec<LentColumns<'w>>),
 }
 
 /// One type's columns in an exclusive [`Source`].
-struct Slot<'w> {
+struct LentColumns<'w> {
     /// Not used by the query yet.
     whole: Option<&'w mut dyn AnyColumns>,
     /// After the first use: the column vectors (until an element takes them) and the
@@ -90,7 +90,7 @@ struct Slot<'w> {
     split: Option<(Option<&'w mut dyn Any>, &'w TypeMarks)>,
 }
 
-impl<'w> Slot<'w> {
+impl<'w> LentColumns<'w> {
     /// The slot, split into its column vectors and its marks (on first use).
     fn split<C: Component>(&mut self) -> &mut (Option<&'w mut dyn Any>, &'w TypeMarks) {
         if let Some(whole) = self.whole.take() {
@@ -202,7 +202,7 @@ fn named_twice(name: &str) -> ! {
 }
 
 /// The types a query's `Write` elements took (a query has at most 12 elements).
-struct Taken {
+struct TakenWrites {
     ids: [ComponentId; 12],
     len: usize,
 }
@@ -300,7 +300,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
             lend: Lend::Slots(
                 storage,
                 outputs,
-                Taken {
+                TakenWrites {
                     ids: [ComponentId(u32::MAX); 12],
                     len: 0,
                 },
@@ -321,7 +321,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
         let slots = split
             .columns
             .iter_mut()
-            .map(|c| Slot {
+            .map(|c| LentColumns {
                 whole: Some(&mut **c),
                 split: None,
             })
