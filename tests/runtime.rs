@@ -1,4 +1,6 @@
-//! The frame semantics of DESIGN.md, tested as a user would use runsync.
+//! The frame semantics the crate docs state ("The runtime and the frame": visibility,
+//! merge order, dropped outputs, structural commands, failure), tested as a user would use
+//! runsync.
 
 use std::sync::{Arc, Mutex};
 

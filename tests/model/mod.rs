@@ -1,4 +1,5 @@
-//! A small sequential model of runsync's semantics (DESIGN.md), shared by the proptest
+//! A small sequential model of runsync's semantics (the crate docs' "The runtime and the
+//! frame" and `World::register`'s merge rules), shared by the proptest
 //! differential test and the fuzz target (`fuzz/`).
 //!
 //! Random systems emit *batches*, each through a write API picked at random:
@@ -983,7 +984,7 @@ pub struct MEnt {
 }
 
 /// The smallest (`less`) or largest value, the earliest among equals; a value that does
-/// not compare never replaces an earlier pick (DESIGN.md's `merge::min` / `merge::max`).
+/// not compare never replaces an earlier pick (the docs of `merge::min` / `merge::max`).
 fn pick(xs: &[u64], better: fn(f32, f32) -> bool) -> f32 {
     let mut best = fval(xs[0]);
     for &x in &xs[1..] {
