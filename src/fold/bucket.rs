@@ -31,7 +31,9 @@ use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::move_out::group_by_key;
-use super::paths::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::part::{
+    Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
+};
 
 /// The bucket path is taken for at most this many rows per output: above, the scan of
 /// every row (a counter each, read three times) costs more than the radix sort's passes
@@ -83,23 +85,6 @@ impl<O> BucketScratch<O> {
             + self.flat.capacity() * size_of::<O>()
             + self.grouped.capacity() * size_of::<O>()
     }
-}
-
-/// The dense rows of `columns`: column `c`'s first dense key in `bases[c]`, and the total
-/// in the last entry.
-pub(super) fn dense_bases<C>(columns: &[Vec<C>], bases: &mut Vec<u32>) -> usize {
-    bases.clear();
-    let mut rows = 0u64;
-    for c in columns {
-        bases.push(rows as u32);
-        rows += c.len() as u64;
-        assert!(
-            rows <= u64::from(u32::MAX),
-            "fewer than 2^32 rows of one type"
-        );
-    }
-    bases.push(rows as u32);
-    rows as usize
 }
 
 /// Folds `inbox` (in system order, `total` outputs) into `columns` through one counting

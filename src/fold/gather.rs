@@ -30,7 +30,7 @@ use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 
 use super::move_out::{Claim, DYN_LANES, MoveCursor, TakeScratch, TakenValues};
-use super::paths::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::part::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
 
 /// Rows `row..row + len` of column `col`, written by one source.
 #[derive(Clone, Copy, Debug)]

@@ -33,9 +33,10 @@ use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
-use super::bucket::dense_bases;
 use super::move_out::permute;
-use super::paths::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::part::{
+    Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
+};
 
 /// One output in the sort: its dense key (high 32 bits, what the sort orders by) and its
 /// index in emission order (low 32 bits, carried along).

@@ -16,6 +16,7 @@ mod bucket;
 mod gather;
 mod keyed;
 mod move_out;
+mod part;
 mod paths;
 
 use std::any::{Any, type_name};
@@ -27,14 +28,8 @@ use crate::output::erased::ErasedBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 
-pub(crate) use paths::{FailedAt, FoldScratch};
-
-/// Outputs folded in and dropped by one type's fold.
-#[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct FoldCounts {
-    pub(crate) merged: u64,
-    pub(crate) dropped: u64,
-}
+pub(crate) use part::{FailedAt, FoldCounts};
+pub(crate) use paths::FoldScratch;
 
 /// The fold of component type `C` with merge `M`.
 pub(crate) struct Fold<C: Component, M: Merge<C>> {
