@@ -22,13 +22,14 @@
 //! imports a module of a higher layer. From the bottom:
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
-//!   registry), `input` (the per-frame input resource), `system::id`, `primitive` (one lock-free primitive of the pool), `profile`
-//!   (Tracy zones; nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
+//!   registry), `input` (the per-frame input resource), `system::id`, `profile` (Tracy zones;
+//!   nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
 //!   errors) and `hierarchy` (the `ChildOf` / `Children` components and their checks),
 //!   which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
-//!   snapshots) and the **worker pool** (`pool`, which knows no ECS).
+//!   snapshots). The **worker pool** and the clock are the `runsync-pool` crate, which
+//!   knows no ECS (`crate::pool` inside this crate).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
 //!   (the resource map and written-resource folds), `message` (sent and delivered
 //!   messages, double-buffered), `commands` (the one structural command list and its
@@ -59,7 +60,8 @@
 //! `Deserialize`, a [`Checksum`] — can break that fact. Each block's `// SAFETY:` comment
 //! says the same at the block.
 //!
-//! - `pool.rs` (jobs handed to workers by raw pointer; `fill` writing spare capacity):
+//! - `runsync-pool`'s `pool.rs` (jobs handed to workers by raw pointer; `fill` writing
+//!   spare capacity):
 //!   the batch outlives its jobs because the owner blocks until every ticket is
 //!   released, and `fill` sets the length only after every part ran to completion. User
 //!   closures run inside jobs; a panic is caught and carried back (a panicked `fill`
@@ -104,9 +106,9 @@
 //!
 //! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
 //! ```text
-//! 0 base:     entity component input system::id primitive profile
-//! 1 leaves:   merge checksum clock stats fixed_step savefile hierarchy
-//! 2 storage:  storage pool
+//! 0 base:     entity component input system::id profile
+//! 1 leaves:   merge checksum stats fixed_step savefile hierarchy
+//! 2 storage:  storage
 //! 3 values:   bundle resource message
 //! 4 commands: commands
 //! 5 buffers:  {output::buffer output::erased output::slots}
@@ -125,18 +127,17 @@ pub mod merge;
 mod component;
 mod entity;
 mod input;
-mod primitive;
 mod profile;
 // Leaves over those.
 mod checksum;
-mod clock;
 mod fixed_step;
 mod hierarchy;
 mod savefile;
 mod stats;
-// Where data lives; the worker threads.
-mod pool;
+// Where data lives.
 mod storage;
+// The worker threads (and the clock): a crate of their own, knowing no ECS.
+pub(crate) use runsync_pool as pool;
 // What values become: bundles, resources, structural commands.
 mod bundle;
 mod commands;

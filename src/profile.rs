@@ -20,16 +20,16 @@
 //! - A system or merge zone is a *job zone*: while its thread waits for the job's own
 //!   parallel parts, the pool may have it run another batch's job (another system, another
 //!   type's merge) so that nested batches cannot deadlock. The job zone is then **ended
-//!   before and reopened after** the foreign job ([`suspend`], called by the pool once it
-//!   has claimed a foreign job), so the timeline shows `Steer`, `Bounds`, `Steer` side by
+//!   before and reopened after** the foreign job ([`suspend`](runsync_pool::profile::suspend),
+//!   called by the pool once it has claimed a foreign job), so the timeline shows `Steer`, `Bounds`, `Steer` side by
 //!   side instead of `Bounds` nested inside `Steer`. `stats()` subtracts the same helping
 //!   time from the system's own time ([`crate::pool::Pool`] `helped`).
 //!   A zone the *user* opens inside a system around a parallel iteration cannot be seen
 //!   by this, so Tracy's strict nesting would end that zone instead: open your own zones
 //!   around sequential code, or accept that helping splits them.
 //! - **Chunk zones**: a batch started inside a job (`par_for_each`, `write_each`, a
-//!   row-range merge) takes the job's chunk location ([`chunk_site`], kept in the batch),
-//!   and every job of it runs in a zone named `"{name} chunk"` ([`chunk`]) on whichever
+//!   row-range merge) takes the job's chunk location ([`chunk_site`](runsync_pool::profile::chunk_site), kept in the batch),
+//!   and every job of it runs in a zone named `"{name} chunk"` ([`chunk`](runsync_pool::profile::chunk)) on whichever
 //!   thread runs it, so that a worker busy with another system's parts does not look idle.
 //!   Batches started outside a job (Run's systems, Sync's types) get none: their jobs open
 //!   their own zones. A chunk zone is a job zone too, so helping inside it splits it.
@@ -51,31 +51,36 @@
 //!   so Tracy shows one frame mark per frame and one plot per runtime.
 //! - **Thread names**: workers are `runsync-w{i}` (Linux keeps 15 bytes of a thread name;
 //!   `runsync-worker-{i}` was cut to `runsync-worker-` for every worker), registered with
-//!   Tracy ([`name_worker`]) so that a profiler connecting after they exited still shows
+//!   Tracy ([`name_worker`](runsync_pool::profile::name_worker)) so that a profiler connecting after they exited still shows
 //!   them. A thread that calls `frame()` is named `runsync-frame` in Tracy (which also
 //!   sets the OS name) unless it already has a name, which is then registered; Tracy
 //!   shows the main thread as `Main thread` whatever its name.
 //! - **Allocations**, with the `tracy-memory` feature: a `#[global_allocator]` reporting
 //!   to Tracy (`memory`, the only item of that feature).
 //!
-//! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`],
-//! [`ChunkSite`] and [`Suspended`] are field-less unit structs, the macros expand to them, and every hook is
-//! an empty `#[inline(always)]` function: the call sites compile to nothing and no type
-//! gains a byte.
+//! The job zones themselves (opening, suspending, chunks, texts, visited rows, worker
+//! names) are the pool's, in `runsync_pool::profile` (its `tracy` feature, which runsync's
+//! enables): the pool opens chunk zones and suspends job zones, and knows no ECS. This
+//! module interns the zones' locations by system, type and call site, and has everything
+//! else (phases, plots, frame marks, messages).
+//!
+//! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`] (and
+//! the pool's `ChunkSite` and `Suspended`) are field-less unit structs, the macros expand
+//! to them, and every hook is an empty `#[inline(always)]` function: the call sites
+//! compile to nothing and no type gains a byte.
 
 #[cfg(feature = "tracy")]
 mod imp {
-    use std::cell::{Cell, RefCell};
+    use std::cell::Cell;
     use std::collections::HashMap;
     use std::ffi::CString;
-    use std::fmt;
     use std::panic::Location;
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::{LazyLock, Mutex};
 
     use tracy_client::{Client, PlotName, Span, SpanLocation};
 
-    use super::{PLOTS, Plot};
+    use super::{JobZone, PLOTS, Plot};
 
     /// An open Tracy zone with a static location; it closes when dropped.
     pub(crate) struct Zone(#[allow(dead_code)] Span);
@@ -150,6 +155,13 @@ mod imp {
         chunk: SpanLocation,
     }
 
+    impl Locations {
+        /// Opens the job zone of a system or a type's merge at these locations.
+        pub(crate) fn enter(&'static self) -> JobZone {
+            JobZone::open(&self.job, &self.chunk)
+        }
+    }
+
     /// Where a job zone (one system, one type's merge) is entered: its interned source
     /// locations, made on first entry and kept for every later one, and the user's call
     /// site they point at, if it was given ([`at`](Self::at)).
@@ -175,7 +187,7 @@ mod imp {
     /// site as its source location (built once per site and name, then reused).
     macro_rules! enter {
         ($site:expr, $name:expr) => {
-            $crate::profile::JobZone::enter($crate::profile::site_locations!($site, $name))
+            $crate::profile::site_locations!($site, $name).enter()
         };
     }
     pub(crate) use enter;
@@ -269,207 +281,8 @@ mod imp {
         }))
     }
 
-    /// The innermost job zone of this thread: its locations and, unless suspended, its
-    /// open span.
-    struct Open {
-        loc: &'static SpanLocation,
-        /// The location of the chunk zones of batches this job starts.
-        chunk: &'static SpanLocation,
-        span: Option<Span>,
-        /// Whether the open piece is a reopened one (its text starts with `resumed`).
-        resumed: bool,
-    }
-
     thread_local! {
-        static CURRENT: RefCell<Option<Open>> = const { RefCell::new(None) };
         static NAMED: Cell<bool> = const { Cell::new(false) };
-        /// Rows of the tables this thread's queries entered (see [`visited`]).
-        static VISITED: Cell<u64> = const { Cell::new(0) };
-    }
-
-    /// An open job zone (see the module docs); it closes when dropped, or with counts
-    /// through [`JobZone::end`].
-    pub(crate) struct JobZone {
-        outer: Option<Open>,
-        /// False for a chunk of a batch started outside any job: no zone.
-        active: bool,
-        /// [`VISITED`] when the zone opened.
-        visited_at: u64,
-    }
-
-    impl JobZone {
-        /// Opens a job zone for a system or a type's merge.
-        pub(crate) fn enter(locs: &'static Locations) -> JobZone {
-            JobZone::open(&locs.job, &locs.chunk)
-        }
-
-        fn open(loc: &'static SpanLocation, chunk: &'static SpanLocation) -> JobZone {
-            let span = client().span(loc, 0);
-            let outer = CURRENT.replace(Some(Open {
-                loc,
-                chunk,
-                span: Some(span),
-                resumed: false,
-            }));
-            JobZone {
-                outer,
-                active: true,
-                visited_at: VISITED.get(),
-            }
-        }
-
-        /// Rows of the tables that this job's queries entered on this thread so far (not
-        /// those of jobs it helped with while waiting).
-        pub(crate) fn visited(&self) -> u64 {
-            VISITED.get().wrapping_sub(self.visited_at)
-        }
-
-        /// Ends the zone with `text` (the job's counts) on its last piece. Formatted into a
-        /// stack buffer (cut at 160 bytes): no allocation.
-        pub(crate) fn end(mut self, text: fmt::Arguments<'_>) {
-            self.close(Some(text));
-        }
-
-        fn close(&mut self, text: Option<fmt::Arguments<'_>>) {
-            if !std::mem::take(&mut self.active) {
-                return;
-            }
-            let this = CURRENT.replace(self.outer.take());
-            if let Some(Open {
-                span: Some(span),
-                resumed,
-                ..
-            }) = this
-            {
-                emit(&span, resumed, false, text);
-                drop(span); // ends this zone
-            }
-            // What this job visited is not its caller's (a job it helped, a chunk).
-            VISITED.set(self.visited_at);
-        }
-    }
-
-    impl Drop for JobZone {
-        fn drop(&mut self) {
-            self.close(None);
-        }
-    }
-
-    /// Where the chunk zones of a batch go: the chunk location of the job that started it,
-    /// or none for a batch started outside any job (Run's batch of systems, Sync's batch of
-    /// types, whose jobs open zones of their own).
-    #[derive(Clone, Copy)]
-    pub(crate) struct ChunkSite(Option<&'static SpanLocation>);
-
-    /// The chunk site for a batch this thread starts now.
-    #[inline]
-    pub(crate) fn chunk_site() -> ChunkSite {
-        ChunkSite(CURRENT.with_borrow(|c| c.as_ref().map(|o| o.chunk)))
-    }
-
-    /// Opens the zone of one chunk (a job of a batch) at `site`, if it has one. A chunk
-    /// zone is a job zone: it is split like one if its thread helps while inside it.
-    #[inline]
-    pub(crate) fn chunk(site: ChunkSite) -> JobZone {
-        match site.0 {
-            Some(loc) => JobZone::open(loc, loc),
-            None => JobZone {
-                outer: None,
-                active: false,
-                visited_at: 0,
-            },
-        }
-    }
-
-    /// Counts `rows` as visited by the job running on this thread: called once per table a
-    /// query enters (with the table's length), so it costs nothing per row.
-    #[inline]
-    pub(crate) fn visited(rows: usize) {
-        VISITED.set(VISITED.get().wrapping_add(rows as u64));
-    }
-
-    /// A zone text built without allocating: cut at its capacity.
-    struct Text {
-        buf: [u8; 160],
-        len: usize,
-    }
-
-    impl fmt::Write for Text {
-        fn write_str(&mut self, s: &str) -> fmt::Result {
-            let n = s.len().min(self.buf.len() - self.len);
-            self.buf[self.len..self.len + n].copy_from_slice(&s.as_bytes()[..n]);
-            self.len += n;
-            Ok(())
-        }
-    }
-
-    impl Text {
-        fn as_str(&self) -> &str {
-            let bytes = &self.buf[..self.len];
-            // A cut may split a character: keep what is whole.
-            std::str::from_utf8(bytes).unwrap_or_else(|e| {
-                std::str::from_utf8(&bytes[..e.valid_up_to()]).expect("valid up to here")
-            })
-        }
-    }
-
-    /// Sets the text of a job zone's piece, just before it ends: `resumed` if the piece was
-    /// reopened, `suspended` if it ends because its thread helps, then `counts`, separated
-    /// by spaces — one text per piece, as `csvexport -u` shows one.
-    fn emit(span: &Span, resumed: bool, suspended: bool, counts: Option<fmt::Arguments<'_>>) {
-        use fmt::Write as _;
-        let mut t = Text {
-            buf: [0; 160],
-            len: 0,
-        };
-        let words = [
-            resumed.then_some("resumed"),
-            suspended.then_some("suspended"),
-        ];
-        for w in words.into_iter().flatten() {
-            if t.len > 0 {
-                let _ = t.write_str(" ");
-            }
-            let _ = t.write_str(w);
-        }
-        if let Some(counts) = counts {
-            if t.len > 0 {
-                let _ = t.write_str(" ");
-            }
-            let _ = t.write_fmt(counts);
-        }
-        if t.len > 0 {
-            span.emit_text(t.as_str());
-        }
-    }
-
-    /// While alive, this thread's job zone is closed; it reopens when dropped.
-    pub(crate) struct Suspended(bool);
-
-    /// Ends this thread's job zone, if one is open, until the guard is dropped: called by
-    /// the pool around a job of another batch that it runs while waiting for its own.
-    pub(crate) fn suspend() -> Suspended {
-        Suspended(CURRENT.with_borrow_mut(|c| {
-            let Some(open) = c else { return false };
-            let Some(span) = open.span.take() else {
-                return false;
-            };
-            emit(&span, open.resumed, true, None);
-            true
-        }))
-    }
-
-    impl Drop for Suspended {
-        fn drop(&mut self) {
-            if self.0 {
-                CURRENT.with_borrow_mut(|c| {
-                    if let Some(open) = c {
-                        open.span = Some(client().span(open.loc, 0));
-                        open.resumed = true;
-                    }
-                });
-            }
-        }
     }
 
     #[inline]
@@ -477,15 +290,6 @@ mod imp {
         // With `enable` and without `manual-lifetime`, the client starts before `main`;
         // `start` just hands out a handle.
         Client::start()
-    }
-
-    /// Registers a worker's name (`runsync-w{i}`, its OS name) with Tracy, which keeps it
-    /// for a profiler that connects after the worker has exited; the OS name alone is
-    /// read from `/proc` at connection time, and is gone by then.
-    pub(crate) fn name_worker() {
-        if let Some(name) = std::thread::current().name() {
-            client().set_thread_name(name);
-        }
     }
 
     /// Names the calling thread in Tracy, once per thread: `runsync-frame` if it has no
@@ -646,10 +450,6 @@ mod imp {
     mod tests {
         use super::*;
 
-        fn job_zone_open() -> Option<bool> {
-            CURRENT.with_borrow(|c| c.as_ref().map(|o| o.span.is_some()))
-        }
-
         #[test]
         fn a_site_builds_its_location_once_and_names_share_it() {
             let mut site = ZoneSite::default();
@@ -685,86 +485,6 @@ mod imp {
             let mut again = ZoneSite::at(here);
             drop(enter!(&mut again, "UserSystem"));
             assert!(std::ptr::eq(site.locs.unwrap(), again.locs.unwrap()));
-        }
-
-        #[test]
-        fn helping_ends_the_job_zone_and_reopens_it() {
-            let mut outer_site = ZoneSite::default();
-            let mut inner_site = ZoneSite::default();
-            assert_eq!(job_zone_open(), None);
-            let outer = enter!(&mut outer_site, "Steer");
-            assert_eq!(job_zone_open(), Some(true));
-            {
-                let _helping = suspend();
-                assert_eq!(job_zone_open(), Some(false), "ended while helping");
-                {
-                    let _inner = enter!(&mut inner_site, "Bounds");
-                    assert_eq!(job_zone_open(), Some(true));
-                }
-                assert_eq!(job_zone_open(), Some(false));
-            }
-            assert_eq!(job_zone_open(), Some(true), "reopened after");
-            drop(outer);
-            assert_eq!(job_zone_open(), None);
-            // Helping outside any job zone (the frame thread in Run) changes nothing.
-            drop(suspend());
-            assert_eq!(job_zone_open(), None);
-        }
-
-        #[test]
-        fn chunks_take_the_site_of_the_job_that_started_their_batch() {
-            assert!(chunk_site().0.is_none(), "no job: no chunk zones");
-            let mut site = ZoneSite::default();
-            let job = enter!(&mut site, "Steer");
-            let chunks = chunk_site();
-            let locs = site.locs.expect("made on entry");
-            assert!(std::ptr::eq(chunks.0.expect("inside a job"), &locs.chunk));
-            {
-                let _chunk = chunk(chunks);
-                assert_eq!(job_zone_open(), Some(true));
-                // A batch started inside a chunk has chunk zones of the same name.
-                assert!(std::ptr::eq(chunk_site().0.unwrap(), &locs.chunk));
-            }
-            job.end(format_args!("writes={}", 1));
-            assert_eq!(job_zone_open(), None);
-            let none = chunk(chunk_site());
-            assert!(!none.active);
-        }
-
-        #[test]
-        fn a_job_counts_the_rows_it_visited_not_those_of_jobs_it_helped() {
-            let mut outer_site = ZoneSite::default();
-            let mut inner_site = ZoneSite::default();
-            let outer = enter!(&mut outer_site, "Steer");
-            visited(100);
-            {
-                let _helping = suspend();
-                let inner = enter!(&mut inner_site, "Bounds");
-                visited(7);
-                assert_eq!(inner.visited(), 7);
-            }
-            visited(5);
-            assert_eq!(outer.visited(), 105);
-        }
-
-        #[test]
-        fn zone_texts_are_cut_on_a_character_boundary() {
-            use fmt::Write as _;
-            let mut t = Text {
-                buf: [0; 160],
-                len: 0,
-            };
-            for _ in 0..100 {
-                let _ = t.write_str("é");
-            }
-            assert_eq!(t.len, 160);
-            assert_eq!(t.as_str().chars().count(), 80);
-            let mut t = Text {
-                buf: [b'a'; 160],
-                len: 159,
-            };
-            let _ = t.write_str("é");
-            assert_eq!(t.as_str().len(), 159, "half a character is dropped");
         }
     }
 }
@@ -811,49 +531,6 @@ mod imp {
         }};
     }
     pub(crate) use enter;
-
-    /// Nothing: profiling is off.
-    pub(crate) struct JobZone;
-
-    impl JobZone {
-        /// Nothing: profiling is off.
-        #[inline(always)]
-        pub(crate) fn visited(&self) -> u64 {
-            0
-        }
-
-        /// Nothing (and nothing is formatted): profiling is off.
-        #[inline(always)]
-        pub(crate) fn end(self, _text: std::fmt::Arguments<'_>) {}
-    }
-
-    /// Nothing: profiling is off.
-    #[derive(Clone, Copy)]
-    pub(crate) struct ChunkSite;
-
-    #[inline(always)]
-    pub(crate) fn chunk_site() -> ChunkSite {
-        ChunkSite
-    }
-
-    #[inline(always)]
-    pub(crate) fn chunk(_site: ChunkSite) -> JobZone {
-        JobZone
-    }
-
-    #[inline(always)]
-    pub(crate) fn visited(_rows: usize) {}
-
-    /// Nothing: profiling is off.
-    pub(crate) struct Suspended;
-
-    #[inline(always)]
-    pub(crate) fn suspend() -> Suspended {
-        Suspended
-    }
-
-    #[inline(always)]
-    pub(crate) fn name_worker() {}
 
     #[inline(always)]
     pub(crate) fn name_frame_thread() {}
@@ -956,10 +633,12 @@ impl Plot {
 }
 
 pub(crate) use imp::{
-    ChunkSite, JobZone, ProfileSettings, RuntimeProfile, Zone, ZoneSite, chunk, chunk_site, enter,
-    message, name_frame_thread, name_worker, runtime_plot, suspend, visited, zone, zone_named,
+    ProfileSettings, RuntimeProfile, Zone, ZoneSite, enter, message, name_frame_thread,
+    runtime_plot, zone, zone_named,
 };
 #[cfg(feature = "tracy")]
 pub use imp::{frame_mark, frame_marks, plot_name, plot_names, zone_sites};
 #[cfg(feature = "tracy")]
 pub(crate) use imp::{intern, intern_at, site_locations};
+/// The job zones, their chunks and their visited rows: the pool's (`runsync_pool::profile`).
+pub(crate) use runsync_pool::profile::{JobZone, visited};

@@ -2,7 +2,7 @@
 
 use std::cell::Cell;
 
-use crate::clock::{Clock, Tick};
+use crate::pool::clock::{Clock, Tick};
 
 use crate::output::Output;
 use crate::pool::{Cost, Panicked, Pool};

@@ -30,6 +30,7 @@ for s in "${steps[@]}"; do
     tracy)
         step "tracy feature (zone sites, chunks and suspension, frames with zones, memory)"
         cargo clippy --workspace --all-targets --features runsync/tracy -- -D warnings
+        cargo test -p runsync-pool --features tracy
         cargo test -p runsync --features tracy --lib --test tracy
         cargo test -p runsync-benches --features runsync/tracy --test zero_alloc
         cargo test -p runsync --features tracy-memory --test tracy
@@ -44,24 +45,26 @@ for s in "${steps[@]}"; do
         # (ferrilab/bitvec#193); everything else runs under Tree Borrows (`miri-tb`).
         step "Miri, Stacked Borrows, strict provenance (tests that do not reach bitvec)"
         MIRIFLAGS="-Zmiri-strict-provenance" \
-            cargo +nightly miri test -p runsync --lib --no-fail-fast -- pool:: output:: fold::
+            cargo +nightly miri test -p runsync-pool --no-fail-fast
+        MIRIFLAGS="-Zmiri-strict-provenance" \
+            cargo +nightly miri test -p runsync --lib --no-fail-fast -- output:: fold::
         ;;
     miri-tb)
         ensure_miri
         step "Miri, Tree Borrows, strict provenance"
         MIRIFLAGS="-Zmiri-tree-borrows -Zmiri-strict-provenance" \
-            cargo +nightly miri test -p runsync --lib --tests --no-fail-fast
+            cargo +nightly miri test -p runsync-pool -p runsync --lib --tests --no-fail-fast
         ;;
     loom)
         step "loom model checks of the pool (LOOM_MAX_PREEMPTIONS=${LOOM_MAX_PREEMPTIONS:-3})"
         RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
             LOOM_MAX_PREEMPTIONS="${LOOM_MAX_PREEMPTIONS:-3}" \
-            cargo test -p runsync --lib --release loom_
+            cargo test -p runsync-pool --release loom_
         ;;
     asan)
         step "AddressSanitizer over the runsync test suite"
         RUSTC_BOOTSTRAP=1 RUSTFLAGS=-Zsanitizer=address RUSTDOCFLAGS=-Zsanitizer=address CARGO_TARGET_DIR=target/asan \
-            cargo test -p runsync --target x86_64-unknown-linux-gnu
+            cargo test -p runsync-pool -p runsync --target x86_64-unknown-linux-gnu
         ;;
     fuzz)
         if ! command -v cargo-fuzz >/dev/null; then

@@ -21,7 +21,9 @@
 //!   (`crate::output::buffer::Run` is `output/buffer.rs` if that file exists, else
 //!   `output/mod.rs`); paths through the crate root's re-exports (`crate::World`,
 //!   `crate::prelude`) are edges to `lib.rs`. Declaring `mod child;` is not an edge;
-//!   `pub use child::X` is. Self-edges are dropped.
+//!   `pub use child::X` is. Self-edges are dropped. A whole external crate that the
+//!   root names as a module (`pub(crate) use runsync_pool as pool;` in `lib.rs`) is
+//!   outside the graph: `crate::pool::Pool` is no edge, as `runsync_pool::Pool` is none.
 //! - **Not code**: comments (doc comments included), string and char literals,
 //!   attributes, `pub(in path)` visibilities, and test-only items: a `#[cfg(test)]`
 //!   module, function, `impl`, `use` or other item (skipped to the end of its braces or
@@ -363,6 +365,8 @@ struct Parsed {
     refs: Vec<RawRef>,
     /// An inner `#![cfg(test)]` at the top of the file.
     test_only: bool,
+    /// Names the crate root gives whole external crates (`use runsync_pool as pool;`).
+    extern_aliases: Vec<String>,
 }
 
 fn ident(t: Option<&Token>) -> Option<&str> {
@@ -699,6 +703,19 @@ fn parse(toks: &[Token], module: &[String]) -> Parsed {
                 }
             }
             Some("use") if !is_sep(prev) => {
+                // `use other_crate as name;` at the crate root: `crate::name::..` is
+                // outside the graph.
+                if module.is_empty() && braces.is_empty() {
+                    let krate = ident(toks.get(i + 1))
+                        .filter(|k| !["crate", "self", "super"].contains(k))
+                        .filter(|_| !is_punct(prev, '$'));
+                    let alias = ident(toks.get(i + 3))
+                        .filter(|_| ident(toks.get(i + 2)) == Some("as"))
+                        .filter(|_| is_punct(toks.get(i + 4), ';'));
+                    if let (Some(_), Some(alias)) = (krate, alias) {
+                        p.extern_aliases.push(alias.to_owned());
+                    }
+                }
                 let mut paths = Vec::new();
                 let end = use_tree(toks, i + 1, &[], &mut paths);
                 let sc = scope(&braces);
@@ -920,6 +937,16 @@ pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, LexError> {
         .filter_map(|(m, k)| node_of.get(k).map(|&n| (m.clone(), n)))
         .collect();
 
+    // Whole external crates the root names as modules (not file modules of its own).
+    let extern_aliases: BTreeSet<&str> = by_module
+        .get(&Vec::new())
+        .and_then(|&root| parsed[root].as_ref())
+        .into_iter()
+        .flat_map(|p| &p.extern_aliases)
+        .map(String::as_str)
+        .filter(|a| !node_by_module.contains_key(&vec![(*a).to_owned()]))
+        .collect();
+
     // Resolve references to edges.
     let mut edges: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
     for (n, &k) in order.iter().enumerate() {
@@ -941,6 +968,12 @@ pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, LexError> {
                 }
             };
             abs.extend(r.segs.iter().cloned());
+            if abs
+                .first()
+                .is_some_and(|m| extern_aliases.contains(m.as_str()))
+            {
+                continue; // another crate's item, reached through the root's alias
+            }
             // Walk down while a file module exists.
             let mut depth = 0;
             while depth < abs.len() && node_by_module.contains_key(&abs[..depth + 1]) {
@@ -1619,6 +1652,44 @@ mod tests {
                 ("orphan.rs", "not declared by any module"),
             ]
         );
+    }
+
+    #[test]
+    fn an_external_crate_renamed_at_the_root_is_no_edge() {
+        let a = analyze(&tree(&[
+            (
+                "lib.rs",
+                "mod a; mod b;\npub(crate) use other_crate as pool;\npub use a::A;",
+            ),
+            (
+                "a.rs",
+                "use crate::pool::Pool;\nuse super::pool::Cost;\npub struct A;",
+            ),
+            (
+                "b.rs",
+                "fn f() { crate::pool::helped(); crate::a::A; }\n\
+                 mod inner { use crate::pool as p; }",
+            ),
+        ]))
+        .unwrap();
+        assert!(a.edge("a", "crate").is_none(), "{:#?}", a.edges);
+        assert!(a.edge("b", "crate").is_none(), "{:#?}", a.edges);
+        assert_eq!(names(&a, "b", "a"), ["A"]);
+        assert_eq!(names(&a, "crate", "a"), ["A"]);
+        // An alias only counts at the root, and only for a whole crate: the same line in
+        // a module, or `crate::x as y`, keeps its edges.
+        let a = analyze(&tree(&[
+            (
+                "lib.rs",
+                "mod a; mod b; mod c;\nuse crate::a as pool;\npub struct R;",
+            ),
+            ("a.rs", "pub struct A;"),
+            ("b.rs", "use other_crate as q;\nuse crate::R;"),
+            ("c.rs", "use crate::q::X;\nuse crate::pool::A;"),
+        ]))
+        .unwrap();
+        assert_eq!(names(&a, "b", "crate"), ["R"]);
+        assert_eq!(names(&a, "c", "crate"), ["pool", "q"]);
     }
 
     #[test]

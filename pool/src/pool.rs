@@ -48,20 +48,23 @@ use crate::primitive::{
 };
 
 /// A job's panic, carried back to the batch owner.
-pub(crate) struct Panicked {
+pub struct Panicked {
     /// The job index that panicked (the lowest one, if several did).
-    pub(crate) index: usize,
-    pub(crate) payload: Box<dyn Any + Send>,
+    pub index: usize,
+    /// What the job panicked with.
+    pub payload: Box<dyn Any + Send>,
 }
 
 impl Panicked {
     /// The panic message, if the payload is a string.
-    pub(crate) fn message(&self) -> String {
+    pub fn message(&self) -> String {
         payload_message(&*self.payload)
     }
 }
 
-pub(crate) fn payload_message(payload: &(dyn Any + Send)) -> String {
+/// A panic payload's message, if it is a string (`&str` or `String`), else
+/// `(non-string panic payload)`.
+pub fn payload_message(payload: &(dyn Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = payload.downcast_ref::<String>() {
@@ -189,7 +192,7 @@ impl Shared {
 }
 
 /// The worker pool: `threads() - 1` persistent threads plus the calling thread.
-pub(crate) struct Pool {
+pub struct Pool {
     shared: Arc<Shared>,
     handles: Vec<thread::JoinHandle<()>>,
 }
@@ -197,7 +200,7 @@ pub(crate) struct Pool {
 impl Pool {
     /// A pool of `workers` threads in all, counting the caller (so `workers - 1` are
     /// spawned); `0` means one per available core. With `single-threaded`, none.
-    pub(crate) fn new(workers: usize) -> Pool {
+    pub fn new(workers: usize) -> Pool {
         let workers = if workers == 0 {
             std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
@@ -228,18 +231,14 @@ impl Pool {
     }
 
     /// Threads that run jobs, counting the caller.
-    pub(crate) fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         self.handles.len() + 1
     }
 
     /// Runs `f(i)` for every `i in 0..count`, spread over the pool; returns when all have
     /// finished. A panicking job does not stop the others; the lowest-index panic is
     /// returned.
-    pub(crate) fn for_each_index(
-        &self,
-        count: usize,
-        f: &(dyn Fn(usize) + Sync),
-    ) -> Result<(), Panicked> {
+    pub fn for_each_index(&self, count: usize, f: &(dyn Fn(usize) + Sync)) -> Result<(), Panicked> {
         let start = Clock::get().now();
         let batch = Batch {
             run: f,
@@ -298,7 +297,7 @@ impl Pool {
 
     /// Runs `f(i, &mut items[i])` for every item, spread over the pool; see
     /// [`for_each_index`](Self::for_each_index).
-    pub(crate) fn for_each_mut<T: Send>(
+    pub fn for_each_mut<T: Send>(
         &self,
         items: &mut [T],
         f: &(dyn Fn(usize, &mut T) + Sync),
@@ -320,7 +319,7 @@ impl Pool {
     /// Runs `f(k, chunk)` for consecutive chunks of `slice`, `chunk` elements each (the
     /// last may be shorter), spread over the pool; see
     /// [`for_each_index`](Self::for_each_index).
-    pub(crate) fn chunks_mut<T: Send>(
+    pub fn chunks_mut<T: Send>(
         &self,
         slice: &mut [T],
         chunk: usize,
@@ -349,7 +348,7 @@ impl Pool {
     ///
     /// If some `f` panics, the lowest part's panic is returned and `out` is left empty; the
     /// values other parts already computed are leaked, not dropped (never unsound).
-    pub(crate) fn fill<T: Send, F: Fn(usize) -> T + Sync>(
+    pub fn fill<T: Send, F: Fn(usize) -> T + Sync>(
         &self,
         out: &mut Vec<T>,
         len: usize,
@@ -429,9 +428,11 @@ thread_local! {
 /// Every job of every batch is measured (two clock reads), so the figures nest: a system
 /// is a job of Run's batch, its `par_for_each` chunks jobs of its own batch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Cost {
-    pub(crate) work: u64,
-    pub(crate) span: u64,
+pub struct Cost {
+    /// The time all its pieces took, added up, in clock ticks.
+    pub work: u64,
+    /// Its longest chain of pieces that must run one after the other, in clock ticks.
+    pub span: u64,
 }
 
 /// What the batches a measured piece ran added up, as they finished: their wall time on
@@ -456,7 +457,7 @@ impl Cost {
     /// through the pool counts as serial (work and span alike); each batch adds its jobs'
     /// work and its longest job's span. An observer: whatever measures the code around
     /// this call sees `f`'s batches too.
-    pub(crate) fn measure<R>(f: impl FnOnce() -> R) -> (R, Cost) {
+    pub fn measure<R>(f: impl FnOnce() -> R) -> (R, Cost) {
         Self::measure_as(f, true)
     }
 
@@ -500,12 +501,12 @@ impl Cost {
     }
 
     /// The work as a duration.
-    pub(crate) fn work_time(self) -> Duration {
+    pub fn work_time(self) -> Duration {
         Clock::get().ticks(self.work)
     }
 
     /// The span as a duration.
-    pub(crate) fn span_time(self) -> Duration {
+    pub fn span_time(self) -> Duration {
         Clock::get().ticks(self.span)
     }
 }
@@ -515,7 +516,7 @@ impl Pool {
     /// waited for one of its own to finish. The Run phase subtracts the increase over a
     /// system's run from that system's time, so per-system times count only the system's
     /// own work, not the systems its thread picked up while its parallel parts finished.
-    pub(crate) fn helped() -> Duration {
+    pub fn helped() -> Duration {
         HELPED.with(Cell::get)
     }
 }
@@ -847,7 +848,7 @@ mod tests {
 }
 
 /// Model-checked tests of the protocol above. Run with:
-/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p runsync --lib --release loom_`
+/// `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p runsync-pool --release loom_`
 #[cfg(all(test, loom))]
 mod loom_tests {
     use super::*;

@@ -1,12 +1,12 @@
-//! The clock Run times systems with.
+//! The clock the pool times jobs with ([`Cost`](crate::Cost)), and runsync its systems.
 //!
 //! Every system's time is taken on its worker (one read per system: a worker's systems
-//! chain, see `run`), so with thousands of small systems the clock is a visible part of
+//! chain, see runsync's `run.rs`), so with thousands of small systems the clock is a visible part of
 //! the frame: `Instant::now` (a vDSO `clock_gettime`) took 20-27 ns a read on the 2-core
 //! benchmark machine, the CPU's time-stamp counter through [`quanta`] 9-10 ns. `quanta`
 //! calibrates the counter against the monotonic clock once per process and falls back to
 //! that clock where the counter is not invariant. Under Miri (which runs no `rdtsc` or
-//! `cpuid`) ticks are nanoseconds of [`Instant`].
+//! `cpuid`) ticks are nanoseconds of [`Instant`](std::time::Instant).
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -15,10 +15,10 @@ use std::time::Instant;
 
 /// A point in time, in the clock's own ticks (compare and subtract only through
 /// [`Clock`]).
-pub(crate) type Tick = u64;
+pub type Tick = u64;
 
 /// The process's system clock; see the module docs.
-pub(crate) struct Clock {
+pub struct Clock {
     #[cfg(not(miri))]
     counter: quanta::Clock,
     #[cfg(miri)]
@@ -27,7 +27,7 @@ pub(crate) struct Clock {
 
 impl Clock {
     /// The clock (calibrated on first use).
-    pub(crate) fn get() -> &'static Clock {
+    pub fn get() -> &'static Clock {
         static CLOCK: OnceLock<Clock> = OnceLock::new();
         CLOCK.get_or_init(|| Clock {
             #[cfg(not(miri))]
@@ -39,7 +39,7 @@ impl Clock {
 
     /// Now.
     #[inline]
-    pub(crate) fn now(&self) -> Tick {
+    pub fn now(&self) -> Tick {
         #[cfg(not(miri))]
         return self.counter.raw();
         #[cfg(miri)]
@@ -48,13 +48,13 @@ impl Clock {
 
     /// `ticks` of this clock as a duration.
     #[inline]
-    pub(crate) fn ticks(&self, ticks: Tick) -> Duration {
+    pub fn ticks(&self, ticks: Tick) -> Duration {
         self.between(0, ticks)
     }
 
     /// The time from `start` to `end`; zero if `end` is not later.
     #[inline]
-    pub(crate) fn between(&self, start: Tick, end: Tick) -> Duration {
+    pub fn between(&self, start: Tick, end: Tick) -> Duration {
         #[cfg(not(miri))]
         return self.counter.delta(start, end);
         #[cfg(miri)]
