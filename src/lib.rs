@@ -49,7 +49,7 @@
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
 //!
 //! The same list, checked against every `use` in `src/` by
-//! `cargo run -p runsync-tools --bin layers` (CI runs it through its test; it also
+//! `cargo xtask layers` (CI runs it through its test, `xtask/tests/layers.rs`; it also
 //! fails on an import cycle of more than five files):
 //!
 //! # Where `unsafe` lives
@@ -104,7 +104,7 @@
 //! [`QueryMut`], [`QueryOut`]) and [`Bundle`] are sealed: their implementations are the
 //! crate's own.
 //!
-//! <!-- layers: checked by `cargo run -p runsync-tools --bin layers` -->
+//! <!-- layers: checked by `cargo xtask layers` -->
 //! ```text
 //! 0 base:     entity component input system::id profile
 //! 1 leaves:   merge checksum stats fixed_step savefile hierarchy

@@ -1,7 +1,7 @@
 //! The public ecs_bench_suite workloads, written from their definitions, plus the
 //! `contrib_100k` frame (several systems adding to one sum-merged component): runsync,
 //! hecs and bevy_ecs on identical data in every group. Function names are the library
-//! names, so `bench-report` can line them up.
+//! names, so `cargo xtask bench-report` can line them up.
 //!
 //! A function's name says which runsync API path it measures: `runsync_query` is the
 //! README's lead loop, output slots in the query (`for (e, (.., mut slot)) in

@@ -1,6 +1,6 @@
 //! Reading criterion's saved estimates and turning them into a comparison table, the
-//! issue-16 target checks ("output slots at in-place speed"), and an SVG chart. Used by the
-//! `bench-report` binary.
+//! issue-16 target checks ("output slots at in-place speed"), and an SVG chart. Used by
+//! `cargo xtask bench-report`.
 //!
 //! A bench function's name says which runsync API path (and, where the group chooses one,
 //! which merge) it measures; [`PATHS_NOTE`] explains every name and [`PATH_ORDER`] orders

@@ -1,4 +1,4 @@
-//! `bench-report`: reads criterion's saved estimates and prints a markdown table comparing
+//! `cargo xtask bench-report`: reads criterion's saved estimates and prints a markdown table comparing
 //! runsync with hecs, bevy_ecs and the raw loops (one row per runsync bench function, the
 //! README's lead loop `runsync_query` first within each group, then the plain `out.write`
 //! path `runsync`, `writer`, `write_each`, `par_for_each_query`, `par_for_each`), a note on
@@ -7,7 +7,7 @@
 //!
 //! ```sh
 //! cargo bench -p runsync-benches
-//! cargo run --release -p runsync-tools --bin bench-report -- [CRITERION_DIR] [SVG_PATH]
+//! cargo xtask bench-report [CRITERION_DIR] [SVG_PATH]
 //! ```
 //!
 //! Defaults: `target/criterion` and `target/criterion/report.svg`.
@@ -15,10 +15,10 @@
 use std::path::Path;
 use std::process::ExitCode;
 
-use runsync_tools::bench_report::{self as report, Estimate};
+use xtask::bench_report::{self as report, Estimate};
 
-fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
+/// Runs the task with `args` (the words after `bench-report`).
+pub(crate) fn main(mut args: impl Iterator<Item = String>) -> ExitCode {
     let dir = args.next().unwrap_or_else(|| "target/criterion".to_owned());
     let svg = args
         .next()

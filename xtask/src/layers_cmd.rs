@@ -1,19 +1,20 @@
-//! `layers`: the module import graph of runsync's `src/`: its import cycles (with the
-//! names that make each edge) and a check against the layer list in `src/lib.rs`'s docs.
+//! `cargo xtask layers`: the module import graph of runsync's `src/`: its import cycles
+//! (with the names that make each edge) and a check against the layer list in
+//! `src/lib.rs`'s docs.
 //!
 //! ```sh
-//! cargo run -p runsync-tools --bin layers -- [--src DIR] [--max-cycle N] [--edges]
+//! cargo xtask layers [--src DIR] [--max-cycle N] [--edges]
 //! ```
 //!
 //! Exit status: 0 if the largest cycle is within `--max-cycle` and the layer list (if
 //! any) holds; 1 if not; 2 on a usage error or a file that cannot be read.
-//! See [`runsync_tools::layers`] for what counts as an edge and the layer list's format.
+//! See [`xtask::layers`] for what counts as an edge and the layer list's format.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use runsync_tools::layers::{self, DEFAULT_MAX_CYCLE, FORMAT, Options};
+use xtask::layers::{self, DEFAULT_MAX_CYCLE, FORMAT, Options};
 
 /// Import cycles between the files of a crate's `src/`, and a check of its layer list.
 ///
@@ -25,7 +26,7 @@ use runsync_tools::layers::{self, DEFAULT_MAX_CYCLE, FORMAT, Options};
 /// then the layer check, then a summary line. Exits with 1 if a cycle is larger than
 /// `--max-cycle` or the layer list is violated.
 #[derive(Parser, Debug)]
-#[command(version, about, long_about, after_long_help = FORMAT)]
+#[command(name = "cargo xtask layers", version, about, long_about, after_long_help = FORMAT)]
 struct Args {
     /// The crate's source directory [default: `src` under the workspace root].
     #[arg(long, value_name = "DIR")]
@@ -38,8 +39,9 @@ struct Args {
     edges: bool,
 }
 
-fn main() -> ExitCode {
-    let args = Args::parse();
+/// Runs the task with `args` (the words after `layers`).
+pub(crate) fn main(args: impl Iterator<Item = String>) -> ExitCode {
+    let args = Args::parse_from(std::iter::once("cargo xtask layers".to_owned()).chain(args));
     let (dir, display_dir) = match args.src {
         Some(dir) => {
             let shown = dir.display().to_string();

@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use runsync_tools::layers::{self, Options};
+use xtask::layers::{self, Options};
 
 #[test]
 fn analyses_the_real_source_tree() {
@@ -37,7 +37,7 @@ fn analyses_the_real_source_tree() {
     assert!(
         report.ok && report.violations == 0 && report.largest_cycle <= 5,
         "the layers of src/ do not hold (largest cycle {}, {} violations); \
-         run `cargo run -p runsync-tools --bin layers` for the details:\n{}",
+         run `cargo xtask layers` for the details:\n{}",
         report.largest_cycle,
         report.violations,
         report.text

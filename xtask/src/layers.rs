@@ -1,9 +1,9 @@
 //! Module import graph of a crate's `src/`: which file uses which, the import cycles
 //! (strongly connected components), and a check against the layer list written in the
-//! crate root's docs. Used by the `layers` binary:
+//! crate root's docs. Used by `cargo xtask layers`:
 //!
 //! ```sh
-//! cargo run -p runsync-tools --bin layers -- [--src DIR] [--max-cycle N] [--edges]
+//! cargo xtask layers [--src DIR] [--max-cycle N] [--edges]
 //! ```
 //!
 //! It reads Rust source as text (a small lexer, no compiler):
@@ -90,7 +90,7 @@ pub fn load(dir: &Path) -> io::Result<Vec<SourceFile>> {
     Ok(out)
 }
 
-/// The workspace root: `$CARGO_MANIFEST_DIR/..` when run by cargo from the tools crate,
+/// The workspace root: `$CARGO_MANIFEST_DIR/..` when run by cargo from the xtask crate,
 /// else the nearest directory at or above the current one whose `Cargo.toml` has a
 /// `[workspace]` table, else the current directory.
 pub fn workspace_root() -> PathBuf {
