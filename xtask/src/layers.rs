@@ -6,7 +6,8 @@
 //! cargo xtask layers [--src DIR] [--max-cycle N] [--edges]
 //! ```
 //!
-//! It reads Rust source as text (a small lexer, no compiler):
+//! It reads Rust source as tokens (`proc_macro2`'s lexer, the one `syn` uses; no
+//! compiler):
 //!
 //! - **Nodes** are files: `lib.rs` is the crate root, `world.rs` or `world/mod.rs` the
 //!   module `world`, `world/snapshot.rs` the module `world::snapshot`. Only files reached
@@ -38,6 +39,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::{self, Write as _};
 use std::io;
 use std::path::{Path, PathBuf};
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
 
 /// The layer list's format, as written in the module docs (for `--help`).
 pub const FORMAT: &str = include_str!("layers_format.md");
@@ -133,7 +136,8 @@ struct Token {
     tok: Tok,
 }
 
-/// A file that could not be read as Rust tokens (an unterminated string or comment).
+/// A file that could not be read as Rust tokens (an unterminated string or comment, an
+/// unbalanced delimiter).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LexError {
     /// The file, relative to the source directory.
@@ -160,166 +164,86 @@ fn is_ident_continue(c: char) -> bool {
     c == '_' || c.is_alphanumeric()
 }
 
-/// Splits `text` into tokens, dropping comments and whitespace; literals become
-/// [`Tok::Lit`]. Errors name the line an unterminated literal or comment starts on.
+/// Splits `text` into tokens with `proc_macro2`'s lexer (the one `syn` uses), dropping
+/// comments and whitespace and flattening groups into their delimiters; literals and
+/// lifetimes become [`Tok::Lit`]; doc comments become the `#[doc = ".."]` attributes they
+/// are, which the parser skips. An error names the line of the token that could not be
+/// read, and what it is (an unterminated literal or comment, or an unbalanced delimiter).
 fn lex(text: &str) -> Result<Vec<Token>, (u32, &'static str)> {
-    let s: Vec<char> = text.chars().collect();
-    let n = s.len();
-    let mut out = Vec::new();
-    let mut i = 0;
-    let mut line = 1u32;
-    let at = |i: usize| s.get(i).copied().unwrap_or('\0');
-    // Skips a quoted body from just after the opening `"` to just after the closing one,
-    // honouring backslash escapes; counts newlines.
-    let quoted = |mut i: usize, line: &mut u32, start: u32| -> Result<usize, (u32, &'static str)> {
-        while i < n {
-            match s[i] {
-                '\\' => {
-                    if at(i + 1) == '\n' {
-                        *line += 1;
-                    }
-                    i += 2;
-                }
-                '"' => return Ok(i + 1),
-                c => {
-                    if c == '\n' {
-                        *line += 1;
-                    }
-                    i += 1;
-                }
-            }
-        }
-        Err((start, "string literal"))
-    };
-    // A raw string from its `r`: `r#*"` .. `"#*`.
-    let raw = |mut i: usize, line: &mut u32, start: u32| -> Result<usize, (u32, &'static str)> {
-        i += 1; // r
-        let mut hashes = 0;
-        while at(i) == '#' {
-            hashes += 1;
-            i += 1;
-        }
-        debug_assert_eq!(at(i), '"');
-        i += 1;
-        while i < n {
-            if s[i] == '"' && (1..=hashes).all(|k| at(i + k) == '#') {
-                return Ok(i + 1 + hashes);
-            }
-            if s[i] == '\n' {
-                *line += 1;
-            }
-            i += 1;
-        }
-        Err((start, "raw string literal"))
-    };
-    // Whether a raw string (`r"`, `r#"`, `r##"`, ..) starts at `i` (which holds `r`).
-    let raw_starts = |i: usize| {
-        let mut j = i + 1;
-        while at(j) == '#' {
-            j += 1;
-        }
-        at(j) == '"' && (j == i + 1 || at(i + 1) == '#')
-    };
-    while i < n {
-        let c = s[i];
-        let start = line;
-        if c == '\n' {
-            line += 1;
-            i += 1;
-        } else if c.is_whitespace() {
-            i += 1;
-        } else if c == '/' && at(i + 1) == '/' {
-            while i < n && s[i] != '\n' {
-                i += 1;
-            }
-        } else if c == '/' && at(i + 1) == '*' {
-            let mut depth = 0;
-            loop {
-                if i >= n {
-                    return Err((start, "block comment"));
-                }
-                if s[i] == '/' && at(i + 1) == '*' {
-                    depth += 1;
-                    i += 2;
-                } else if s[i] == '*' && at(i + 1) == '/' {
-                    depth -= 1;
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    if s[i] == '\n' {
-                        line += 1;
-                    }
-                    i += 1;
-                }
-            }
-        } else if c == '"' {
-            i = quoted(i + 1, &mut line, start)?;
-            out.push(Token { tok: Tok::Lit });
-        } else if c == 'r' && raw_starts(i) {
-            i = raw(i, &mut line, start)?;
-            out.push(Token { tok: Tok::Lit });
-        } else if (c == 'b' || c == 'c') && at(i + 1) == 'r' && raw_starts(i + 1) {
-            i = raw(i + 1, &mut line, start)?;
-            out.push(Token { tok: Tok::Lit });
-        } else if (c == 'b' || c == 'c') && at(i + 1) == '"' {
-            i = quoted(i + 2, &mut line, start)?;
-            out.push(Token { tok: Tok::Lit });
-        } else if c == '\'' || (c == 'b' && at(i + 1) == '\'') {
-            // A char literal (`'a'`, `'\n'`, `'\u{1F600}'`, `b'x'`) or a lifetime / label.
-            let q = if c == 'b' { i + 1 } else { i };
-            if at(q + 1) == '\\' {
-                let mut j = q + 3;
-                while j < n && s[j] != '\'' && s[j] != '\n' {
-                    j += 1;
-                }
-                if at(j) != '\'' {
-                    return Err((start, "char literal"));
-                }
-                i = j + 1;
-            } else if at(q + 2) == '\'' {
-                i = q + 3;
-            } else {
-                // Lifetime: `'` then an identifier.
-                i = q + 1;
-                while i < n && is_ident_continue(s[i]) {
-                    i += 1;
-                }
-            }
-            out.push(Token { tok: Tok::Lit });
-        } else if c == 'r' && at(i + 1) == '#' && is_ident_start(at(i + 2)) {
-            let b = i + 2;
-            i = b;
-            while i < n && is_ident_continue(s[i]) {
-                i += 1;
-            }
-            out.push(Token {
-                tok: Tok::Ident(s[b..i].iter().collect()),
-            });
-        } else if is_ident_start(c) {
-            let b = i;
-            while i < n && is_ident_continue(s[i]) {
-                i += 1;
-            }
-            out.push(Token {
-                tok: Tok::Ident(s[b..i].iter().collect()),
-            });
-        } else if c.is_ascii_digit() {
-            while i < n && (is_ident_continue(s[i]) || (s[i] == '.' && at(i + 1).is_ascii_digit()))
-            {
-                i += 1;
-            }
-            out.push(Token { tok: Tok::Lit });
-        } else if c == ':' && at(i + 1) == ':' {
-            i += 2;
-            out.push(Token { tok: Tok::PathSep });
+    let stream: TokenStream = text.parse().map_err(|e: proc_macro2::LexError| {
+        let at = e.span().start();
+        let line = text.lines().nth(at.line.saturating_sub(1)).unwrap_or("");
+        let rest: String = line.chars().skip(at.column).collect();
+        let what = if rest.starts_with("/*") {
+            "block comment"
+        } else if rest.starts_with('"') || rest.starts_with("b\"") || rest.starts_with("c\"") {
+            "string literal"
+        } else if ["r\"", "r#", "br", "cr"]
+            .iter()
+            .any(|p| rest.starts_with(p))
+        {
+            "raw string literal"
+        } else if rest.starts_with('\'') || rest.starts_with("b'") {
+            "char literal"
         } else {
-            i += 1;
-            out.push(Token { tok: Tok::Punct(c) });
-        }
-    }
+            "delimiter or token"
+        };
+        (at.line as u32, what)
+    })?;
+    let mut out = Vec::new();
+    flatten(stream, &mut out);
     Ok(out)
+}
+
+/// Appends the tokens of `stream` to `out`, each group as its open delimiter, its tokens
+/// and its close delimiter; `::` becomes one [`Tok::PathSep`], `'a` one [`Tok::Lit`].
+fn flatten(stream: TokenStream, out: &mut Vec<Token>) {
+    let mut joint_colon = false;
+    let mut lifetime = false;
+    for tree in stream {
+        let tok = match tree {
+            TokenTree::Group(g) => {
+                let (open, close) = match g.delimiter() {
+                    Delimiter::Parenthesis => (Some('('), Some(')')),
+                    Delimiter::Brace => (Some('{'), Some('}')),
+                    Delimiter::Bracket => (Some('['), Some(']')),
+                    Delimiter::None => (None, None),
+                };
+                out.extend(open.map(|c| Token { tok: Tok::Punct(c) }));
+                flatten(g.stream(), out);
+                out.extend(close.map(|c| Token { tok: Tok::Punct(c) }));
+                joint_colon = false;
+                lifetime = false;
+                continue;
+            }
+            TokenTree::Ident(_) if std::mem::take(&mut lifetime) => {
+                out.pop(); // the `'`
+                Tok::Lit
+            }
+            TokenTree::Ident(id) => {
+                let name = id.to_string();
+                Tok::Ident(name.strip_prefix("r#").map_or(name.clone(), str::to_owned))
+            }
+            TokenTree::Literal(_) => Tok::Lit,
+            TokenTree::Punct(p) => {
+                let c = p.as_char();
+                let joint = p.spacing() == Spacing::Joint;
+                if c == ':' && std::mem::take(&mut joint_colon) {
+                    out.pop(); // the first `:`
+                    out.push(Token { tok: Tok::PathSep });
+                    continue;
+                }
+                joint_colon = c == ':' && joint;
+                lifetime = c == '\'' && joint;
+                Tok::Punct(c)
+            }
+        };
+        if !matches!(tok, Tok::Punct(_)) {
+            joint_colon = false;
+            lifetime = false;
+        }
+        out.push(Token { tok });
+    }
 }
 
 // ----- Parser: declarations and path references of one file -----
@@ -1775,6 +1699,14 @@ fn f<'a>(x: &'a str) -> char {
         assert_eq!((err.line, err.what), (2, "string literal"));
         let err = analyze(&tree(&[("lib.rs", "/* /* */")])).unwrap_err();
         assert_eq!(err.what, "block comment");
+        let err = analyze(&tree(&[(
+            "lib.rs",
+            "fn f() {}\n\nconst R: &str = r#\"open\"; ",
+        )]))
+        .unwrap_err();
+        assert_eq!((err.line, err.what), (3, "raw string literal"));
+        let err = analyze(&tree(&[("lib.rs", "mod a;\nfn f() { g(; }")])).unwrap_err();
+        assert_eq!(err.line, 2, "{err}");
     }
 
     const LAYERED_LIB: &str = "\
