@@ -1,5 +1,5 @@
-//! Messages: typed values that systems send each other ([`Output::send`]) and read in the
-//! next frame ([`World::messages`]). What users rely on is documented on
+//! Messages: typed values that systems send each other ([`Output::send`]) and each read
+//! once, the next time they run ([`World::messages`]). What users rely on is documented on
 //! [`World::register_message`]; this module is the machinery.
 //!
 //! Two buffers per message type, the double buffering of the frame itself:
@@ -15,6 +15,14 @@
 //! the two sides and a steady frame allocates nothing. Messages addressed to an entity
 //! are kept in send order beside an index sorted by (entity, send order), so that
 //! [`World::messages_for`] is a binary search.
+//!
+//! With several stages, a system runs once every `S` stage-Syncs, so the delivered
+//! messages are what the last `S` Syncs delivered: the inbox keeps them as one vector of
+//! per-Sync segments, oldest first, each tagged with its stage. A stage's Sync
+//! ([`AnyInbox::expire`]) drains its own stage's previous segment (wherever it lies:
+//! the front, unless a stage failed or was added), then appends its new one behind the
+//! others, so [`World::messages`] stays one slice. With one stage there are no segments
+//! and the path above is unchanged.
 //!
 //! This module knows entities, not the world: liveness comes in as a closure.
 //!
@@ -165,6 +173,15 @@ type EncodeFn<M> = fn(&Inbox<M>, &mut Vec<u8>) -> Result<(), String>;
 /// Decodes a save file's messages of one type (all of `bytes`).
 type DecodeFn<M> = fn(&[u8]) -> Result<(Vec<M>, Vec<(Entity, M)>), String>;
 
+/// With several stages, the messages one stage's Sync delivered: the next so many of the
+/// broadcast and addressed ones (segments lie in delivery order, oldest first).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Segment {
+    stage: u32,
+    broadcast: usize,
+    addressed: usize,
+}
+
 /// The delivered messages of one type: what systems read during Run.
 pub(crate) struct Inbox<M> {
     broadcast: Vec<M>,
@@ -174,6 +191,10 @@ pub(crate) struct Inbox<M> {
     order: Vec<u64>,
     /// The other buffer of the radix sort of `order` (capacity only).
     scratch: Vec<u64>,
+    /// With several stages: which stage's Sync delivered which messages, oldest first
+    /// (empty with one stage). Messages past the last segment were sent between frames
+    /// (or loaded): the next Sync counts them as the previous stage's.
+    segments: Vec<Segment>,
     /// Set by `World::snapshotting_message` (`M: Clone`).
     copy: Option<CopyFn<M>>,
     /// Set by `World::checksumming_message` (`M: Checksum + Debug`): the checksum, and
@@ -190,6 +211,7 @@ impl<M: Message> Inbox<M> {
             addressed: Vec::new(),
             order: Vec::new(),
             scratch: Vec::new(),
+            segments: Vec::new(),
             copy: None,
             sum: None,
             serde: None,
@@ -253,6 +275,7 @@ impl<M: Message> Inbox<M> {
             to.broadcast.clone_from(&from.broadcast);
             to.addressed.clone_from(&from.addressed);
             to.order.clone_from(&from.order);
+            to.segments.clone_from(&from.segments);
         });
     }
 
@@ -300,15 +323,20 @@ pub(crate) trait AnyInbox: Send + Sync {
     fn as_any_mut(&mut self) -> &mut dyn Any;
     fn name(&self) -> &'static str;
     fn type_id_of(&self) -> TypeId;
-    /// Drops the delivered messages (a `Drop` may panic: the caller catches it).
-    fn clear(&mut self);
+    /// The start of stage `stage`'s delivery (of `stages` a frame): drops the messages
+    /// that stage's previous Sync delivered — every delivered message, with one stage
+    /// (a `Drop` may panic: the caller catches it).
+    fn expire(&mut self, stage: usize, stages: usize);
     /// Moves `sources`' messages in (one buffer per system, in system order; emptied),
-    /// behind whatever is delivered (nothing, after [`clear`](Self::clear)). Addressed
-    /// messages to entities `alive` says are dead are dropped and counted.
+    /// behind whatever is delivered (nothing with one stage, after
+    /// [`expire`](Self::expire)); with several stages, they are the segment of stage
+    /// `segment`. Addressed messages to entities `alive` says are dead are dropped and
+    /// counted.
     fn deliver(
         &mut self,
         sources: &mut dyn Iterator<Item = &mut (dyn AnyMsgBuf + 'static)>,
         alive: &dyn Fn(Entity) -> bool,
+        segment: Option<u32>,
     ) -> Delivered;
     fn len(&self) -> usize;
     fn capacity_bytes(&self) -> usize;
@@ -347,18 +375,59 @@ impl<M: Message> AnyInbox for Inbox<M> {
     fn type_id_of(&self) -> TypeId {
         TypeId::of::<M>()
     }
-    fn clear(&mut self) {
-        self.order.clear();
-        self.broadcast.clear();
-        self.addressed.clear();
+    fn expire(&mut self, stage: usize, stages: usize) {
+        if stages <= 1 {
+            self.segments.clear();
+            self.order.clear();
+            self.broadcast.clear();
+            self.addressed.clear();
+            return;
+        }
+        // Segments of a larger stage count than now: all one, the previous stage's.
+        if self.segments.iter().any(|g| g.stage as usize >= stages) {
+            self.segments.clear();
+        }
+        // Messages no segment holds (sent between frames, loaded, or delivered with one
+        // stage): made after the previous stage's Sync, so they are its.
+        let (b, a) = self
+            .segments
+            .iter()
+            .fold((0, 0), |(b, a), g| (b + g.broadcast, a + g.addressed));
+        if b < self.broadcast.len() || a < self.addressed.len() {
+            self.segments.push(Segment {
+                stage: ((stage + stages - 1) % stages) as u32,
+                broadcast: self.broadcast.len() - b,
+                addressed: self.addressed.len() - a,
+            });
+        }
+        let (mut b, mut a, mut i) = (0, 0, 0);
+        let mut reindex = false;
+        while let Some(&g) = self.segments.get(i) {
+            if g.stage as usize != stage {
+                (b, a, i) = (b + g.broadcast, a + g.addressed, i + 1);
+                continue;
+            }
+            self.segments.remove(i);
+            if g.addressed > 0 {
+                self.order.clear();
+                reindex = true;
+                self.addressed.drain(a..a + g.addressed);
+            }
+            self.broadcast.drain(b..b + g.broadcast);
+        }
+        if reindex {
+            self.sort_order();
+        }
     }
     fn deliver(
         &mut self,
         sources: &mut dyn Iterator<Item = &mut (dyn AnyMsgBuf + 'static)>,
         alive: &dyn Fn(Entity) -> bool,
+        segment: Option<u32>,
     ) -> Delivered {
         let mut counts = Delivered::default();
         let before = self.addressed.len();
+        let before_broadcast = self.broadcast.len();
         for buf in sources {
             let buf = buf
                 .as_any_mut()
@@ -385,7 +454,18 @@ impl<M: Message> AnyInbox for Inbox<M> {
             counts.dropped = (kept_before - self.addressed.len()) as u64;
             self.sort_order();
         }
-        counts.delivered = self.len() as u64;
+        match segment {
+            None => counts.delivered = self.len() as u64,
+            Some(stage) => {
+                let g = Segment {
+                    stage,
+                    broadcast: self.broadcast.len() - before_broadcast,
+                    addressed: self.addressed.len() - before,
+                };
+                counts.delivered = (g.broadcast + g.addressed) as u64;
+                self.segments.push(g);
+            }
+        }
         counts
     }
     fn len(&self) -> usize {
@@ -416,6 +496,7 @@ impl<M: Message> AnyInbox for Inbox<M> {
             .expect("decoded messages of another type");
         self.broadcast = broadcast;
         self.addressed = addressed;
+        self.segments.clear();
         self.sort_order();
     }
     fn empty_like(&self) -> Box<dyn AnyInbox> {
@@ -580,7 +661,7 @@ mod tests {
         b.addressed.extend([(e(5), 12), (e(9), 13), (e(3), 14)]);
         let d = {
             let mut sources = [&mut a as &mut dyn AnyMsgBuf, &mut b].into_iter();
-            inbox.deliver(&mut sources, &|x| x != e(9))
+            inbox.deliver(&mut sources, &|x| x != e(9), None)
         };
         assert_eq!((d.delivered, d.dropped), (7, 1));
         assert_eq!(inbox.broadcast(), [1, 2, 3]);
@@ -596,11 +677,11 @@ mod tests {
         assert_eq!(inbox.addressed_to(e(4)).count(), 0);
         assert!(a.broadcast.is_empty() && b.addressed.is_empty());
         // The next delivery replaces everything.
-        inbox.clear();
+        inbox.expire(0, 1);
         b.broadcast.push(4);
         let d = {
             let mut sources = [&mut a as &mut dyn AnyMsgBuf, &mut b].into_iter();
-            inbox.deliver(&mut sources, &|_| true)
+            inbox.deliver(&mut sources, &|_| true, None)
         };
         assert_eq!((d.delivered, d.dropped), (1, 0));
         assert_eq!(inbox.broadcast(), [4]);

@@ -508,11 +508,17 @@ impl Runtime {
     ///   registration order. Two stages writing one component merge twice a frame.
     /// - **Spawns** made in a stage are alive (and queryable) in the next stage's Run;
     ///   `Output::spawn` ids are reserved per stage, deterministically.
-    /// - **Change marks** accumulate over the frame: the first stage's Sync forgets the
-    ///   previous frame's marks, and each Sync adds its own, so between frames
-    ///   [`Changed`](crate::Changed) and [`Added`](crate::Added) report the whole frame,
-    ///   the first stage's systems see the whole previous frame, and a later stage's
-    ///   systems see what the frame's earlier stages did.
+    /// - **Messages and changes: every system sees each exactly once**, the first time it
+    ///   runs after the Sync that delivered or made it, whichever stage sent or wrote it
+    ///   and whichever reads. A system in stage `k` sees what stages `k..` did in the last
+    ///   frame and what stages `..k` did in this one. So
+    ///   [`World::messages`](crate::World::messages) holds what the last `S` Syncs
+    ///   delivered (oldest first), and [`Changed`](crate::Changed) /
+    ///   [`Added`](crate::Added) report what the last `S` Syncs did (between frames: the
+    ///   whole last frame): each stage's Sync forgets what its own previous Sync
+    ///   delivered and marked. A stage with no enabled system still takes that turn; a
+    ///   stage that never has a system changes nothing. A disabled system misses what was
+    ///   delivered and forgotten while it was disabled.
     /// - **Failures** stop the frame at the stage that failed: the later stages do not
     ///   run. Only a system panic in the *first* stage leaves the world unchanged and the
     ///   frame uncounted; once a stage has synced, its changes stay (see [`FrameError`]).
@@ -526,7 +532,10 @@ impl Runtime {
     ///
     /// Cost: a stage is a Run and a Sync, so each one added costs about what a frame with
     /// only its systems costs (the fixed part: waking the workers twice, reserving spawn
-    /// ids, Sync's steps). A runtime with one stage pays nothing for the feature.
+    /// ids, Sync's steps). With several stages, change marks are set twice (per stage and
+    /// in their union) and messages drain a range rather than swap a vector (see
+    /// [`Changed`](crate::Changed)). A runtime with one stage pays nothing for the
+    /// feature.
     ///
     /// # Panics
     /// If a stage is already named `name`.
@@ -804,17 +813,19 @@ impl Runtime {
         stats.cycles = 0;
         stats.first_cycle = None;
 
-        let zones = self.stages.len() > 1;
+        let stages = self.stages.len();
+        let zones = stages > 1;
         let mut start = 0;
         // Whether a stage has synced this frame yet: the first one to forgets the last
-        // frame's change marks.
+        // frame's provenance records.
         let mut first = true;
-        for k in 0..self.stages.len() {
+        for k in 0..stages {
             let stage = &mut self.stages[k];
             let end = stage.end;
-            // A stage with no enabled system is skipped whole (no reservation, no Sync):
-            // its Sync would only drop the delivered messages and move marks and ids, so
-            // adding an empty stage changes nothing a system, a checksum or a save sees.
+            // A stage with no enabled system is skipped (no reservation, no Run, no Sync)
+            // but takes its turn: it forgets the marks and messages its last Sync made
+            // (none, for a stage that never has a system: adding an empty stage changes
+            // nothing a system, a checksum or a save sees).
             if !self.systems[start..end].iter().any(|slot| slot.enabled) {
                 for slot in &mut self.systems[start..end] {
                     slot.ran = false;
@@ -824,12 +835,26 @@ impl Runtime {
                 }
                 self.stats.stages[k].reset();
                 start = end;
+                if let Some(message) =
+                    crate::sync::sync_nothing(&mut self.world, StageId(k as u32), stages)
+                {
+                    let error = FrameError::DropPanicked {
+                        message,
+                        stage: StageId(k as u32),
+                    };
+                    self.skip_stages_after(k);
+                    self.stats.entities = self.world.len();
+                    if error.counts_as_done() {
+                        self.count_frame();
+                    }
+                    return Err(self.frame_failed(error));
+                }
                 continue;
             }
             // A zone per stage, only if there are several (one stage: the frame's zones
             // as they always were).
             let _zone = zones.then(|| crate::profile::zone_named!(&mut stage.zone, stage.name));
-            let result = self.stage(StageId(k as u32), start..end, first);
+            let result = self.stage(StageId(k as u32), start..end, first, stages);
             first = false;
             if let Err(error) = result {
                 self.skip_stages_after(k);
@@ -840,21 +865,6 @@ impl Runtime {
                 return Err(self.frame_failed(error));
             }
             start = end;
-        }
-        if first {
-            // No stage synced (no enabled system): the frame still ends the last one's
-            // change marks and messages, as a Sync with no system would have.
-            if let Some(message) = crate::sync::sync_nothing(&mut self.world) {
-                let error = FrameError::DropPanicked {
-                    message,
-                    stage: StageId::FIRST,
-                };
-                self.stats.entities = self.world.len();
-                if error.counts_as_done() {
-                    self.count_frame();
-                }
-                return Err(self.frame_failed(error));
-            }
         }
         // Between frames too (checksums, snapshots, saves see the canonical layout).
         self.world.storage_mut().canonicalize();
@@ -871,6 +881,7 @@ impl Runtime {
         stage: StageId,
         places: Range<usize>,
         first: bool,
+        stages: usize,
     ) -> Result<(), FrameError> {
         // Canonical order (when on): tables and rows sorted before the Run reads them.
         self.world.storage_mut().canonicalize();
@@ -919,7 +930,12 @@ impl Runtime {
         }
 
         let sync_start = Instant::now();
-        let at = StageSync { stage, base, first };
+        let at = StageSync {
+            stage,
+            base,
+            first,
+            stages,
+        };
         let (report, sync_cost) = Cost::measure(|| {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(

@@ -182,11 +182,12 @@ fn messages_live_one_frame_read_or_not() {
     );
 }
 
-/// With stages, a message lives until the next Sync: a message sent in the first stage is
-/// read by the second stage of the same frame, and gone by the next frame's first stage
-/// (the second stage's Sync delivered what the second stage sent: nothing).
+/// With stages, every system reads each message once, the next time it runs: a message
+/// sent in the first stage is read by the second stage in the same frame and by the first
+/// stage (its sender too) in the next frame, then dropped by the first stage's next Sync.
+/// (The rule as a whole, at every stage pairing: `tests/stage_rule.rs`.)
 #[test]
-fn with_stages_messages_live_until_the_next_stages_sync() {
+fn with_stages_every_system_reads_each_message_once() {
     for workers in [1, 2, 8] {
         let mut w = World::new();
         w.register_message::<u32>();
@@ -217,7 +218,7 @@ fn with_stages_messages_live_until_the_next_stages_sync() {
             [
                 ("send", vec![]),
                 ("read", vec![0]),
-                ("send", vec![]),
+                ("send", vec![0]),
                 ("read", vec![1]),
             ],
             "{workers} workers"

@@ -91,13 +91,20 @@ table_filter!(Without, false);
 /// - a command inserted `C` (a replacement, or the entity gaining `C`), or spawned the
 ///   entity with `C`.
 ///
-/// The window is one frame: a frame's (first) Sync forgets the previous frame's marks as
-/// it starts, so systems in frame N+1 see exactly what frame N's Sync did (a frame whose
-/// Sync writes nothing clears them). With several [stages](crate::Runtime::add_stage),
-/// each stage's Sync adds its marks to those of the stages before it: between frames the
-/// marks are the whole frame's, the first stage's systems see the whole previous frame,
-/// and a later stage's systems see what this frame's earlier stages did. Between frames, [`World::spawn`], [`World::spawn_batch`] and [`World::insert`]
-/// mark like the commands they mirror, and stay marked until the next Sync starts;
+/// **Every system sees every change exactly once**: the first time it runs after the Sync
+/// that made it, whichever stage wrote it and whichever stage reads. With one stage (the
+/// default) the window is one frame: a Sync forgets the previous Sync's marks as it
+/// starts, so systems in frame N+1 see exactly what frame N's Sync did (a frame whose
+/// Sync writes nothing clears them). With `S` [stages](crate::Runtime::add_stage) a
+/// system runs once every `S` stage-Syncs, so the marks are what the last `S` Syncs did:
+/// each stage's Sync forgets the marks its own previous Sync made and adds its new ones.
+/// A system in stage `k` sees what stages `k..S` did last frame and what stages `0..k`
+/// did this frame; between frames the marks are the whole last frame's. A stage with no
+/// enabled system still forgets its last Sync's marks at its turn (a stage that never
+/// has a system changes nothing); a disabled system misses the marks made and forgotten
+/// while it was disabled. Between frames, [`World::spawn`], [`World::spawn_batch`] and
+/// [`World::insert`] mark like the commands they mirror, and every system sees those
+/// marks in the next frame (with stages they count as the last stage's Sync's);
 /// [`World::get_mut`] and [`World::query_mut`] do **not** mark (`query_mut` may still
 /// filter on the marks). Marks belong to the entity's component: an entity moved to
 /// another table (by inserting or removing another type) keeps the marks of the types it
@@ -109,7 +116,12 @@ table_filter!(Without, false);
 /// `for_each`, `fold`) jumps from marked row to marked row a word at a time, a `for` loop
 /// finds the next marked row on each step, and `len()` is a popcount per 64 rows. Marks
 /// are part of snapshots (a restored world's next frame sees the marks of the moment it
-/// was saved) but not of [`World::checksum`], which covers component state only.
+/// was saved, per stage) but not of [`World::checksum`], which covers component state
+/// only. A save holds the marks but, with several stages, not which stage made each: a
+/// world loaded into a multi-stage runtime takes them as made between frames (every
+/// system sees them in the next frame). With several stages each mark is set twice (its
+/// stage's layer and the union queries read), and a Sync whose stage's layer had marks
+/// rebuilds the type's union: one pass over the words of every layer.
 ///
 /// [`World::spawn`]: crate::World::spawn
 /// [`World::spawn_batch`]: crate::World::spawn_batch

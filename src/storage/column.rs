@@ -278,8 +278,9 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn mark_added(&mut self, col: u32, rows: std::ops::Range<usize>);
     /// Marks `row` of column `col` as changed.
     fn mark_changed(&mut self, col: u32, row: usize);
-    /// Unmarks every row (start of Sync).
-    fn clear_marks(&mut self);
+    /// The start of stage `stage`'s Sync (of `stages`): forgets the marks that stage's
+    /// previous Sync made (all of them, with one stage; see `TypeMarks::begin_stage`).
+    fn begin_marks(&mut self, stage: usize, stages: usize);
     /// `(changed, added)` of row `row` of column `col`.
     fn marks_of(&self, col: u32, row: u32) -> (bool, bool);
     /// Bytes reserved by the columns and the graveyard.
@@ -450,8 +451,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         self.marks.mark_changed(col as usize, row..row + 1);
     }
 
-    fn clear_marks(&mut self) {
-        self.marks.clear();
+    fn begin_marks(&mut self, stage: usize, stages: usize) {
+        self.marks.begin_stage(stage, stages);
     }
 
     fn marks_of(&self, col: u32, row: u32) -> (bool, bool) {

@@ -1,6 +1,8 @@
-//! Change marks: per row of each column, whether the last frame's Syncs (one per stage)
-//! wrote the value (*changed*) or gave the entity the component (*added*). What
-//! `Changed<C>` and `Added<C>` read.
+//! Change marks: per row of each column, whether the last Sync (with `S` stages: the last
+//! `S` Syncs, everything since any system last ran) wrote the value (*changed*) or gave
+//! the entity the component (*added*). What `Changed<C>` and `Added<C>` read. With
+//! several stages the marks are kept in one layer per stage beside their union (see
+//! [`TypeMarks`]); with one stage there are no layers and nothing below changes.
 //!
 //! A column's marks are two bit sets over plain `u64` words, bit `i` of word `i / 64` for
 //! row `i` (bitvec's `Lsb0` order). Everything here works on the raw words, as the query
@@ -162,6 +164,16 @@ impl Bits {
         self.0.clear();
     }
 
+    /// Sets every row `other` sets (a word at a time).
+    fn or(&mut self, other: &Bits) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (w, &o) in self.0.iter_mut().zip(&other.0) {
+            *w |= o;
+        }
+    }
+
     /// How many rows are set.
     #[cfg(test)]
     pub(crate) fn count(&self) -> usize {
@@ -232,17 +244,58 @@ impl ColumnMarks {
 }
 
 /// The marks of every column of one type, and whether any is set.
+///
+/// With one stage, `columns` is all there is: the previous Sync's marks (and those made
+/// since, between frames), cleared at the start of the next Sync. With `S` stages a
+/// system runs once every `S` stage-Syncs, so what it must see is what the last `S`
+/// Syncs did: `layers` keeps one layer per stage (what that stage's most recent Sync
+/// marked), stage `j`'s Sync clears layer `j` and marks into it, and `columns` is the
+/// union of the layers, kept so at every mark and every row move, and rebuilt when a
+/// layer is cleared. Readers (`Changed`, `Added`, saves, `is_added`) read `columns` only.
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct TypeMarks {
-    /// Column `k`'s marks (one per column, always).
+    /// Column `k`'s marks (one per column, always); with several stages, the union of
+    /// the layers.
     pub(crate) columns: Vec<ColumnMarks>,
     /// Some column may have a mark: [`clear`](Self::clear) has work to do.
     dirty: bool,
+    /// With several stages: the layers, one per stage (`None` with one stage, and until
+    /// the first Sync of a multi-stage runtime).
+    layers: Option<Box<Layers>>,
 }
 
-impl Clone for TypeMarks {
+/// Per stage, what its most recent Sync marked; the stage whose Sync was last also
+/// holds the marks made since (between frames).
+#[derive(Default, Debug, PartialEq, Eq)]
+struct Layers {
+    stages: Vec<Layer>,
+    /// The stage whose Sync was last: marks go to its layer.
+    current: usize,
+}
+
+impl Clone for Layers {
     fn clone(&self) -> Self {
-        TypeMarks {
+        Layers {
+            stages: self.stages.clone(),
+            current: self.current,
+        }
+    }
+    fn clone_from(&mut self, src: &Self) {
+        self.stages.clone_from(&src.stages);
+        self.current = src.current;
+    }
+}
+
+/// One stage's layer: a mark set per column, and whether any is set.
+#[derive(Default, Debug, PartialEq, Eq)]
+struct Layer {
+    columns: Vec<ColumnMarks>,
+    dirty: bool,
+}
+
+impl Clone for Layer {
+    fn clone(&self) -> Self {
+        Layer {
             columns: self.columns.clone(),
             dirty: self.dirty,
         }
@@ -253,10 +306,60 @@ impl Clone for TypeMarks {
     }
 }
 
+impl Clone for TypeMarks {
+    fn clone(&self) -> Self {
+        TypeMarks {
+            columns: self.columns.clone(),
+            dirty: self.dirty,
+            layers: self.layers.clone(),
+        }
+    }
+    fn clone_from(&mut self, src: &Self) {
+        self.columns.clone_from(&src.columns);
+        self.dirty = src.dirty;
+        self.layers.clone_from(&src.layers);
+    }
+}
+
+/// `f` on every mark set of a type: the union and, with several stages, each layer.
+macro_rules! each_set {
+    ($marks:expr, |$cols:ident| $body:expr) => {{
+        {
+            let $cols = &mut $marks.columns;
+            $body;
+        }
+        if let Some(layers) = $marks.layers.as_deref_mut() {
+            for layer in &mut layers.stages {
+                let $cols = &mut layer.columns;
+                $body;
+            }
+        }
+    }};
+}
+
+/// `f` on the mark sets a new mark goes to: the union and, with several stages, the
+/// current stage's layer (marked dirty).
+macro_rules! marked_sets {
+    ($marks:expr, |$cols:ident| $body:expr) => {{
+        $marks.dirty = true;
+        {
+            let $cols = &mut $marks.columns;
+            $body;
+        }
+        if let Some(layers) = $marks.layers.as_deref_mut() {
+            let layer = &mut layers.stages[layers.current];
+            layer.dirty = true;
+            let $cols = &mut layer.columns;
+            $body;
+        }
+    }};
+}
+
 impl TypeMarks {
     /// Marks made of saved words, one `(changed, added)` pair per column; checked: no bit
     /// at or past a column's `rows`, added rows among the changed ones. `Err` says what
-    /// is wrong.
+    /// is wrong. (A save holds the union of a multi-stage world's layers: the first Sync
+    /// after a load takes them for the previous stage's, see [`begin_stage`](Self::begin_stage).)
     pub(crate) fn from_words(
         columns: Vec<(Vec<u64>, Vec<u64>)>,
         rows: impl Fn(usize) -> usize,
@@ -290,25 +393,25 @@ impl TypeMarks {
         Ok(TypeMarks {
             columns: out,
             dirty,
+            layers: None,
         })
     }
 
     /// A new column with no marks.
     pub(crate) fn add_column(&mut self) {
-        self.columns.push(ColumnMarks::default());
+        each_set!(self, |cols| cols.push(ColumnMarks::default()));
     }
 
     /// Drops columns `n..`.
     pub(crate) fn truncate(&mut self, n: usize) {
-        self.columns.truncate(n);
+        each_set!(self, |cols| cols.truncate(n));
     }
 
     /// Rows `rows` of column `col` were written (merged into, or replaced).
     #[inline]
     pub(crate) fn mark_changed(&mut self, col: usize, rows: Range<usize>) {
         if !rows.is_empty() {
-            self.dirty = true;
-            self.columns[col].changed.set_range(rows);
+            marked_sets!(self, |cols| cols[col].changed.set_range(rows.clone()));
         }
     }
 
@@ -317,12 +420,13 @@ impl TypeMarks {
     /// scattered rows (the keyed fold gathers its rows' bits a word at a time).
     #[inline]
     pub(crate) fn mark_changed_word(&mut self, col: usize, word: usize, rows: u64) {
-        self.dirty = true;
-        let words = &mut self.columns[col].changed.0;
-        if words.len() <= word {
-            words.resize(word + 1, 0);
-        }
-        words[word] |= rows;
+        marked_sets!(self, |cols| {
+            let words = &mut cols[col].changed.0;
+            if words.len() <= word {
+                words.resize(word + 1, 0);
+            }
+            words[word] |= rows;
+        });
     }
 
     /// Row `row` of column `col` as `mark` says: bit 0 changed, bit 1 added (changed
@@ -332,50 +436,96 @@ impl TypeMarks {
         if mark == 0 {
             return;
         }
-        self.dirty = true;
-        let m = &mut self.columns[col];
-        m.changed.set_row(row);
-        if mark & 0b10 != 0 {
-            m.added.set_row(row);
-        }
+        marked_sets!(self, |cols| {
+            let m = &mut cols[col];
+            m.changed.set_row(row);
+            if mark & 0b10 != 0 {
+                m.added.set_row(row);
+            }
+        });
     }
 
     /// Rows `rows` of column `col` gained the component (changed too).
     pub(crate) fn mark_added(&mut self, col: usize, rows: Range<usize>) {
         if !rows.is_empty() {
-            self.dirty = true;
-            let m = &mut self.columns[col];
-            m.changed.set_range(rows.clone());
-            m.added.set_range(rows);
+            marked_sets!(self, |cols| {
+                let m = &mut cols[col];
+                m.changed.set_range(rows.clone());
+                m.added.set_range(rows.clone());
+            });
         }
     }
 
     /// Unmarks everything: O(columns) when something was marked, O(1) otherwise.
     pub(crate) fn clear(&mut self) {
         if std::mem::take(&mut self.dirty) {
-            for m in &mut self.columns {
-                m.changed.clear();
-                m.added.clear();
+            clear_all(&mut self.columns);
+        }
+    }
+
+    /// The start of stage `stage`'s Sync, of `stages` a frame: with one stage, forgets
+    /// every mark ([`clear`](Self::clear)); with several, forgets what this stage's
+    /// previous Sync marked (its layer) and makes it the layer new marks go to. The union
+    /// is rebuilt only if the layer had a mark: O(1) for a type no one marked, else
+    /// O(columns × words × stages).
+    ///
+    /// The first multi-stage Sync (or one after the stage count changed, or a load) takes
+    /// every mark there is for the previous stage's: made after it, so each system sees
+    /// them once more, as marks made between frames.
+    pub(crate) fn begin_stage(&mut self, stage: usize, stages: usize) {
+        if stages <= 1 {
+            self.layers = None;
+            return self.clear();
+        }
+        let layers = self.layers.get_or_insert_with(Default::default);
+        if layers.stages.len() != stages {
+            let prev = (stage + stages - 1) % stages;
+            let n = self.columns.len();
+            layers.stages = (0..stages)
+                .map(|_| Layer {
+                    columns: (0..n).map(|_| ColumnMarks::default()).collect(),
+                    dirty: false,
+                })
+                .collect();
+            layers.stages[prev] = Layer {
+                columns: self.columns.clone(),
+                dirty: self.dirty,
+            };
+        }
+        layers.current = stage;
+        let layer = &mut layers.stages[stage];
+        if !std::mem::take(&mut layer.dirty) {
+            return;
+        }
+        clear_all(&mut layer.columns);
+        clear_all(&mut self.columns);
+        self.dirty = false;
+        for layer in layers.stages.iter().filter(|l| l.dirty) {
+            for (u, m) in self.columns.iter_mut().zip(&layer.columns) {
+                u.changed.or(&m.changed);
+                u.added.or(&m.added);
             }
+            self.dirty = true;
         }
     }
 
     /// Follows a permutation of column `col`'s rows, given by its inverse (row `p`'s
     /// marks go to row `inv[p]`); `scratch` is reused.
     pub(crate) fn permute(&mut self, col: usize, inv: &[u32], scratch: &mut Vec<u64>) {
-        let c = &mut self.columns[col];
-        if c.is_clear() {
-            return;
-        }
-        for bits in [&mut c.changed, &mut c.added] {
-            bits.permute(inv, scratch);
-        }
+        each_set!(self, |cols| {
+            let c = &mut cols[col];
+            if !c.is_clear() {
+                for bits in [&mut c.changed, &mut c.added] {
+                    bits.permute(inv, scratch);
+                }
+            }
+        });
     }
 
     /// Follows `swap_remove(row)` on column `col` of `len` rows.
     #[inline]
     pub(crate) fn swap_remove(&mut self, col: usize, row: usize, len: usize) {
-        self.columns[col].swap_remove(row, len);
+        each_set!(self, |cols| cols[col].swap_remove(row, len));
     }
 
     /// Follows moving row `row` of column `src` (of `src_len` rows) to the end of column
@@ -389,16 +539,37 @@ impl TypeMarks {
         dst: usize,
         dst_len: usize,
     ) {
-        let s = &mut self.columns[src];
-        if s.is_clear() {
-            return;
-        }
-        let (changed, added) = s.get(row);
-        s.swap_remove(row, src_len);
-        let d = &mut self.columns[dst];
-        d.changed.put(dst_len, changed);
-        d.added.put(dst_len, added);
+        each_set!(self, |cols| move_row(cols, src, row, src_len, dst, dst_len));
     }
+}
+
+/// Unmarks every column of `cols` (capacity kept).
+fn clear_all(cols: &mut [ColumnMarks]) {
+    for m in cols {
+        m.changed.clear();
+        m.added.clear();
+    }
+}
+
+/// [`TypeMarks::move_row`] on one mark set.
+#[inline]
+fn move_row(
+    cols: &mut [ColumnMarks],
+    src: usize,
+    row: usize,
+    src_len: usize,
+    dst: usize,
+    dst_len: usize,
+) {
+    let s = &mut cols[src];
+    if s.is_clear() {
+        return;
+    }
+    let (changed, added) = s.get(row);
+    s.swap_remove(row, src_len);
+    let d = &mut cols[dst];
+    d.changed.put(dst_len, changed);
+    d.added.put(dst_len, added);
 }
 
 #[cfg(test)]

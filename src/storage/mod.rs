@@ -576,11 +576,14 @@ impl Storage {
         }
     }
 
-    /// Unmarks every row of every type (Sync's first step): O(1) per type that has no
-    /// mark, O(columns) per type that has some.
-    pub(crate) fn clear_marks(&mut self) {
+    /// The start of stage `stage`'s Sync, of `stages` a frame (Sync's first step): with
+    /// one stage, unmarks every row of every type; with several, forgets what that
+    /// stage's previous Sync marked (see `marks::TypeMarks::begin_stage`). O(1) per type
+    /// that has no mark to forget, O(columns) (times words and stages with several) per
+    /// type that has some.
+    pub(crate) fn begin_marks(&mut self, stage: usize, stages: usize) {
         for s in &mut self.columns {
-            s.clear_marks();
+            s.begin_marks(stage, stages);
         }
     }
 

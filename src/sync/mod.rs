@@ -5,9 +5,11 @@
 //! Sync runs seven named steps, in order, each a function of this module (and a Tracy zone
 //! of the same name, but for the first):
 //!
-//! 0. [`clear_marks`] — in the frame's first stage only: forgets the change marks of the
-//!    previous frame (what `Changed<C>` / `Added<C>` report is what *this* frame's Syncs
-//!    do; a later stage's Sync adds its marks to those of the stages before it).
+//! 0. [`begin_marks`] — forgets the change marks this stage's previous Sync made: with
+//!    one stage, every mark (what `Changed<C>` / `Added<C>` report is what the last Sync
+//!    did); with `S` stages, that stage's layer of marks, so that the marks readers see
+//!    are what the last `S` Syncs did — everything since any system last ran (see
+//!    `storage::marks`).
 //! 1. [`gather`] — each system's non-empty buffers go to the [fold](crate::fold) of their
 //!    type, in system order (a pointer move and one downcast per (system, type)).
 //!    Then, only if an entity is watched, [`Watches::record_writes`] notes its writes and
@@ -26,9 +28,14 @@
 //!    world's between-frames methods). Values removed or replaced go to per-type
 //!    graveyards, dropped once every move is complete.
 //! 6. [`deliver_messages`] — for every registered message type, the messages the next
-//!    Run reads: the last frame's are dropped, then every system's sent messages move in,
-//!    in system registration order then emission order (see the `message` module);
-//!    addressed messages to entities dead by now are dropped and counted.
+//!    Runs read: those this stage's previous Sync delivered are dropped (with one stage,
+//!    all of them), then every system's sent messages move in behind the others', in
+//!    system registration order then emission order (see the `message` module);
+//!    addressed messages to entities dead by now are dropped and counted. So a reader in
+//!    any stage sees each message once: what the last `S` Syncs delivered.
+//!
+//! A stage with no enabled system has no Run and no Sync, but takes its turn:
+//! [`sync_nothing`] forgets its marks and messages as steps 0 and 6 would.
 //!
 //! Writes were resolved to `(column, row)` in Run, and no table changes between Run and
 //! step 2, so no step looks a target up again. Nothing depends on thread timing.
@@ -81,9 +88,11 @@ pub(crate) struct StageSync {
     /// Where its systems sit among the runtime's (their place numbers their reserved
     /// spawn ids; see `Entities::reserve_for_stage`).
     pub(crate) base: usize,
-    /// Whether it is the frame's first stage: its Sync forgets the previous frame's marks
-    /// and provenance records.
+    /// Whether it is the frame's first stage to sync: its Sync forgets the previous
+    /// frame's provenance records.
     pub(crate) first: bool,
+    /// How many stages a frame has (marks and messages are kept per stage).
+    pub(crate) stages: usize,
 }
 
 /// Runs the whole Sync phase for the systems of one stage (`systems`), those that ran.
@@ -96,9 +105,7 @@ pub(crate) fn sync(
     watches: &mut Watches,
 ) -> SyncReport {
     let mut report = SyncReport::default();
-    if at.first {
-        clear_marks(world);
-    }
+    begin_marks(world, at.stage, at.stages);
     {
         let _zone = crate::profile::zone!("gather");
         gather(world, systems);
@@ -127,16 +134,16 @@ pub(crate) fn sync(
     }
     if world.messages_mut().len() > 0 {
         let _zone = crate::profile::zone!("deliver_messages");
-        deliver_messages(world, systems, &mut report);
+        deliver_messages(world, systems, at.stage, at.stages, &mut report);
     }
     report
 }
 
-/// Step 0 (first stage only): unmarks every row marked changed or added by the previous
-/// frame's Syncs (or between frames). Cost: O(types), plus O(columns) for each type that
-/// had a mark.
-fn clear_marks(world: &mut World) {
-    world.storage_mut().clear_marks();
+/// Step 0: unmarks every row this stage's previous Sync marked changed or added (with one
+/// stage: every mark, those made between frames too). Cost: O(types), plus O(columns) for
+/// each type that had a mark (times words and stages with several stages).
+fn begin_marks(world: &mut World, stage: StageId, stages: usize) {
+    world.storage_mut().begin_marks(stage.index(), stages);
 }
 
 /// Step 1: moves each system's non-empty buffers to the fold of their type.
@@ -271,16 +278,25 @@ fn apply_commands(
         .map(|p| crate::pool::payload_message(&*p));
 }
 
-/// Step 6: every message type's delivered messages are replaced by what the systems that
-/// ran sent this frame, in system order (a swap or an append per system and type).
-/// Addressed messages go to entities alive now, after the commands; the others are
-/// dropped and counted. A message's `Drop` that panics (dropping last frame's) is
-/// reported like a component's, and delivery goes on.
-fn deliver_messages(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
+/// Step 6: every message type drops what this stage's previous Sync delivered (with one
+/// stage: everything) and takes what the systems that ran sent, in system order (a swap
+/// or an append per system and type). Addressed messages go to entities alive now, after
+/// the commands; the others are dropped and counted. A message's `Drop` that panics
+/// (dropping old ones) is reported like a component's, and delivery goes on.
+fn deliver_messages(
+    world: &mut World,
+    systems: &mut [SystemSlot],
+    stage: StageId,
+    stages: usize,
+    report: &mut SyncReport,
+) {
     let (messages, storage) = world.messages_and_storage();
     let alive = |e| storage.entities.location(e).is_some();
+    let k = stage.index();
+    let segment = (stages > 1).then_some(k as u32);
     for (i, inbox) in messages.inboxes_mut().iter_mut().enumerate() {
-        if let Err(p) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| inbox.clear())) {
+        let expire = std::panic::AssertUnwindSafe(|| inbox.expire(k, stages));
+        if let Err(p) = std::panic::catch_unwind(expire) {
             report
                 .drop_panic
                 .get_or_insert_with(|| crate::pool::payload_message(&*p));
@@ -289,21 +305,23 @@ fn deliver_messages(world: &mut World, systems: &mut [SystemSlot], report: &mut 
             .iter_mut()
             .filter(|s| s.ran)
             .filter_map(|s| s.out.messages.get_mut(i)?.as_deref_mut());
-        let d = inbox.deliver(&mut sources, &alive);
+        let d = inbox.deliver(&mut sources, &alive, segment);
         report.messages += d.delivered;
         report.dropped += d.dropped;
     }
 }
 
-/// A frame in which no stage had an enabled system, so no Sync ran: what its Sync would
-/// have done with no system — forget the last frame's change marks and messages (a
-/// message lives one frame, read or not). Returns the drop panic, if a message's `Drop`
-/// panicked.
-pub(crate) fn sync_nothing(world: &mut World) -> Option<String> {
-    clear_marks(world);
+/// The turn of a stage with no enabled system, so no Run and no Sync: what its Sync would
+/// have done with no system — forget the change marks and messages its previous Sync made
+/// (with one stage: the last frame's; a message lives until every system has run once
+/// after its delivery, read or not). Returns the drop panic, if a message's `Drop`
+/// panicked. A stage that never has a system has nothing to forget: adding it changes
+/// nothing any system, checksum or save sees.
+pub(crate) fn sync_nothing(world: &mut World, stage: StageId, stages: usize) -> Option<String> {
+    begin_marks(world, stage, stages);
     let mut report = SyncReport::default();
     if world.messages_mut().len() > 0 {
-        deliver_messages(world, &mut [], &mut report);
+        deliver_messages(world, &mut [], stage, stages, &mut report);
     }
     report.drop_panic
 }

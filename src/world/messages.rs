@@ -11,8 +11,9 @@ use crate::message::Message;
 impl World {
     /// Registers message type `M`: systems send values of it with
     /// [`Output::send`](crate::Output::send) (or [`send_to`](crate::Output::send_to) an
-    /// entity) during Run, and every system reads them in the next frame with
-    /// [`messages`](Self::messages) (or [`messages_for`](Self::messages_for) an entity).
+    /// entity) during Run, and every system reads each of them exactly once, the next time
+    /// it runs, with [`messages`](Self::messages) (or [`messages_for`](Self::messages_for)
+    /// an entity).
     /// Registering a type twice is a no-op. Returns `self` to chain.
     ///
     /// ```
@@ -53,29 +54,41 @@ impl World {
     ///
     /// # What readers see
     ///
-    /// - **The previous Sync's messages.** Messages sent in frame N's Run are delivered by
-    ///   frame N's Sync (its last step, after the structural commands) and read during
-    ///   frame N+1's Run — like component writes, one frame later, and never in the frame
-    ///   that sent them.
-    /// - **In system registration order, then emission order**, whatever the worker
-    ///   count; a system's [`par_for_each`](crate::Output::par_for_each) chunks send in
-    ///   iteration order, as a sequential loop would.
-    /// - **One frame's lifetime, read or not.** Each Sync replaces all the delivered
-    ///   messages of every registered type with the frame's new ones (none, if nothing was
-    ///   sent). There is no "unless read": every system sees the same messages in that one
-    ///   frame, and a system that wants one longer keeps it (in a component, a resource or
-    ///   its own state). bevy keeps messages for two updates and gives each reader a cursor;
-    ///   with every reader running in the same Run and seeing the same slice, one frame is
-    ///   the simplest rule that loses nothing and depends on nobody's reading.
+    /// - **Every message exactly once, the next time each system runs.** Messages sent in
+    ///   a Run are delivered by that stage's Sync (its last step, after the structural
+    ///   commands) and read by every system the first time it runs after that Sync — like
+    ///   component writes, and never in the Run that sent them. With one stage (the
+    ///   default) that is the next frame. With [stages](crate::Runtime::add_stage),
+    ///   whichever stage sent it: systems of later stages read it in the same frame, those
+    ///   of its own stage and earlier ones in the next frame.
+    /// - **Kept until every system has run once since, read or not.** A system runs once
+    ///   every `S` stage-Syncs (`S` the number of stages), so [`messages`](Self::messages)
+    ///   holds what the last `S` Syncs delivered: each Sync drops what its own stage's
+    ///   previous Sync delivered and adds its new ones behind the others. With one stage,
+    ///   each Sync replaces them all: a message lives one frame. There is no "unless
+    ///   read": a system that wants one longer keeps it (in a component, a resource or its
+    ///   own state). bevy keeps messages for two updates and gives each reader a cursor;
+    ///   here the window is exact, so every system sees each message once with no cursor
+    ///   and no reader depends on another's reading.
+    /// - **Oldest Sync first, then system registration order, then emission order**,
+    ///   whatever the worker count; a system's
+    ///   [`par_for_each`](crate::Output::par_for_each) chunks send in iteration order, as
+    ///   a sequential loop would. (With one stage: system then emission order.)
+    /// - **A stage with no enabled system** still takes its turn (drops what its last Sync
+    ///   delivered); a stage that never has a system changes nothing. **A disabled
+    ///   system** misses the messages delivered and dropped while it was disabled.
     /// - **A frame that fails in Run** (a system panicked) discards its messages with its
     ///   other outputs: the delivered messages stay, so the retried frame sees them again.
+    ///   (With stages: the stages after a failed one do not take their turn that frame, so
+    ///   the exactly-once count holds again from the next complete frame.)
     /// - **Addressed messages** ([`Output::send_to`](crate::Output::send_to)) whose entity
     ///   is dead once the frame's commands are applied (despawned in that Sync or earlier)
     ///   are dropped and counted in [`FrameStats::dropped`](crate::FrameStats::dropped); a
     ///   message to an entity spawned in the same frame ([`Output::spawn`](crate::Output::spawn))
     ///   is delivered.
     /// - **Between frames** the owner may add messages ([`send_message`](Self::send_message)),
-    ///   read in the next Run after those of the last Sync: input, network events.
+    ///   read by every system in the next frame after those of the last Sync: input,
+    ///   network events. (With stages they count as the last stage's Sync's.)
     ///
     /// # Snapshots and checksums
     ///
@@ -93,7 +106,9 @@ impl World {
     /// with a [`sender`](crate::Output::sender)). Sync moves each type's vectors: the first
     /// sender's is swapped in, the others appended; addressed messages also get an index
     /// sorted by entity. Capacity is kept on both sides, so a steady frame allocates
-    /// nothing. A world without message types pays nothing.
+    /// nothing. A world without message types pays nothing. With several stages, a Sync
+    /// first drops its stage's previous messages (a `drain` of that range: the later
+    /// ones move down) and the addressed index is rebuilt over all kept messages.
     pub fn register_message<M: Message>(&mut self) -> &mut Self {
         self.messages.register::<M>();
         self
@@ -105,7 +120,9 @@ impl World {
     }
 
     /// The messages of type `M` the last Sync delivered (plus any sent between frames
-    /// since), in system registration order then emission order. Messages sent to an
+    /// since), in system registration order then emission order — with several
+    /// [stages](crate::Runtime::add_stage), what the last `S` Syncs delivered, oldest
+    /// first (see [`register_message`](Self::register_message)). Messages sent to an
     /// entity are not among them: see [`messages_for`](Self::messages_for).
     ///
     /// Cost: a type lookup.
@@ -119,8 +136,8 @@ impl World {
     }
 
     /// The messages of type `M` sent to `e` ([`Output::send_to`](crate::Output::send_to))
-    /// that the last Sync delivered, in system then emission order; empty if there are
-    /// none (or `e` is dead).
+    /// that the last Sync delivered (the last `S` Syncs with `S` stages, oldest first), in
+    /// system then emission order; empty if there are none (or `e` is dead).
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -156,8 +173,9 @@ impl World {
         self.messages.inbox::<M>().addressed_to(e)
     }
 
-    /// Every message of type `M` sent to an entity that the last Sync delivered, with its
-    /// addressee, in system then emission order.
+    /// Every message of type `M` sent to an entity that the last Sync delivered (the last
+    /// `S` Syncs with `S` stages, oldest first), with its addressee, in system then
+    /// emission order.
     ///
     /// # Panics
     /// If `M` is not registered.
@@ -233,7 +251,10 @@ impl World {
 
     /// Opts message type `M` into save files ([`save`](Self::save),
     /// [`load`](Self::load), replays): a save holds the delivered messages (they are read
-    /// by the next frame), a load puts them back. A world that registers a message type
+    /// by the next frame), a load puts them back. With several stages a save holds them
+    /// all but not which stage's Sync delivered each: after a load they count as sent
+    /// between frames, so every system reads all of them in the next frame (a reader that
+    /// had already seen some sees those again). A world that registers a message type
     /// must opt it in to save. Returns `self` to chain.
     ///
     /// # Panics

@@ -34,8 +34,9 @@
 //! Sync wrote (`changed`) or gave it (`added`), with the semantics of `Changed<C>` /
 //! `Added<C>` applied one output at a time (a merge call marks changed whatever its result;
 //! an insert marks changed, and added if the entity lacked the type; a spawn marks its
-//! types added; a remove or despawn drops the marks; every Sync starts unmarked; setup
-//! spawns and inserts mark added). The world must report exactly those marks, through
+//! types added; a remove or despawn drops the marks; with one stage every Sync starts
+//! unmarked, with several a stage's Sync forgets what that stage's last Sync marked, and
+//! the marks are the union of every stage's; setup spawns and inserts mark added). The world must report exactly those marks, through
 //! `is_changed` / `is_added` and through `Changed` / `Added` queries, and two of the loop
 //! shapes iterate a `Changed` / `Added` query, so the filters are also exercised inside
 //! Run by every write API.
@@ -1171,6 +1172,11 @@ pub struct Model {
     res: u64,
     /// Whether [`REQUIRES`] is declared.
     requires: bool,
+    /// The runtime's stages (0 or 1: one).
+    stages: usize,
+    /// With several stages, per entity: the marks (changed, added) each stage's last
+    /// Sync made; an entity's `changed` / `added` are their union.
+    layers: BTreeMap<Entity, Vec<(u16, u16)>>,
 }
 
 /// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
@@ -1438,10 +1444,64 @@ impl Model {
         Ok(())
     }
 
-    /// Applies one stage's outputs (per system, by place: stage by stage, registration
+    /// The start of stage `k`'s turn: with one stage, every mark is forgotten; with
+    /// several, the marks stage `k`'s last Sync made, and the Sync starts from none (its
+    /// own marks are told apart at [`end_turn`](Self::end_turn)). Marks made outside any
+    /// Sync (setup) count as the previous stage's.
+    fn begin_turn(&mut self, k: usize) {
+        let stages = self.stages.max(1);
+        for (e, m) in &mut self.live {
+            if stages > 1 {
+                let l = self.layers.entry(*e).or_insert_with(|| {
+                    let mut l = vec![(0, 0); stages];
+                    l[(k + stages - 1) % stages] = (m.changed, m.added);
+                    l
+                });
+                l[k] = (0, 0);
+            }
+            m.changed = 0;
+            m.added = 0;
+        }
+    }
+
+    /// The end of stage `k`'s turn (several stages): what the Sync marked is stage `k`'s
+    /// layer; a component removed (or removed and given back) loses the other layers'
+    /// marks; the entity's marks are the union again.
+    fn end_turn(&mut self, k: usize) {
+        let stages = self.stages.max(1);
+        if stages == 1 {
+            return;
+        }
+        self.layers.retain(|e, _| self.live.contains_key(e));
+        for (e, m) in &mut self.live {
+            let l = self
+                .layers
+                .entry(*e)
+                .or_insert_with(|| vec![(0, 0); stages]);
+            let keep = m.kinds() & !m.added;
+            for (j, layer) in l.iter_mut().enumerate() {
+                if j == k {
+                    *layer = (m.changed, m.added);
+                } else {
+                    *layer = (layer.0 & keep, layer.1 & keep);
+                }
+            }
+            m.changed = l.iter().fold(0, |u, x| u | x.0);
+            m.added = l.iter().fold(0, |u, x| u | x.1);
+        }
+    }
+
+    /// A stage with no enabled system takes its turn: it forgets its last Sync's marks.
+    fn skip_turn(&mut self, k: usize) {
+        self.begin_turn(k);
+        self.end_turn(k);
+    }
+
+    /// Applies stage `k`'s outputs (per system, by place: stage by stage, registration
     /// order within; the stage's systems are at `places`, the others emitted nothing).
-    /// The frame's `first` stage starts by forgetting the previous frame's marks.
-    fn sync(&mut self, emits: &[Vec<Emit>], places: Range<usize>, first: bool) -> Counts {
+    /// It starts by forgetting the marks stage `k`'s last Sync made (with one stage:
+    /// every mark).
+    fn sync(&mut self, emits: &[Vec<Emit>], places: Range<usize>, k: usize) -> Counts {
         let mut n = Counts {
             systems: emits
                 .iter()
@@ -1455,14 +1515,7 @@ impl Model {
                 .collect(),
             ..Counts::default()
         };
-        // The frame's first Sync starts by forgetting the previous frame's marks; later
-        // stages add theirs.
-        if first {
-            for m in self.live.values_mut() {
-                m.changed = 0;
-                m.added = 0;
-            }
-        }
+        self.begin_turn(k);
         // Merges: one call per (type, entity) with its outputs in system, then emission
         // order.
         let mut groups: BTreeMap<(Kind, Entity), Vec<u64>> = BTreeMap::new();
@@ -1544,6 +1597,7 @@ impl Model {
             }
         }
         self.commit(&spawned, places);
+        self.end_turn(k);
         n
     }
 }
@@ -1752,7 +1806,10 @@ pub fn run_staged_on(
         if stages > 1 {
             snapshotting_all(&mut world);
         }
-        let mut model = Model::default();
+        let mut model = Model {
+            stages,
+            ..Model::default()
+        };
         for init in initial {
             let m = init.ent();
             let e = if m.c.is_some() {
@@ -1840,8 +1897,8 @@ pub fn run_staged_on(
             }
             // The first stage's outputs, against the world before the frame.
             let mut emits: Vec<Vec<Emit>> = vec![Vec::new(); total];
-            // A stage with no system is skipped whole (the first stage that syncs forgets
-            // the marks); only the first can be empty here (the later ones have probes).
+            // A stage with no system has no Run and no Sync but takes its turn (forgets
+            // its marks); only the first can be empty here (the later ones have probes).
             let skip_first = ranges[0].is_empty();
             if !skip_first {
                 model.reserve(total, ranges[0].clone());
@@ -1856,9 +1913,10 @@ pub fn run_staged_on(
             *plan.lock().unwrap() = resolved.clone();
             rt.frame();
             let mut stage_counts = vec![if skip_first {
+                model.skip_turn(0);
                 Counts::default()
             } else {
-                model.sync(&emits, ranges[0].clone(), true)
+                model.sync(&emits, ranges[0].clone(), 0)
             }];
             for (k, range) in ranges.iter().enumerate().skip(1) {
                 let at = |e: String| format!("frame {i}, stage {k}: {e}");
@@ -1882,7 +1940,7 @@ pub fn run_staged_on(
                     }
                 }
                 drop(w);
-                stage_counts.push(model.sync(&stage_emits, range.clone(), k == 1 && skip_first));
+                stage_counts.push(model.sync(&stage_emits, range.clone(), k));
                 for p in range.clone() {
                     emits[p] = std::mem::take(&mut stage_emits[p]);
                 }
