@@ -1429,7 +1429,12 @@ impl Runtime {
     /// keyframe (a save) every 60 frames; [`finish_replay`](Self::finish_replay) writes
     /// it. Use [`record_replay_keyframes`](Self::record_replay_keyframes) to choose the
     /// keyframe interval. Systems' own state is not saved: start recording where it is at
-    /// its initial value (before the first frame), or keep it in the world.
+    /// its initial value (before the first frame), or keep it in the world. With several
+    /// [stages](Self::add_stage), start before the first frame too: a save holds the
+    /// change marks and messages but not which stage's Sync made each, so a replay started
+    /// mid-run, of systems that read [`Changed`](crate::Changed) /
+    /// [`Added`](crate::Added) or messages, can diverge at its first frame (see
+    /// [`World::saving_message`](crate::World::saving_message)).
     ///
     /// Cost while recording: a checksum per frame, the input's encoding, and a save per
     /// keyframe. Nothing when not recording.

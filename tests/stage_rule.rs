@@ -504,3 +504,31 @@ fn a_load_into_two_stages_shows_every_system_the_saved_marks_and_messages() {
         assert_eq!((count(&saved, 1, k), count(&loaded, 1, k)), (0, n), "{k:?}");
     }
 }
+
+/// A replay of a two-stage game recorded from before its first frame plays back
+/// identically (the start save's marks and messages are the setup's, which count as made
+/// between frames in the recorded run too).
+#[test]
+fn a_two_stage_replay_from_the_first_frame_plays_back_identically() {
+    for writer in 0..2 {
+        let setup = Setup {
+            stages: 2,
+            writer,
+            empty_stages: false,
+        };
+        let mut g = game(2, &setup);
+        g.rt.record_replay::<u8>().unwrap();
+        for _ in 0..FRAMES {
+            g.rt.frame_with(0u8);
+        }
+        let mut file = Vec::new();
+        g.rt.finish_replay(&mut file).unwrap();
+        let replay = runsync::Replay::read(&mut file.as_slice()).unwrap();
+        let report = game(1, &setup).rt.play_replay::<u8>(&replay).unwrap();
+        assert!(
+            report.is_identical(),
+            "writer in stage {writer}: {report:?}"
+        );
+        assert_eq!(report.frames, FRAMES);
+    }
+}
