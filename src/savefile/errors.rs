@@ -411,7 +411,6 @@ impl std::error::Error for LoadError {
     }
 }
 
-
 /// Why a column did not load: the input (truncated, unreadable), or its bytes (named
 /// with the type and table by the caller).
 pub(crate) enum ColumnError {

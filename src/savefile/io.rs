@@ -347,7 +347,6 @@ impl Put for Sink<'_> {
     }
 }
 
-
 /// Reads a save from a `Read` a chunk at a time: fields from a read-ahead buffer, big
 /// runs of bytes straight into their destination (plain-data values through a buffer
 /// aligned for them). It never allocates by a length the input claims beyond its
