@@ -24,10 +24,16 @@ use crate::savefile::{ColumnError, Encoding, Found, LoadError, Put, SaveError, S
 pub(crate) struct ParsedStorage {
     entities: Entities,
     /// Per table, in creation order: its sorted types and its entities.
-    tables: Vec<(Vec<ComponentId>, Vec<Entity>)>,
+    tables: Vec<SavedTable>,
     /// Per type, by id: its decoded columns (`Vec<Vec<C>>`) and marks.
-    columns: Vec<(Box<dyn Any + Send + Sync>, TypeMarks)>,
+    columns: Vec<SavedColumns>,
 }
+
+/// A table as saved: its sorted types and its entities.
+type SavedTable = (Vec<ComponentId>, Vec<Entity>);
+
+/// A type's columns as loaded: `Vec<Vec<C>>`, and their marks.
+type SavedColumns = (Box<dyn Any + Send + Sync>, TypeMarks);
 
 impl Storage {
     /// The first registered type (by id) not opted into save files.
@@ -147,8 +153,28 @@ impl Storage {
     /// Reads and checks the storage's sections of a save, decoding every column; changes
     /// nothing. Every list grows as its entries are read, never by the count the file
     /// gives (see [`Source`]). What a section means is checked once its integrity check
-    /// has passed (see [`Found`]), the columns' values excepted (decoded as read).
+    /// has passed (see [`Found`]), the columns' values excepted (decoded as read). One
+    /// parser per section, in file order.
     pub(crate) fn parse_save(&self, r: &mut Source<'_>) -> Result<ParsedStorage, LoadError> {
+        self.parse_types(r)?;
+        let mut allocator = parse_allocator(r)?;
+        let tables = self.parse_tables(r, &mut allocator.states)?;
+        let entities = allocator.into_entities()?;
+        let columns = self.parse_columns(r, &tables)?;
+        let parsed = ParsedStorage {
+            entities,
+            tables,
+            columns,
+        };
+        if let Some(h) = self.hierarchy {
+            check_hierarchy(&parsed, h)?;
+        }
+        Ok(parsed)
+    }
+
+    /// The component types section: the same types as this world's, in the same order,
+    /// each opted in and saved the way this world saves it.
+    fn parse_types(&self, r: &mut Source<'_>) -> Result<(), LoadError> {
         let mut found = Found::default();
         let n = r.count("the component type list")?;
         let mut names = Vec::with_capacity(r.capacity(n, 9));
@@ -180,72 +206,20 @@ impl Storage {
                 });
             }
         }
+        Ok(())
+    }
+
+    /// The tables section: each table's types and entities, every entity's location set
+    /// in `states` (the allocator's slots) as it is read.
+    fn parse_tables(
+        &self,
+        r: &mut Source<'_>,
+        states: &mut [(NonZeroU32, Location)],
+    ) -> Result<Vec<SavedTable>, LoadError> {
         let bad = |what: String| LoadError::BadEntities { what };
-
-        // The allocator.
-        let mut found = Found::default();
-        let slots = r.count("the entity slots")?;
-        // Each slot's generation, and (set with the tables) the location of its entity.
-        let mut states: Vec<(NonZeroU32, Location)> = Vec::with_capacity(r.capacity(slots, 4));
-        while states.len() < slots {
-            let run = r.entries(slots - states.len(), 4, "the entity slots")?;
-            for g in run.chunks_exact(4) {
-                let g = u32::from_le_bytes(g.try_into().expect("4 bytes"));
-                let i = states.len();
-                let g = NonZeroU32::new(g).unwrap_or_else(|| {
-                    found.keep(bad(format!("slot {i} has generation 0")));
-                    NonZeroU32::MIN
-                });
-                states.push((g, Location::NONE));
-            }
-        }
-        let index = |i: u32, what: &str| {
-            if (i as usize) < slots {
-                Ok(i)
-            } else {
-                Err(bad(format!(
-                    "{what} names slot {i}, past the {slots} slots"
-                )))
-            }
-        };
-        let nfree = r.count("the free list")?;
-        let mut free = Vec::with_capacity(r.capacity(nfree, 4));
-        for _ in 0..nfree {
-            let i = index(r.u32("the free list")?, "the free list");
-            free.extend(found.ok(i));
-        }
-        let retired = r.u64("the retired count")?;
-        let nres = r.count("the reservations")?;
-        let mut reserved = Vec::with_capacity(r.capacity(nres, 12));
-        for _ in 0..nres {
-            let spawned_last = r.u32("a reservation")?;
-            let n = r.count("a reservation's ids")?;
-            let mut ids = Vec::with_capacity(r.capacity(n, 4));
-            for _ in 0..n {
-                let i = index(r.u32("a reservation's ids")?, "a reservation");
-                ids.extend(found.ok(i));
-            }
-            reserved.push((ids, spawned_last));
-        }
-        // Each system spawned its `spawned_last` entities into slots of their own, and the
-        // next frame reserves twice that: a count past the slots would have it reserve
-        // billions of ids.
-        let spawned: u64 = reserved.iter().map(|&(_, s)| u64::from(s)).sum();
-        if spawned > slots as u64 {
-            found.keep(bad(format!(
-                "the reservations say {spawned} entities were spawned last frame, more than \
-                 the {slots} slots"
-            )));
-        }
-        let lanes = (r.u32("the lanes")?, r.u32("the lanes")?);
-        r.end_section(|| "the entity allocator".into())?;
-        found.check()?;
-
-        // The tables, and every live entity's location.
         let mut found = Found::default();
         let ntables = r.count("the table list")?;
-        let mut tables: Vec<(Vec<ComponentId>, Vec<Entity>)> =
-            Vec::with_capacity(r.capacity(ntables, 16));
+        let mut tables: Vec<SavedTable> = Vec::with_capacity(r.capacity(ntables, 16));
         let mut sets: HashSet<Vec<ComponentId>> = HashSet::new();
         for t in 0..ntables {
             let table = u32::try_from(t).map_err(|_| LoadError::BadData {
@@ -323,35 +297,16 @@ impl Storage {
                 what: "missing: every world has the empty table".into(),
             });
         }
+        Ok(tables)
+    }
 
-        // Every dead slot is free, reserved or retired (at most one of them), or held by
-        // an entity living in another world (`World::evict`): listed nowhere.
-        let mut listed = vec![false; slots];
-        for &i in free.iter().chain(reserved.iter().flat_map(|(ids, _)| ids)) {
-            let i = i as usize;
-            if states[i].1 != Location::NONE {
-                return Err(bad(format!(
-                    "slot {i} is alive and listed as free or reserved"
-                )));
-            }
-            if std::mem::replace(&mut listed[i], true) {
-                return Err(bad(format!("slot {i} is listed twice as free or reserved")));
-            }
-        }
-        let mut retired_found = 0u64;
-        for i in 0..slots {
-            if states[i].1 == Location::NONE && !listed[i] && states[i].0.get() == u32::MAX {
-                retired_found += 1;
-            }
-        }
-        if retired_found != retired {
-            return Err(bad(format!(
-                "{retired} retired slots claimed, {retired_found} found"
-            )));
-        }
-        let entities = Entities::from_parts(states, free, retired as usize, reserved, lanes);
-
-        // The columns: per type, one per table that holds it, in creation order.
+    /// The columns sections: per type, one column (its change marks, then its values) per
+    /// table that holds the type, in creation order.
+    fn parse_columns(
+        &self,
+        r: &mut Source<'_>,
+        tables: &[SavedTable],
+    ) -> Result<Vec<SavedColumns>, LoadError> {
         let mut columns = Vec::with_capacity(self.columns.len());
         for (id, typed) in self.columns.iter().enumerate() {
             let type_name = self.type_name(ComponentId(id as u32));
@@ -397,15 +352,7 @@ impl Storage {
                 })?;
             columns.push((decoded, marks));
         }
-        let parsed = ParsedStorage {
-            entities,
-            tables,
-            columns,
-        };
-        if let Some(h) = self.hierarchy {
-            check_hierarchy(&parsed, h)?;
-        }
-        Ok(parsed)
+        Ok(columns)
     }
 
     /// Makes this storage the parsed one: the tables in the saved order (so the same
@@ -430,6 +377,133 @@ impl Storage {
             c.install(decoded, marks);
         }
         self.entities = parsed.entities;
+    }
+}
+
+/// The entity allocator section as read: each slot's generation and (set while the tables
+/// are read) its entity's location, the free list, the retired count, the reservations
+/// and the lanes.
+struct SavedAllocator {
+    states: Vec<(NonZeroU32, Location)>,
+    free: Vec<u32>,
+    retired: u64,
+    reserved: Vec<(Vec<u32>, u32)>,
+    lanes: (u32, u32),
+}
+
+/// The entity allocator section.
+fn parse_allocator(r: &mut Source<'_>) -> Result<SavedAllocator, LoadError> {
+    let bad = |what: String| LoadError::BadEntities { what };
+    let mut found = Found::default();
+    let slots = r.count("the entity slots")?;
+    // Each slot's generation, and (set with the tables) the location of its entity.
+    let mut states: Vec<(NonZeroU32, Location)> = Vec::with_capacity(r.capacity(slots, 4));
+    while states.len() < slots {
+        let run = r.entries(slots - states.len(), 4, "the entity slots")?;
+        for g in run.chunks_exact(4) {
+            let g = u32::from_le_bytes(g.try_into().expect("4 bytes"));
+            let i = states.len();
+            let g = NonZeroU32::new(g).unwrap_or_else(|| {
+                found.keep(bad(format!("slot {i} has generation 0")));
+                NonZeroU32::MIN
+            });
+            states.push((g, Location::NONE));
+        }
+    }
+    let index = |i: u32, what: &str| {
+        if (i as usize) < slots {
+            Ok(i)
+        } else {
+            Err(bad(format!(
+                "{what} names slot {i}, past the {slots} slots"
+            )))
+        }
+    };
+    let nfree = r.count("the free list")?;
+    let mut free = Vec::with_capacity(r.capacity(nfree, 4));
+    for _ in 0..nfree {
+        let i = index(r.u32("the free list")?, "the free list");
+        free.extend(found.ok(i));
+    }
+    let retired = r.u64("the retired count")?;
+    let nres = r.count("the reservations")?;
+    let mut reserved = Vec::with_capacity(r.capacity(nres, 12));
+    for _ in 0..nres {
+        let spawned_last = r.u32("a reservation")?;
+        let n = r.count("a reservation's ids")?;
+        let mut ids = Vec::with_capacity(r.capacity(n, 4));
+        for _ in 0..n {
+            let i = index(r.u32("a reservation's ids")?, "a reservation");
+            ids.extend(found.ok(i));
+        }
+        reserved.push((ids, spawned_last));
+    }
+    // Each system spawned its `spawned_last` entities into slots of their own, and the
+    // next frame reserves twice that: a count past the slots would have it reserve
+    // billions of ids.
+    let spawned: u64 = reserved.iter().map(|&(_, s)| u64::from(s)).sum();
+    if spawned > slots as u64 {
+        found.keep(bad(format!(
+            "the reservations say {spawned} entities were spawned last frame, more than \
+                 the {slots} slots"
+        )));
+    }
+    let lanes = (r.u32("the lanes")?, r.u32("the lanes")?);
+    r.end_section(|| "the entity allocator".into())?;
+    found.check()?;
+    Ok(SavedAllocator {
+        states,
+        free,
+        retired,
+        reserved,
+        lanes,
+    })
+}
+
+impl SavedAllocator {
+    /// The allocator, once the tables have placed every live entity: every dead slot is
+    /// free, reserved or retired (at most one of them), or held by an entity living in
+    /// another world (`World::evict`): listed nowhere.
+    fn into_entities(self) -> Result<Entities, LoadError> {
+        let SavedAllocator {
+            states,
+            free,
+            retired,
+            reserved,
+            lanes,
+        } = self;
+        let slots = states.len();
+        let bad = |what: String| LoadError::BadEntities { what };
+        let mut listed = vec![false; slots];
+        for &i in free.iter().chain(reserved.iter().flat_map(|(ids, _)| ids)) {
+            let i = i as usize;
+            if states[i].1 != Location::NONE {
+                return Err(bad(format!(
+                    "slot {i} is alive and listed as free or reserved"
+                )));
+            }
+            if std::mem::replace(&mut listed[i], true) {
+                return Err(bad(format!("slot {i} is listed twice as free or reserved")));
+            }
+        }
+        let mut retired_found = 0u64;
+        for i in 0..slots {
+            if states[i].1 == Location::NONE && !listed[i] && states[i].0.get() == u32::MAX {
+                retired_found += 1;
+            }
+        }
+        if retired_found != retired {
+            return Err(bad(format!(
+                "{retired} retired slots claimed, {retired_found} found"
+            )));
+        }
+        Ok(Entities::from_parts(
+            states,
+            free,
+            retired as usize,
+            reserved,
+            lanes,
+        ))
     }
 }
 
