@@ -44,9 +44,12 @@
 //!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
 //!   and `hooks`.
 //! - **What systems see**: `output` (`Output`, the writers, `par`, `send`), then `system`.
-//! - **The frame**: `provenance` (what Sync records for watched entities), `replay`
-//!   (replay files, their recorder and reports), `run`
-//!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime`.
+//! - **The frame**: `provenance` (what Sync records for watched entities),
+//!   `runtime::replay::file` (replay files, their recorder and reports), `run`
+//!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime/`:
+//!   the `Runtime` struct in `mod.rs`, its methods by concern in `builder`, `systems`,
+//!   `frame`, `advance`, `persist`, `replay` and `watch`, which import `mod.rs` and are
+//!   imported by nothing in the folder.
 //!
 //! The same list, checked against every `use` in `src/` by
 //! `cargo xtask layers` (CI runs it through its test, `xtask/tests/layers.rs`; it also
@@ -116,7 +119,7 @@
 //! 7 world:    {world query hooks}
 //! 8 output:   output
 //! 9 system:   system
-//! 10 record:  provenance replay
+//! 10 record:  provenance runtime::replay::file
 //! 11 phases:  run sync
 //! 12 loop:    runtime
 //! ```
@@ -152,7 +155,6 @@ mod query;
 mod world;
 // Systems and the frame.
 mod provenance;
-mod replay;
 mod run;
 mod runtime;
 mod sync;
@@ -177,7 +179,6 @@ pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
     QueryOutIter, With, Without, Write,
 };
-pub use replay::{Divergence, Replay, ReplayError, ReplayReport};
 /// `#[derive(Checksum)]`: [`Checksum`] by writing every field in declaration order (an
 /// enum writes its variant's index first), each with its own `Checksum` impl — floats by
 /// their bits. Type parameters get a `Checksum` bound.
@@ -201,7 +202,10 @@ pub use runsync_derive::Checksum;
 /// `#[component(requires(A, B = expr))]` declares [required components](World::require)
 /// (`A::default()`, and `expr` for `B`) when the type is registered.
 pub use runsync_derive::Component;
-pub use runtime::{Runtime, RuntimeBuilder, RuntimeSnapshot, Time};
+pub use runtime::Runtime;
+pub use runtime::builder::{RuntimeBuilder, Time};
+pub use runtime::persist::RuntimeSnapshot;
+pub use runtime::replay::{Divergence, Replay, ReplayError, ReplayReport};
 pub use savefile::{LoadError, SaveError};
 pub use stats::{
     AdvanceStats, FrameError, FrameStats, MAX_HOOK_ROUNDS, MemoryStats, MergeTarget, StageStats,

@@ -3,9 +3,9 @@
 //! What a Tracy user sees, and where it comes from:
 //!
 //! - With more than one stage, a zone per **stage**, named by the stage ([`zone_named!`]
-//!   in `runtime.rs`, a plain zone whose location is built once per stage), around that
+//!   in `runtime/frame.rs`, a plain zone whose location is built once per stage), around that
 //!   stage's Run and Sync.
-//! - **Run** and **Sync** zones around the two phases ([`zone!`] in `runtime.rs`), and one
+//! - **Run** and **Sync** zones around the two phases ([`zone!`] in `runtime/frame.rs`), and one
 //!   zone per step of Sync — `gather`, `fold_all`, `fold_resources`, `return_buffers`,
 //!   `commands` — in `sync/`. Their source locations are static and point at those call sites, exactly as
 //!   `tracy_client::span!` written there would.

@@ -210,8 +210,8 @@ fn u64_at(file: &[u8], at: usize) -> u64 {
 }
 
 /// Where frame `k`'s recorded checksum is in a replay file (the layout of
-/// `src/replay.rs`): the frames section (after the header's), its count, then per frame a
-/// presence byte, the input (a `u64` length and bytes) and the checksum.
+/// `src/runtime/replay/file.rs`): the frames section (after the header's), its count,
+/// then per frame a presence byte, the input (a `u64` length and bytes) and the checksum.
 fn checksum_at(file: &[u8], k: usize) -> usize {
     let mut at = sections(file).unwrap()[1].start + 8;
     for _ in 0..k {

@@ -62,7 +62,7 @@ fn u64_at(bytes: &[u8], at: usize) -> u64 {
 }
 
 /// The offset of frame `k`'s recorded checksum in a replay of the arena (whose frames
-/// carry no input), from the layout in runsync's `src/replay.rs`: the frames section
+/// carry no input), from the layout in runsync's `src/runtime/replay/file.rs`: the frames section
 /// (after the header's: magic, version, the input type's name, the start save), its
 /// frame count, then per frame a presence byte, a `u64` length (0), the checksum.
 fn checksum_offset(bytes: &[u8], k: usize) -> usize {

@@ -1,20 +1,11 @@
-//! Replays: a runtime save, then each frame's input and the checksum after it (plus, at a
-//! chosen interval, a save of the whole state: a *keyframe*). [`Runtime::record_replay`]
-//! records one, [`Runtime::finish_replay`] writes it, [`Replay::read`] reads it back and
-//! [`Runtime::play_replay`] runs it, checking every frame.
-//!
-//! When a frame's checksum differs, the replayer finds *what* differs by loading the
-//! first keyframe after that frame beside the replayed world and asking
-//! [`World::first_difference`](crate::World::first_difference) — the entity, the component
-//! and both values; for a structural difference (an entity spawned or despawned on one
-//! side only, even one gone again by then), the first entity that differs — then re-runs
-//! the diverging frame from the last keyframe before it with that entity watched
-//! ([`Runtime::watch`]), so the report names the systems and outputs that produced the
-//! replayed value, or the system that spawned or despawned the entity. With a keyframe every frame the values are
-//! those right after the diverging frame; with sparser keyframes, at the next keyframe.
+//! The replay file: [`Replay`] (read and written here, in the layout below), the
+//! `Recorder` that fills one as a runtime runs, and what playing one reports
+//! ([`ReplayReport`], [`Divergence`], [`ReplayError`]). It knows no `Runtime`: the
+//! runtime's recording and playing (`runtime/replay/mod.rs`) build on it, and the layer
+//! list places it below them, beside `provenance`.
 //!
 //! File layout (little-endian), in sections each followed by its integrity check (length
-//! and CRC-32C, as in a save: see `src/savefile.rs`): magic `RSYNPLAY`, version, the input
+//! and CRC-32C, as in a save: see `src/savefile/`): magic `RSYNPLAY`, version, the input
 //! type's name and the start save (a section); the frame count, per frame the input
 //! (present byte, length-prefixed postcard bytes) and the checksum, then the keyframe
 //! count (a section); then each keyframe (the frame count it follows, a save), a section
@@ -22,11 +13,6 @@
 //! file is read ([`LoadError::Corrupt`] naming it), not when a divergence needs it. A
 //! keyframe that is sound but contradicts the checksum recorded for its own frame (a file
 //! written that way) is found when played: [`ReplayError::Contradiction`].
-//!
-//! [`Runtime::record_replay`]: crate::Runtime::record_replay
-//! [`Runtime::finish_replay`]: crate::Runtime::finish_replay
-//! [`Runtime::play_replay`]: crate::Runtime::play_replay
-//! [`Runtime::watch`]: crate::Runtime::watch
 
 use std::fmt;
 
@@ -49,7 +35,7 @@ pub(crate) struct ReplayFrame {
 
 /// A recorded replay, read by [`Replay::read`] and run by
 /// [`Runtime::play_replay`](crate::Runtime::play_replay); see the module docs of
-/// `src/replay.rs` for the layout.
+/// `src/runtime/replay/file.rs` for the layout.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Replay {
     pub(crate) input_type: String,

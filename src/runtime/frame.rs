@@ -1,0 +1,425 @@
+//! The frame loop: [`Runtime::frame`] and its variants run the frame's stages in order,
+//! each a Run of its systems then a Sync of their outputs (`run_frame`, `stage`), and
+//! keep the frame's figures ([`FrameStats`]); while a replay is recorded, each frame's
+//! input and checksum are recorded around it (`replay`).
+
+use std::ops::Range;
+use std::time::{Duration, Instant};
+
+use super::Runtime;
+use super::builder::Time;
+use crate::pool::Cost;
+use crate::stats::{FrameError, FrameStats, MemoryStats};
+use crate::sync::StageSync;
+use crate::system::StageId;
+
+impl Runtime {
+    /// Runs one frame: Run, then Sync (for each stage, in order).
+    ///
+    /// # Panics
+    /// If the frame fails (a system, a merge, a hook or a `Drop` panicked), with the
+    /// message of the [`FrameError`] — the world stays usable. Use
+    /// [`try_frame`](Self::try_frame) to handle failures without unwinding.
+    #[track_caller]
+    pub fn frame(&mut self) {
+        if let Err(e) = self.try_frame() {
+            panic!("runsync: {e}");
+        }
+    }
+
+    /// Runs one frame with `input` as its input: sets the resource
+    /// [`Input<I>`](crate::Input) (see [`World::set_input`](crate::World::set_input)),
+    /// which systems read with [`World::input`](crate::World::input), then runs the frame
+    /// as [`frame`](Self::frame). The input stays until the next one is set, and is part
+    /// of snapshots: after a [`restore`](Self::restore), the world holds the input it held
+    /// then.
+    ///
+    /// Rollback (GGRS-style) in a few lines: keep a snapshot before each frame, and when
+    /// a confirmed input contradicts a prediction, restore frame k and run again:
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::RuntimeSnapshot;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
+    /// #[component(output = i32, merge = merge::sum, snapshot, checksum)]
+    /// struct X(i32);
+    /// impl std::ops::AddAssign<i32> for X { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<X>();
+    ///     world.spawn((X(0),));
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         let step = *w.input::<i32>();
+    ///         for (e, _) in w.query::<(&X,)>() { out.write::<X>(e, step); }
+    ///     });
+    ///     rt
+    /// };
+    /// let confirmed = [1, 2, 3, 4, 5, 6];
+    /// let mut rt = game();
+    /// let mut ring: Vec<RuntimeSnapshot> = (0..6).map(|_| RuntimeSnapshot::new()).collect();
+    /// for f in 0..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();   // the state before frame f
+    ///     rt.frame_with(0);                           // predicted input
+    /// }
+    /// let k = 2;                                      // inputs of k.. arrive: roll back
+    /// rt.restore(&ring[k]);
+    /// for f in k..6 {
+    ///     rt.snapshot_into(&mut ring[f]).unwrap();
+    ///     rt.frame_with(confirmed[f]);
+    /// }
+    /// let mut truth = game();
+    /// for f in 0..6 { truth.frame_with(if f < k { 0 } else { confirmed[f] }); }
+    /// assert_eq!(rt.world().checksum(), truth.world().checksum());
+    /// ```
+    ///
+    /// # Panics
+    /// As [`frame`](Self::frame).
+    #[track_caller]
+    pub fn frame_with<I: Clone + Send + Sync + 'static>(&mut self, input: I) {
+        if let Err(e) = self.try_frame_with(input) {
+            panic!("runsync: {e}");
+        }
+    }
+
+    /// [`frame_with`](Self::frame_with), reporting a failure instead of panicking (see
+    /// [`try_frame`](Self::try_frame)). The input is set whether or not the frame fails.
+    ///
+    /// # Errors
+    /// As [`try_frame`](Self::try_frame).
+    pub fn try_frame_with<I: Clone + Send + Sync + 'static>(
+        &mut self,
+        input: I,
+    ) -> Result<(), FrameError> {
+        self.world.set_input(input);
+        self.try_frame()
+    }
+
+    /// Runs one frame: Run, then Sync, stage by stage; reports a failure instead of
+    /// panicking.
+    ///
+    /// If a system panics, every system's outputs for this frame are discarded and the world
+    /// is left exactly as it was ([`FrameError::SystemPanicked`]); the pool and the world
+    /// stay usable, so the next frame may run. With several [stages](Self::add_stage), that
+    /// holds for a panic in the first stage; a failure in a later stage leaves the earlier
+    /// stages' changes applied. The frame stops at the stage that failed. Other failures
+    /// are described on [`FrameError`].
+    pub fn try_frame(&mut self) -> Result<(), FrameError> {
+        if self.recorder.is_none() {
+            return self.run_frame();
+        }
+        self.record_input();
+        let counted = self.frame;
+        let result = self.run_frame();
+        if self.frame != counted {
+            self.record_frame();
+        }
+        result
+    }
+
+    /// One frame, Run then Sync ([`try_frame`](Self::try_frame) without recording).
+    fn run_frame(&mut self) -> Result<(), FrameError> {
+        let time = Time {
+            dt: self.dt,
+            frame: self.frame,
+        };
+        match self.world.get_resource_mut::<Time>() {
+            Some(t) => *t = time,
+            None => self.world.insert_resource(time),
+        }
+        // The number of this frame (from 1): what `frame_count()` says once it is done.
+        self.stats.frame = self.frame + 1;
+        self.watches.frame = self.frame + 1;
+        crate::profile::name_frame_thread();
+        let stats = &mut self.stats;
+        stats.run = Duration::ZERO;
+        stats.sync = Duration::ZERO;
+        stats.work = Duration::ZERO;
+        stats.span = Duration::ZERO;
+        stats.merged = 0;
+        stats.dropped = 0;
+        stats.spawned = 0;
+        stats.despawned = 0;
+        stats.messages = 0;
+        stats.cycles = 0;
+        stats.first_cycle = None;
+
+        let stages = self.stages.len();
+        let zones = stages > 1;
+        let mut start = 0;
+        // Whether a stage has synced this frame yet: the first one to forgets the last
+        // frame's provenance records.
+        let mut first = true;
+        for k in 0..stages {
+            let stage = &mut self.stages[k];
+            let end = stage.end;
+            // A stage with no enabled system is skipped (no reservation, no Run, no Sync)
+            // but takes its turn: it forgets the marks and messages its last Sync made
+            // (none, for a stage that never has a system: adding an empty stage changes
+            // nothing a system, a checksum or a save sees).
+            if !self.systems[start..end].iter().any(|slot| slot.enabled) {
+                for slot in &mut self.systems[start..end] {
+                    slot.ran = false;
+                    let st = &mut self.stats.systems[slot.id.index()];
+                    (st.ran, st.time, st.writes, st.commands) = (false, Duration::ZERO, 0, 0);
+                    (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
+                }
+                self.stats.stages[k].reset();
+                start = end;
+                if let Some(message) =
+                    crate::sync::sync_nothing(&mut self.world, StageId(k as u32), stages)
+                {
+                    let error = FrameError::DropPanicked {
+                        message,
+                        stage: StageId(k as u32),
+                    };
+                    self.skip_stages_after(k);
+                    self.stats.entities = self.world.len();
+                    if error.counts_as_done() {
+                        self.count_frame();
+                    }
+                    return Err(self.frame_failed(error));
+                }
+                continue;
+            }
+            // A zone per stage, only if there are several (one stage: the frame's zones
+            // as they always were).
+            let _zone = zones.then(|| crate::profile::zone_named!(&mut stage.zone, stage.name));
+            let result = self.stage(StageId(k as u32), start..end, first, stages);
+            first = false;
+            if let Err(error) = result {
+                self.skip_stages_after(k);
+                self.stats.entities = self.world.len();
+                if error.counts_as_done() {
+                    self.count_frame();
+                }
+                return Err(self.frame_failed(error));
+            }
+            start = end;
+        }
+        // Between frames too (checksums, snapshots, saves see the canonical layout).
+        self.world.storage_mut().canonicalize();
+        self.stats.entities = self.world.len();
+        self.count_frame();
+        self.profile_frame_end();
+        Ok(())
+    }
+
+    /// One stage: the Run of the systems at `places`, then their Sync. Its figures go to
+    /// the frame's stats, added to those of the stages before.
+    fn stage(
+        &mut self,
+        stage: StageId,
+        places: Range<usize>,
+        first: bool,
+        stages: usize,
+    ) -> Result<(), FrameError> {
+        // Canonical order (when on): tables and rows sorted before the Run reads them.
+        self.world.storage_mut().canonicalize();
+        // Ids for this stage's spawns made in Run, per system, in place order
+        // (deterministic).
+        self.world
+            .storage_mut()
+            .entities
+            .reserve_for_stage(self.systems.len(), places.clone());
+        let base = places.start;
+        let systems = &mut self.systems[places];
+        let run_start = Instant::now();
+        let (run, run_cost) = Cost::measure(|| {
+            let _zone = crate::profile::zone!("Run");
+            crate::run::run(&self.world, systems, base, &self.pool)
+        });
+        let run_time = run_start.elapsed();
+        for slot in systems.iter() {
+            let st = &mut self.stats.systems[slot.id.index()];
+            st.ran = slot.ran;
+            let cost = if slot.ran { slot.cost } else { Cost::default() };
+            st.time = if slot.ran { slot.time } else { Duration::ZERO };
+            (st.work, st.span) = (cost.work_time(), cost.span_time());
+            st.writes = if slot.ran { slot.writes } else { 0 };
+            st.commands = slot.out.commands.len();
+        }
+        self.stats.run += run_time;
+        self.stats.work += run_cost.work_time();
+        self.stats.span += run_cost.span_time();
+        let figures = &mut self.stats.stages[stage.index()];
+        figures.reset();
+        figures.ran = true;
+        figures.run = run_time;
+
+        if let Err(p) = run {
+            crate::sync::discard(systems);
+            // The reservations are world state (snapshots, checksums): take them back.
+            self.world.storage_mut().entities.unreserve_frame();
+            let slot = &systems[p.index];
+            return Err(FrameError::SystemPanicked {
+                system: slot.id,
+                name: slot.name.clone(),
+                message: p.message(),
+                stage,
+            });
+        }
+
+        let sync_start = Instant::now();
+        let at = StageSync {
+            stage,
+            base,
+            first,
+            stages,
+        };
+        let (report, sync_cost) = Cost::measure(|| {
+            let _zone = crate::profile::zone!("Sync");
+            crate::sync::sync(
+                &mut self.world,
+                systems,
+                at,
+                &self.pool,
+                &mut self.sync_scratch,
+                &mut self.watches,
+            )
+        });
+        let sync_time = sync_start.elapsed();
+        let stats = &mut self.stats;
+        stats.work += sync_cost.work_time();
+        stats.span += sync_cost.span_time();
+        let dropped = report.dropped + report.commands.dropped;
+        let figures = &mut stats.stages[stage.index()];
+        figures.sync = sync_time;
+        figures.merged = report.merged;
+        figures.dropped = dropped;
+        figures.spawned = report.commands.spawned;
+        figures.despawned = report.commands.despawned;
+        stats.sync += sync_time;
+        stats.merged += report.merged;
+        stats.dropped += dropped;
+        stats.spawned += report.commands.spawned;
+        stats.despawned += report.commands.despawned;
+        stats.messages += report.messages;
+        stats.cycles += report.commands.cycles;
+        if stats.first_cycle.is_none() {
+            stats.first_cycle = report.commands.first_cycle;
+        }
+        if let Some((component, target, message)) = report.merge_panic {
+            return Err(FrameError::MergePanicked {
+                component,
+                target,
+                message,
+                stage,
+            });
+        }
+        if let Some((component, hook, message)) = report.hook_panic {
+            return Err(FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+                stage,
+            });
+        }
+        if let Some(dropped) = report.commands.hook_cascade {
+            return Err(FrameError::HookCascade { dropped, stage });
+        }
+        if let Some(message) = report.drop_panic {
+            return Err(FrameError::DropPanicked { message, stage });
+        }
+        Ok(())
+    }
+
+    /// After stage `k` failed: the later stages and their systems did not run.
+    fn skip_stages_after(&mut self, k: usize) {
+        let from = self.stages[k].end;
+        for slot in &self.systems[from..] {
+            let st = &mut self.stats.systems[slot.id.index()];
+            st.ran = false;
+            st.time = Duration::ZERO;
+            (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
+            st.writes = 0;
+            st.commands = 0;
+        }
+        for figures in &mut self.stats.stages[k + 1..] {
+            figures.reset();
+        }
+    }
+
+    /// The frame counts as done: the counter and [`Time::frame`] advance.
+    fn count_frame(&mut self) {
+        self.frame += 1;
+        if let Some(t) = self.world.get_resource_mut::<Time>() {
+            t.frame = self.frame;
+        }
+    }
+
+    /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
+    /// plots and mark, so the failure sits in its frame on the timeline.
+    #[cold]
+    fn frame_failed(&self, error: FrameError) -> FrameError {
+        crate::profile::message(format_args!(
+            "runsync: frame {} failed: {error}",
+            self.stats.frame
+        ));
+        self.profile_frame_end();
+        error
+    }
+
+    /// Figures of the last frame.
+    pub fn stats(&self) -> &FrameStats {
+        &self.stats
+    }
+
+    /// Memory held by the world and the output buffers. Walks every column and buffer:
+    /// cheap, but not free — call it for diagnostics, not every frame.
+    pub fn memory(&self) -> MemoryStats {
+        let (tables, entity_slots, component_bytes, fold_bytes) = self.world.memory();
+        MemoryStats {
+            tables,
+            entity_slots,
+            component_bytes,
+            output_bytes: self
+                .systems
+                .iter()
+                .map(|s| s.out.capacity_bytes())
+                .sum::<usize>()
+                + fold_bytes,
+        }
+    }
+
+    /// Frames completed so far: the number of the last frame completed (frames count from
+    /// 1; 0 before the first). Equal to [`Time::frame`] and, after a frame that counts, to
+    /// [`stats().frame`](FrameStats::frame); see [frame numbers](Time#frame-numbers).
+    /// A frame counts once it is completed, or fails in any way but
+    /// [`FrameError::SystemPanicked`] in its first stage ([`FrameError::counts_as_done`]).
+    pub fn frame_count(&self) -> u64 {
+        self.frame
+    }
+
+    /// The end of a frame on the Tracy timeline (nothing without `tracy`): the frame's
+    /// plots, then its frame mark.
+    fn profile_frame_end(&self) {
+        use crate::profile::runtime_plot as plot;
+        let (stats, p) = (&self.stats, &self.profile);
+        plot!(p, Entities, stats.entities as f64);
+        plot!(
+            p,
+            Writes,
+            stats.systems.iter().map(|s| s.writes).sum::<usize>() as f64
+        );
+        plot!(
+            p,
+            Commands,
+            stats.systems.iter().map(|s| s.commands).sum::<usize>() as f64
+        );
+        plot!(p, Merged, stats.merged as f64);
+        plot!(p, WorkMs, stats.work.as_secs_f64() * 1e3);
+        plot!(p, SpanMs, stats.span.as_secs_f64() * 1e3);
+        plot!(p, SpeedupBound, stats.speedup_bound(usize::MAX));
+        plot!(p, Dropped, stats.dropped as f64);
+        // `memory()` walks every column and buffer: with `tracy` only, once per frame.
+        #[cfg(feature = "tracy")]
+        {
+            let memory = self.memory();
+            plot!(p, ComponentBytes, memory.component_bytes as f64);
+            plot!(p, OutputBytes, memory.output_bytes as f64);
+        }
+        p.frame_mark();
+    }
+}

@@ -1,0 +1,226 @@
+//! A runtime's state kept and brought back: in memory ([`RuntimeSnapshot`],
+//! [`Runtime::snapshot`], [`Runtime::restore`]) and in save files ([`Runtime::save`],
+//! [`Runtime::load`]), each the world plus the frame counter and [`Time`].
+
+use super::Runtime;
+use super::builder::Time;
+use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
+use crate::world::{Snapshot, SnapshotError};
+
+#[cfg(doc)]
+use crate::world::World;
+
+/// A [`Runtime`]'s saved state: a world [`Snapshot`], the frame counter and [`Time`]; see
+/// [`Runtime::snapshot`] (an example) and [`Runtime::snapshot_into`] (a reused ring).
+///
+/// ```
+/// use runsync::prelude::*;
+/// use runsync::RuntimeSnapshot;
+/// let mut rt = Runtime::builder().workers(1).build(World::new());
+/// let mut ring: Vec<RuntimeSnapshot> = (0..3).map(|_| RuntimeSnapshot::new()).collect();
+/// for f in 0..6 {
+///     rt.snapshot_into(&mut ring[f % 3]).unwrap(); // the state before frame f
+///     rt.frame();
+/// }
+/// rt.restore(&ring[4 % 3]);
+/// assert_eq!((rt.frame_count(), ring[4 % 3].frame()), (4, 4));
+/// ```
+#[derive(Debug, Default)]
+pub struct RuntimeSnapshot {
+    world: Snapshot,
+    frame: u64,
+    time: Option<Time>,
+}
+
+impl RuntimeSnapshot {
+    /// An empty snapshot, to be filled by [`Runtime::snapshot_into`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The number of frames completed when it was taken ([`Runtime::frame_count`]).
+    pub fn frame(&self) -> u64 {
+        self.frame
+    }
+
+    /// The world part.
+    pub fn world(&self) -> &Snapshot {
+        &self.world
+    }
+}
+
+impl Runtime {
+    /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]
+    /// resource: [`restore`](Self::restore) makes the runtime continue exactly as it did
+    /// from this frame.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Clone, Copy, Debug, PartialEq)]
+    /// struct Hp(i32);
+    /// impl Component for Hp { type Output = i32; }
+    ///
+    /// let mut world = World::new();
+    /// world.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+    /// world.snapshotting::<Hp>();
+    /// let e = world.spawn((Hp(100),));
+    /// let mut rt = Runtime::builder().workers(1).build(world);
+    /// rt.add_system(move |_: &World, out: &mut Output| out.write::<Hp>(e, -1));
+    /// rt.frame();
+    /// let saved = rt.snapshot().unwrap();   // after frame 1
+    /// rt.frame();
+    /// rt.frame();
+    /// rt.restore(&saved);
+    /// assert_eq!(rt.frame_count(), 1);
+    /// assert_eq!(rt.world().resource::<Time>().frame, 1);
+    /// assert_eq!(rt.world().get::<Hp>(e), Some(&Hp(99)));
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::snapshot`]: a component type not opted in with
+    /// [`World::snapshotting`].
+    pub fn snapshot(&self) -> Result<RuntimeSnapshot, SnapshotError> {
+        let mut s = RuntimeSnapshot::default();
+        self.snapshot_into(&mut s)?;
+        Ok(s)
+    }
+
+    /// [`snapshot`](Self::snapshot) into an existing one, reusing its memory (see
+    /// [`World::snapshot_into`]).
+    ///
+    /// # Errors
+    /// As [`World::snapshot`].
+    pub fn snapshot_into(&self, into: &mut RuntimeSnapshot) -> Result<(), SnapshotError> {
+        self.world.snapshot_into(&mut into.world)?;
+        into.frame = self.frame;
+        into.time = self.world.get_resource::<Time>().copied();
+        Ok(())
+    }
+
+    /// Brings back a [`snapshot`](Self::snapshot): the world ([`World::restore`]), the
+    /// frame counter and [`Time`]. Systems, their enabled flags and their own state are
+    /// not touched; output buffers are empty between frames. The next [`frame`](Self::frame)
+    /// is the one after the snapshot's.
+    ///
+    /// # Panics
+    /// As [`World::restore`]; the runtime is then left as it was.
+    #[track_caller]
+    pub fn restore(&mut self, snapshot: &RuntimeSnapshot) {
+        if let Err(e) = self.try_restore(snapshot) {
+            panic!("{e}");
+        }
+    }
+
+    /// [`restore`](Self::restore), reporting a snapshot that cannot be restored here
+    /// instead of panicking.
+    ///
+    /// # Errors
+    /// As [`World::try_restore`]: the world, the frame counter and [`Time`] are then left
+    /// as they were.
+    pub fn try_restore(&mut self, snapshot: &RuntimeSnapshot) -> Result<(), SnapshotError> {
+        self.world.try_restore(&snapshot.world)?;
+        self.frame = snapshot.frame;
+        match (snapshot.time, self.world.get_resource_mut::<Time>()) {
+            (Some(t), Some(now)) => *now = t,
+            (Some(t), None) => self.world.insert_resource(t),
+            (None, _) => {
+                self.world.remove_resource::<Time>();
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes a save file ([`World::save`]) that also holds the frame counter and
+    /// [`Time`]: [`load`](Self::load) makes a runtime with the same systems continue
+    /// exactly as this one does from here.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// #[component(output = i32, merge = merge::sum, save, checksum)]
+    /// struct Hp(i32);
+    /// impl std::ops::AddAssign<i32> for Hp { fn add_assign(&mut self, d: i32) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<Hp>();
+    ///     let mut rt = Runtime::builder().workers(2).build(world);
+    ///     rt.add_system(|w: &World, out: &mut Output| {
+    ///         for (e, _) in w.query::<(&Hp,)>() { out.write::<Hp>(e, -1); }
+    ///     });
+    ///     rt
+    /// };
+    /// let mut rt = game();
+    /// rt.world_mut().spawn((Hp(100),));
+    /// rt.frame();
+    /// let mut file = Vec::new();
+    /// rt.save(&mut file).unwrap();
+    /// rt.frame();
+    ///
+    /// let mut other = game();
+    /// other.load(&mut file.as_slice()).unwrap();
+    /// assert_eq!(other.frame_count(), 1);
+    /// other.frame();
+    /// assert_eq!(other.world().checksum(), rt.world().checksum());
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::save`].
+    pub fn save(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
+        self.write_save(w)
+    }
+
+    /// Loads a save made by [`save`](Self::save): the world ([`World::load`]), the frame
+    /// counter and [`Time`]. Systems, their enabled flags and their own state are not
+    /// touched (as [`restore`](Self::restore)).
+    ///
+    /// # Errors
+    /// As [`World::load`], and [`LoadError::NotARuntimeSave`] for a save made by
+    /// [`World::save`]. The runtime is then as it was.
+    pub fn load(&mut self, r: &mut impl std::io::Read) -> Result<(), LoadError> {
+        let mut src = Source::new(r);
+        self.read_save(&mut src)?;
+        src.finish()
+    }
+
+    /// Writes a runtime save to `w`.
+    pub(super) fn write_save(&self, w: &mut dyn std::io::Write) -> Result<(), SaveError> {
+        let mut part = Vec::with_capacity(21);
+        part.put_u64(self.frame);
+        let time = self.world.get_resource::<Time>();
+        part.put_u8(u8::from(time.is_some()));
+        let t = time.copied().unwrap_or(Time { dt: 0.0, frame: 0 });
+        part.put_u32(t.dt.to_bits());
+        part.put_u64(t.frame);
+        let mut out = Sink::new(w);
+        self.world.write_save(&mut out, Some(&part))?;
+        out.finish()
+    }
+
+    /// Reads a runtime save from `r` (which may go on after it) and applies it.
+    pub(super) fn read_save(&mut self, r: &mut Source<'_>) -> Result<(), LoadError> {
+        let parsed = self.world.parse_save_from(r)?;
+        let runtime = parsed
+            .runtime
+            .as_deref()
+            .ok_or(LoadError::NotARuntimeSave)?;
+        let mut part = Reader::new(runtime);
+        let frame = part.u64("the frame counter")?;
+        let has_time = part.u8("the time")?;
+        let dt = f32::from_bits(part.u32("the time")?);
+        let time_frame = part.u64("the time")?;
+        part.finish()?;
+        self.world.apply_save(parsed);
+        self.frame = frame;
+        match has_time {
+            0 => {
+                self.world.remove_resource::<Time>();
+            }
+            _ => self.world.insert_resource(Time {
+                dt,
+                frame: time_frame,
+            }),
+        }
+        Ok(())
+    }
+}
