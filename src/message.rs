@@ -176,10 +176,18 @@ type DecodeFn<M> = fn(&[u8]) -> Result<(Vec<M>, Vec<(Entity, M)>), String>;
 /// With several stages, the messages one stage's Sync delivered: the next so many of the
 /// broadcast and addressed ones (segments lie in delivery order, oldest first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Segment {
-    stage: u32,
-    broadcast: usize,
-    addressed: usize,
+pub(crate) struct Segment {
+    pub(crate) stage: u32,
+    pub(crate) broadcast: usize,
+    pub(crate) addressed: usize,
+}
+
+/// An inbox's segments as a runtime save holds them (format version 5): the stage
+/// count they were made with (at least 2) and the segments, oldest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct StageSegments {
+    pub(crate) stages: u32,
+    pub(crate) segments: Vec<Segment>,
 }
 
 /// The delivered messages of one type: what systems read during Run.
@@ -195,6 +203,9 @@ pub(crate) struct Inbox<M> {
     /// (empty with one stage). Messages past the last segment were sent between frames
     /// (or loaded): the next Sync counts them as the previous stage's.
     segments: Vec<Segment>,
+    /// The stage count `segments` were made with (0 or 1: none). A Sync of another
+    /// count forgets which stage delivered what (see [`AnyInbox::expire`]).
+    stages: u32,
     /// Set by `World::snapshotting_message` (`M: Clone`).
     copy: Option<CopyFn<M>>,
     /// Set by `World::checksumming_message` (`M: Checksum + Debug`): the checksum, and
@@ -212,6 +223,7 @@ impl<M: Message> Inbox<M> {
             order: Vec::new(),
             scratch: Vec::new(),
             segments: Vec::new(),
+            stages: 0,
             copy: None,
             sum: None,
             serde: None,
@@ -276,6 +288,7 @@ impl<M: Message> Inbox<M> {
             to.addressed.clone_from(&from.addressed);
             to.order.clone_from(&from.order);
             to.segments.clone_from(&from.segments);
+            to.stages = from.stages;
         });
     }
 
@@ -346,10 +359,15 @@ pub(crate) trait AnyInbox: Send + Sync {
     fn saving(&self) -> bool;
     /// Appends the delivered messages to a save file's bytes.
     fn encode(&self, out: &mut Vec<u8>) -> Result<(), String>;
-    /// Decodes a save file's messages of this type, to [`install`](Self::install) later.
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send + Sync>, String>;
-    /// Makes decoded messages the delivered ones.
-    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>);
+    /// Decodes a save file's messages of this type, to [`install`](Self::install) later;
+    /// with how many are broadcast and how many addressed.
+    fn decode(&self, bytes: &[u8]) -> Result<(Box<dyn Any + Send + Sync>, usize, usize), String>;
+    /// Makes decoded messages the delivered ones; with `segments` (a version-5 runtime
+    /// save), which stage's Sync delivered which; without, they count as sent between
+    /// frames.
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, segments: Option<StageSegments>);
+    /// With several stages: which stage's Sync delivered which messages, for a save.
+    fn stage_segments(&self) -> Option<StageSegments>;
     /// An empty inbox of the same type, with the same opt-ins.
     fn empty_like(&self) -> Box<dyn AnyInbox>;
     /// Copies the delivered messages into `into` (reusing it). Only if `snapshotting`.
@@ -378,14 +396,17 @@ impl<M: Message> AnyInbox for Inbox<M> {
     fn expire(&mut self, stage: usize, stages: usize) {
         if stages <= 1 {
             self.segments.clear();
+            self.stages = 0;
             self.order.clear();
             self.broadcast.clear();
             self.addressed.clear();
             return;
         }
-        // Segments of a larger stage count than now: all one, the previous stage's.
-        if self.segments.iter().any(|g| g.stage as usize >= stages) {
+        // Segments of another stage count than now (the count changed, or a save of
+        // another runtime was loaded): all one, the previous stage's.
+        if self.stages as usize != stages {
             self.segments.clear();
+            self.stages = stages as u32;
         }
         // Messages no segment holds (sent between frames, loaded, or delivered with one
         // stage): made after the previous stage's Sync, so they are its.
@@ -486,18 +507,36 @@ impl<M: Message> AnyInbox for Inbox<M> {
         let (encode, _) = self.serde.expect("saving a message type not opted in");
         encode(self, out)
     }
-    fn decode(&self, bytes: &[u8]) -> Result<Box<dyn Any + Send + Sync>, String> {
+    fn decode(&self, bytes: &[u8]) -> Result<(Box<dyn Any + Send + Sync>, usize, usize), String> {
         let (_, decode) = self.serde.expect("loading a message type not opted in");
-        Ok(Box::new(decode(bytes)?))
+        let decoded = decode(bytes)?;
+        let (b, a) = (decoded.0.len(), decoded.1.len());
+        Ok((Box::new(decoded), b, a))
     }
-    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>) {
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, segments: Option<StageSegments>) {
         let (broadcast, addressed) = *decoded
             .downcast::<(Vec<M>, Vec<(Entity, M)>)>()
             .expect("decoded messages of another type");
         self.broadcast = broadcast;
         self.addressed = addressed;
-        self.segments.clear();
+        match segments {
+            Some(s) => {
+                debug_assert!(s.stages > 1);
+                self.segments = s.segments;
+                self.stages = s.stages;
+            }
+            None => {
+                self.segments.clear();
+                self.stages = 0;
+            }
+        }
         self.sort_order();
+    }
+    fn stage_segments(&self) -> Option<StageSegments> {
+        (self.stages > 1).then(|| StageSegments {
+            stages: self.stages,
+            segments: self.segments.clone(),
+        })
     }
     fn empty_like(&self) -> Box<dyn AnyInbox> {
         Box::new(Inbox::<M> {

@@ -5,7 +5,8 @@
 //! stage, at 1, 2 and 8 workers (and under `--features single-threaded`): each reader's
 //! log is compared with the one the rule predicts, entry for entry, and the worlds'
 //! checksums bit for bit. Also: an empty stage changes nothing a reader sees, a restored
-//! snapshot continues identically, and what a load into a multi-stage runtime does.
+//! snapshot or a loaded runtime save continues identically, a replay recorded mid-run
+//! plays back identically, and what a load that cannot put the stages back does.
 
 use std::sync::{Arc, Mutex};
 
@@ -465,12 +466,76 @@ fn a_restored_two_stage_world_continues_identically() {
     }
 }
 
-/// A save holds the marks and the delivered messages, but not which stage's Sync made
-/// each: loaded into a two-stage runtime they count as made between frames, so every
-/// system sees all of them in the next frame — a stage-1 reader sees again what stage 0
-/// did in the saved frame, which the saved game's reader had already seen.
+/// The format version a save file says it is.
+fn version(file: &[u8]) -> u32 {
+    u32::from_le_bytes(file[8..12].try_into().unwrap())
+}
+
+/// A runtime's save of a two-stage game (format version 5) holds which stage's Sync made
+/// each mark and delivered each message: loaded into a runtime with the same two stages,
+/// whichever frame it was saved after, the game goes on as if it had not stopped. Every
+/// reader's log, the part before the save and the part after the load together, is the
+/// one the rule predicts (each mark and message seen exactly once), at 1, 2 and 8
+/// workers, and the last checksum is the uninterrupted game's.
 #[test]
-fn a_load_into_two_stages_shows_every_system_the_saved_marks_and_messages() {
+fn a_load_into_the_same_two_stages_shows_every_system_each_mark_and_message_once() {
+    for writer in 0..2 {
+        let setup = Setup {
+            stages: 2,
+            writer,
+            empty_stages: false,
+        };
+        let want = predicted(&setup, &setup_entities());
+        // After frames 0, 3 (stage `writer` wrote and sent), 4 (it spawned) and 5 (it
+        // inserted), whose work some reader has not seen yet.
+        for at in [1, 4, 5, 6] {
+            for workers in WORKERS {
+                let what =
+                    format!("writer in stage {writer}, saved after {at} frames, {workers} workers");
+                let mut saved = game(workers, &setup);
+                for _ in 0..at {
+                    saved.rt.frame();
+                }
+                let mut file = Vec::new();
+                saved.rt.save(&mut file).unwrap();
+                assert_eq!(version(&file), 5, "{what}");
+                let mut log = std::mem::take(&mut *saved.log.lock().unwrap());
+                let mut loaded = game(workers, &setup);
+                loaded.rt.load(&mut file.as_slice()).unwrap();
+                assert_eq!(loaded.rt.world().checksum(), saved.rt.world().checksum());
+                for _ in at..FRAMES {
+                    loaded.rt.frame();
+                }
+                log.extend(std::mem::take(&mut *loaded.log.lock().unwrap()));
+                log.sort();
+                if log != want {
+                    let extra: Vec<_> = log.iter().filter(|e| !want.contains(e)).take(5).collect();
+                    let missing: Vec<_> =
+                        want.iter().filter(|e| !log.contains(e)).take(5).collect();
+                    panic!(
+                        "{what}: {} seen, {} predicted; seen, not predicted: {extra:?}; \
+                         predicted, not seen: {missing:?}",
+                        log.len(),
+                        want.len()
+                    );
+                }
+                assert_eq!(
+                    loaded.rt.world().checksum(),
+                    play(workers, &setup).1,
+                    "{what}: the checksum"
+                );
+            }
+        }
+    }
+}
+
+/// A version-5 save falls back to what a save without the stages means (version 4)
+/// where the stages cannot be put back: loaded into a one-stage runtime, its reader sees
+/// every saved mark and message in the next frame, once (as one stage sees what was
+/// made between frames); loaded by `World::load`, the world is exactly the one a
+/// `World::save` of the saved world holds, byte for byte.
+#[test]
+fn a_two_stage_save_loaded_into_one_stage_or_a_world_keeps_the_marks_and_messages_only() {
     let setup = Setup {
         stages: 2,
         writer: 0,
@@ -478,31 +543,55 @@ fn a_load_into_two_stages_shows_every_system_the_saved_marks_and_messages() {
     };
     let mut saved = game(2, &setup);
     for _ in 0..4 {
-        saved.rt.frame(); // frame 3: stage 0 writes and sends
+        saved.rt.frame(); // frame 3: stage 0 writes and sends; stage 1's reader saw it
     }
     let mut file = Vec::new();
     saved.rt.save(&mut file).unwrap();
-    let mut loaded = game(2, &setup);
+    assert_eq!(version(&file), 5);
+    let mut world_file = Vec::new();
+    saved.rt.world().save(&mut world_file).unwrap();
+    assert_eq!(version(&world_file), 4, "a world's save has no stages");
+
+    // A plain world: what a world save holds, exactly.
+    let mut w = world().0;
+    w.load(&mut file.as_slice()).unwrap();
+    let mut again = Vec::new();
+    w.save(&mut again).unwrap();
+    assert!(again == world_file, "World::load of a version-5 save");
+
+    // One stage: everything saved, seen once in the next frame.
+    let one = Setup {
+        stages: 1,
+        writer: 0,
+        empty_stages: false,
+    };
+    let mut loaded = game(2, &one);
     loaded.rt.load(&mut file.as_slice()).unwrap();
     assert_eq!(loaded.rt.world().checksum(), saved.rt.world().checksum());
-    for g in [&mut saved, &mut loaded] {
-        g.log.lock().unwrap().clear();
-        g.rt.frame(); // frame 4
-    }
-    let count = |g: &Game, r: usize, k: Kind| {
+    let count = |g: &Game, f: u64, k: Kind| {
         let log = g.log.lock().unwrap();
-        log.iter().filter(|e| (e.0, e.1, e.2) == (k, r, 4)).count()
+        log.iter().filter(|e| (e.0, e.1, e.2) == (k, 0, f)).count()
     };
+    loaded.rt.frame(); // frame 4
+    loaded.rt.frame(); // frame 5
     for (k, n) in [
         (Kind::Message, 2),
         (Kind::Addressed, 1),
         (Kind::Changed, N / 2),
     ] {
-        // Stage 0's reader had not seen frame 3's work: in both, it does now.
-        assert_eq!((count(&saved, 0, k), count(&loaded, 0, k)), (n, n), "{k:?}");
-        // Stage 1's reader saw it in frame 3: again only after the load.
-        assert_eq!((count(&saved, 1, k), count(&loaded, 1, k)), (0, n), "{k:?}");
+        assert_eq!(
+            (count(&loaded, 4, k), count(&loaded, 5, k)),
+            (n, 0),
+            "{k:?}"
+        );
     }
+    let mut after = Vec::new();
+    loaded.rt.save(&mut after).unwrap();
+    assert_eq!(
+        version(&after),
+        4,
+        "one stage keeps no layers once it has run"
+    );
 }
 
 /// A replay of a two-stage game recorded from before its first frame plays back
@@ -530,5 +619,54 @@ fn a_two_stage_replay_from_the_first_frame_plays_back_identically() {
             "writer in stage {writer}: {report:?}"
         );
         assert_eq!(report.frames, FRAMES);
+    }
+}
+
+/// A replay of a two-stage game recorded mid-run (after a few frames, with marks and
+/// messages some readers have seen and others not) plays back identically at 1, 2 and 8
+/// workers: its start save holds which stage's Sync made each (format version 5), and
+/// the replayed readers see what the recorded ones saw, entry for entry.
+#[test]
+fn a_two_stage_replay_recorded_mid_run_plays_back_identically() {
+    const START: u64 = 4;
+    let sorted = |g: &Game| {
+        let mut log = std::mem::take(&mut *g.log.lock().unwrap());
+        log.sort_by_key(|&(_, r, f, _)| (r, f));
+        log
+    };
+    for writer in 0..2 {
+        let setup = Setup {
+            stages: 2,
+            writer,
+            empty_stages: false,
+        };
+        let mut g = game(2, &setup);
+        for _ in 0..START {
+            g.rt.frame_with(0u8);
+        }
+        g.log.lock().unwrap().clear();
+        g.rt.record_replay::<u8>().unwrap();
+        for _ in START..FRAMES {
+            g.rt.frame_with(0u8);
+        }
+        let recorded = sorted(&g);
+        assert!(!recorded.is_empty());
+        let mut file = Vec::new();
+        g.rt.finish_replay(&mut file).unwrap();
+        let replay = runsync::Replay::read(&mut file.as_slice()).unwrap();
+        for workers in WORKERS {
+            let mut p = game(workers, &setup);
+            let report = p.rt.play_replay::<u8>(&replay).unwrap();
+            assert!(
+                report.is_identical(),
+                "writer in stage {writer}, {workers} workers: {report:?}"
+            );
+            assert_eq!(report.frames, FRAMES - START);
+            assert_eq!(
+                sorted(&p),
+                recorded,
+                "writer in stage {writer}, {workers} workers: the readers' logs"
+            );
+        }
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::UNCHECKED_VERSION;
+use super::{UNCHECKED_VERSION, VERSION};
 
 /// Why a save could not be written ([`World::save`](crate::World::save),
 /// [`Runtime::save`](crate::Runtime::save), a replay). Nothing is written when a type or
@@ -114,12 +114,12 @@ pub enum LoadError {
         /// What the file starts with (up to 8 bytes).
         found: Vec<u8>,
     },
-    /// A save of a format version this build does not read (it reads the version it
-    /// writes, 4, and version 2).
+    /// A save of a format version this build does not read (it reads the versions it
+    /// writes, 4 and 5 — 5 only for a save, not a replay's own header — and version 2).
     Version {
         /// The file's version.
         found: u32,
-        /// The version this build writes.
+        /// The newest version this build reads there: 5 for a save, 4 for a replay.
         supported: u32,
     },
     /// A section of the file does not match its integrity check: its CRC-32C, or its
@@ -274,8 +274,8 @@ impl fmt::Display for LoadError {
             LoadError::Version { found, supported } if found > supported => write!(
                 f,
                 "format version {found}, written by a newer runsync; this build reads \
-                 versions {UNCHECKED_VERSION} and {supported}: load it with a runsync as new \
-                 as the one that wrote it"
+                 versions {}: load it with a runsync as new as the one that wrote it",
+                readable(*supported)
             ),
             LoadError::Version {
                 found: 1,
@@ -283,13 +283,14 @@ impl fmt::Display for LoadError {
             } => write!(
                 f,
                 "format version 1, which this build no longer reads (it reads versions \
-                 {UNCHECKED_VERSION} and {supported}): only a runsync from before version \
-                 {UNCHECKED_VERSION} can load it"
+                 {}): only a runsync from before version {UNCHECKED_VERSION} can load it",
+                readable(*supported)
             ),
             LoadError::Version { found, supported } => write!(
                 f,
                 "format version {found}, which no runsync writes (this build reads versions \
-                 {UNCHECKED_VERSION} and {supported}): a damaged file?"
+                 {}): a damaged file?",
+                readable(*supported)
             ),
             LoadError::Corrupt { section, what } => write!(
                 f,
@@ -421,5 +422,15 @@ pub(crate) enum ColumnError {
 impl From<LoadError> for ColumnError {
     fn from(e: LoadError) -> Self {
         ColumnError::Load(e)
+    }
+}
+
+/// The versions a reader whose newest is `supported` reads, as text: "2 and 4" (a
+/// replay), "2, 4 and 5" (a save).
+fn readable(supported: u32) -> String {
+    if supported > VERSION {
+        format!("{UNCHECKED_VERSION}, {VERSION} and {supported}")
+    } else {
+        format!("{UNCHECKED_VERSION} and {supported}")
     }
 }

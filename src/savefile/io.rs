@@ -195,7 +195,7 @@ impl<'a> Reader<'a> {
             });
         }
         self.take(8, "the magic")?;
-        self.checked = check_version(self.u32("the version")?)?;
+        self.checked = check_version(self.u32("the version")?, false)?;
         Ok(())
     }
 
@@ -370,6 +370,9 @@ pub(crate) struct Source<'r> {
     len: u64,
     /// Whether the input's sections end in trailers.
     checked: bool,
+    /// Whether the input is version 5: it holds a runtime's stage parts (see
+    /// `savefile`'s "Versions").
+    staged: bool,
     /// A serde column's bytes, reused from column to column.
     scratch: Vec<u8>,
     /// Plain-data values on their way to a column, aligned for them.
@@ -402,6 +405,7 @@ impl<'r> Source<'r> {
             crc: 0,
             len: 0,
             checked: false,
+            staged: false,
             scratch: Vec::new(),
             aligned: Vec::new(),
             consumed: 0,
@@ -679,12 +683,19 @@ impl<'r> Source<'r> {
             return Err(LoadError::BadMagic { found });
         }
         let version = self.u32("the version")?;
-        self.checked = check_version(version)?;
+        self.checked = check_version(version, true)?;
+        self.staged = version == super::STAGED_VERSION;
         // The magic and the version open the first section.
         self.summed = self.pos;
         self.crc = crc32c::crc32c_append(crc32c::crc32c(magic), &version.to_le_bytes());
         self.len = 12;
         Ok(())
+    }
+
+    /// Whether the input holds a runtime's stage parts (version 5; known once
+    /// [`header`](Self::header) has read the version).
+    pub(crate) fn staged(&self) -> bool {
+        self.staged
     }
 
     /// The input must end here: reads it to its end, counting.

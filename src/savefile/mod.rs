@@ -38,10 +38,35 @@
 //! # Versions
 //!
 //! 1 had no encoding per type (every column through serde); 2 adds it; 4 adds the
-//! integrity check. Version 2 is still read (without a check); 1 is refused. There is no
-//! version 3: it is one flipped bit away from 2 (as 0 and 6 are from 4), so a flipped bit
-//! in the version of a checked file could have made it read as an unchecked one; 4 is two
-//! bits away from 2.
+//! integrity check; 5 adds, in a runtime's save of a frame with several
+//! [stages](crate::Runtime::add_stage), which stage's Sync made each change mark and
+//! delivered each message (below). Versions 2 (without a check), 4 and 5 are read; 1 is
+//! refused. There is no version 3: it is one flipped bit away from 2 (as 0 and 6 are from
+//! 4), so a flipped bit in the version of a checked file could have made it read as an
+//! unchecked one; 4 is two bits away from 2. 5 (`101`) is one bit from 4 (`100`), 1
+//! (`001`), 7 (`111`) and 13, 21, 37, ... (refused or never written), and three bits from
+//! 2 (`010`): a flipped bit cannot make a checked file an unchecked one. A 4 flipped to 5
+//! (or back) is a checked version still, and the header's own check refuses it.
+//!
+//! A file is written as version 4 unless it holds the stage parts: a [`World`]'s save,
+//! and a runtime's save with one stage (or before its first frame), are exactly the
+//! version-4 bytes. Version 5 is version 4 with two additions, inside the sections they
+//! extend (so under their checks):
+//!
+//! - after each component type's columns: a `u32` stage count `S` (0: no layers), and
+//!   for `S >= 2` the `u32` stage whose layer new marks go to, then per stage its layer:
+//!   its stage (`u32`, `0..S` in order: a check), then per column its changed and added
+//!   words, as many as the union's just before (zero-padded; a layer has no counts of its
+//!   own). The union must be what the layers add up to (see `TypeMarks::with_layers`);
+//! - after each message type's messages: a `u32` stage count `S` (0: none), and for
+//!   `S >= 2` a `u64` segment count, then per segment (oldest first) its stage (`u32`) and
+//!   how many broadcast and addressed messages it holds (`u64` each), at most the
+//!   messages there are (see `message::Segment`).
+//!
+//! Nothing is allocated by these counts beyond what [`Source::capacity`] allows: each
+//! layer read is at least 4 bytes of the file, each segment 20.
+//!
+//! [`World`]: crate::World
 
 use std::fmt;
 
@@ -56,8 +81,12 @@ pub(crate) use io::{Found, Put, Reader, Sink, Source, seal};
 
 /// The first bytes of a world or runtime save.
 pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
-/// The format version this build writes (and reads).
+/// The format version this build writes (and reads) for a file with no stage parts,
+/// and for replays.
 pub(crate) const VERSION: u32 = 4;
+/// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
+/// its layers of change marks and, per message type, its segments (see "Versions").
+pub(crate) const STAGED_VERSION: u32 = 5;
 /// The older version this build still reads: as [`VERSION`], with no integrity check.
 pub(crate) const UNCHECKED_VERSION: u32 = 2;
 
@@ -133,14 +162,16 @@ impl fmt::Display for Encoding {
     }
 }
 
-/// Whether a version this build reads has integrity checks, or the error.
-fn check_version(version: u32) -> Result<bool, LoadError> {
+/// Whether a version this build reads has integrity checks, or the error. `staged`:
+/// whether version 5 (a save's stage parts) is one here (not for a replay's own header).
+fn check_version(version: u32, staged: bool) -> Result<bool, LoadError> {
     match version {
         VERSION => Ok(true),
+        STAGED_VERSION if staged => Ok(true),
         UNCHECKED_VERSION => Ok(false),
         found => Err(LoadError::Version {
             found,
-            supported: VERSION,
+            supported: if staged { STAGED_VERSION } else { VERSION },
         }),
     }
 }

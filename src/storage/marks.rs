@@ -358,8 +358,10 @@ macro_rules! marked_sets {
 impl TypeMarks {
     /// Marks made of saved words, one `(changed, added)` pair per column; checked: no bit
     /// at or past a column's `rows`, added rows among the changed ones. `Err` says what
-    /// is wrong. (A save holds the union of a multi-stage world's layers: the first Sync
-    /// after a load takes them for the previous stage's, see [`begin_stage`](Self::begin_stage).)
+    /// is wrong. (A save holds the union of a multi-stage world's layers; a runtime's save
+    /// the layers too, [`with_layers`](Self::with_layers). With the union alone, the first
+    /// Sync after a load takes it for the previous stage's, see
+    /// [`begin_stage`](Self::begin_stage).)
     pub(crate) fn from_words(
         columns: Vec<(Vec<u64>, Vec<u64>)>,
         rows: impl Fn(usize) -> usize,
@@ -395,6 +397,80 @@ impl TypeMarks {
             dirty,
             layers: None,
         })
+    }
+
+    /// With several stages: the stage count, the stage new marks go to, and each
+    /// stage's layer (one [`ColumnMarks`] per column), for a save (format version 5).
+    pub(crate) fn layers(&self) -> Option<(usize, impl Iterator<Item = &[ColumnMarks]>)> {
+        let layers = self.layers.as_deref()?;
+        let columns = layers.stages.iter().map(|l| &l.columns[..]);
+        Some((layers.current, columns))
+    }
+
+    /// These marks (the union, [`from_words`](Self::from_words)) with the layers a save
+    /// held: `current`, and per stage one `(changed, added)` pair per column. Checked as
+    /// `from_words` checks the union, and that the union is what the layers add up to.
+    /// The first Sync of a runtime with another stage count takes the union for the
+    /// previous stage's, as with no layers (see [`begin_stage`](Self::begin_stage)).
+    pub(crate) fn with_layers(
+        mut self,
+        current: usize,
+        stages: Vec<Vec<(Vec<u64>, Vec<u64>)>>,
+        rows: impl Fn(usize) -> usize,
+    ) -> Result<TypeMarks, String> {
+        if stages.len() < 2 || current >= stages.len() {
+            return Err(format!(
+                "stage {current} of {} stages: not a stage of a multi-stage frame",
+                stages.len()
+            ));
+        }
+        let mut layers = Layers {
+            stages: Vec::with_capacity(stages.len()),
+            current,
+        };
+        let mut union: Vec<ColumnMarks> = self
+            .columns
+            .iter()
+            .map(|_| ColumnMarks::default())
+            .collect();
+        for (k, columns) in stages.into_iter().enumerate() {
+            if columns.len() != self.columns.len() {
+                return Err(format!(
+                    "stage {k}'s change marks have {} columns, not {}",
+                    columns.len(),
+                    self.columns.len()
+                ));
+            }
+            let layer = TypeMarks::from_words(columns, &rows)
+                .map_err(|e| format!("stage {k}'s change marks: {e}"))?;
+            for (u, m) in union.iter_mut().zip(&layer.columns) {
+                u.changed.or(&m.changed);
+                u.added.or(&m.added);
+            }
+            layers.stages.push(Layer {
+                columns: layer.columns,
+                dirty: layer.dirty,
+            });
+        }
+        let same = |a: &Bits, b: &Bits| {
+            let n = a.0.len().max(b.0.len());
+            (0..n).all(|i| a.0.get(i).unwrap_or(&0) == b.0.get(i).unwrap_or(&0))
+        };
+        for (col, (u, m)) in union.iter().zip(&self.columns).enumerate() {
+            if !same(&u.changed, &m.changed) || !same(&u.added, &m.added) {
+                return Err(format!(
+                    "column {col}: the change marks are not those of the stages together"
+                ));
+            }
+        }
+        self.layers = Some(Box::new(layers));
+        Ok(self)
+    }
+
+    /// Forgets the layers (the marks stay, as their union): what a load that does not
+    /// restore them leaves.
+    pub(crate) fn drop_layers(&mut self) {
+        self.layers = None;
     }
 
     /// A new column with no marks.
@@ -469,9 +545,10 @@ impl TypeMarks {
     /// is rebuilt only if the layer had a mark: O(1) for a type no one marked, else
     /// O(columns × words × stages).
     ///
-    /// The first multi-stage Sync (or one after the stage count changed, or a load) takes
-    /// every mark there is for the previous stage's: made after it, so each system sees
-    /// them once more, as marks made between frames.
+    /// The first multi-stage Sync (or one after the stage count changed, or after a load
+    /// that did not restore layers of this stage count) takes every mark there is for the
+    /// previous stage's: made after it, so each system sees them once more, as marks made
+    /// between frames.
     pub(crate) fn begin_stage(&mut self, stage: usize, stages: usize) {
         if stages <= 1 {
             self.layers = None;
@@ -701,6 +778,82 @@ mod tests {
             let want: Vec<bool> = perm.iter().map(|&p| before[p as usize]).collect();
             assert_eq!(after, want, "set {set:?}");
             assert_eq!(bits.count(), set.len());
+        }
+    }
+
+    /// The words of every mark set of `m`: the union's, then each layer's.
+    fn words(m: &TypeMarks) -> Vec<(Vec<u64>, Vec<u64>)> {
+        let pair = |c: &ColumnMarks| (c.changed.words().to_vec(), c.added.words().to_vec());
+        let mut all: Vec<_> = m.columns.iter().map(pair).collect();
+        if let Some((_, layers)) = m.layers() {
+            all.extend(layers.flat_map(|l| l.iter().map(pair)));
+        }
+        all
+    }
+
+    /// Layers made by two stages' Syncs come back from their words as they were (what a
+    /// version-5 save restores), and words that do not hold together are refused: a
+    /// union that is not the layers together, a stage past the count, one stage, a
+    /// layer with another number of columns, bits past a column's rows.
+    #[test]
+    fn layers_rebuilt_from_their_words_are_checked() {
+        let mut m = TypeMarks::default();
+        m.add_column();
+        m.add_column();
+        m.begin_stage(0, 2);
+        m.mark_changed(0, 3..70);
+        m.mark_added(1, 2..3);
+        m.begin_stage(1, 2);
+        m.mark_changed(0, 80..81);
+        let union: Vec<_> = words(&m)[..2].to_vec();
+        let (current, layers) = m.layers().unwrap();
+        assert_eq!(current, 1);
+        let layers: Vec<Vec<_>> = layers
+            .map(|l| {
+                l.iter()
+                    .map(|c| (c.changed.words().to_vec(), c.added.words().to_vec()))
+                    .collect()
+            })
+            .collect();
+        let rows = |_| 100;
+        let load = |union: &[(Vec<u64>, Vec<u64>)], current, layers: Vec<Vec<_>>| {
+            TypeMarks::from_words(union.to_vec(), rows)
+                .unwrap()
+                .with_layers(current, layers, rows)
+        };
+        let back = load(&union, 1, layers.clone()).expect("the layers a Sync made");
+        assert_eq!(words(&back), words(&m));
+        assert_eq!(back.layers().unwrap().0, 1);
+        // Stage 0's next Sync forgets stage 0's layer in both.
+        let mut back = back;
+        m.begin_stage(0, 2);
+        back.begin_stage(0, 2);
+        assert_eq!(words(&back), words(&m));
+        assert!(m.columns[0].changed.get(80) && !m.columns[0].changed.get(3));
+
+        let mut more = union.clone();
+        more[1].0 = vec![1 << 9];
+        more[1].1 = vec![];
+        let broken: [(&str, Result<TypeMarks, String>); 5] = [
+            ("not those of the stages", load(&more, 1, layers.clone())),
+            ("stage 2 of 2", load(&union, 2, layers.clone())),
+            ("of 1 stages", load(&union, 0, layers[..1].to_vec())),
+            ("1 columns, not 2", {
+                let mut l = layers.clone();
+                l[0].pop();
+                load(&union, 1, l)
+            }),
+            ("past its 100 rows", {
+                let mut l = layers.clone();
+                l[1][1].0 = vec![0, 1 << 60];
+                load(&union, 1, l)
+            }),
+        ];
+        for (says, got) in broken {
+            match got {
+                Err(e) => assert!(e.contains(says), "{says}: {e}"),
+                Ok(_) => panic!("{says}: accepted"),
+            }
         }
     }
 

@@ -2,8 +2,9 @@
 //! types by name, each with its encoding, the entity allocator, the tables in creation
 //! order (types and entities), then each type's columns — change marks and values
 //! (postcard-encoded, or plain bytes), column-wise, as hecs's column serialization — in
-//! the order of the tables that hold it. Each of these is a section with its own
-//! integrity check (each type's columns one section).
+//! the order of the tables that hold it; in a version-5 save (a runtime's, with several
+//! stages), each type's layers of change marks after its columns. Each of these is a
+//! section with its own integrity check (each type's columns one section).
 //!
 //! Loading parses and checks everything into a [`ParsedStorage`] first (decoding every
 //! column), so a bad file changes nothing; [`Storage::apply_save`] then rebuilds the
@@ -29,6 +30,16 @@ pub(crate) struct ParsedStorage {
     columns: Vec<SavedColumns>,
 }
 
+impl ParsedStorage {
+    /// Forgets the layers of change marks a version-5 save held (their union stays): a
+    /// load that does not restore them.
+    pub(crate) fn drop_layers(&mut self) {
+        for (_, marks) in &mut self.columns {
+            marks.drop_layers();
+        }
+    }
+}
+
 /// A table as saved: its sorted types and its entities.
 type SavedTable = (Vec<ComponentId>, Vec<Entity>);
 
@@ -43,8 +54,15 @@ impl Storage {
             .map(|i| ComponentId(i as u32))
     }
 
-    /// Writes the storage's section of a save to `out`.
-    pub(crate) fn save_to(&self, out: &mut Sink<'_>) -> Result<(), SaveError> {
+    /// Whether some type keeps its change marks in one layer per stage (a runtime with
+    /// several stages has run a frame): what a version-5 save adds.
+    pub(crate) fn has_stage_layers(&self) -> bool {
+        self.columns.iter().any(|c| c.marks().layers().is_some())
+    }
+
+    /// Writes the storage's section of a save to `out`; with `staged` (version 5), each
+    /// type's layers of change marks after its columns.
+    pub(crate) fn save_to(&self, out: &mut Sink<'_>, staged: bool) -> Result<(), SaveError> {
         if let Some(id) = self.first_not_saving() {
             return Err(SaveError::NotSaving {
                 type_name: self.type_name(id),
@@ -122,6 +140,9 @@ impl Storage {
                     })?;
                 let len = (out.buf.len() - at - 8) as u64;
                 out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
+            }
+            if staged {
+                write_layers(out, marks, self.tables_with[id].len());
             }
             out.end_section();
         }
@@ -317,20 +338,8 @@ impl Storage {
                 if !types.contains(&ComponentId(id as u32)) {
                     continue;
                 }
-                let mut words = || -> Result<Vec<u64>, LoadError> {
-                    let n = r.count("change marks")?;
-                    let mut w = Vec::with_capacity(r.capacity(n, 8));
-                    while w.len() < n {
-                        let run = r.entries(n - w.len(), 8, "change marks")?;
-                        w.extend(
-                            run.chunks_exact(8)
-                                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
-                        );
-                    }
-                    Ok(w)
-                };
-                let changed = words()?;
-                let added = words()?;
+                let changed = read_words(r)?;
+                let added = read_words(r)?;
                 marks.push((changed, added));
                 rows.push(entities.len());
                 let len = r.u64("a column")?;
@@ -345,11 +354,23 @@ impl Storage {
                         },
                     })?;
             }
+            let mut found = Found::default();
+            let layers = if r.staged() {
+                read_layers(r, &marks, &mut found)?
+            } else {
+                None
+            };
             r.end_section(|| format!("the columns of `{type_name}`"))?;
-            let marks =
-                TypeMarks::from_words(marks, |k| rows[k]).map_err(|e| LoadError::BadData {
-                    what: format!("`{type_name}`: {e}"),
-                })?;
+            found.check()?;
+            let bad = |e| LoadError::BadData {
+                what: format!("`{type_name}`: {e}"),
+            };
+            let mut marks = TypeMarks::from_words(marks, |k| rows[k]).map_err(bad)?;
+            if let Some((current, layers)) = layers {
+                marks = marks
+                    .with_layers(current, layers, |k| rows[k])
+                    .map_err(bad)?;
+            }
             columns.push((decoded, marks));
         }
         Ok(columns)
@@ -378,6 +399,96 @@ impl Storage {
         }
         self.entities = parsed.entities;
     }
+}
+
+/// A type's layers of change marks, after its columns in a version-5 save: the stage
+/// count (0: none), then, for several, the current stage and each layer: its stage (a
+/// `u32`, as a check) and per column its changed and added words, as many as the
+/// union's (a layer's marks are among the union's; padded with zeros): no counts of
+/// their own.
+fn write_layers(out: &mut Sink<'_>, marks: &TypeMarks, columns: usize) {
+    let Some((current, layers)) = marks.layers() else {
+        out.put_u32(0);
+        return;
+    };
+    let layers: Vec<_> = layers.collect();
+    out.put_u32(layers.len() as u32);
+    out.put_u32(current as u32);
+    for (k, layer) in layers.into_iter().enumerate() {
+        out.put_u32(k as u32);
+        for (m, u) in layer[..columns].iter().zip(&marks.columns) {
+            let pairs = [
+                (m.changed.words(), u.changed.words()),
+                (m.added.words(), u.added.words()),
+            ];
+            for (words, union) in pairs {
+                for i in 0..union.len() {
+                    out.put_u64(words.get(i).copied().unwrap_or(0));
+                }
+            }
+        }
+    }
+}
+
+/// One column's change marks as saved: a `u64` count, then that many words.
+fn read_words(r: &mut Source<'_>) -> Result<Vec<u64>, LoadError> {
+    let n = r.count("change marks")?;
+    read_n_words(r, n)
+}
+
+/// `n` words of change marks; grows as they are read (see [`Source`]).
+fn read_n_words(r: &mut Source<'_>, n: usize) -> Result<Vec<u64>, LoadError> {
+    let mut w = Vec::with_capacity(r.capacity(n, 8));
+    while w.len() < n {
+        let run = r.entries(n - w.len(), 8, "change marks")?;
+        w.extend(
+            run.chunks_exact(8)
+                .map(|b| u64::from_le_bytes(b.try_into().expect("8 bytes"))),
+        );
+    }
+    Ok(w)
+}
+
+/// Per stage, per column: `(changed, added)` words.
+type SavedLayers = Vec<Vec<(Vec<u64>, Vec<u64>)>>;
+
+/// What [`write_layers`] wrote, for a type whose union of marks is `union`: `None` for
+/// no layers, else the current stage and the layers (trailing zero words dropped). A
+/// layer that names another stage is kept in `found` (reported after the section's
+/// check); `TypeMarks::with_layers` checks the rest. Every layer read is at least its
+/// 4-byte stage: the list grows as it is read, never by the count the file gives.
+fn read_layers(
+    r: &mut Source<'_>,
+    union: &[(Vec<u64>, Vec<u64>)],
+    found: &mut Found,
+) -> Result<Option<(usize, SavedLayers)>, LoadError> {
+    let stages = r.u32("a type's stage count")? as usize;
+    if stages == 0 {
+        return Ok(None);
+    }
+    let current = r.u32("a type's current stage")? as usize;
+    let mut layers = Vec::with_capacity(r.capacity(stages, 4));
+    for k in 0..stages {
+        let stage = r.u32("a stage's change marks")?;
+        if stage as usize != k {
+            found.keep(LoadError::BadData {
+                what: format!("the change marks of stage {k} say they are stage {stage}'s"),
+            });
+        }
+        let mut columns = Vec::with_capacity(union.len());
+        for (changed, added) in union {
+            let mut changed = read_n_words(r, changed.len())?;
+            let mut added = read_n_words(r, added.len())?;
+            for words in [&mut changed, &mut added] {
+                while words.last() == Some(&0) {
+                    words.pop();
+                }
+            }
+            columns.push((changed, added));
+        }
+        layers.push(columns);
+    }
+    Ok(Some((current, layers)))
 }
 
 /// The entity allocator section as read: each slot's generation and (set while the tables

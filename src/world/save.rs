@@ -9,7 +9,11 @@
 //! entity allocator, every table (types, entities) in creation order, each type's columns
 //! with their change marks, then every resource opted into saves (present or absent), then
 //! the delivered messages. Each of these is a section with its own integrity check (a
-//! CRC-32C; see `src/savefile.rs`), and each type's columns are one.
+//! CRC-32C; see `src/savefile.rs`), and each type's columns are one. A runtime's save of
+//! a frame with several stages (format version 5) adds, after each type's columns, its
+//! change marks per stage, and after each message type's messages, which stage's Sync
+//! delivered which (see the "Versions" of `crate::savefile`); [`World::load`] reads and
+//! checks them, and only `Runtime::load` puts them back.
 //! Values are serde-encoded with postcard, or copied as bytes for plain-data types
 //! ([`World::saving_pod`]); a world with a type or written resource not opted in cannot be
 //! saved (an error naming it, never a file that leaves it out).
@@ -19,20 +23,111 @@ use std::io::{Read, Write};
 
 use super::World;
 use crate::component::Component;
+use crate::message::{Segment, StageSegments};
 use crate::resource::{AnyBox, ResourceSerde};
-use crate::savefile::{Found, LoadError, Put, SAVE_MAGIC, SaveError, Sink, Source, VERSION};
+use crate::savefile::{
+    Found, LoadError, Put, SAVE_MAGIC, STAGED_VERSION, SaveError, Sink, Source, VERSION,
+};
 use crate::storage::ParsedStorage;
 
 /// A checked, decoded save, ready to apply; with the runtime's part, if the save has one.
 pub(crate) struct ParsedSave {
     storage: ParsedStorage,
-    /// Per message type, by registration order: its decoded messages.
-    messages: Vec<Box<dyn std::any::Any + Send + Sync>>,
+    /// Per message type, by registration order: its decoded messages, and (a version-5
+    /// save) which stage's Sync delivered which.
+    messages: Vec<SavedInbox>,
     /// Per resource opted in here (by opt-in order): its saved value, or `None` if the
     /// save holds it absent.
     resources: Vec<Option<AnyBox>>,
     /// The runtime's bytes, for a runtime save.
     pub(crate) runtime: Option<Vec<u8>>,
+}
+
+/// One message type's part of a save: its decoded messages (`(Vec<M>, Vec<(Entity, M)>)`)
+/// and, from a version-5 save, which stage's Sync delivered which.
+type SavedInbox = (Box<dyn std::any::Any + Send + Sync>, Option<StageSegments>);
+
+impl ParsedSave {
+    /// Forgets which stage's Sync made each mark and message (a version-5 save's stage
+    /// parts): the load falls back to version 4's meaning, the marks' union and the
+    /// messages counted as sent between frames.
+    pub(crate) fn drop_stages(&mut self) {
+        self.storage.drop_layers();
+        for (_, segments) in &mut self.messages {
+            *segments = None;
+        }
+    }
+}
+
+/// A message type's segments, after its messages in a version-5 save: the stage count
+/// (0: none), then for several the segments, each its stage and its counts.
+fn write_segments(out: &mut Sink<'_>, segments: Option<StageSegments>) {
+    let Some(s) = segments else {
+        out.put_u32(0);
+        return;
+    };
+    out.put_u32(s.stages);
+    out.put_u64(s.segments.len() as u64);
+    for g in &s.segments {
+        out.put_u32(g.stage);
+        out.put_u64(g.broadcast as u64);
+        out.put_u64(g.addressed as u64);
+    }
+}
+
+/// What [`write_segments`] wrote, unchecked (see [`check_segments`]). The list grows as
+/// its 20-byte entries are read, never by the count the file gives.
+fn read_segments(r: &mut Source<'_>) -> Result<Option<StageSegments>, LoadError> {
+    let stages = r.u32("a message type's stage count")?;
+    if stages == 0 {
+        return Ok(None);
+    }
+    let n = r.count("a message type's segments")?;
+    let mut segments = Vec::with_capacity(r.capacity(n, 20));
+    for _ in 0..n {
+        let stage = r.u32("a message segment")?;
+        let mut count = || -> Result<usize, LoadError> {
+            let c = r.u64("a message segment")?;
+            usize::try_from(c).map_err(|_| LoadError::BadData {
+                what: format!("a message segment of {c} messages"),
+            })
+        };
+        let broadcast = count()?;
+        let addressed = count()?;
+        segments.push(Segment {
+            stage,
+            broadcast,
+            addressed,
+        });
+    }
+    Ok(Some(StageSegments { stages, segments }))
+}
+
+/// Segments that hold together: several stages, each segment's stage one of them, and
+/// no more messages in them than there are (`broadcast`, `addressed`; those after the
+/// last segment were sent between frames).
+fn check_segments(s: &StageSegments, broadcast: usize, addressed: usize) -> Result<(), String> {
+    if s.stages < 2 {
+        return Err(format!("segments of {} stage", s.stages));
+    }
+    if let Some(g) = s.segments.iter().find(|g| g.stage >= s.stages) {
+        return Err(format!(
+            "a segment of stage {}, of {} stages",
+            g.stage, s.stages
+        ));
+    }
+    let (mut b, mut a) = (0usize, 0usize);
+    for g in &s.segments {
+        b = b.saturating_add(g.broadcast);
+        a = a.saturating_add(g.addressed);
+    }
+    if b > broadcast || a > addressed {
+        return Err(format!(
+            "segments of {b} broadcast and {a} addressed messages, of {broadcast} and \
+             {addressed} delivered"
+        ));
+    }
+    Ok(())
 }
 
 const KIND_WORLD: u8 = 0;
@@ -165,6 +260,13 @@ impl World {
     /// is read to its end, a 64 KiB chunk at a time: a load never holds a copy of the
     /// whole file.
     ///
+    /// A world loads a runtime's save too (its frame counter and `Time` left out). Of a
+    /// save of a runtime with several [stages](crate::Runtime::add_stage) (format version
+    /// 5), it keeps the change marks and messages but not which stage's Sync made each,
+    /// as a world's own save holds them: the first frame after counts them as made
+    /// between frames (see [`saving_message`](Self::saving_message)). Only
+    /// [`Runtime::load`](crate::Runtime::load) puts the stages back.
+    ///
     /// Every bad file is an error that says what is wrong, checked before anything
     /// changes: on an error the world is as it was.
     ///
@@ -176,8 +278,9 @@ impl World {
     /// allocator or tables that do not hold together, bytes after the end.
     pub fn load(&mut self, r: &mut impl Read) -> Result<(), LoadError> {
         let mut src = Source::new(r);
-        let parsed = self.parse_save_from(&mut src)?;
+        let mut parsed = self.parse_save_from(&mut src)?;
         src.finish()?;
+        parsed.drop_stages();
         self.apply_save(parsed);
         Ok(())
     }
@@ -194,8 +297,17 @@ impl World {
         if let Some(type_name) = self.message_not_saving() {
             return Err(SaveError::MessageNotSaving { type_name });
         }
+        // A runtime's save of a multi-stage frame says which stage's Sync made each mark
+        // and message (version 5); any other save is version 4, byte for byte.
+        let staged = runtime.is_some()
+            && (self.storage.has_stage_layers()
+                || self
+                    .messages
+                    .inboxes()
+                    .iter()
+                    .any(|i| i.stage_segments().is_some()));
         out.raw(&SAVE_MAGIC);
-        out.put_u32(VERSION);
+        out.put_u32(if staged { STAGED_VERSION } else { VERSION });
         match runtime {
             None => out.put_u8(KIND_WORLD),
             Some(b) => {
@@ -204,7 +316,7 @@ impl World {
             }
         }
         out.end_section();
-        self.storage.save_to(out)?;
+        self.storage.save_to(out, staged)?;
         out.put_u64(self.resource_serde.len() as u64);
         for r in &self.resource_serde {
             out.put_bytes(r.name.as_bytes());
@@ -234,6 +346,9 @@ impl World {
                 })?;
             let len = (out.buf.len() - at - 8) as u64;
             out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
+            if staged {
+                write_segments(out, inbox.stage_segments());
+            }
         }
         out.end_section();
         Ok(())
@@ -324,10 +439,7 @@ impl World {
 
     /// The messages section of a save: the same message types as this world's, in
     /// order, each decoded.
-    fn parse_messages(
-        &self,
-        r: &mut Source<'_>,
-    ) -> Result<Vec<Box<dyn std::any::Any + Send + Sync>>, LoadError> {
+    fn parse_messages(&self, r: &mut Source<'_>) -> Result<Vec<SavedInbox>, LoadError> {
         let inboxes = self.messages.inboxes();
         let world = || inboxes.iter().map(|i| i.name()).collect::<Vec<_>>();
         // (Problems are kept until the section's check: see `Found`.)
@@ -345,15 +457,21 @@ impl World {
             let len = r.u64("a message type's messages")?;
             let bytes = r.scratch(len, "a message type's messages")?;
             names.push(name);
-            let Some(inbox) = inboxes.get(k).filter(|i| i.name() == names[k]) else {
-                continue; // reported below, with every name
-            };
-            let messages = inbox.decode(bytes).map_err(|message| LoadError::Decode {
-                type_name: inbox.name(),
-                table: None,
-                message,
-            });
-            decoded.extend(found.ok(messages));
+            let messages = inboxes
+                .get(k)
+                .filter(|i| i.name() == names[k])
+                .map(|inbox| {
+                    inbox.decode(bytes).map_err(|message| LoadError::Decode {
+                        type_name: inbox.name(),
+                        table: None,
+                        message,
+                    })
+                });
+            // (Read before a wrong name is reported, below, with every name.)
+            let segments = if r.staged() { read_segments(r)? } else { None };
+            if let Some(messages) = messages {
+                decoded.extend(found.ok(messages).map(|m| (m, segments)));
+            }
         }
         r.end_section(|| "the messages".into())?;
         found.check()?;
@@ -363,7 +481,18 @@ impl World {
                 world: world(),
             });
         }
-        Ok(decoded)
+        decoded
+            .into_iter()
+            .zip(inboxes)
+            .map(|(((m, broadcast, addressed), segments), inbox)| {
+                if let Some(s) = &segments {
+                    check_segments(s, broadcast, addressed).map_err(|e| LoadError::BadData {
+                        what: format!("message type `{}`: {e}", inbox.name()),
+                    })?;
+                }
+                Ok((m, segments))
+            })
+            .collect()
     }
 
     /// The first message type (by registration order) not opted into saves.
@@ -372,16 +501,18 @@ impl World {
         inboxes.iter().find(|i| !i.saving()).map(|i| i.name())
     }
 
-    /// Makes this world the parsed save's (the runtime's part is the caller's).
+    /// Makes this world the parsed save's (the runtime's part is the caller's), with
+    /// the stage parts of a version-5 save unless [`ParsedSave::drop_stages`] dropped
+    /// them.
     pub(crate) fn apply_save(&mut self, parsed: ParsedSave) {
         self.storage.apply_save(parsed.storage);
-        for (inbox, decoded) in self
+        for (inbox, (decoded, segments)) in self
             .messages_mut()
             .inboxes_mut()
             .iter_mut()
             .zip(parsed.messages)
         {
-            inbox.install(decoded);
+            inbox.install(decoded, segments);
         }
         for (s, value) in self.resource_serde.iter().zip(parsed.resources) {
             (s.put)(&mut self.resources, value);
