@@ -117,13 +117,20 @@ table_filter!(Without, false);
 /// finds the next marked row on each step, and `len()` is a popcount per 64 rows. Marks
 /// are part of snapshots (a restored world's next frame sees the marks of the moment it
 /// was saved, per stage) but not of [`World::checksum`], which covers component state
-/// only. A save holds the marks but, with several stages, not which stage made each: a
-/// world loaded into a multi-stage runtime takes them as made between frames (every
-/// system sees them in the next frame). With several stages each mark is set twice (its
+/// only. With several stages a runtime's save ([`Runtime::save`], a replay's) also holds
+/// which stage's Sync made each mark, and [`Runtime::load`] into a runtime with as many
+/// stages puts that back: every system sees each change once, as if the game had not
+/// stopped. A [`World::save`] or [`World::load`], or a load into another number of
+/// stages, keeps the marks only: they count as made between frames (every system sees
+/// them in the next frame). With several stages each mark is set twice (its
 /// stage's layer and the union queries read), and a Sync whose stage's layer had marks
 /// rebuilds the type's union: one pass over the words of every layer.
 ///
 /// [`World::spawn`]: crate::World::spawn
+/// [`Runtime::save`]: crate::Runtime::save
+/// [`Runtime::load`]: crate::Runtime::load
+/// [`World::save`]: crate::World::save
+/// [`World::load`]: crate::World::load
 /// [`World::spawn_batch`]: crate::World::spawn_batch
 /// [`World::insert`]: crate::World::insert
 /// [`World::get_mut`]: crate::World::get_mut

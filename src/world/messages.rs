@@ -251,11 +251,15 @@ impl World {
 
     /// Opts message type `M` into save files ([`save`](Self::save),
     /// [`load`](Self::load), replays): a save holds the delivered messages (they are read
-    /// by the next frame), a load puts them back. With several stages a save holds them
-    /// all but not which stage's Sync delivered each: after a load they count as sent
-    /// between frames, so every system reads all of them in the next frame (a reader that
-    /// had already seen some sees those again). A world that registers a message type
-    /// must opt it in to save. Returns `self` to chain.
+    /// by the next frame), a load puts them back. With several stages a runtime's save
+    /// ([`Runtime::save`](crate::Runtime::save), a replay's) also holds which stage's Sync
+    /// delivered each, and [`Runtime::load`](crate::Runtime::load) into a runtime with as
+    /// many stages puts that back too: every system reads each message exactly once, as
+    /// if the game had not stopped. A [`World::save`](Self::save), a
+    /// [`World::load`](Self::load), or a load into another number of stages keeps only
+    /// the messages: they count as sent between frames, so every system reads all of them
+    /// in the next frame (a reader that had already seen some sees those again). A world
+    /// that registers a message type must opt it in to save. Returns `self` to chain.
     ///
     /// # Panics
     /// If `M` is not registered.
