@@ -11,7 +11,9 @@
 //! for its bytes, where its trailers still tile it — a file written on purpose, so the
 //! fuzzer reaches every check behind them (clear: damage, which the checks must catch).
 //! Bit 2, with bit 0: the save edited is the same one as version 2 wrote it (no checks),
-//! which is still read.
+//! which is still read. Bit 3: the game has two stages and a message type, so its save
+//! (with bit 0, the one edited) is version 5, with each stage's change marks and
+//! messages; the loads are into that game.
 //!
 //! ```sh
 //! cargo +nightly fuzz run load -- -max_total_time=120
@@ -94,12 +96,54 @@ fn game(w: World, workers: usize) -> Runtime {
     rt
 }
 
-/// A runtime save of a few frames of the game: entities in several tables, free and
-/// reserved ids, every kind of column, the resource.
-fn reference() -> &'static [u8] {
-    static SAVE: OnceLock<Vec<u8>> = OnceLock::new();
-    SAVE.get_or_init(|| {
-        let mut w = world();
+/// A message of the two-stage game.
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
+struct Ping(u32);
+
+/// `world()` with a message type, for the two-stage game.
+fn staged_world() -> World {
+    let mut w = world();
+    w.register_message::<Ping>();
+    w.saving_message::<Ping>();
+    w
+}
+
+/// The game in two stages: `game`'s system in the first, which also sends, and one that
+/// reads the messages and the changed `Pos` and writes `State` in the second.
+fn staged_game(w: World, workers: usize) -> Runtime {
+    let mut rt = Runtime::builder()
+        .workers(workers)
+        .stages(["a", "b"])
+        .build(w);
+    let (a, b) = (rt.stage_id("a").unwrap(), rt.stage_id("b").unwrap());
+    rt.add_system_to(a, |w: &World, out: &mut Output| {
+        for (e, (p,)) in w.query::<(&Pos,)>() {
+            out.write::<Pos>(e, Pos(p.1, p.0));
+            out.send_to(e, Ping(e.index()));
+            if p.0 > 3.0 {
+                out.despawn(e);
+            } else {
+                out.spawn((State::Idle, Vel { x: p.0, y: 1, z: 2 }));
+            }
+        }
+        out.send(Ping(7));
+    });
+    rt.add_system_to(b, |w: &World, out: &mut Output| {
+        let heard = w.messages::<Ping>().len() as u8;
+        for (e, _) in w.query_filtered::<(&Pos,), Changed<Pos>>() {
+            out.write::<State>(e, State::Busy(heard));
+        }
+    });
+    rt
+}
+
+/// A runtime save of a few frames of the game (`staged`: the two-stage one, a version-5
+/// save): entities in several tables, free and reserved ids, every kind of column, the
+/// resource.
+fn reference(staged: bool) -> &'static [u8] {
+    static SAVE: [OnceLock<Vec<u8>>; 2] = [OnceLock::new(), OnceLock::new()];
+    SAVE[usize::from(staged)].get_or_init(|| {
+        let mut w = if staged { staged_world() } else { world() };
         w.insert_resource(Log(vec![7, 8]));
         for i in 0..6u16 {
             let v = Vel {
@@ -113,23 +157,28 @@ fn reference() -> &'static [u8] {
                 _ => w.spawn((Pos(0.0, f32::from(i)),)),
             };
         }
-        let mut rt = game(w, 1);
+        let mut rt = if staged {
+            staged_game(w, 1)
+        } else {
+            game(w, 1)
+        };
         for _ in 0..3 {
             rt.frame();
         }
         let mut file = Vec::new();
         rt.save(&mut file).unwrap();
+        assert_eq!(file[8], if staged { 5 } else { 4 }, "the format version");
         file
     })
 }
 
 /// The reference save with `edits` applied (see the module docs), as version 2 wrote it
 /// if `v2`.
-fn edited(edits: &[u8], v2: bool) -> Vec<u8> {
+fn edited(edits: &[u8], v2: bool, staged: bool) -> Vec<u8> {
     let mut f = if v2 {
-        sections::version_2(reference())
+        sections::version_2(reference(staged))
     } else {
-        reference().to_vec()
+        reference(staged).to_vec()
     };
     let mut chunks = edits.chunks_exact(3);
     for e in &mut chunks {
@@ -141,12 +190,17 @@ fn edited(edits: &[u8], v2: bool) -> Vec<u8> {
     f
 }
 
-fn check(data: &[u8]) {
-    let mut w = world();
+fn check(data: &[u8], staged: bool) {
+    let (make, run): (fn() -> World, fn(World, usize) -> Runtime) = if staged {
+        (staged_world, staged_game)
+    } else {
+        (world, game)
+    };
+    let mut w = make();
     let before = w.checksum();
     match w.load(&mut &data[..]) {
         Ok(()) => {
-            let mut rt = game(w, 2);
+            let mut rt = run(w, 2);
             rt.frame();
             let _ = rt.world().checksum();
         }
@@ -155,7 +209,7 @@ fn check(data: &[u8]) {
             let _ = e.to_string();
         }
     }
-    let mut rt = game(world(), 1);
+    let mut rt = run(make(), 1);
     if rt.load(&mut &data[..]).is_ok() {
         rt.frame();
     }
@@ -163,15 +217,16 @@ fn check(data: &[u8]) {
 
 fuzz_target!(|data: &[u8]| {
     let Some((&mode, rest)) = data.split_first() else {
-        return check(data);
+        return check(data, false);
     };
+    let staged = mode & 8 == 8;
     let mut file = if mode & 1 == 1 {
-        edited(rest, mode & 4 == 4)
+        edited(rest, mode & 4 == 4, staged)
     } else {
         rest.to_vec()
     };
     if mode & 2 == 2 && sections::sections(&file).is_some() {
         sections::reseal(&mut file);
     }
-    check(&file);
+    check(&file, staged);
 });
