@@ -1,6 +1,6 @@
 //! Save files of a [`World`]: [`World::save`] and [`World::load`], and which types take
 //! part ([`World::saving`], [`World::saving_resource`]). The format is described in
-//! `src/savefile.rs` (framing) and `src/storage/save.rs` (entities, tables, columns).
+//! `src/savefile/` (framing) and `src/storage/save.rs` (entities, tables, columns).
 //!
 //! # What a file holds
 //!
@@ -9,7 +9,7 @@
 //! entity allocator, every table (types, entities) in creation order, each type's columns
 //! with their change marks, then every resource opted into saves (present or absent), then
 //! the delivered messages. Each of these is a section with its own integrity check (a
-//! CRC-32C; see `src/savefile.rs`), and each type's columns are one. A runtime's save of
+//! CRC-32C; see `src/savefile/`), and each type's columns are one. A runtime's save of
 //! a frame with several stages (format version 5) adds, after each type's columns, its
 //! change marks per stage, and after each message type's messages, which stage's Sync
 //! delivered which (see the "Versions" of `crate::savefile`); [`World::load`] reads and

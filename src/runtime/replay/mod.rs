@@ -37,10 +37,10 @@ impl Runtime {
     /// it. Use [`record_replay_keyframes`](Self::record_replay_keyframes) to choose the
     /// keyframe interval. Systems' own state is not saved: start recording where it is at
     /// its initial value (before the first frame), or keep it in the world. With several
-    /// [stages](Self::add_stage), start before the first frame too: a save holds the
-    /// change marks and messages but not which stage's Sync made each, so a replay started
-    /// mid-run, of systems that read [`Changed`](crate::Changed) /
-    /// [`Added`](crate::Added) or messages, can diverge at its first frame (see
+    /// [stages](Self::add_stage) the start save and the keyframes hold which stage's Sync
+    /// made each change mark and delivered each message (save format version 5), so a
+    /// replay may start mid-run: played back by a runtime with the same stages, every
+    /// system sees each change and message exactly once, as in the recorded run (see
     /// [`World::saving_message`](crate::World::saving_message)).
     ///
     /// Cost while recording: a checksum per frame, the input's encoding, and a save per
