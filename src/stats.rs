@@ -104,6 +104,112 @@ impl FrameStats {
         }
         (work / span).min(workers.max(1) as f64)
     }
+
+    /// Starts the figures of frame number `frame`: the frame's totals back to zero. The
+    /// per-system and per-stage figures are set as each stage runs or is skipped, and
+    /// [`entities`](Self::entities) when the frame ends.
+    pub(crate) fn begin_frame(&mut self, frame: u64) {
+        self.frame = frame;
+        self.run = Duration::ZERO;
+        self.sync = Duration::ZERO;
+        self.work = Duration::ZERO;
+        self.span = Duration::ZERO;
+        self.merged = 0;
+        self.dropped = 0;
+        self.spawned = 0;
+        self.despawned = 0;
+        self.messages = 0;
+        self.cycles = 0;
+        self.first_cycle = None;
+    }
+
+    /// Records what system `id` did in its stage's Run (for one that did not run: all
+    /// zero, `SystemRun::default()`).
+    pub(crate) fn record_system(&mut self, id: SystemId, run: SystemRun) {
+        let st = &mut self.systems[id.index()];
+        st.ran = run.ran;
+        st.time = run.time;
+        (st.work, st.span) = (run.work, run.span);
+        st.writes = run.writes;
+        st.commands = run.commands;
+    }
+
+    /// Adds the Run of `stage`: its wall time, work and span. The stage's figures start
+    /// over from it (its Sync's come with [`add_sync`](Self::add_sync)).
+    pub(crate) fn add_run(
+        &mut self,
+        stage: StageId,
+        time: Duration,
+        work: Duration,
+        span: Duration,
+    ) {
+        self.run += time;
+        self.work += work;
+        self.span += span;
+        let figures = &mut self.stages[stage.index()];
+        figures.reset();
+        figures.ran = true;
+        figures.run = time;
+    }
+
+    /// Adds the Sync of `stage`: its wall time, work and span, and what it did, to the
+    /// stage's figures and the frame's.
+    pub(crate) fn add_sync(
+        &mut self,
+        stage: StageId,
+        time: Duration,
+        work: Duration,
+        span: Duration,
+        sync: SyncFigures,
+    ) {
+        self.work += work;
+        self.span += span;
+        let figures = &mut self.stages[stage.index()];
+        figures.sync = time;
+        figures.merged = sync.merged;
+        figures.dropped = sync.dropped;
+        figures.spawned = sync.spawned;
+        figures.despawned = sync.despawned;
+        self.sync += time;
+        self.merged += sync.merged;
+        self.dropped += sync.dropped;
+        self.spawned += sync.spawned;
+        self.despawned += sync.despawned;
+        self.messages += sync.messages;
+        self.cycles += sync.cycles;
+        if self.first_cycle.is_none() {
+            self.first_cycle = sync.first_cycle;
+        }
+    }
+}
+
+/// What one system did in its stage's Run, as [`FrameStats::record_system`] records it in
+/// its [`SystemStats`]. The default is a system that did not run.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct SystemRun {
+    pub(crate) ran: bool,
+    pub(crate) time: Duration,
+    pub(crate) work: Duration,
+    pub(crate) span: Duration,
+    pub(crate) writes: usize,
+    pub(crate) commands: usize,
+}
+
+/// What one stage's Sync did, as [`FrameStats::add_sync`] adds it up (made from Sync's
+/// report by `SyncReport::into_result`).
+#[derive(Debug, Default)]
+pub(crate) struct SyncFigures {
+    /// Writes folded.
+    pub(crate) merged: u64,
+    /// Outputs and commands dropped.
+    pub(crate) dropped: u64,
+    pub(crate) spawned: u64,
+    pub(crate) despawned: u64,
+    /// Messages delivered.
+    pub(crate) messages: u64,
+    /// Reparents rejected for making a cycle, and the first of them.
+    pub(crate) cycles: u64,
+    pub(crate) first_cycle: Option<HierarchyError>,
 }
 
 /// Figures of every frame the last [`Runtime::advance`](crate::Runtime::advance) call ran

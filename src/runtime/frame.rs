@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use super::Runtime;
 use super::builder::Time;
 use crate::pool::Cost;
-use crate::stats::{FrameError, FrameStats, MemoryStats};
+use crate::stats::{FrameError, FrameStats, MemoryStats, SystemRun};
 use crate::sync::StageSync;
-use crate::system::StageId;
+use crate::system::{StageId, SystemSlot};
 
 impl Runtime {
     /// Runs one frame: Run, then Sync (for each stage, in order).
@@ -129,21 +129,9 @@ impl Runtime {
             None => self.world.insert_resource(time),
         }
         // The number of this frame (from 1): what `frame_count()` says once it is done.
-        self.stats.frame = self.frame + 1;
+        self.stats.begin_frame(self.frame + 1);
         self.watches.frame = self.frame + 1;
         crate::profile::name_frame_thread();
-        let stats = &mut self.stats;
-        stats.run = Duration::ZERO;
-        stats.sync = Duration::ZERO;
-        stats.work = Duration::ZERO;
-        stats.span = Duration::ZERO;
-        stats.merged = 0;
-        stats.dropped = 0;
-        stats.spawned = 0;
-        stats.despawned = 0;
-        stats.messages = 0;
-        stats.cycles = 0;
-        stats.first_cycle = None;
 
         let stages = self.stages.len();
         let zones = stages > 1;
@@ -161,25 +149,14 @@ impl Runtime {
             if !self.systems[start..end].iter().any(|slot| slot.enabled) {
                 for slot in &mut self.systems[start..end] {
                     slot.ran = false;
-                    let st = &mut self.stats.systems[slot.id.index()];
-                    (st.ran, st.time, st.writes, st.commands) = (false, Duration::ZERO, 0, 0);
-                    (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
+                    self.stats.record_system(slot.id, SystemRun::default());
                 }
                 self.stats.stages[k].reset();
                 start = end;
-                if let Some(message) =
-                    crate::sync::sync_nothing(&mut self.world, StageId(k as u32), stages)
-                {
-                    let error = FrameError::DropPanicked {
-                        message,
-                        stage: StageId(k as u32),
-                    };
-                    self.skip_stages_after(k);
-                    self.stats.entities = self.world.len();
-                    if error.counts_as_done() {
-                        self.count_frame();
-                    }
-                    return Err(self.frame_failed(error));
+                let id = StageId(k as u32);
+                if let Some(message) = crate::sync::sync_nothing(&mut self.world, id, stages) {
+                    let error = FrameError::DropPanicked { message, stage: id };
+                    return Err(self.stage_failed(k, error));
                 }
                 continue;
             }
@@ -189,12 +166,7 @@ impl Runtime {
             let result = self.stage(StageId(k as u32), start..end, first, stages);
             first = false;
             if let Err(error) = result {
-                self.skip_stages_after(k);
-                self.stats.entities = self.world.len();
-                if error.counts_as_done() {
-                    self.count_frame();
-                }
-                return Err(self.frame_failed(error));
+                return Err(self.stage_failed(k, error));
             }
             start = end;
         }
@@ -223,31 +195,32 @@ impl Runtime {
             .storage_mut()
             .entities
             .reserve_for_stage(self.systems.len(), places.clone());
+        self.run_stage(stage, places.clone())?;
+        let at = StageSync {
+            stage,
+            base: places.start,
+            first,
+            stages,
+        };
+        self.sync_stage(at, places)
+    }
+
+    /// A stage's Run: the systems at `places`, all at once, and their figures. If one
+    /// panicked, every output of the stage is discarded and its spawn ids taken back.
+    fn run_stage(&mut self, stage: StageId, places: Range<usize>) -> Result<(), FrameError> {
         let base = places.start;
         let systems = &mut self.systems[places];
         let run_start = Instant::now();
-        let (run, run_cost) = Cost::measure(|| {
+        let (run, cost) = Cost::measure(|| {
             let _zone = crate::profile::zone!("Run");
             crate::run::run(&self.world, systems, base, &self.pool)
         });
-        let run_time = run_start.elapsed();
+        let time = run_start.elapsed();
         for slot in systems.iter() {
-            let st = &mut self.stats.systems[slot.id.index()];
-            st.ran = slot.ran;
-            let cost = if slot.ran { slot.cost } else { Cost::default() };
-            st.time = if slot.ran { slot.time } else { Duration::ZERO };
-            (st.work, st.span) = (cost.work_time(), cost.span_time());
-            st.writes = if slot.ran { slot.writes } else { 0 };
-            st.commands = slot.out.commands.len();
+            self.stats.record_system(slot.id, system_run(slot));
         }
-        self.stats.run += run_time;
-        self.stats.work += run_cost.work_time();
-        self.stats.span += run_cost.span_time();
-        let figures = &mut self.stats.stages[stage.index()];
-        figures.reset();
-        figures.ran = true;
-        figures.run = run_time;
-
+        self.stats
+            .add_run(stage, time, cost.work_time(), cost.span_time());
         if let Err(p) = run {
             crate::sync::discard(systems);
             // The reservations are world state (snapshots, checksums): take them back.
@@ -260,15 +233,14 @@ impl Runtime {
                 stage,
             });
         }
+        Ok(())
+    }
 
+    /// A stage's Sync, `at`, of the systems at `places`, and its figures.
+    fn sync_stage(&mut self, at: StageSync, places: Range<usize>) -> Result<(), FrameError> {
+        let systems = &mut self.systems[places];
         let sync_start = Instant::now();
-        let at = StageSync {
-            stage,
-            base,
-            first,
-            stages,
-        };
-        let (report, sync_cost) = Cost::measure(|| {
+        let (report, cost) = Cost::measure(|| {
             let _zone = crate::profile::zone!("Sync");
             crate::sync::sync(
                 &mut self.world,
@@ -279,62 +251,29 @@ impl Runtime {
                 &mut self.watches,
             )
         });
-        let sync_time = sync_start.elapsed();
-        let stats = &mut self.stats;
-        stats.work += sync_cost.work_time();
-        stats.span += sync_cost.span_time();
-        let dropped = report.dropped + report.commands.dropped;
-        let figures = &mut stats.stages[stage.index()];
-        figures.sync = sync_time;
-        figures.merged = report.merged;
-        figures.dropped = dropped;
-        figures.spawned = report.commands.spawned;
-        figures.despawned = report.commands.despawned;
-        stats.sync += sync_time;
-        stats.merged += report.merged;
-        stats.dropped += dropped;
-        stats.spawned += report.commands.spawned;
-        stats.despawned += report.commands.despawned;
-        stats.messages += report.messages;
-        stats.cycles += report.commands.cycles;
-        if stats.first_cycle.is_none() {
-            stats.first_cycle = report.commands.first_cycle;
+        let time = sync_start.elapsed();
+        let (figures, result) = report.into_result(at.stage);
+        self.stats
+            .add_sync(at.stage, time, cost.work_time(), cost.span_time(), figures);
+        result
+    }
+
+    /// Ends the frame at stage `k`, which failed with `error`: the later stages did not
+    /// run, and the frame counts if the error says so.
+    fn stage_failed(&mut self, k: usize, error: FrameError) -> FrameError {
+        self.skip_stages_after(k);
+        self.stats.entities = self.world.len();
+        if error.counts_as_done() {
+            self.count_frame();
         }
-        if let Some((component, target, message)) = report.merge_panic {
-            return Err(FrameError::MergePanicked {
-                component,
-                target,
-                message,
-                stage,
-            });
-        }
-        if let Some((component, hook, message)) = report.hook_panic {
-            return Err(FrameError::HookPanicked {
-                component,
-                hook,
-                message,
-                stage,
-            });
-        }
-        if let Some(dropped) = report.commands.hook_cascade {
-            return Err(FrameError::HookCascade { dropped, stage });
-        }
-        if let Some(message) = report.drop_panic {
-            return Err(FrameError::DropPanicked { message, stage });
-        }
-        Ok(())
+        self.frame_failed(error)
     }
 
     /// After stage `k` failed: the later stages and their systems did not run.
     fn skip_stages_after(&mut self, k: usize) {
         let from = self.stages[k].end;
         for slot in &self.systems[from..] {
-            let st = &mut self.stats.systems[slot.id.index()];
-            st.ran = false;
-            st.time = Duration::ZERO;
-            (st.work, st.span) = (Duration::ZERO, Duration::ZERO);
-            st.writes = 0;
-            st.commands = 0;
+            self.stats.record_system(slot.id, SystemRun::default());
         }
         for figures in &mut self.stats.stages[k + 1..] {
             figures.reset();
@@ -421,5 +360,20 @@ impl Runtime {
             plot!(p, OutputBytes, memory.output_bytes as f64);
         }
         p.frame_mark();
+    }
+}
+
+/// What `slot`'s system did in the Run that just ended, for its
+/// [`SystemStats`](crate::SystemStats): all zero but the command count if it did not
+/// run.
+fn system_run(slot: &SystemSlot) -> SystemRun {
+    let cost = if slot.ran { slot.cost } else { Cost::default() };
+    SystemRun {
+        ran: slot.ran,
+        time: if slot.ran { slot.time } else { Duration::ZERO },
+        work: cost.work_time(),
+        span: cost.span_time(),
+        writes: if slot.ran { slot.writes } else { 0 },
+        commands: slot.out.commands.len(),
     }
 }

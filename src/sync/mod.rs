@@ -50,7 +50,7 @@ use crate::component::ComponentId;
 use crate::fold::FailedAt;
 use crate::pool::Pool;
 use crate::provenance::Watches;
-use crate::stats::MergeTarget;
+use crate::stats::{FrameError, MergeTarget, SyncFigures};
 use crate::system::{StageId, SystemSlot};
 use crate::world::World;
 
@@ -78,6 +78,45 @@ pub(crate) struct SyncReport {
     pub(crate) hook_panic: Option<crate::hooks::HookPanic>,
     /// Messages delivered (readable in the next Run).
     pub(crate) messages: u64,
+}
+
+impl SyncReport {
+    /// The report as the runtime takes it: the stage's figures (for `FrameStats`), and
+    /// `Ok` or the frame's error for stage `stage` — the first of a merge that panicked,
+    /// a hook that panicked, hooks that kept emitting commands, a `Drop` that panicked.
+    pub(crate) fn into_result(self, stage: StageId) -> (SyncFigures, Result<(), FrameError>) {
+        let figures = SyncFigures {
+            merged: self.merged,
+            dropped: self.dropped + self.commands.dropped,
+            spawned: self.commands.spawned,
+            despawned: self.commands.despawned,
+            messages: self.messages,
+            cycles: self.commands.cycles,
+            first_cycle: self.commands.first_cycle,
+        };
+        let result = if let Some((component, target, message)) = self.merge_panic {
+            Err(FrameError::MergePanicked {
+                component,
+                target,
+                message,
+                stage,
+            })
+        } else if let Some((component, hook, message)) = self.hook_panic {
+            Err(FrameError::HookPanicked {
+                component,
+                hook,
+                message,
+                stage,
+            })
+        } else if let Some(dropped) = self.commands.hook_cascade {
+            Err(FrameError::HookCascade { dropped, stage })
+        } else if let Some(message) = self.drop_panic {
+            Err(FrameError::DropPanicked { message, stage })
+        } else {
+            Ok(())
+        };
+        (figures, result)
+    }
 }
 
 /// Which stage a Sync is for.
