@@ -18,10 +18,10 @@ use crate::bundle::Bundle;
 use crate::commands::{Change, CommandList, CommandReport, CommandScratch, Host, settle};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::ids::StageId;
 use crate::pool::payload_message;
 use crate::stats::FrameError;
 use crate::storage::Storage;
-use crate::system::id::StageId;
 use crate::world::World;
 
 /// Structural changes emitted by a hook, applied once the commands that fired it are all

@@ -22,7 +22,7 @@
 //! imports a module of a higher layer. From the bottom:
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
-//!   registry), `input` (the per-frame input resource), `system::id`, `profile` (Tracy zones;
+//!   registry), `input` (the per-frame input resource), `ids`, `profile` (Tracy zones;
 //!   nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
 //!   errors) and `hierarchy` (the `ChildOf` / `Children` components and their checks),
@@ -35,14 +35,16 @@
 //!   messages, double-buffered), `commands` (the one structural command list and its
 //!   `apply`, for systems' outputs and hooks alike; `commands::tree` keeps parents and
 //!   children in step).
-//! - **Output buffers** (`output::buffer`, `output::erased`: per-system, per-type runs of
-//!   rows; `output::slots`: the row slots of `Output::query`, pending until settled into
-//!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
-//!   `World`).
-//! - **The world's face**, one thing in three modules that import each other: `world/`
-//!   (`mod`, `resources`, `messages`, `hierarchy`, `snapshot`, `checksum`, `debug`), `query/` (`fetch`, `filter`,
-//!   `state`, `iter`, `write`: one engine for `query`, `query_mut` and `Output::query`)
-//!   and `hooks`.
+//! - **Output buffers** (`outbuf/`, Run's hand-over to Sync: `buffer`, `erased`:
+//!   per-system, per-type runs of rows; `slots`: the row slots of `Output::query`, pending
+//!   until settled into runs), then **folds** (`fold/`: one typed fold per component
+//!   type, knowing no `World`).
+//! - **Queries** (`query/`: `fetch`, `filter`, `state`, `iter`, `write`: one engine for
+//!   `query`, `query_mut` and `Output::query`), reading storage and output buffers, never
+//!   the `World`.
+//! - **The world** (`world/`: `mod`, `resources`, `messages`, `hierarchy`, `snapshot`,
+//!   `checksum`, `debug`, ...) and `hooks`, which import each other: the world owns its
+//!   hooks, and a hook is handed `&World`.
 //! - **What systems see**: `output` (`Output`, the writers, `par`, `send`), then `system`.
 //! - **The frame**: `provenance` (what Sync records for watched entities),
 //!   `runtime::replay::file` (replay files, their recorder and reports), `run`
@@ -85,11 +87,11 @@
 //!   exclusive use of the system's buffer): `Output::query` borrows the system's
 //!   [`Output`] mutably for as long as any slot lives, and refuses a query that names
 //!   `Write<C>` twice.
-//! - `output/slots.rs` (row slots as raw pointers into a pending column): each row's slot
+//! - `outbuf/slots.rs` (row slots as raw pointers into a pending column): each row's slot
 //!   is handed out once, a slot borrows the `Output` and is neither `Send` nor `Sync`,
 //!   and a value is initialised exactly when its flag is set (a panicking `Drop` in
 //!   `Slot::set` leaves the row absent).
-//! - `output/erased.rs`, `output/mod.rs` (a buffer's type recovered from its `TypeId`;
+//! - `outbuf/erased.rs`, `output/mod.rs` (a buffer's type recovered from its `TypeId`;
 //!   the plain write path's remembered buffer address): both are private to the output
 //!   handle; users reach buffers only through `Output`'s methods, each of which forgets
 //!   the address before another way to the buffer is used.
@@ -109,19 +111,20 @@
 //!
 //! <!-- layers: checked by `cargo xtask layers` -->
 //! ```text
-//! 0 base:     entity component input system::id profile
+//! 0 base:     entity component input ids profile
 //! 1 leaves:   merge checksum stats fixed_step savefile hierarchy
 //! 2 storage:  storage
 //! 3 values:   bundle resource message
 //! 4 commands: commands
-//! 5 buffers:  {output::buffer output::erased output::slots}
+//! 5 buffers:  outbuf
 //! 6 fold:     fold
-//! 7 world:    {world query hooks}
-//! 8 output:   output
-//! 9 system:   system
-//! 10 record:  provenance runtime::replay::file
-//! 11 phases:  run sync
-//! 12 loop:    runtime
+//! 7 query:    query
+//! 8 world:    {world hooks}
+//! 9 output:   output
+//! 10 system:  system
+//! 11 record:  provenance runtime::replay::file
+//! 12 phases:  run sync
+//! 13 loop:    runtime
 //! ```
 
 pub mod merge;
@@ -129,6 +132,7 @@ pub mod merge;
 // Leaves.
 mod component;
 mod entity;
+mod ids;
 mod input;
 mod profile;
 // Leaves over those.
@@ -146,8 +150,10 @@ mod bundle;
 mod commands;
 mod message;
 mod resource;
-// What systems emit (the buffers), and the per-type folds of Sync.
+// What systems emit (the buffers, Run's hand-over to Sync), and the per-type folds of Sync.
 mod fold;
+mod outbuf;
+// The handle systems write through.
 mod output;
 // The world's face: the world, its queries and hooks.
 mod hooks;
@@ -212,9 +218,10 @@ pub use stats::{
     SystemStats, SystemTotals,
 };
 pub use system::{StageId, System, SystemId, SystemInfo};
+pub use world::World;
 pub use world::declare::DefaultMerge;
 pub use world::hierarchy::{Ancestors, Descendants};
-pub use world::{Snapshot, SnapshotError, World};
+pub use world::snapshot::{Snapshot, SnapshotError};
 
 /// With `tracy`: what runsync has told Tracy, for tests, and the frame mark of a program
 /// that runs several runtimes (`RuntimeBuilder::tracy_frame_marks`). Not a stable API.

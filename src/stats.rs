@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use crate::entity::Entity;
 use crate::hierarchy::HierarchyError;
-use crate::system::id::{StageId, SystemId};
+use crate::ids::{StageId, SystemId};
 
 /// Per-system figures of the last frame.
 #[derive(Clone, Debug)]

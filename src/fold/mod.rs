@@ -23,8 +23,8 @@ use std::any::{Any, type_name};
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::output::buffer::OutBuf;
-use crate::output::erased::ErasedBuf;
+use crate::outbuf::buffer::OutBuf;
+use crate::outbuf::erased::ErasedBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 

@@ -1,28 +1,25 @@
 //! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`];
 //! [`Output`] says which write path costs what.
 
-pub(crate) mod buffer;
-pub(crate) mod erased;
 mod par;
 mod parallel;
 pub(crate) mod send;
-pub(crate) mod slots;
 
 use std::any::TypeId;
 
-pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
-use erased::BufAddr;
-pub(crate) use erased::ErasedBuf;
+pub(crate) use crate::outbuf::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
+use crate::outbuf::erased::BufAddr;
+pub(crate) use crate::outbuf::erased::ErasedBuf;
+pub use crate::outbuf::slots::Slot;
 pub use parallel::Parallel;
-pub use slots::Slot;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::outbuf::buffer::RowCursor;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
-use buffer::RowCursor;
 
 /// One remembered type: its id, where its next in-order write goes, and the system's
 /// buffer for it once a plain write has found it.
@@ -269,7 +266,7 @@ impl<'w> Output<'w> {
         // Writes through slots are not where a cursor points: the next plain write of
         // each type resolves its target (and settles the slots first).
         self.reset_cursors();
-        QueryOutIter::new(self.world, self.bufs)
+        QueryOutIter::new(self.world.storage(), self.bufs)
     }
 
     /// Emits `value` for resource `R`, folded in Sync by the merge registered with

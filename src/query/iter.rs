@@ -8,8 +8,8 @@ use std::marker::PhantomData;
 use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Candidates, QueryState};
 use crate::entity::Entity;
-use crate::output::buffer::SystemOutputs;
-use crate::world::World;
+use crate::outbuf::buffer::SystemOutputs;
+use crate::storage::Storage;
 
 /// Whether row `row` passes `Q`'s row filters.
 #[inline]
@@ -186,7 +186,7 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
     }
 }
 
-/// Iterator over `(Entity, Q::Item)` returned by [`World::query`].
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query`](crate::World::query).
 pub struct QueryIter<'w, Q: QueryData> {
     state: QueryState<'w, Q>,
     tables: Candidates<'w>,
@@ -198,8 +198,8 @@ pub struct QueryIter<'w, Q: QueryData> {
 
 impl<'w, Q: QueryData> QueryIter<'w, Q> {
     #[track_caller]
-    pub(crate) fn new(world: &'w World) -> Self {
-        let (state, tables) = QueryState::shared(world.storage());
+    pub(crate) fn new(storage: &'w Storage) -> Self {
+        let (state, tables) = QueryState::shared(storage);
         QueryIter {
             state,
             tables,
@@ -421,7 +421,7 @@ impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
 /// the marked rows of those tables (a popcount per 64 rows).
 impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
 
-/// Iterator returned by [`World::query_filtered`]: the entities matching `Q` and filter
+/// Iterator returned by [`World::query_filtered`](crate::World::query_filtered): the entities matching `Q` and filter
 /// `F`, yielding only `Q`'s items.
 pub struct QueryFiltered<'w, Q: QueryData, F: QueryData> {
     inner: QueryIter<'w, (Q, F)>,
@@ -429,9 +429,9 @@ pub struct QueryFiltered<'w, Q: QueryData, F: QueryData> {
 
 impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
     #[track_caller]
-    pub(crate) fn new(world: &'w World) -> Self {
+    pub(crate) fn new(storage: &'w Storage) -> Self {
         QueryFiltered {
-            inner: QueryIter::new(world),
+            inner: QueryIter::new(storage),
         }
     }
 
@@ -473,8 +473,8 @@ impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
 
 impl<Q: QueryData, F: QueryData> ExactSizeIterator for QueryFiltered<'_, Q, F> {}
 
-/// Iterator over `(Entity, Q::Item)` returned by [`World::query_mut`]: the order is
-/// [`World::query`]'s.
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query_mut`](crate::World::query_mut): the order is
+/// [`World::query`](crate::World::query)'s.
 pub struct QueryMutIter<'w, Q: QueryMut> {
     walk: OwnedWalk<'w, Q>,
 }
@@ -483,8 +483,8 @@ impl<'w, Q: QueryMut> QueryMutIter<'w, Q> {
     /// # Panics
     /// If a type in `Q` is not registered, or one that is read or written appears twice.
     #[track_caller]
-    pub(crate) fn new(world: &'w mut World) -> Self {
-        let (state, tables) = QueryState::exclusive(world.storage_mut());
+    pub(crate) fn new(storage: &'w mut Storage) -> Self {
+        let (state, tables) = QueryState::exclusive(storage);
         QueryMutIter {
             walk: OwnedWalk::new(state, tables),
         }
@@ -573,7 +573,7 @@ impl<'w, Q: Fetch> OwnedWalk<'w, Q> {
 }
 
 /// Iterator over `(Entity, Q::Item)` returned by [`Output::query`](crate::Output::query):
-/// the order is [`World::query`]'s; [`Write<C>`](crate::Write) elements yield the row's
+/// the order is [`World::query`](crate::World::query)'s; [`Write<C>`](crate::Write) elements yield the row's
 /// output slot.
 pub struct QueryOutIter<'o, Q: QueryOut> {
     walk: OwnedWalk<'o, Q>,
@@ -585,8 +585,8 @@ impl<'o, Q: QueryOut> QueryOutIter<'o, Q> {
     /// # Panics
     /// If a type in `Q` is not registered, or is written twice.
     #[track_caller]
-    pub(crate) fn new(world: &'o World, outputs: &'o mut SystemOutputs) -> Self {
-        let (state, tables) = QueryState::slots(world.storage(), outputs);
+    pub(crate) fn new(storage: &'o Storage, outputs: &'o mut SystemOutputs) -> Self {
+        let (state, tables) = QueryState::slots(storage, outputs);
         QueryOutIter {
             walk: OwnedWalk::new(state, tables),
             _outputs: PhantomData,

@@ -4,9 +4,9 @@
 //! `Option<&C>` (any entity; yields `Option<&C>`), the table filters [`With<C>`] and
 //! [`Without<C>`] and the row filters [`Changed<C>`] and [`Added<C>`] (yield `()`), and,
 //! through `&mut World` only, `&mut C` and `Option<&mut C>`, and through a system's
-//! `Output` only, [`Write<C>`] (the row's output slot). [`World::query`] and
-//! [`World::query_filtered`] take the read-only ones ([`QueryData`]);
-//! [`World::query_mut`] takes them all but `Write` ([`QueryMut`]);
+//! `Output` only, [`Write<C>`] (the row's output slot). [`World::query`](crate::World::query) and
+//! [`World::query_filtered`](crate::World::query_filtered) take the read-only ones ([`QueryData`]);
+//! [`World::query_mut`](crate::World::query_mut) takes them all but `Write` ([`QueryMut`]);
 //! [`Output::query`](crate::Output::query) and `Output::par_for_each` take the read-only
 //! ones and `Write` ([`QueryOut`]). The three traits are sealed faces of one
 //! crate-private engine, so a query means the same thing whichever way it is run.
@@ -23,7 +23,7 @@
 //! rows is a constant). Matching is cached per component type: see `state.rs` for the
 //! cache and the masks; `write.rs` for the output slot element, `Write<C>`.
 //!
-//! **Mutable queries** ([`World::query_mut`]) are for the owner between frames: setup,
+//! **Mutable queries** ([`World::query_mut`](crate::World::query_mut)) are for the owner between frames: setup,
 //! loading, editors, tools, as in hecs:
 //! `for (e, (pos, vel)) in world.query_mut::<(&mut Pos, &Vel)>()`. They are safe code: the
 //! query takes the one `&mut` to each named type's column vectors (a type that is read or
@@ -59,9 +59,6 @@ pub(crate) use iter::keeps;
 pub use iter::{QueryFiltered, QueryIter, QueryMutIter, QueryOutIter};
 pub(crate) use state::QueryState;
 pub use write::Write;
-
-#[cfg(doc)]
-use crate::world::World;
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@
 use super::Runtime;
 use super::builder::Time;
 use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
-use crate::world::{Snapshot, SnapshotError};
+use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
 use crate::world::World;

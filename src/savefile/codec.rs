@@ -1,6 +1,7 @@
 //! Values in and out of a save: serde through postcard, or plain data as its bytes.
 
-use super::{ColumnError, Source};
+use super::errors::ColumnError;
+use super::io::Source;
 
 /// A postcard output that appends to a `Vec<u8>` (one serializer for a whole column).
 pub(crate) struct VecOut<'a>(pub(crate) &'a mut Vec<u8>);

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{UNCHECKED_VERSION, VERSION};
+use super::version::{UNCHECKED_VERSION, VERSION};
 
 /// Why a save could not be written ([`World::save`](crate::World::save),
 /// [`Runtime::save`](crate::Runtime::save), a replay). Nothing is written when a type or

@@ -2,7 +2,8 @@
 //! through a bounded buffer ([`Sink`]) and read a chunk at a time ([`Source`]) or from a
 //! slice ([`Reader`]).
 
-use super::{LoadError, SaveError, check_version};
+use super::errors::{LoadError, SaveError};
+use super::version::{STAGED_VERSION, UNCHECKED_VERSION, VERSION};
 
 /// Appends little-endian fields to a buffer.
 pub(crate) trait Put {
@@ -684,7 +685,7 @@ impl<'r> Source<'r> {
         }
         let version = self.u32("the version")?;
         self.checked = check_version(version, true)?;
-        self.staged = version == super::STAGED_VERSION;
+        self.staged = version == STAGED_VERSION;
         // The magic and the version open the first section.
         self.summed = self.pos;
         self.crc = crc32c::crc32c_append(crc32c::crc32c(magic), &version.to_le_bytes());
@@ -716,5 +717,19 @@ impl<'r> Source<'r> {
             0 => Ok(()),
             count => Err(LoadError::TrailingBytes { count }),
         }
+    }
+}
+
+/// Whether a version this build reads has integrity checks, or the error. `staged`:
+/// whether version 5 (a save's stage parts) is one here (not for a replay's own header).
+fn check_version(version: u32, staged: bool) -> Result<bool, LoadError> {
+    match version {
+        VERSION => Ok(true),
+        STAGED_VERSION if staged => Ok(true),
+        UNCHECKED_VERSION => Ok(false),
+        found => Err(LoadError::Version {
+            found,
+            supported: if staged { STAGED_VERSION } else { VERSION },
+        }),
     }
 }

@@ -73,22 +73,13 @@ use std::fmt;
 mod codec;
 mod errors;
 mod io;
+mod version;
 
 pub(crate) use codec::{decode_pod, decode_serde, decode_values, encode_pod, encode_values};
 pub(crate) use errors::ColumnError;
 pub use errors::{LoadError, SaveError};
 pub(crate) use io::{Found, Put, Reader, Sink, Source, seal};
-
-/// The first bytes of a world or runtime save.
-pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
-/// The format version this build writes (and reads) for a file with no stage parts,
-/// and for replays.
-pub(crate) const VERSION: u32 = 4;
-/// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
-/// its layers of change marks and, per message type, its segments (see "Versions").
-pub(crate) const STAGED_VERSION: u32 = 5;
-/// The older version this build still reads: as [`VERSION`], with no integrity check.
-pub(crate) const UNCHECKED_VERSION: u32 = 2;
+pub(crate) use version::{SAVE_MAGIC, STAGED_VERSION, VERSION};
 
 /// How a component type's values are laid out in a save: written after its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,20 +150,6 @@ impl fmt::Display for Encoding {
                 }
             ),
         }
-    }
-}
-
-/// Whether a version this build reads has integrity checks, or the error. `staged`:
-/// whether version 5 (a save's stage parts) is one here (not for a replay's own header).
-fn check_version(version: u32, staged: bool) -> Result<bool, LoadError> {
-    match version {
-        VERSION => Ok(true),
-        STAGED_VERSION if staged => Ok(true),
-        UNCHECKED_VERSION => Ok(false),
-        found => Err(LoadError::Version {
-            found,
-            supported: if staged { STAGED_VERSION } else { VERSION },
-        }),
     }
 }
 

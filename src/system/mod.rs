@@ -1,8 +1,6 @@
 //! Systems: the [`System`] trait, their ids, and the per-system slot the runtime keeps.
 
-pub(crate) mod id;
-
-pub use id::{StageId, SystemId};
+pub use crate::ids::{StageId, SystemId};
 
 use std::borrow::Cow;
 use std::panic::Location;

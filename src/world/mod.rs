@@ -15,10 +15,8 @@ mod messages;
 mod required;
 mod resources;
 pub(crate) mod save;
-mod snapshot;
+pub(crate) mod snapshot;
 mod transfer;
-
-pub use snapshot::{Snapshot, SnapshotError};
 
 use std::any::{Any, TypeId};
 
@@ -502,7 +500,7 @@ impl World {
     /// If a type in `Q` is not registered.
     #[track_caller]
     pub fn query<Q: QueryData>(&self) -> QueryIter<'_, Q> {
-        QueryIter::new(self)
+        QueryIter::new(&self.storage)
     }
 
     /// [`query`](Self::query) with a filter `F` (e.g. [`With<Enemy>`](crate::With), or a
@@ -528,7 +526,7 @@ impl World {
     /// If a type in `Q` or `F` is not registered.
     #[track_caller]
     pub fn query_filtered<Q: QueryData, F: QueryData>(&self) -> QueryFiltered<'_, Q, F> {
-        QueryFiltered::new(self)
+        QueryFiltered::new(&self.storage)
     }
 
     /// Iterates mutably over the entities matching `Q`, between frames: setup, loading,
@@ -556,7 +554,7 @@ impl World {
     /// If a type in `Q` is not registered, or a type that is read or written appears twice.
     #[track_caller]
     pub fn query_mut<Q: QueryMut>(&mut self) -> QueryMutIter<'_, Q> {
-        QueryMutIter::new(self)
+        QueryMutIter::new(&mut self.storage)
     }
 
     /// What the world has reserved: `(tables, entity slots, column bytes, fold bytes)`;

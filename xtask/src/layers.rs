@@ -19,8 +19,8 @@
 //!   and in paths written inline anywhere in code (`crate::sync::SyncReport::default()`,
 //!   `super::FoldCounts`, `crate::profile::zone!(..)`, `$crate::profile::Zone` in
 //!   macros). A path resolves to the deepest file module it names
-//!   (`crate::output::buffer::Run` is `output/buffer.rs` if that file exists, else
-//!   `output/mod.rs`); paths through the crate root's re-exports (`crate::World`,
+//!   (`crate::outbuf::buffer::Run` is `outbuf/buffer.rs` if that file exists, else
+//!   `outbuf/mod.rs`); paths through the crate root's re-exports (`crate::World`,
 //!   `crate::prelude`) are edges to `lib.rs`. Declaring `mod child;` is not an edge;
 //!   `pub use child::X` is. Self-edges are dropped. A whole external crate that the
 //!   root names as a module (`pub(crate) use runsync_pool as pool;` in `lib.rs`) is

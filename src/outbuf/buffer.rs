@@ -17,7 +17,7 @@
 //! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
 //! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
 //! than a vector each; output slots of small tables share a block, see
-//! `output::slots`.) Emptied segment vectors (and swapped-out columns) are kept as
+//! `outbuf::slots`.) Emptied segment vectors (and swapped-out columns) are kept as
 //! `spare`s, so a steady state allocates nothing.
 
 use std::any::{Any, TypeId};
@@ -226,7 +226,7 @@ impl<C: Component> OutBuf<C> {
     }
 
     /// Output slots for the `rows` rows of column `col` (a table an `Output::query` loop
-    /// enters), after everything emitted so far. They stay pending (see `output::slots`)
+    /// enters), after everything emitted so far. They stay pending (see `outbuf::slots`)
     /// until this buffer is next written another way, sealed or cleared. A small table
     /// joins the last pending column when it can (a block of small tables).
     pub(crate) fn slots(&mut self, col: u32, rows: usize) -> SlotBase<C::Output> {

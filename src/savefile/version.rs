@@ -1,0 +1,13 @@
+//! The save format's magic and version numbers (the "Versions" section of the
+//! [module docs](super) says why these numbers).
+
+/// The first bytes of a world or runtime save.
+pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
+/// The format version this build writes (and reads) for a file with no stage parts,
+/// and for replays.
+pub(crate) const VERSION: u32 = 4;
+/// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
+/// its layers of change marks and, per message type, its segments (see "Versions").
+pub(crate) const STAGED_VERSION: u32 = 5;
+/// The older version this build still reads: as [`VERSION`], with no integrity check.
+pub(crate) const UNCHECKED_VERSION: u32 = 2;
