@@ -467,7 +467,7 @@ impl World {
     /// once the commands that fired the hook are all applied, in the order the hooks
     /// emitted them; they fire hooks in turn, whose commands form the next round. After
     /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the rest is dropped and the frame
-    /// fails with [`FrameError::HookCascade`](crate::FrameError::HookCascade). So when a
+    /// fails with [`FrameError::HookCascade`]. So when a
     /// frame ends, nothing is pending: a snapshot between frames holds the whole state.
     ///
     /// Hooks do not write component values (merge outputs): Sync's fold is over when they
@@ -479,7 +479,7 @@ impl World {
     /// Each hook call is caught. The panicking hook's commands are discarded, the other
     /// hooks and commands go on, so the world is consistent and the same at any worker
     /// count. In a frame, the first panic (in hook order) fails it with
-    /// [`FrameError::HookPanicked`](crate::FrameError::HookPanicked); the frame counts as
+    /// [`FrameError::HookPanicked`]; the frame counts as
     /// done and the next one may run. Between frames, the world method that fired the hook
     /// panics with that error's message once everything is applied.
     ///

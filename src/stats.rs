@@ -522,7 +522,7 @@ pub enum FrameError {
         stage: StageId,
     },
     /// Hooks kept emitting commands that fired hooks again: after
-    /// [`MAX_HOOK_ROUNDS`](crate::MAX_HOOK_ROUNDS) rounds the remaining commands were
+    /// [`MAX_HOOK_ROUNDS`] rounds the remaining commands were
     /// dropped. Everything before was applied; the frame counts as done.
     HookCascade {
         /// The hook commands dropped.

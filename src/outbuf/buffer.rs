@@ -4,7 +4,7 @@
 //! Run*: its target is resolved to a `(column, row)` of the type's storage while the system
 //! runs (in parallel with the others), so Sync never looks a target up again.
 //!
-//! Writes are stored as row-aligned **runs**: a [`Run`] says "the next values go to rows
+//! Writes are stored as row-aligned **runs**: a [`RowRun`] says "the next values go to rows
 //! `row, row + 1, ..` of column `col`". A system that iterates a query and writes each
 //! entity it visits produces one run per table, without storing a single target: the
 //! write path only checks that the target is the entity in the next row (see
@@ -32,7 +32,7 @@ use super::slots::{PendingColumn, PendingPart, SlotBase};
 use crate::message::AnyMsgBuf;
 use crate::resource::AnyResBuf;
 
-/// Types remembered by an [`Output`], each with its write cursor.
+/// Types remembered by an [`Output`](crate::Output), each with its write cursor.
 pub(crate) const CACHED_TYPES: usize = 4;
 
 /// Values for rows `row, row + 1, ..` of column `col`, starting at `values[start]` of
@@ -516,7 +516,7 @@ pub(crate) struct SystemOutputs {
     /// The ids that have a buffer, in creation order: what `writes`, `clear`, `absorb`
     /// and Sync's gather walk (a system usually writes a few of many registered types).
     pub(crate) used: Vec<u32>,
-    /// The types an [`Output`](super::Output) remembers, kept across frames so that a
+    /// The types an [`Output`](crate::Output) remembers, kept across frames so that a
     /// system's first write of a frame needs no registry lookup.
     pub(crate) types: [(TypeId, ComponentId); CACHED_TYPES],
     /// The world (its `uid`) whose component ids key `buffers` and `types`.

@@ -119,7 +119,7 @@ mod tests {
     }
 }
 
-/// The address of a typed [`OutBuf`], found once by [`Output`](super::Output) and used
+/// The address of a typed [`OutBuf`], found once by [`Output`](crate::Output) and used
 /// for its later plain writes of that type; or none.
 ///
 /// The address is taken from a `&mut OutBuf<C>` ([`of`](Self::of)) and used as one again

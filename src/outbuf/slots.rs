@@ -1,4 +1,4 @@
-//! Output slots: the row-aligned write handles of [`Output::query`](super::Output::query),
+//! Output slots: the row-aligned write handles of [`Output::query`](crate::Output::query),
 //! and the one module with `unsafe` code on the write path.
 //!
 //! A query that names [`Write<C>`](crate::Write) gets, for each table it visits, slots in
@@ -36,7 +36,7 @@
 //!   neither `Send` nor `Sync` (raw pointer fields): slots are used on the thread that ran
 //!   the query.
 //! * **Liveness.** The vectors' heap buffers never move or shrink while a slot may live:
-//!   a slot borrows the system's [`Output`](super::Output) (lifetime `'o`), and the only
+//!   a slot borrows the system's [`Output`](crate::Output) (lifetime `'o`), and the only
 //!   code that reads, moves or frees a pending column's values — [`PendingColumn::settle`]
 //!   and [`Drop`] — is reached through a `&mut` to the output buffer, which exists only
 //!   after every slot is gone (the next `Output` call, the end of the system, or Sync).
@@ -334,7 +334,7 @@ impl<O> SlotBase<O> {
 }
 
 /// The output slot of one row for one component type: what a [`Write<C>`](crate::Write)
-/// element of [`Output::query`](super::Output::query) yields. [`set`](Self::set) gives
+/// element of [`Output::query`](crate::Output::query) yields. [`set`](Self::set) gives
 /// the row's entity its `C` output for this frame (merged in Sync like any write); a row
 /// whose slot is never set gets no output.
 ///
