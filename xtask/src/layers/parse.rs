@@ -1,0 +1,411 @@
+//! One file read with `syn`: the `mod name;` declarations it makes and every path it
+//! names (in `use` trees, in code, inside macro token streams), each with the module it
+//! is written in. Attributes, visibilities and test-only code are not read.
+
+use std::fmt;
+
+use proc_macro2::{Delimiter, Spacing, TokenStream, TokenTree};
+use syn::ext::IdentExt as _;
+use syn::parse::Parser;
+use syn::punctuated::Punctuated;
+use syn::visit::{self, Visit};
+use syn::{Attribute, Expr, ForeignItem, ImplItem, Item, Meta, TraitItem, UseTree};
+
+/// A file that `syn` cannot read: a lexical error (an unterminated literal or comment,
+/// an unbalanced delimiter) or a syntax error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ParseError {
+    /// The file, relative to the source directory.
+    pub path: String,
+    /// The line of the offending token (1-based).
+    pub line: usize,
+    /// What is wrong (`unterminated string literal`, `expected `;``).
+    pub message: String,
+}
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}: {}", self.path, self.line, self.message)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// Where a path starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Anchor {
+    /// `crate::` or `$crate::`.
+    Crate,
+    /// `super::` repeated this many times (after an optional `self::`).
+    Super(usize),
+    /// `self::`.
+    SelfMod,
+    /// An identifier: a child module of the current module, if one exists by that name
+    /// (else an external crate, a type, a local name: not an edge).
+    Relative,
+}
+
+/// A path named in a file, before resolution.
+#[derive(Clone, Debug)]
+pub(super) struct RawRef {
+    pub(super) anchor: Anchor,
+    /// The module the path is written in: the file's module plus inline `mod` names.
+    pub(super) scope: Vec<String>,
+    /// Segments after the anchor (for [`Anchor::Relative`], including the first).
+    pub(super) segs: Vec<String>,
+    /// `use path::*`.
+    pub(super) glob: bool,
+    /// `path!(..)`: the last segment is a macro.
+    pub(super) mac: bool,
+}
+
+/// A `mod name;` declaration (a module in its own file); `test` if under `#[cfg(test)]`.
+#[derive(Clone, Debug)]
+pub(super) struct Decl {
+    pub(super) module: Vec<String>,
+    pub(super) test: bool,
+}
+
+/// What one file declares and names.
+#[derive(Debug, Default)]
+pub(super) struct Parsed {
+    pub(super) decls: Vec<Decl>,
+    pub(super) refs: Vec<RawRef>,
+    /// An inner `#![cfg(test)]` at the top of the file.
+    pub(super) test_only: bool,
+    /// Names the crate root gives whole external crates (`use runsync_pool as pool;`).
+    pub(super) extern_aliases: Vec<String>,
+}
+
+/// Reads `text`, the file of module `module` (`[]` for the crate root). An error gives
+/// the line and what is wrong.
+pub(super) fn parse(text: &str, module: &[String]) -> Result<Parsed, (usize, String)> {
+    let tokens: TokenStream = text.parse().map_err(|e: proc_macro2::LexError| {
+        let at = e.span().start();
+        (
+            at.line,
+            format!("unterminated {}", lex_error(text, at.line, at.column)),
+        )
+    })?;
+    let file: syn::File =
+        syn::parse2(tokens).map_err(|e| (e.span().start().line, e.to_string()))?;
+    let mut c = Collector {
+        scope: module.to_vec(),
+        out: Parsed::default(),
+    };
+    if test_only(&file.attrs) {
+        c.out.test_only = true;
+        return Ok(c.out);
+    }
+    c.visit_file(&file);
+    if module.is_empty() {
+        // `use other_crate as name;` at the crate root: `crate::name::..` is outside
+        // the graph.
+        for item in &file.items {
+            if let Item::Use(u) = item {
+                if let (true, UseTree::Rename(r), false) =
+                    (u.leading_colon.is_none(), &u.tree, test_only(&u.attrs))
+                {
+                    if !["crate", "self", "super"].iter().any(|k| r.ident == k) {
+                        c.out.extern_aliases.push(r.rename.to_string());
+                    }
+                }
+            }
+        }
+    }
+    Ok(c.out)
+}
+
+/// What a lexical error at `line`:`column` (1-based, 0-based) did not terminate.
+fn lex_error(text: &str, line: usize, column: usize) -> &'static str {
+    let line = text.lines().nth(line.saturating_sub(1)).unwrap_or("");
+    let rest: String = line.chars().skip(column).collect();
+    let starts = |ps: &[&str]| ps.iter().any(|p| rest.starts_with(p));
+    if starts(&["/*"]) {
+        "block comment"
+    } else if starts(&["\"", "b\"", "c\""]) {
+        "string literal"
+    } else if starts(&["r\"", "r#", "br", "cr"]) {
+        "raw string literal"
+    } else if starts(&["'", "b'"]) {
+        "char literal"
+    } else {
+        "delimiter or token"
+    }
+}
+
+/// Whether `attrs` hold a `cfg` true only in test builds: `test`, `all(..)` with such
+/// an argument, or `any(..)` whose arguments all are.
+fn test_only(attrs: &[Attribute]) -> bool {
+    fn pred(m: &Meta) -> bool {
+        let Meta::List(list) = m else {
+            return m.path().is_ident("test");
+        };
+        let args: Vec<bool> = list
+            .parse_args_with(Punctuated::<Meta, syn::Token![,]>::parse_terminated)
+            .map_or_else(|_| Vec::new(), |a| a.iter().map(pred).collect());
+        if list.path.is_ident("all") {
+            args.contains(&true)
+        } else {
+            list.path.is_ident("any") && !args.is_empty() && !args.contains(&false)
+        }
+    }
+    attrs
+        .iter()
+        .any(|a| a.path().is_ident("cfg") && a.parse_args::<Meta>().is_ok_and(|m| pred(&m)))
+}
+
+/// The attributes of an enum's variants that carry them.
+macro_rules! attrs_of {
+    ($node:expr, $ty:ident: $($v:ident)*) => {
+        match $node {
+            $($ty::$v(x) => &x.attrs[..],)*
+            _ => &[],
+        }
+    };
+}
+
+/// Walks one file's syntax tree, collecting declarations and paths into `out`.
+struct Collector {
+    /// The module being read: the file's module plus inline `mod` names.
+    scope: Vec<String>,
+    out: Parsed,
+}
+
+impl Collector {
+    /// Records a path given by its segments as written (`super::super::x::Y`).
+    fn path(&mut self, segs: Vec<String>, glob: bool, mac: bool) {
+        let Some(first) = segs.first() else { return };
+        let supers = |from: usize| segs[from..].iter().take_while(|s| *s == "super").count();
+        let (anchor, skip) = match first.as_str() {
+            "crate" => (Anchor::Crate, 1),
+            "self" if supers(1) > 0 => (Anchor::Super(supers(1)), 1 + supers(1)),
+            "self" => (Anchor::SelfMod, 1),
+            "super" => (Anchor::Super(supers(0)), supers(0)),
+            _ => (Anchor::Relative, 0),
+        };
+        self.out.refs.push(RawRef {
+            anchor,
+            scope: self.scope.clone(),
+            segs: segs[skip..].to_vec(),
+            glob,
+            mac,
+        });
+    }
+
+    /// Records the paths of a `use` tree below `prefix`.
+    fn use_tree(&mut self, tree: &UseTree, prefix: &mut Vec<String>) {
+        let leaf = |c: &mut Self, name: &syn::Ident| {
+            let mut segs = prefix.clone();
+            segs.extend((name != "self").then(|| name.unraw().to_string()));
+            c.path(segs, false, false);
+        };
+        match tree {
+            UseTree::Path(p) => {
+                prefix.push(p.ident.unraw().to_string());
+                self.use_tree(&p.tree, prefix);
+                prefix.pop();
+            }
+            UseTree::Name(n) => leaf(self, &n.ident),
+            UseTree::Rename(r) => leaf(self, &r.ident),
+            UseTree::Glob(_) => self.path(prefix.clone(), true, false),
+            UseTree::Group(g) => g.items.iter().for_each(|t| self.use_tree(t, prefix)),
+        }
+    }
+
+    /// Records what a macro's tokens declare and name, read as the tokens of items
+    /// and code: `mod name;`, inline `mod name { .. }`, `use` trees, and runs of
+    /// `a::b::c` (`$crate::x` is `crate::x`) not following `::`, `.` or another `$`.
+    /// Attributes and `pub(..)` are skipped, and so is an item (or block) after a
+    /// test-only attribute.
+    fn tokens(&mut self, tokens: TokenStream) {
+        let tts: Vec<TokenTree> = tokens.into_iter().collect();
+        let punct =
+            |k: usize, c| matches!(tts.get(k), Some(TokenTree::Punct(p)) if p.as_char() == c);
+        let joint = |k: usize| matches!(tts.get(k), Some(TokenTree::Punct(p)) if p.spacing() == Spacing::Joint);
+        let sep = |k: usize| punct(k, ':') && joint(k) && punct(k + 1, ':');
+        let group =
+            |k: usize, d| matches!(tts.get(k), Some(TokenTree::Group(g)) if g.delimiter() == d);
+        let ident = |k: usize| match tts.get(k) {
+            Some(TokenTree::Ident(id)) => Some(id.unraw().to_string()),
+            _ => None,
+        };
+        // The index of the `;` or `{ .. }` that ends the item at `k`.
+        let item_end =
+            |k: usize| (k..tts.len()).find(|&e| punct(e, ';') || group(e, Delimiter::Brace));
+        let mut test = false; // a test-only attribute stands before the item at `i`
+        let mut i = 0;
+        while i < tts.len() {
+            let after_sep = i >= 2 && sep(i - 2);
+            let open = i + 1 + usize::from(punct(i + 1, '!'));
+            if punct(i, '#') && group(open, Delimiter::Bracket) {
+                let attr: TokenStream = tts[i..=open].iter().cloned().collect();
+                let outer = Parser::parse2(Attribute::parse_outer, attr);
+                test |= outer.is_ok_and(|a| test_only(&a));
+                i = open + 1;
+                continue;
+            }
+            if ident(i).as_deref() == Some("pub") {
+                i += 1 + usize::from(group(i + 1, Delimiter::Parenthesis));
+                continue;
+            }
+            let item_test = std::mem::take(&mut test);
+            match (&tts[i], ident(i).as_deref()) {
+                (TokenTree::Group(g), _) if !(item_test && g.delimiter() == Delimiter::Brace) => {
+                    self.tokens(g.stream());
+                }
+                (_, Some("mod")) if !after_sep && ident(i + 1).is_some() => {
+                    let name = ident(i + 1).unwrap_or_default();
+                    if punct(i + 2, ';') {
+                        let module = [&self.scope[..], &[name]].concat();
+                        self.out.decls.push(Decl {
+                            module,
+                            test: item_test,
+                        });
+                    } else if let (Some(TokenTree::Group(g)), false) = (tts.get(i + 2), item_test) {
+                        self.scope.push(name);
+                        self.tokens(g.stream());
+                        self.scope.pop();
+                    }
+                    i += 2;
+                }
+                (_, Some(k)) if item_test && ITEM_KEYWORDS.contains(&k) => {
+                    i = item_end(i).unwrap_or(tts.len());
+                }
+                (_, Some("use")) if !after_sep => {
+                    let end = (i..tts.len()).find(|&k| punct(k, ';')).unwrap_or(tts.len());
+                    let tree: TokenStream = (i + 1..end)
+                        .filter(|&k| !(punct(k, '$') && ident(k + 1).as_deref() == Some("crate")))
+                        .map(|k| tts[k].clone())
+                        .collect();
+                    if let Ok(tree) = syn::parse2::<UseTree>(tree) {
+                        self.use_tree(&tree, &mut Vec::new());
+                    }
+                    i = end;
+                }
+                (_, Some(first))
+                    if sep(i + 1)
+                        && !after_sep
+                        && !punct(i.wrapping_sub(1), '.')
+                        && (!punct(i.wrapping_sub(1), '$') || first == "crate") =>
+                {
+                    let mut segs = vec![first.to_owned()];
+                    while let Some(s) = ident(i + 3).filter(|_| sep(i + 1)) {
+                        segs.push(s);
+                        i += 3;
+                    }
+                    let mac = punct(i + 1, '!') && !punct(i + 2, '=');
+                    self.path(segs, false, mac);
+                }
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+}
+
+/// Item keywords after which a test-only attribute in a macro's tokens skips the item.
+const ITEM_KEYWORDS: [&str; 14] = [
+    "fn",
+    "impl",
+    "use",
+    "struct",
+    "enum",
+    "union",
+    "const",
+    "static",
+    "type",
+    "trait",
+    "unsafe",
+    "async",
+    "extern",
+    "macro_rules",
+];
+
+/// The segments of a path written with at least one `::` and no leading `::`.
+fn segments(path: &syn::Path) -> Option<Vec<String>> {
+    (path.leading_colon.is_none() && path.segments.len() >= 2).then(|| {
+        path.segments
+            .iter()
+            .map(|s| s.ident.unraw().to_string())
+            .collect()
+    })
+}
+
+impl<'ast> Visit<'ast> for Collector {
+    fn visit_attribute(&mut self, _: &'ast Attribute) {}
+
+    fn visit_visibility(&mut self, _: &'ast syn::Visibility) {}
+
+    fn visit_item(&mut self, item: &'ast Item) {
+        let attrs = attrs_of!(item, Item: Const Enum ExternCrate Fn ForeignMod Impl Macro
+            Mod Static Struct Trait TraitAlias Type Union Use);
+        if !test_only(attrs) {
+            return visit::visit_item(self, item);
+        }
+        if let Item::Mod(m @ syn::ItemMod { content: None, .. }) = item {
+            let mut module = self.scope.clone();
+            module.push(m.ident.unraw().to_string());
+            self.out.decls.push(Decl { module, test: true });
+        }
+    }
+
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        self.scope.push(m.ident.unraw().to_string());
+        match &m.content {
+            None => {
+                let module = self.scope.clone();
+                self.out.decls.push(Decl {
+                    module,
+                    test: false,
+                });
+            }
+            Some((_, items)) => items.iter().for_each(|i| self.visit_item(i)),
+        }
+        self.scope.pop();
+    }
+
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        if u.leading_colon.is_none() {
+            self.use_tree(&u.tree, &mut Vec::new());
+        }
+    }
+
+    fn visit_impl_item(&mut self, item: &'ast ImplItem) {
+        if !test_only(attrs_of!(item, ImplItem: Const Fn Type Macro)) {
+            visit::visit_impl_item(self, item);
+        }
+    }
+
+    fn visit_trait_item(&mut self, item: &'ast TraitItem) {
+        if !test_only(attrs_of!(item, TraitItem: Const Fn Type Macro)) {
+            visit::visit_trait_item(self, item);
+        }
+    }
+
+    fn visit_foreign_item(&mut self, item: &'ast ForeignItem) {
+        if !test_only(attrs_of!(item, ForeignItem: Fn Static Type Macro)) {
+            visit::visit_foreign_item(self, item);
+        }
+    }
+
+    fn visit_expr(&mut self, e: &'ast Expr) {
+        if !test_only(attrs_of!(e, Expr: Block Unsafe Async Const)) {
+            visit::visit_expr(self, e);
+        }
+    }
+
+    fn visit_path(&mut self, path: &'ast syn::Path) {
+        if let Some(segs) = segments(path) {
+            self.path(segs, false, false);
+        }
+        visit::visit_path(self, path);
+    }
+
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        if let Some(segs) = segments(&m.path) {
+            self.path(segs, false, true);
+        }
+        self.tokens(m.tokens.clone());
+    }
+}
