@@ -100,6 +100,7 @@ fn test_only_code_is_ignored() {
              #[cfg(test)]\nmod tests {\n    use crate::a::A;\n    fn f() { let _ = \"{\"; crate::c::C; }\n}\n\
              #[cfg(test)]\npub(crate) fn only_in_tests() -> crate::a::A { crate::a::A }\n\
              #[cfg(test)]\nuse crate::c::C;\n\
+             #[cfg(any(test, all(test, loom)))]\nfn gone() { crate::a::A; }\n\
              #[cfg(any(test, feature = \"x\"))]\nfn kept() { crate::c::C; }",
         ),
         ("helper.rs", "use crate::a::A;"),
@@ -215,7 +216,7 @@ fn macro_tokens_declare_modules_and_name_paths() {
              cfg_if::cfg_if! { if #[cfg(unix)] { mod u; } else { mod w; } }\n\
              macro_rules! both { () => {\n\
                  use $crate::a::{A, B};\n\
-                 pub(in crate::m) fn f() -> a::A { crate::m::M }\n\
+                 pub(in crate::m) fn f() -> a::A { $crate::m::made!(); crate::m::M }\n\
              }; }\n\
              things! { #[cfg(test)] mod t; #[cfg(test)] fn g() { crate::m::Hidden; } }",
         ),
@@ -234,7 +235,7 @@ fn macro_tokens_declare_modules_and_name_paths() {
     let mods: Vec<&str> = a.files.iter().map(|f| f.module.as_str()).collect();
     assert_eq!(mods, ["a", "crate", "m", "u", "w"]);
     assert_eq!(names(&a, "crate", "a"), ["A", "B"]);
-    assert_eq!(names(&a, "crate", "m"), ["M"]);
+    assert_eq!(names(&a, "crate", "m"), ["M", "made!"]);
     assert_eq!(names(&a, "u", "a"), ["A"]);
     // A test-only associated function or block is not code.
     assert!(a.edge("a", "m").is_none(), "{:#?}", a.edges);
