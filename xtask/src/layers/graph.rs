@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::SourceFile;
-use super::parse::{Anchor, ParseError, Parsed, RawRef, parse};
+use super::parse::{ParseError, Parsed, RawRef, parse};
 
 /// A file of the crate: a node of the import graph.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -219,16 +219,24 @@ fn resolve(
     node: &HashMap<Vec<String>, usize>,
     aliases: &BTreeSet<&String>,
 ) -> Option<(usize, String)> {
-    let mut abs = match r.anchor {
-        Anchor::Crate => Vec::new(),
-        Anchor::SelfMod => r.scope.clone(),
-        Anchor::Super(up) => r.scope[..r.scope.len().checked_sub(up)?].to_vec(),
-        Anchor::Relative => {
-            let child = [&r.scope[..], r.segs.first().map(std::slice::from_ref)?].concat();
-            node.contains_key(&child).then(|| r.scope.clone())?
+    let (base, rest) = match r.segs[0].as_str() {
+        "crate" => (&[][..], &r.segs[1..]),
+        first @ ("self" | "super") => {
+            let skip = usize::from(first == "self");
+            let up = r.segs[skip..].iter().take_while(|s| *s == "super").count();
+            (
+                &r.scope[..r.scope.len().checked_sub(up)?],
+                &r.segs[skip + up..],
+            )
+        }
+        // A child module of the scope, else an external crate, a type, a local name.
+        first => {
+            let child = [&r.scope[..], &[first.to_owned()]].concat();
+            node.contains_key(&child)
+                .then_some((&r.scope[..], &r.segs[..]))?
         }
     };
-    abs.extend(r.segs.iter().cloned());
+    let abs = [base, rest].concat();
     if abs.first().is_some_and(|m| aliases.contains(m)) {
         return None; // another crate's item, reached through the root's alias
     }

@@ -31,27 +31,12 @@ impl fmt::Display for ParseError {
 
 impl std::error::Error for ParseError {}
 
-/// Where a path starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Anchor {
-    /// `crate::` or `$crate::`.
-    Crate,
-    /// `super::` repeated this many times (after an optional `self::`).
-    Super(usize),
-    /// `self::`.
-    SelfMod,
-    /// An identifier: a child module of the current module, if one exists by that name
-    /// (else an external crate, a type, a local name: not an edge).
-    Relative,
-}
-
 /// A path named in a file, before resolution.
 #[derive(Clone, Debug)]
 pub(super) struct RawRef {
-    pub(super) anchor: Anchor,
     /// The module the path is written in: the file's module plus inline `mod` names.
     pub(super) scope: Vec<String>,
-    /// Segments after the anchor (for [`Anchor::Relative`], including the first).
+    /// The segments as written (`super::super::x::Y`; `$crate` is `crate`), never empty.
     pub(super) segs: Vec<String>,
     /// `use path::*`.
     pub(super) glob: bool,
@@ -98,20 +83,20 @@ pub(super) fn parse(text: &str, module: &[String]) -> Result<Parsed, (usize, Str
         return Ok(c.out);
     }
     c.visit_file(&file);
-    if module.is_empty() {
-        // `use other_crate as name;` at the crate root: `crate::name::..` is outside
-        // the graph.
-        for item in &file.items {
-            if let Item::Use(u) = item {
-                if let (true, UseTree::Rename(r), false) =
-                    (u.leading_colon.is_none(), &u.tree, test_only(&u.attrs))
-                {
-                    if !["crate", "self", "super"].iter().any(|k| r.ident == k) {
-                        c.out.extern_aliases.push(r.rename.to_string());
-                    }
-                }
-            }
+    // `use other_crate as name;` at the crate root: `crate::name::..` is outside the graph.
+    let aliases = file.items.iter().filter_map(|item| match item {
+        Item::Use(syn::ItemUse {
+            attrs,
+            leading_colon: None,
+            tree: UseTree::Rename(r),
+            ..
+        }) if !test_only(attrs) && !["crate", "self", "super"].iter().any(|k| r.ident == k) => {
+            Some(r.rename.to_string())
         }
+        _ => None,
+    });
+    if module.is_empty() {
+        c.out.extern_aliases.extend(aliases);
     }
     Ok(c.out)
 }
@@ -173,24 +158,17 @@ struct Collector {
 }
 
 impl Collector {
-    /// Records a path given by its segments as written (`super::super::x::Y`).
+    /// Records a path given by its segments as written.
     fn path(&mut self, segs: Vec<String>, glob: bool, mac: bool) {
-        let Some(first) = segs.first() else { return };
-        let supers = |from: usize| segs[from..].iter().take_while(|s| *s == "super").count();
-        let (anchor, skip) = match first.as_str() {
-            "crate" => (Anchor::Crate, 1),
-            "self" if supers(1) > 0 => (Anchor::Super(supers(1)), 1 + supers(1)),
-            "self" => (Anchor::SelfMod, 1),
-            "super" => (Anchor::Super(supers(0)), supers(0)),
-            _ => (Anchor::Relative, 0),
-        };
-        self.out.refs.push(RawRef {
-            anchor,
-            scope: self.scope.clone(),
-            segs: segs[skip..].to_vec(),
-            glob,
-            mac,
-        });
+        if !segs.is_empty() {
+            let scope = self.scope.clone();
+            self.out.refs.push(RawRef {
+                scope,
+                segs,
+                glob,
+                mac,
+            });
+        }
     }
 
     /// Records the paths of a `use` tree below `prefix`.
@@ -269,7 +247,7 @@ impl Collector {
                     }
                     i += 2;
                 }
-                (_, Some(k)) if item_test && ITEM_KEYWORDS.contains(&k) => {
+                (_, Some(k)) if item_test && ITEM_KEYWORDS.split(' ').any(|w| w == k) => {
                     i = item_end(i).unwrap_or(tts.len());
                 }
                 (_, Some("use")) if !after_sep => {
@@ -305,22 +283,8 @@ impl Collector {
 }
 
 /// Item keywords after which a test-only attribute in a macro's tokens skips the item.
-const ITEM_KEYWORDS: [&str; 14] = [
-    "fn",
-    "impl",
-    "use",
-    "struct",
-    "enum",
-    "union",
-    "const",
-    "static",
-    "type",
-    "trait",
-    "unsafe",
-    "async",
-    "extern",
-    "macro_rules",
-];
+const ITEM_KEYWORDS: &str =
+    "fn impl use struct enum union const static type trait unsafe async extern macro_rules";
 
 /// The segments of a path written with at least one `::` and no leading `::`.
 fn segments(path: &syn::Path) -> Option<Vec<String>> {

@@ -4,7 +4,7 @@
 use std::fmt::Write as _;
 
 use super::graph::{Edge, analyze};
-use super::list::{LayerProblem, check_layers, parse_layers};
+use super::list::{LayerProblem as P, check_layers, parse_layers};
 use super::{DEFAULT_MAX_CYCLE, SourceFile};
 
 /// Everything the `layers` binary prints, and whether the check passed.
@@ -49,138 +49,128 @@ pub fn report(
     sources: &[SourceFile],
     opts: &Options,
 ) -> Result<Report, Box<dyn std::error::Error>> {
-    let analysis = analyze(sources)?;
-    let lib = sources.iter().find(|s| s.path == "lib.rs");
-    let layers = match lib {
+    let a = analyze(sources)?;
+    let layers = match sources.iter().find(|s| s.path == "lib.rs") {
         Some(lib) => parse_layers(&lib.text)?,
         None => None,
     };
-    let show = |k: usize| format!("{}/{}", opts.display_dir, analysis.files[k].path);
-    let show_edge =
-        |e: &Edge| format!("{} -> {}: {}", show(e.from), show(e.to), e.names.join(", "));
-    let mut t = String::new();
-    let _ = writeln!(
-        t,
-        "{} files, {} edges under {}/",
-        analysis.files.len(),
-        analysis.edges.len(),
-        opts.display_dir
+    let dir = &opts.display_dir;
+    let show = |k: usize| format!("{dir}/{}", a.files[k].path);
+    let edge = |e: &Edge| format!("{} -> {}: {}", show(e.from), show(e.to), e.names.join(", "));
+    let mut t = format!(
+        "{} files, {} edges under {dir}/\n",
+        a.files.len(),
+        a.edges.len()
     );
-    for s in &analysis.skipped {
-        let _ = writeln!(t, "skipped {}/{}: {}", opts.display_dir, s.path, s.why);
+    for s in &a.skipped {
+        writeln!(t, "skipped {dir}/{}: {}", s.path, s.why)?;
     }
     if opts.all_edges {
-        let _ = writeln!(t, "\nedges:");
-        for e in &analysis.edges {
-            let _ = writeln!(t, "  {}", show_edge(e));
+        t += "\nedges:\n";
+        for e in &a.edges {
+            writeln!(t, "  {}", edge(e))?;
         }
     }
-    if analysis.cycles.is_empty() {
-        let _ = writeln!(t, "\nno import cycles");
+    t += if a.cycles.is_empty() {
+        "\nno import cycles\n"
     } else {
-        let _ = writeln!(
-            t,
-            "\nimport cycles (strongly connected components), largest first:"
-        );
-    }
-    for (c, files) in analysis.cycles.iter().enumerate() {
-        let _ = writeln!(t, "\ncycle {}: {} files", c + 1, files.len());
+        "\nimport cycles (strongly connected components), largest first:\n"
+    };
+    for (c, files) in a.cycles.iter().enumerate() {
+        writeln!(t, "\ncycle {}: {} files", c + 1, files.len())?;
         for &f in files {
-            let _ = writeln!(t, "  {}", show(f));
+            writeln!(t, "  {}", show(f))?;
         }
-        let _ = writeln!(t, "  edges inside:");
-        for e in analysis.edges_within(files) {
-            let _ = writeln!(t, "    {}", show_edge(e));
+        t += "  edges inside:\n";
+        for e in a.edges_within(files) {
+            writeln!(t, "    {}", edge(e))?;
         }
     }
-    let mut violations = 0;
-    match &layers {
-        None => {
-            let _ = writeln!(
-                t,
-                "\nno layer list found in {}/lib.rs (see `layers --help` for the format)",
-                opts.display_dir
-            );
-        }
-        Some(layers) => {
-            let mut problems = check_layers(&analysis, layers);
-            problems.sort_by_key(|p| match p {
-                LayerProblem::Upward { .. } => 0,
-                LayerProblem::SameLayerCycle { .. } => 1,
-                LayerProblem::Unplaced { .. } => 2,
-                LayerProblem::UnknownModule { .. } | LayerProblem::Duplicate { .. } => 3,
-            });
-            violations = problems.len();
-            let label = |rank: u32| {
-                layers.layers.iter().find(|l| l.rank == rank).map_or_else(
-                    || format!("{rank} (crate root)"),
-                    |l| {
-                        if l.label.is_empty() {
-                            rank.to_string()
-                        } else {
-                            format!("{rank} {}", l.label)
-                        }
-                    },
+    let Some(layers) = &layers else {
+        writeln!(
+            t,
+            "\nno layer list found in {dir}/lib.rs (see `layers --help` for the format)"
+        )?;
+        return summary(t, a.largest_cycle(), None, opts);
+    };
+    let mut problems = check_layers(&a, layers);
+    problems.sort_by_key(|p| match p {
+        P::Upward { .. } => 0,
+        P::SameLayerCycle { .. } => 1,
+        P::Unplaced { .. } => 2,
+        P::UnknownModule { .. } | P::Duplicate { .. } => 3,
+    });
+    let label = |rank: u32| match layers.layers.iter().find(|l| l.rank == rank) {
+        None => format!("{rank} (crate root)"),
+        Some(l) if l.label.is_empty() => rank.to_string(),
+        Some(l) => format!("{rank} {}", l.label),
+    };
+    writeln!(t, "\nlayer list: {} layers", layers.layers.len())?;
+    if problems.is_empty() {
+        t += "  every file placed, no upward edge, no cycle across entries\n";
+    }
+    for p in &problems {
+        let line = match p {
+            P::Upward {
+                edge: e,
+                from_rank,
+                to_rank,
+            } => {
+                format!(
+                    "upward ({} -> {}): {}",
+                    label(*from_rank),
+                    label(*to_rank),
+                    edge(e)
                 )
-            };
-            let _ = writeln!(t, "\nlayer list: {} layers", layers.layers.len());
-            if problems.is_empty() {
-                let _ = writeln!(
-                    t,
-                    "  every file placed, no upward edge, no cycle across entries"
-                );
             }
-            for p in &problems {
-                let _ = match p {
-                    LayerProblem::Upward {
-                        edge,
-                        from_rank,
-                        to_rank,
-                    } => writeln!(
-                        t,
-                        "  upward ({} -> {}): {}",
-                        label(*from_rank),
-                        label(*to_rank),
-                        show_edge(edge)
-                    ),
-                    LayerProblem::SameLayerCycle { edge, rank } => writeln!(
-                        t,
-                        "  cycle within layer {} outside a face group: {}",
-                        label(*rank),
-                        show_edge(edge)
-                    ),
-                    LayerProblem::Unplaced { file } => {
-                        writeln!(
-                            t,
-                            "  not in any layer: {} ({})",
-                            show(*file),
-                            analysis.files[*file].module
-                        )
-                    }
-                    LayerProblem::UnknownModule { module } => {
-                        writeln!(t, "  listed but no such file module: {module}")
-                    }
-                    LayerProblem::Duplicate { module } => writeln!(t, "  listed twice: {module}"),
-                };
+            P::SameLayerCycle { edge: e, rank } => {
+                format!(
+                    "cycle within layer {} outside a face group: {}",
+                    label(*rank),
+                    edge(e)
+                )
             }
-        }
+            P::Unplaced { file } => {
+                format!(
+                    "not in any layer: {} ({})",
+                    show(*file),
+                    a.files[*file].module
+                )
+            }
+            P::UnknownModule { module } => {
+                format!("listed but no such file module: {module}")
+            }
+            P::Duplicate { module } => format!("listed twice: {module}"),
+        };
+        writeln!(t, "  {line}")?;
     }
-    let largest = analysis.largest_cycle();
-    let _ = writeln!(
-        t,
-        "\nlargest import cycle: {largest} files (limit {}); layer violations: {violations}{}",
-        opts.max_cycle,
-        if layers.is_none() {
-            " (no layer list)"
-        } else {
-            ""
-        }
-    );
+    summary(t, a.largest_cycle(), Some(problems.len()), opts)
+}
+
+/// Ends `text` with the summary line: the largest cycle against its limit, and the
+/// number of layer problems (`None` without a layer list).
+fn summary(
+    mut text: String,
+    largest_cycle: usize,
+    violations: Option<usize>,
+    opts: &Options,
+) -> Result<Report, Box<dyn std::error::Error>> {
+    let n = violations.unwrap_or(0);
+    let none = if violations.is_none() {
+        " (no layer list)"
+    } else {
+        ""
+    };
+    writeln!(
+        text,
+        "\nlargest import cycle: {largest_cycle} files (limit {}); layer violations: {n}{none}",
+        opts.max_cycle
+    )?;
     Ok(Report {
-        text: t,
-        largest_cycle: largest,
-        violations,
-        has_layers: layers.is_some(),
-        ok: largest <= opts.max_cycle && violations == 0,
+        text,
+        largest_cycle,
+        violations: n,
+        has_layers: violations.is_some(),
+        ok: largest_cycle <= opts.max_cycle && n == 0,
     })
 }
