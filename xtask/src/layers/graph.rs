@@ -106,13 +106,51 @@ pub(super) fn module_name(m: &[String]) -> String {
 }
 
 /// Builds the import graph of the files of one crate's source directory (paths relative
-/// to it; `lib.rs` is the root). Every file is parsed, test-only ones included, so a
-/// broken one is reported.
+/// to it; `lib.rs` is the root): `read` every file, `reach` the modules from the
+/// root, the `edges` between them, their `cycles`.
 pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, ParseError> {
-    let mut by_module: HashMap<Vec<String>, usize> = HashMap::new();
-    let mut parsed: Vec<Option<Parsed>> = Vec::with_capacity(sources.len());
-    let mut skipped = Vec::new();
-    for (k, src) in sources.iter().enumerate() {
+    let (parsed, mut skipped) = read(sources)?;
+    let (included, test_files) = reach(&parsed);
+    for k in (0..sources.len()).filter(|k| parsed[*k].is_some() && !included.contains(k)) {
+        let why = if test_files.contains(&k) {
+            "test-only (#[cfg(test)])"
+        } else {
+            "not declared by any module"
+        };
+        skipped.push(Skipped {
+            path: sources[k].path.clone(),
+            why,
+        });
+    }
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut order: Vec<usize> = included.into_iter().collect();
+    order.sort_by_key(|&k| &sources[k].path);
+    let nodes: Vec<&Module> = order.iter().filter_map(|&k| parsed[k].as_ref()).collect();
+    let files: Vec<FileNode> = (order.iter().zip(&nodes))
+        .map(|(&k, (m, _))| FileNode {
+            path: sources[k].path.clone(),
+            module: module_name(m),
+        })
+        .collect();
+    let edges = edges(&nodes);
+    let cycles = cycles(files.len(), &edges);
+    Ok(Analysis {
+        files,
+        skipped,
+        edges,
+        cycles,
+    })
+}
+
+/// A file module: its path from the root and what its file declares and names.
+type Module = (Vec<String>, Parsed);
+
+/// Parses every file, test-only ones included (so a broken one is reported): a
+/// [`Module`] per source file, `None` for those that are no (first) file of a module,
+/// which are skipped.
+fn read(sources: &[SourceFile]) -> Result<(Vec<Option<Module>>, Vec<Skipped>), ParseError> {
+    let (mut parsed, mut skipped, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
+    for src in sources {
         let module = module_of(&src.path);
         let p = parse(&src.text, module.as_deref().unwrap_or_default()).map_err(
             |(line, message)| ParseError {
@@ -123,93 +161,71 @@ pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, ParseError> {
         )?;
         let why = match module {
             None => "not a library module",
-            Some(m) if by_module.contains_key(&m) => "a second file for the same module",
+            Some(m) if seen.contains(&m) => "a second file for the same module",
             Some(m) => {
-                by_module.insert(m, k);
-                parsed.push(Some(p));
+                seen.insert(m.clone());
+                parsed.push(Some((m, p)));
                 continue;
             }
         };
-        let path = src.path.clone();
-        skipped.push(Skipped { path, why });
+        skipped.push(Skipped {
+            path: src.path.clone(),
+            why,
+        });
         parsed.push(None);
     }
+    Ok((parsed, skipped))
+}
 
-    // Reach files from the root through `mod` declarations.
+/// The modules reached from the root through `mod` declarations (indices into
+/// `parsed`), and those reached only through test-only ones.
+fn reach(parsed: &[Option<Module>]) -> (BTreeSet<usize>, BTreeSet<usize>) {
+    let by_module: HashMap<&[String], usize> = (parsed.iter().enumerate())
+        .filter_map(|(k, p)| Some((&p.as_ref()?.0[..], k)))
+        .collect();
     let (mut included, mut test_files) = (BTreeSet::new(), BTreeSet::new());
     let mut stack: Vec<(usize, bool)> = by_module
-        .get(&Vec::new())
+        .get(&[][..])
         .map(|&r| (r, false))
         .into_iter()
         .collect();
     while let Some((k, test)) = stack.pop() {
-        let Some(p) = &parsed[k] else { continue };
+        let Some((_, p)) = &parsed[k] else { continue };
         let test = test || p.test_only;
         if (if test { &mut test_files } else { &mut included }).insert(k) {
-            let children = p
-                .decls
-                .iter()
-                .filter_map(|d| Some((*by_module.get(&d.module)?, test || d.test)));
+            let children = (p.decls.iter())
+                .filter_map(|d| Some((*by_module.get(&d.module[..])?, test || d.test)));
             stack.extend(children);
         }
     }
-    for (k, src) in sources.iter().enumerate() {
-        if parsed[k].is_some() && !included.contains(&k) {
-            let why = if test_files.contains(&k) {
-                "test-only (#[cfg(test)])"
-            } else {
-                "not declared by any module"
-            };
-            skipped.push(Skipped {
-                path: src.path.clone(),
-                why,
-            });
-        }
-    }
-    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    (included, test_files)
+}
 
-    // Nodes, sorted by path (as `sources` is not required to be).
-    let mut order: Vec<usize> = included.into_iter().collect();
-    order.sort_by(|&a, &b| sources[a].path.cmp(&sources[b].path));
-    let files: Vec<FileNode> = order
-        .iter()
-        .map(|&k| FileNode {
-            path: sources[k].path.clone(),
-            module: module_name(&module_of(&sources[k].path).unwrap_or_default()),
-        })
+/// The edges between `nodes` (the modules in the graph, by node index), sorted.
+fn edges(nodes: &[&Module]) -> Vec<Edge> {
+    let node: HashMap<Vec<String>, usize> = (nodes.iter().enumerate())
+        .map(|(n, (m, _))| (m.clone(), n))
         .collect();
-    let node: HashMap<Vec<String>, usize> = (order.iter().enumerate())
-        .map(|(n, &k)| (module_of(&sources[k].path).unwrap_or_default(), n))
-        .collect();
-
     // Whole external crates the root names as modules (not file modules of its own).
-    let root = by_module.get(&Vec::new()).and_then(|&r| parsed[r].as_ref());
-    let aliases: BTreeSet<&String> = (root.into_iter().flat_map(|p| &p.extern_aliases))
-        .filter(|a| !node.contains_key(&vec![(*a).clone()]))
+    let root = nodes.iter().find(|(m, _)| m.is_empty());
+    let aliases: BTreeSet<&String> = (root.into_iter().flat_map(|(_, p)| &p.extern_aliases))
+        .filter(|a| !node.contains_key(std::slice::from_ref(*a)))
         .collect();
-
     let mut edges: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
-    for (n, &k) in order.iter().enumerate() {
-        for r in parsed[k].iter().flat_map(|p| &p.refs) {
+    for (n, (_, p)) in nodes.iter().enumerate() {
+        for r in &p.refs {
             if let Some((to, name)) = resolve(r, &node, &aliases).filter(|&(to, _)| to != n) {
                 edges.entry((n, to)).or_default().insert(name);
             }
         }
     }
-    let edges: Vec<Edge> = (edges.into_iter())
+    (edges.into_iter())
         .map(|((from, to), names)| Edge {
             from,
             to,
             names: names.into_iter().collect(),
         })
-        .collect();
-    let cycles = cycles(files.len(), &edges);
-    Ok(Analysis {
-        files,
-        skipped,
-        edges,
-        cycles,
-    })
+        .collect()
 }
 
 /// The file a path names (the deepest file module on it) and the name it takes from it;
