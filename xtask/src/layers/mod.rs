@@ -7,8 +7,9 @@
 //! ```
 //!
 //! It reads Rust source with `syn` (no compiler); one file per step:
-//! `parse` (one file: its `mod` declarations and the paths it names), `graph` (files,
-//! edges, cycles), `list` (the layer list and its check), `report` (the text).
+//! `parse` (one file: its `mod` declarations and the paths it names), `macros` (the
+//! same in a macro's unparsed tokens), `graph` (files, edges, cycles), `list` (the layer
+//! list and its check), `report` (the text).
 //!
 //! - **Nodes** are files: `lib.rs` is the crate root, `world.rs` or `world/mod.rs` the
 //!   module `world`, `world/snapshot.rs` the module `world::snapshot`. Only files reached
@@ -42,6 +43,7 @@ use std::path::{Path, PathBuf};
 
 mod graph;
 mod list;
+mod macros;
 mod parse;
 mod report;
 #[cfg(test)]
