@@ -83,57 +83,9 @@ pub fn parse_layers(lib_rs: &str) -> Result<Option<Layers>, LayerSyntaxError> {
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        let Some((head, body)) = text.split_once(':') else {
-            return Err(err(
-                line,
-                format!("expected `<rank> <label>: <modules>`, got `{text}`"),
-            ));
-        };
-        let mut head = head.split_whitespace();
-        let rank: u32 = head
-            .next()
-            .and_then(|r| r.parse().ok())
-            .ok_or_else(|| err(line, format!("a layer line starts with its rank: `{text}`")))?;
-        let label = head.collect::<Vec<_>>().join(" ");
-        if layers.iter().any(|l| l.rank == rank) {
-            return Err(err(line, format!("layer {rank} is listed twice")));
-        }
-        let mut layer = Layer {
-            rank,
-            label,
-            modules: Vec::new(),
-            faces: Vec::new(),
-        };
-        let spaced = body.replace('{', " { ").replace('}', " } ");
-        let mut face: Option<Vec<String>> = None;
-        for word in spaced.split_whitespace() {
-            match word {
-                "{" if face.is_none() => face = Some(Vec::new()),
-                "}" => match face.take() {
-                    Some(f) if f.len() >= 2 => layer.faces.push(f),
-                    Some(_) => {
-                        return Err(err(line, "a face group needs two modules or more".into()));
-                    }
-                    None => return Err(err(line, "`}` without `{`".to_owned())),
-                },
-                "{" => return Err(err(line, "face groups do not nest".to_owned())),
-                m => {
-                    let valid = m.split("::").all(|s| {
-                        let word = |c: char| c == '_' || c.is_alphanumeric();
-                        s.chars().next().is_some_and(|c| !c.is_numeric()) && s.chars().all(word)
-                    });
-                    if !valid {
-                        return Err(err(line, format!("`{m}` is not a module path")));
-                    }
-                    layer.modules.push(m.to_owned());
-                    if let Some(f) = &mut face {
-                        f.push(m.to_owned());
-                    }
-                }
-            }
-        }
-        if face.is_some() {
-            return Err(err(line, "unclosed `{`".to_owned()));
+        let layer = layer_line(text).map_err(|message| err(line, message))?;
+        if layers.iter().any(|l| l.rank == layer.rank) {
+            return Err(err(line, format!("layer {} is listed twice", layer.rank)));
         }
         layers.push(layer);
     }
@@ -145,6 +97,60 @@ pub fn parse_layers(lib_rs: &str) -> Result<Option<Layers>, LayerSyntaxError> {
     }
     layers.sort_by_key(|l| l.rank);
     Ok(Some(Layers { layers }))
+}
+
+/// One line of the layer block, `<rank> <label>: <entry> {<entry> <entry>} ..`; an
+/// error says what is wrong.
+fn layer_line(text: &str) -> Result<Layer, String> {
+    let Some((head, body)) = text.split_once(':') else {
+        return Err(format!(
+            "expected `<rank> <label>: <modules>`, got `{text}`"
+        ));
+    };
+    let mut head = head.split_whitespace();
+    let rank: u32 = head
+        .next()
+        .and_then(|r| r.parse().ok())
+        .ok_or_else(|| format!("a layer line starts with its rank: `{text}`"))?;
+    let label = head.collect::<Vec<_>>().join(" ");
+    let mut layer = Layer {
+        rank,
+        label,
+        modules: Vec::new(),
+        faces: Vec::new(),
+    };
+    let spaced = body.replace('{', " { ").replace('}', " } ");
+    let mut face: Option<Vec<String>> = None;
+    for word in spaced.split_whitespace() {
+        match word {
+            "{" if face.is_none() => face = Some(Vec::new()),
+            "}" => match face.take() {
+                Some(f) if f.len() >= 2 => layer.faces.push(f),
+                Some(_) => {
+                    return Err("a face group needs two modules or more".into());
+                }
+                None => return Err("`}` without `{`".to_owned()),
+            },
+            "{" => return Err("face groups do not nest".to_owned()),
+            m => {
+                let valid = m.split("::").all(|s| {
+                    let word = |c: char| c == '_' || c.is_alphanumeric();
+                    s.chars().next().is_some_and(|c| !c.is_numeric()) && s.chars().all(word)
+                });
+                if !valid {
+                    return Err(format!("`{m}` is not a module path"));
+                }
+                layer.modules.push(m.to_owned());
+                if let Some(f) = &mut face {
+                    f.push(m.to_owned());
+                }
+            }
+        }
+    }
+    if face.is_some() {
+        return Err("unclosed `{`".to_owned());
+    }
+    Ok(layer)
 }
 
 /// What is wrong between the layer list and the code.
