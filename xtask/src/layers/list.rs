@@ -83,10 +83,7 @@ pub fn parse_layers(lib_rs: &str) -> Result<Option<Layers>, LayerSyntaxError> {
         if text.is_empty() || text.starts_with('#') {
             continue;
         }
-        let layer = layer_line(text).map_err(|message| err(line, message))?;
-        if layers.iter().any(|l| l.rank == layer.rank) {
-            return Err(err(line, format!("layer {} is listed twice", layer.rank)));
-        }
+        let layer = layer_line(text, &layers).map_err(|message| err(line, message))?;
         layers.push(layer);
     }
     if !closed {
@@ -100,8 +97,8 @@ pub fn parse_layers(lib_rs: &str) -> Result<Option<Layers>, LayerSyntaxError> {
 }
 
 /// One line of the layer block, `<rank> <label>: <entry> {<entry> <entry>} ..`; an
-/// error says what is wrong.
-fn layer_line(text: &str) -> Result<Layer, String> {
+/// error says what is wrong (a rank already among `layers` too).
+fn layer_line(text: &str, layers: &[Layer]) -> Result<Layer, String> {
     let Some((head, body)) = text.split_once(':') else {
         return Err(format!(
             "expected `<rank> <label>: <modules>`, got `{text}`"
@@ -113,6 +110,9 @@ fn layer_line(text: &str) -> Result<Layer, String> {
         .and_then(|r| r.parse().ok())
         .ok_or_else(|| format!("a layer line starts with its rank: `{text}`"))?;
     let label = head.collect::<Vec<_>>().join(" ");
+    if layers.iter().any(|l| l.rank == rank) {
+        return Err(format!("layer {rank} is listed twice"));
+    }
     let mut layer = Layer {
         rank,
         label,
