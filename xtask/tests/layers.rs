@@ -11,7 +11,7 @@ fn analyses_the_real_source_tree() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../src");
     let sources = layers::load(&src).expect("read src/");
     assert!(sources.iter().any(|s| s.path == "lib.rs"), "no src/lib.rs");
-    let analysis = layers::analyze(&sources).expect("every file lexes");
+    let analysis = layers::analyze(&sources).expect("every file parses");
     assert!(
         analysis.files.len() > 1,
         "found {} modules",
