@@ -79,7 +79,7 @@ impl BatchSink for Storage {
     #[track_caller]
     fn id<C: Component>(&self) -> ComponentId {
         crate::hierarchy::assert_not_children::<C>();
-        self.registry.id::<C>()
+        self.registry().id::<C>()
     }
     #[track_caller]
     fn table(&mut self, ids: &mut [ComponentId]) -> u32 {

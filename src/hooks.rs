@@ -263,10 +263,10 @@ impl Hooks {
         if !self.any(change) {
             return;
         }
-        let Some(loc) = world.storage().entities.location(e) else {
+        let Some(loc) = world.storage().locate(e) else {
             return;
         };
-        for &c in world.storage().tables.get(loc.table).components() {
+        for &c in world.storage().tables().get(loc.table).components() {
             self.fire(change, c, world, e);
         }
     }

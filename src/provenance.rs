@@ -307,10 +307,10 @@ impl Watches {
                 p.commands.clear();
             }
             record_commands(p, world, systems, stage);
-            let Some(loc) = storage.entities.location(p.entity) else {
+            let Some(loc) = storage.locate(p.entity) else {
                 continue;
             };
-            let table = storage.tables.get(loc.table);
+            let table = storage.tables().get(loc.table);
             for &id in table.components() {
                 let fold = &folds[id.index()];
                 if !fold.has_sources() {

@@ -215,7 +215,7 @@ impl BundleSink for ListSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
         crate::hierarchy::assert_not_children::<C>();
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.check_required(id);
         if self.list.spawn_types[self.start..].contains(&id) {
             crate::bundle::duplicate::<C>();
@@ -382,7 +382,7 @@ pub(crate) fn apply_list(
         tree,
     } = scratch;
     let commands = std::mem::take(&mut list.commands);
-    let hierarchy = host.storage().hierarchy;
+    let hierarchy = host.storage().hierarchy();
     let mut next_spawn = 0;
     for &cmd in &commands {
         match cmd {
@@ -398,7 +398,7 @@ pub(crate) fn apply_list(
                     }
                 }
             }
-            Command::Insert(e, id) if host.storage().required.has(id) => {
+            Command::Insert(e, id) if host.storage().requires(id) => {
                 // A type with required components: one by one, then what it requires.
                 batch.flush(host.storage(), list);
                 let replaces = host.storage().slot_of(e, id).is_some();

@@ -26,7 +26,7 @@ pub(crate) struct TreeScratch {
 
 #[inline]
 fn alive(storage: &Storage, e: Entity) -> bool {
-    storage.entities.location(e).is_some()
+    storage.locate(e).is_some()
 }
 
 /// Whether `ancestor` is `e` or one of `e`'s ancestors. Terminates: there is no cycle.

@@ -159,11 +159,11 @@ impl<C: Component> OutBuf<C> {
         id: ComponentId,
         e: Entity,
     ) -> Option<RowCursor<'w>> {
-        let Some(loc) = storage.entities.location(e) else {
+        let Some(loc) = storage.locate(e) else {
             self.dropped += 1;
             return None;
         };
-        let table = storage.tables.get(loc.table);
+        let table = storage.tables().get(loc.table);
         let Some(col) = table.column(id) else {
             self.dropped += 1;
             return None;
@@ -172,13 +172,13 @@ impl<C: Component> OutBuf<C> {
         // its own, with room for the whole table (so the pushes that follow never regrow);
         // small tables share one segment and are copied in Sync, which costs less than a
         // vector per table.
-        let whole = loc.row == 0 && table.entities.len() >= SEGMENT_MIN_ROWS;
+        let whole = loc.row == 0 && table.len() >= SEGMENT_MIN_ROWS;
         self.start_run(col, loc.row, whole);
         if whole {
-            self.open.reserve(table.entities.len());
+            self.open.reserve(table.len());
         }
         Some(RowCursor {
-            rows: &table.entities,
+            rows: table.entities(),
             next: loc.row as usize + 1,
         })
     }

@@ -381,7 +381,6 @@ impl<'w> Output<'w> {
         let e = self
             .world
             .storage()
-            .entities
             .reserved_id(system, self.bufs.spawned as usize);
         self.put_spawn(bundle, Some(e));
         self.bufs.spawned += 1;

@@ -193,7 +193,6 @@ impl Runtime {
         // (deterministic).
         self.world
             .storage_mut()
-            .entities
             .reserve_for_stage(self.systems.len(), places.clone());
         self.run_stage(stage, places.clone())?;
         let at = StageSync {
@@ -224,7 +223,7 @@ impl Runtime {
         if let Err(p) = run {
             crate::sync::discard(systems);
             // The reservations are world state (snapshots, checksums): take them back.
-            self.world.storage_mut().entities.unreserve_frame();
+            self.world.storage_mut().unreserve_frame();
             let slot = &systems[p.index];
             return Err(FrameError::SystemPanicked {
                 system: slot.id,

@@ -6,7 +6,8 @@
 //! with the same contents run the same frame bit for bit, and a world that holds a subset
 //! of another visits its entities in the same relative order (what a shard needs).
 //!
-//! The orders are kept lazily: [`Storage::canonicalize`] runs before each stage's Run. It
+//! The orders are kept lazily: [`Storage::canonicalize`](super::Storage::canonicalize)
+//! ([`Canonical::update`] here) runs before each stage's Run. It
 //! rebuilds the per-type table lists when tables were created or dropped since (rare), and
 //! re-sorts the rows of the tables whose entities are out of order (a check of O(rows)
 //! per table, then, only where a despawn or a move left a hole or an arrival came in
@@ -16,8 +17,10 @@
 //! swaps): queries then still see every entity, and the lists in use are only ever the
 //! current ones ([`TableOrder`] falls back to creation order while its lists are stale).
 
+use super::column::AnyColumns;
 use super::permute::{apply_swaps, swaps_of};
-use super::{Storage, Table, TableId};
+use super::table::{Table, TableId, Tables};
+use crate::entity::{Entities, Location};
 
 /// The per-type table lists in canonical order, and what they were built for.
 #[derive(Default)]
@@ -26,7 +29,7 @@ pub(crate) struct Canonical {
     by_type: Vec<Vec<TableId>>,
     /// Every table, sorted by its types.
     all: Vec<TableId>,
-    /// The [`Tables::epoch`](super::Tables::epoch) the lists were built at.
+    /// The [`Tables::epoch`] the lists were built at.
     epoch: Option<u64>,
     /// Reused by the row sort: sort keys (sparse tables), rows by index (dense ones), the
     /// permutation, the rows already placed, the swaps that apply the permutation, its
@@ -52,7 +55,7 @@ impl<'a> TableOrder<'a> {
     /// Canonical order if `canonical` is current for `tables`, else creation order.
     #[inline]
     pub(crate) fn of(
-        tables: &super::Tables,
+        tables: &Tables,
         tables_with: &'a [Vec<TableId>],
         canonical: Option<&'a Canonical>,
     ) -> Self {
@@ -80,54 +83,47 @@ impl<'a> TableOrder<'a> {
 }
 
 /// Whether table `a` sorts before table `b` in canonical order.
-fn by_types(tables: &super::Tables) -> impl Fn(&TableId, &TableId) -> std::cmp::Ordering + '_ {
+fn by_types(tables: &Tables) -> impl Fn(&TableId, &TableId) -> std::cmp::Ordering + '_ {
     |&a, &b| tables.get(a).components().cmp(tables.get(b).components())
 }
 
-impl Storage {
-    /// Turns canonical order on or off (see the module docs).
-    pub(crate) fn set_canonical(&mut self, on: bool) {
-        self.canonical = on.then(Box::default);
-    }
-
-    /// Whether canonical order is on.
-    pub(crate) fn is_canonical(&self) -> bool {
-        self.canonical.is_some()
-    }
-
-    /// The order in which queries try tables now.
-    #[inline]
-    pub(crate) fn table_order(&self) -> TableOrder<'_> {
-        TableOrder::of(&self.tables, &self.tables_with, self.canonical.as_deref())
-    }
-
-    /// Brings the table lists and every table's rows into canonical order (a no-op when
-    /// canonical order is off). Called before each stage's Run.
-    pub(crate) fn canonicalize(&mut self) {
-        let Some(mut c) = self.canonical.take() else {
-            return;
-        };
-        let epoch = self.tables.epoch();
-        if c.epoch != Some(epoch) {
-            let order = by_types(&self.tables);
-            c.by_type.clone_from(&self.tables_with);
-            for list in &mut c.by_type {
+impl Canonical {
+    /// Brings the table lists and every table's rows into canonical order: the lists
+    /// rebuilt from `tables_with` if tables were created or dropped since, the rows of
+    /// each table sorted (with their columns and the entities' locations).
+    pub(super) fn update(
+        &mut self,
+        tables: &mut Tables,
+        tables_with: &[Vec<TableId>],
+        columns: &mut [Box<dyn AnyColumns>],
+        entities: &mut Entities,
+    ) {
+        let epoch = tables.epoch();
+        if self.epoch != Some(epoch) {
+            let order = by_types(tables);
+            tables_with.clone_into(&mut self.by_type);
+            for list in &mut self.by_type {
                 list.sort_by(&order);
             }
-            c.all.clear();
-            c.all.extend(0..self.tables.len() as TableId);
-            c.all.sort_by(&order);
-            c.epoch = Some(epoch);
+            self.all.clear();
+            self.all.extend(0..tables.len() as TableId);
+            self.all.sort_by(&order);
+            self.epoch = Some(epoch);
         }
-        for t in 0..self.tables.len() as TableId {
-            self.sort_rows(t, &mut c);
+        for t in 0..tables.len() as TableId {
+            self.sort_rows(tables, t, columns, entities);
         }
-        self.canonical = Some(c);
     }
 
     /// Sorts table `t`'s rows by entity index, if they are not already.
-    fn sort_rows(&mut self, t: TableId, c: &mut Canonical) {
-        let table = self.tables.get_mut(t);
+    fn sort_rows(
+        &mut self,
+        tables: &mut Tables,
+        t: TableId,
+        columns: &mut [Box<dyn AnyColumns>],
+        locations: &mut Entities,
+    ) {
+        let table = tables.get_mut(t);
         if !std::mem::take(&mut table.unsorted)
             || table
                 .entities
@@ -145,7 +141,7 @@ impl Storage {
             inv,
             bits,
             ..
-        } = c;
+        } = self;
         perm.clear();
         let entities = &table.entities;
         let (lo, hi) = entities.iter().fold((u32::MAX, 0), |(lo, hi), e| {
@@ -176,18 +172,18 @@ impl Storage {
         for (i, &p) in perm.iter().enumerate() {
             inv[p as usize] = i as u32;
         }
-        let table: &Table = self.tables.get(t);
+        let table: &Table = tables.get(t);
         for &id in table.components() {
             let col = table.column(id).expect("a table has a column per type");
-            self.columns[id.index()].permute_rows(col, inv, swaps, bits);
+            columns[id.index()].permute_rows(col, inv, swaps, bits);
         }
         // Only the rows that moved have new locations.
         for (row, &from) in perm.iter().enumerate() {
             if from as usize != row {
                 let e = table.entities[row];
-                self.entities.set_location(
+                locations.set_location(
                     e.index(),
-                    crate::entity::Location {
+                    Location {
                         table: t,
                         row: row as u32,
                     },

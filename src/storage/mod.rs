@@ -26,6 +26,20 @@
 //! Tables are only created and rows only move in Sync or between frames (never while
 //! systems run), so everything here is plain `&mut` code. Storage knows nothing of
 //! the `World`, outputs, merges or Sync.
+//!
+//! Storage's fields are private: the rest of the crate goes through its methods — one
+//! entity lookup ([`Storage::locate`]), the registry and tables read-only
+//! ([`registry`](Storage::registry), [`tables`](Storage::tables)), columns by type
+//! ([`typed`](Storage::typed), [`columns_mut`](Storage::columns_mut), the query split
+//! [`split_columns`](Storage::split_columns)), the ids reserved for spawns made in Run
+//! ([`reserve_for_stage`](Storage::reserve_for_stage) ..
+//! [`commit_reserved`](Storage::commit_reserved)), and the structural changes below.
+//!
+//! Imports run one way, so the folder has no import cycle: `mod.rs` imports the
+//! mechanisms it is built of (`table`, `column`, `mask`, `marks`, `required`,
+//! `canonical`), none of which imports it; the files that add methods to [`Storage`]
+//! (`snapshot`, `save`, `transfer`) import it, and `mod.rs` imports nothing of theirs
+//! (their types are reached by path: `storage::snapshot::StorageSnapshot`).
 
 mod canonical;
 mod column;
@@ -33,20 +47,20 @@ mod marks;
 mod mask;
 mod permute;
 mod required;
-mod save;
-mod snapshot;
+pub(crate) mod save;
+pub(crate) mod snapshot;
 mod table;
 mod transfer;
 
 use std::any::type_name;
+use std::ops::Range;
 
+use canonical::Canonical;
 pub(crate) use canonical::TableOrder;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
 pub(crate) use marks::TypeMarks;
 pub(crate) use mask::QueryMask;
 pub(crate) use required::Required;
-pub(crate) use save::ParsedStorage;
-pub(crate) use snapshot::{RestoreError, StorageSnapshot};
 pub(crate) use table::{Table, TableId, Tables};
 
 use crate::component::{Component, ComponentId, Registry};
@@ -56,21 +70,21 @@ use crate::hierarchy::{ChildOf, Children, Hierarchy};
 /// The one owner of entities, tables and columns.
 #[derive(Default)]
 pub(crate) struct Storage {
-    pub(crate) entities: Entities,
-    pub(crate) registry: Registry,
+    entities: Entities,
+    registry: Registry,
     /// One set of columns per component type, by id.
     columns: Vec<Box<dyn AnyColumns>>,
-    pub(crate) tables: Tables,
+    tables: Tables,
     /// For each component id, the tables that hold it, in creation order (column `k` of a
     /// type lives in table `tables_with[id][k]`). This is the query match cache.
     tables_with: Vec<Vec<TableId>>,
     /// The ids of `ChildOf` and `Children`, once `World::register_hierarchy` registered
     /// them: structural changes then keep parents and children in step.
-    pub(crate) hierarchy: Option<Hierarchy>,
+    hierarchy: Option<Hierarchy>,
     /// Which types each type requires (required components).
-    pub(crate) required: Required,
+    required: Required,
     /// Canonical order's table lists, when it is on (`World::set_canonical_order`).
-    canonical: Option<Box<canonical::Canonical>>,
+    canonical: Option<Box<Canonical>>,
 }
 
 /// What a new table needs of the types' columns (`Tables::find_or_create`'s
@@ -141,6 +155,31 @@ impl Storage {
         }
     }
 
+    /// Turns canonical order on or off (see `canonical.rs`).
+    pub(crate) fn set_canonical(&mut self, on: bool) {
+        self.canonical = on.then(Box::default);
+    }
+
+    /// Whether canonical order is on.
+    pub(crate) fn is_canonical(&self) -> bool {
+        self.canonical.is_some()
+    }
+
+    /// The order in which queries try tables now.
+    #[inline]
+    pub(crate) fn table_order(&self) -> TableOrder<'_> {
+        TableOrder::of(&self.tables, &self.tables_with, self.canonical.as_deref())
+    }
+
+    /// Brings the table lists and every table's rows into canonical order (a no-op when
+    /// canonical order is off). Called before each stage's Run.
+    pub(crate) fn canonicalize(&mut self) {
+        if let Some(c) = &mut self.canonical {
+            let (tables, with) = (&mut self.tables, &self.tables_with);
+            c.update(tables, with, &mut self.columns, &mut self.entities);
+        }
+    }
+
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
         &self.registry
@@ -149,6 +188,106 @@ impl Storage {
     #[inline]
     pub(crate) fn tables(&self) -> &Tables {
         &self.tables
+    }
+
+    // ----- entities: lookup and reserved ids -----
+
+    /// Where the live entity `e` is (its table and row), or `None` if the handle is
+    /// stale: the one entity lookup.
+    #[inline]
+    pub(crate) fn locate(&self, e: Entity) -> Option<Location> {
+        self.entities.location(e)
+    }
+
+    /// Number of live entities.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.entities.len()
+    }
+
+    /// Every slot's current id, `None` for a retired one (`World::entity_slots`).
+    pub(crate) fn slot_ids(&self) -> impl ExactSizeIterator<Item = Option<Entity>> + '_ {
+        self.entities.slot_ids()
+    }
+
+    /// Makes room for entities with indices below `n` (`World::reserve_entity_slots`).
+    pub(crate) fn grow_to(&mut self, n: usize) {
+        self.entities.grow_to(n);
+    }
+
+    /// Takes the slots that imports placed entities in off the allocator's lists (after
+    /// `import_entity`; see `Entities::unlist_placed`).
+    pub(crate) fn unlist_placed(&mut self) {
+        self.entities.unlist_placed();
+    }
+
+    /// Reserves the ids a stage's systems (at `places` of `systems`) may hand out with
+    /// `Output::spawn` in Run (see `Entities::reserve_for_stage`).
+    #[inline]
+    pub(crate) fn reserve_for_stage(&mut self, systems: usize, places: Range<usize>) {
+        self.entities.reserve_for_stage(systems, places);
+    }
+
+    /// Takes back every id reserved for this frame's spawns (after a Run that failed).
+    pub(crate) fn unreserve_frame(&mut self) {
+        self.entities.unreserve_frame();
+    }
+
+    /// The id of system `system`'s `k`-th spawn in this Run (see
+    /// `Entities::reserved_id`).
+    #[inline]
+    pub(crate) fn reserved_id(&self, system: usize, k: usize) -> Entity {
+        self.entities.reserved_id(system, k)
+    }
+
+    /// Creates the slots of the overflow ids handed out in Run, `spawned(s)` the spawns
+    /// of the system at place `s` (see `Entities::create_overflow`).
+    #[inline]
+    pub(crate) fn create_overflow(&mut self, spawned: impl Fn(usize) -> usize) {
+        self.entities.create_overflow(spawned);
+    }
+
+    /// System `system`'s block drops the `spawned` reserved ids it used (see
+    /// `Entities::commit_reserved`).
+    #[inline]
+    pub(crate) fn commit_reserved(&mut self, system: usize, spawned: usize) {
+        self.entities.commit_reserved(system, spawned);
+    }
+
+    // ----- hierarchy and required components -----
+
+    /// The ids of `ChildOf` and `Children`, once `World::register_hierarchy` registered
+    /// them.
+    #[inline]
+    pub(crate) fn hierarchy(&self) -> Option<Hierarchy> {
+        self.hierarchy
+    }
+
+    /// Keeps parents and children in step from now on (`World::register_hierarchy`).
+    pub(crate) fn set_hierarchy(&mut self, h: Hierarchy) {
+        self.hierarchy = Some(h);
+    }
+
+    /// Whether type `id` requires other types (its inserts go through
+    /// [`insert_required`](Self::insert_required)).
+    #[inline]
+    pub(crate) fn requires(&self, id: ComponentId) -> bool {
+        self.required.has(id)
+    }
+
+    /// Makes type `of` require `R`, made by `make` (see `required.rs`).
+    ///
+    /// # Panics
+    /// If `R` is `of`.
+    #[track_caller]
+    pub(crate) fn add_requirement<R: Component>(
+        &mut self,
+        of: ComponentId,
+        make: impl Fn() -> R + Send + Sync + 'static,
+    ) {
+        let id = self.registry.get::<R>();
+        let name = self.type_name(of);
+        self.required.add::<R>(of, name, id, make);
     }
 
     /// `(tables, entity slots, bytes reserved by columns and entity lists)`.
@@ -313,24 +452,6 @@ impl Storage {
         for &c in t.components() {
             let col = t.column(c).expect("table lacks its own column");
             self.columns[c.index()].truncate_rows(col, rows);
-        }
-    }
-
-    /// Frees every entity and cuts every column to nothing (the values to the
-    /// graveyards): what a restore that unwound part-way leaves (see `snapshot.rs`), the
-    /// one state it can promise is whole. Freed ids get new generations, so handles into
-    /// the world before stay stale.
-    fn empty_all_tables(&mut self) {
-        for t in 0..self.tables.len() as TableId {
-            let table = self.tables.get_mut(t);
-            for e in table.entities.drain(..) {
-                self.entities.free(e);
-            }
-            let table = self.tables.get(t);
-            for &c in table.components() {
-                let col = table.column(c).expect("table lacks its own column");
-                self.columns[c.index()].truncate_rows(col, 0);
-            }
         }
     }
 
@@ -674,22 +795,5 @@ impl CutBackOnUnwind<'_> {
 impl Drop for CutBackOnUnwind<'_> {
     fn drop(&mut self) {
         self.storage.cut_back(self.table);
-    }
-}
-
-/// While armed, a restore's guard: dropped by an unwinding `Clone` or `Drop`, it empties
-/// the world's tables ([`Storage::empty_all_tables`]).
-pub(crate) struct EmptyOnUnwind<'a>(pub(crate) &'a mut Storage);
-
-impl EmptyOnUnwind<'_> {
-    /// The restore is whole: nothing to empty.
-    pub(crate) fn disarm(self) {
-        std::mem::forget(self);
-    }
-}
-
-impl Drop for EmptyOnUnwind<'_> {
-    fn drop(&mut self) {
-        self.0.empty_all_tables();
     }
 }

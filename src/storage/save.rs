@@ -15,7 +15,8 @@ use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 
-use super::{Storage, TypeMarks};
+use super::Storage;
+use super::marks::TypeMarks;
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, Location};
 use crate::hierarchy::{ChildOf, Children, Hierarchy};

@@ -12,7 +12,8 @@
 
 use std::any::{Any, TypeId};
 
-use super::{EmptyOnUnwind, Storage};
+use super::Storage;
+use super::table::TableId;
 use crate::checksum::{Checksummer, Desync};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity};
@@ -121,6 +122,24 @@ impl Storage {
         }
         guard.disarm();
         Ok(())
+    }
+
+    /// Frees every entity and cuts every column to nothing (the values to the
+    /// graveyards): what a restore that unwound part-way leaves, the one state it can
+    /// promise is whole. Freed ids get new generations, so handles into the world before
+    /// stay stale.
+    fn empty_all_tables(&mut self) {
+        for t in 0..self.tables.len() as TableId {
+            let table = self.tables.get_mut(t);
+            for e in table.entities.drain(..) {
+                self.entities.free(e);
+            }
+            let table = self.tables.get(t);
+            for &c in table.components() {
+                let col = table.column(c).expect("table lacks its own column");
+                self.columns[c.index()].truncate_rows(col, 0);
+            }
+        }
     }
 
     /// Makes the table list (and the match cache, and each type's column count) equal to
@@ -428,4 +447,21 @@ fn entities_difference(a: &Entities, b: &Entities) -> Option<(String, Option<Ent
         ));
     }
     None
+}
+
+/// While armed, a restore's guard: dropped by an unwinding `Clone` or `Drop`, it empties
+/// the world's tables ([`Storage::empty_all_tables`]).
+struct EmptyOnUnwind<'a>(&'a mut Storage);
+
+impl EmptyOnUnwind<'_> {
+    /// The restore is whole: nothing to empty.
+    fn disarm(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for EmptyOnUnwind<'_> {
+    fn drop(&mut self) {
+        self.0.empty_all_tables();
+    }
 }

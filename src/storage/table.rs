@@ -21,11 +21,11 @@ pub(crate) struct Table {
     /// Column index in each type's storage, by component id (`NO_COLUMN` if absent).
     columns: Vec<u32>,
     /// The entity in each row.
-    pub(crate) entities: Vec<Entity>,
+    pub(super) entities: Vec<Entity>,
     /// The rows may be out of entity order (canonical order re-checks them): set by
     /// [`push`](Self::push) of an index below the last, a swap-remove that moved a row,
     /// and wholesale replacement (restore, load).
-    pub(crate) unsorted: bool,
+    pub(super) unsorted: bool,
     /// Cached transitions: the table reached by inserting / removing one type.
     add_edges: Vec<(ComponentId, TableId)>,
     remove_edges: Vec<(ComponentId, TableId)>,

@@ -52,7 +52,7 @@ use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{FrameError, MergeTarget, SyncFigures};
 use crate::system::{StageId, SystemSlot};
-use crate::world::World;
+use crate::world::{SyncParts, World};
 
 /// What Sync keeps across frames (capacity only).
 #[derive(Default)]
@@ -171,7 +171,7 @@ pub(crate) fn sync(
         let _zone = crate::profile::zone!("commands");
         apply_commands(world, systems, at.base, &mut scratch.commands, &mut report);
     }
-    if world.messages_mut().len() > 0 {
+    if world.sync_parts().messages.len() > 0 {
         let _zone = crate::profile::zone!("deliver_messages");
         deliver_messages(world, systems, at.stage, at.stages, &mut report);
     }
@@ -182,11 +182,15 @@ pub(crate) fn sync(
 /// stage: every mark, those made between frames too). Cost: O(types), plus O(columns) for
 /// each type that had a mark (times words and stages with several stages).
 fn begin_marks(world: &mut World, stage: StageId, stages: usize) {
-    world.storage_mut().begin_marks(stage.index(), stages);
+    world
+        .sync_parts()
+        .storage
+        .begin_marks(stage.index(), stages);
 }
 
 /// Step 1: moves each system's non-empty buffers to the fold of their type.
 fn gather(world: &mut World, systems: &mut [SystemSlot]) {
+    let folds = world.sync_parts().folds;
     for (s, slot) in systems.iter_mut().enumerate() {
         if !slot.ran {
             continue;
@@ -196,7 +200,7 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
             let b = &mut out.buffers[id as usize];
             if b.as_ref().is_some_and(|b| b.as_dyn_ref().writes() > 0) {
                 let b = b.take().expect("checked above");
-                world.folds_mut()[id as usize].accept(s as u32, b);
+                folds[id as usize].accept(s as u32, b);
             }
         }
     }
@@ -207,7 +211,7 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
 /// Each fold borrows its type's columns for the step (a swap of one `Vec` header with the
 /// storage, there and back), so the jobs own disjoint data and need no unsafe code.
 fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
-    let (folds, storage) = world.folds_and_storage();
+    let SyncParts { folds, storage, .. } = world.sync_parts();
     for (id, fold) in folds.iter_mut().enumerate() {
         if fold.has_sources() {
             fold.swap_columns(storage.columns_mut(ComponentId(id as u32)));
@@ -250,7 +254,11 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
 /// Step 3: every written resource folds its systems' outputs (in system order) with one
 /// merge call. Resources are few and small: one thread.
 fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
-    let (resource_folds, resources) = world.resource_folds();
+    let SyncParts {
+        resource_folds,
+        resources,
+        ..
+    } = world.sync_parts();
     for (i, fold) in resource_folds.iter_mut().enumerate() {
         let mut sources = systems
             .iter_mut()
@@ -269,7 +277,7 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
 
 /// Step 4: hands every buffer back to its system, emptied.
 fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
-    for (id, fold) in world.folds_mut().iter_mut().enumerate() {
+    for (id, fold) in world.sync_parts().folds.iter_mut().enumerate() {
         fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
     }
 }
@@ -292,7 +300,7 @@ fn apply_commands(
     let applied = world.apply_changes(scratch, &mut report.commands, |host, scratch, rep| {
         // Overflow ids handed out in Run get their slots before any command allocates.
         // Lanes of other stages' systems spawned nothing.
-        host.world.storage_mut().entities.create_overflow(|s| {
+        host.world.sync_parts().storage.create_overflow(|s| {
             s.checked_sub(base)
                 .and_then(|i| systems.get(i))
                 .map_or(0, |slot| slot.out.spawned as usize)
@@ -306,8 +314,8 @@ fn apply_commands(
         // commands, whose spawns take free ids).
         for (s, slot) in systems.iter_mut().enumerate() {
             let spawned = if slot.ran { slot.out.spawned } else { 0 };
-            let entities = &mut host.world.storage_mut().entities;
-            entities.commit_reserved(base + s, spawned as usize);
+            let storage = host.world.sync_parts().storage;
+            storage.commit_reserved(base + s, spawned as usize);
             slot.out.spawned = 0;
         }
     });
@@ -329,8 +337,10 @@ fn deliver_messages(
     stages: usize,
     report: &mut SyncReport,
 ) {
-    let (messages, storage) = world.messages_and_storage();
-    let alive = |e| storage.entities.location(e).is_some();
+    let SyncParts {
+        messages, storage, ..
+    } = world.sync_parts();
+    let alive = |e| storage.locate(e).is_some();
     let k = stage.index();
     let segment = (stages > 1).then_some(k as u32);
     for (i, inbox) in messages.inboxes_mut().iter_mut().enumerate() {
@@ -359,7 +369,7 @@ fn deliver_messages(
 pub(crate) fn sync_nothing(world: &mut World, stage: StageId, stages: usize) -> Option<String> {
     begin_marks(world, stage, stages);
     let mut report = SyncReport::default();
-    if world.messages_mut().len() > 0 {
+    if world.sync_parts().messages.len() > 0 {
         deliver_messages(world, &mut [], stage, stages, &mut report);
     }
     report.drop_panic

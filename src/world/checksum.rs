@@ -35,7 +35,7 @@ impl World {
     /// If `C` is not registered.
     #[track_caller]
     pub fn checksumming<C: Component + Checksum + fmt::Debug>(&mut self) -> &mut Self {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.typed_mut::<C>(id).enable_checksum();
         self
     }
@@ -96,7 +96,7 @@ impl World {
     /// Cost: a walk over the registered types; for setup checks and tools.
     pub fn unchecksummed(&self) -> Vec<&'static str> {
         let s = &self.storage;
-        let components = (0..s.registry.len())
+        let components = (0..s.registry().len())
             .map(|i| ComponentId(i as u32))
             .filter(|&id| !s.columns(id).is_checksummed())
             .map(|id| s.type_name(id));
@@ -211,7 +211,7 @@ impl World {
     ///
     /// Cost: a lookup and a checksum per value of each side; for diagnostics.
     pub fn first_difference(&self, other: &World) -> Option<Desync> {
-        let (a, b) = (&self.storage.registry, &other.storage.registry);
+        let (a, b) = (&self.storage.registry(), &other.storage.registry());
         let types = |r: &crate::component::Registry| {
             (0..r.len())
                 .map(|i| r.info(ComponentId(i as u32)).type_id)

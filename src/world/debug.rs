@@ -14,8 +14,8 @@ impl fmt::Debug for World {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("World")
             .field("entities", &self.len())
-            .field("component_types", &self.storage.registry.len())
-            .field("tables", &self.storage.tables.len())
+            .field("component_types", &self.storage.registry().len())
+            .field("tables", &self.storage.tables().len())
             .field("resources", &self.resources.len())
             .finish()
     }
@@ -44,7 +44,7 @@ impl World {
     where
         C::Output: fmt::Debug,
     {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.typed_mut::<C>(id).enable_debug();
         self.folds[id.index()].set_show_output(&debug_fn::<C::Output>());
         self
@@ -65,7 +65,7 @@ impl World {
     pub fn component_types(
         &self,
     ) -> impl ExactSizeIterator<Item = (ComponentId, &'static str)> + '_ {
-        let registry = &self.storage.registry;
+        let registry = self.storage.registry();
         (0..registry.len()).map(|i| {
             let id = ComponentId(i as u32);
             (id, registry.info(id).name)
@@ -92,7 +92,7 @@ impl World {
     /// assert_eq!(listed, [(a, &[][..]), (b, &[hp][..])]);
     /// ```
     pub fn entities(&self) -> impl Iterator<Item = (Entity, &[ComponentId])> + '_ {
-        let tables = &self.storage.tables;
+        let tables = self.storage.tables();
         (0..tables.len()).flat_map(move |t| {
             let table = tables.get(t as u32);
             let types = table.components();
@@ -102,8 +102,8 @@ impl World {
 
     /// The component types `e` has (sorted by id), or `None` if `e` is dead.
     pub fn component_ids(&self, e: Entity) -> Option<&[ComponentId]> {
-        let loc = self.storage.entities.location(e)?;
-        Some(self.storage.tables.get(loc.table).components())
+        let loc = self.storage.locate(e)?;
+        Some(self.storage.tables().get(loc.table).components())
     }
 
     /// `Debug` text of `e`'s component of type `id`, for types opted in with
@@ -125,7 +125,7 @@ impl World {
     /// assert_eq!(world.debug_value(e, hp).as_deref(), Some("Hp(3)"));
     /// ```
     pub fn debug_value(&self, e: Entity, id: ComponentId) -> Option<String> {
-        if id.index() >= self.storage.registry.len() {
+        if id.index() >= self.storage.registry().len() {
             return None;
         }
         let (col, row) = self.storage.slot_of(e, id)?;

@@ -98,12 +98,12 @@ impl World {
     /// batched. A parent's first child allocates its list.
     #[track_caller]
     pub fn register_hierarchy(&mut self) -> &mut Self {
-        if self.storage.hierarchy.is_some() {
+        if self.storage.hierarchy().is_some() {
             return self;
         }
         let child_of = self.register_unchecked::<ChildOf>(|_: &mut ChildOf, _: &[_]| {});
         let children = self.register_unchecked::<Children>(|_: &mut Children, _: &[_]| {});
-        self.storage.hierarchy = Some(Hierarchy { child_of, children });
+        self.storage.set_hierarchy(Hierarchy { child_of, children });
         self.snapshotting::<ChildOf>()
             .checksumming::<ChildOf>()
             .debugging::<ChildOf>()
@@ -116,7 +116,7 @@ impl World {
 
     /// Whether [`register_hierarchy`](Self::register_hierarchy) was called.
     pub fn has_hierarchy(&self) -> bool {
-        self.storage.hierarchy.is_some()
+        self.storage.hierarchy().is_some()
     }
 
     /// `e`'s parent, or `None` if `e` is a root (or dead).
@@ -225,7 +225,7 @@ impl World {
     #[inline]
     #[track_caller]
     pub(crate) fn hierarchy(&self) -> Hierarchy {
-        match self.storage.hierarchy {
+        match self.storage.hierarchy() {
             Some(h) => h,
             None => no_hierarchy(),
         }

@@ -154,7 +154,7 @@ impl World {
 
     /// Whether `C` is registered.
     pub fn is_registered<C: Component>(&self) -> bool {
-        self.storage.registry.get::<C>().is_some()
+        self.storage.registry().get::<C>().is_some()
     }
 
     /// Spawns an entity with the components of `bundle` (a tuple; `()` for none), and
@@ -174,7 +174,10 @@ impl World {
         });
         self.storage.stage_required(&mut ids);
         let e = self.storage.spawn_staged(&mut ids);
-        let child = (self.storage.hierarchy).is_some_and(|h| ids.contains(&h.child_of));
+        let child = self
+            .storage
+            .hierarchy()
+            .is_some_and(|h| ids.contains(&h.child_of));
         self.scratch_ids = ids;
         if child {
             self.attach_spawned(&[e]);
@@ -213,7 +216,7 @@ impl World {
     #[track_caller]
     pub fn spawn_batch<B: Bundle>(&mut self, bundles: impl IntoIterator<Item = B>) -> Vec<Entity> {
         let ids = B::spawn_batch(&mut self.storage, bundles.into_iter());
-        let children = (self.storage.hierarchy).is_some_and(|h| {
+        let children = self.storage.hierarchy().is_some_and(|h| {
             ids.first()
                 .is_some_and(|&e| self.storage.slot_of(e, h.child_of).is_some())
         });
@@ -239,7 +242,7 @@ impl World {
     /// applied).
     #[track_caller]
     pub fn despawn(&mut self, e: Entity) -> bool {
-        if self.storage.hierarchy.is_some() {
+        if self.storage.hierarchy().is_some() {
             return self.despawn_tree(e);
         }
         if self.hooks.any(Change::Remove) && self.is_alive(e) {
@@ -275,9 +278,9 @@ impl World {
                 Err(error) => panic!("{error}"),
             };
         }
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.check_required(id);
-        let required = self.storage.required.has(id);
+        let required = self.storage.requires(id);
         if self.hooks.has(id, Change::Add)
             || self.hooks.has(id, Change::Remove)
             || (required && self.hooks.any(Change::Add))
@@ -323,7 +326,7 @@ impl World {
             let old: Box<dyn Any> = Box::new(ChildOf(self.remove_parent(e)?));
             return old.downcast::<C>().ok().map(|c| *c);
         }
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         if self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
                 a.world.storage.slot_of(e, id)?;
@@ -345,7 +348,7 @@ impl World {
     #[inline]
     #[track_caller]
     pub fn get<C: Component>(&self, e: Entity) -> Option<&C> {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
         Some(&self.storage.typed::<C>(id).columns[col as usize][row as usize])
     }
@@ -358,7 +361,7 @@ impl World {
     #[track_caller]
     pub fn get_mut<C: Component>(&mut self, e: Entity) -> Option<&mut C> {
         assert_mutable::<C>();
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
         Some(&mut self.storage.typed_mut::<C>(id).columns[col as usize][row as usize])
     }
@@ -369,11 +372,10 @@ impl World {
     /// If `C` is not registered.
     #[track_caller]
     pub fn has<C: Component>(&self, e: Entity) -> bool {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage
-            .entities
-            .location(e)
-            .is_some_and(|l| self.storage.tables.get(l.table).has(id))
+            .locate(e)
+            .is_some_and(|l| self.storage.tables().get(l.table).has(id))
     }
 
     /// Whether `e`'s `C` was written by the last frame's Sync (merged into, inserted, or spawned
@@ -399,7 +401,7 @@ impl World {
     /// If `C` is not registered.
     #[track_caller]
     pub fn is_changed<C: Component>(&self, e: Entity) -> bool {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage
             .marks_of(e, id)
             .is_some_and(|(changed, _)| changed)
@@ -413,20 +415,20 @@ impl World {
     /// If `C` is not registered.
     #[track_caller]
     pub fn is_added<C: Component>(&self, e: Entity) -> bool {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.marks_of(e, id).is_some_and(|(_, added)| added)
     }
 
     /// Whether `e` is alive (spawned and not despawned).
     #[inline]
     pub fn is_alive(&self, e: Entity) -> bool {
-        self.storage.entities.location(e).is_some()
+        self.storage.locate(e).is_some()
     }
 
     /// Number of live entities.
     #[inline]
     pub fn len(&self) -> usize {
-        self.storage.entities.len()
+        self.storage.len()
     }
 
     /// Whether there are no live entities.
@@ -576,7 +578,7 @@ impl World {
 
     #[inline]
     pub(crate) fn registry(&self) -> &Registry {
-        &self.storage.registry
+        self.storage.registry()
     }
 
     /// The resources.
@@ -615,36 +617,33 @@ impl World {
         &self.folds
     }
 
-    /// The fold of every component type, by id, mutably.
+    /// The parts of the world Sync's steps work on, borrowed apart (see [`SyncParts`]).
     #[inline]
-    pub(crate) fn folds_mut(&mut self) -> &mut [Box<dyn AnyFold>] {
-        &mut self.folds
+    pub(crate) fn sync_parts(&mut self) -> SyncParts<'_> {
+        SyncParts {
+            storage: &mut self.storage,
+            folds: &mut self.folds,
+            resources: &mut self.resources,
+            resource_folds: &mut self.resource_folds,
+            messages: &mut self.messages,
+        }
     }
+}
 
-    /// The folds beside the storage they fold into (Sync's fold step).
-    #[inline]
-    pub(crate) fn folds_and_storage(&mut self) -> (&mut [Box<dyn AnyFold>], &mut Storage) {
-        (&mut self.folds, &mut self.storage)
-    }
-
-    /// The message types and their delivered messages, mutably (Sync's delivery step).
-    #[inline]
-    pub(crate) fn messages_mut(&mut self) -> &mut Messages {
-        &mut self.messages
-    }
-
-    /// The message types and their delivered messages, beside the storage (Sync's delivery
-    /// step checks addressees' liveness).
-    #[inline]
-    pub(crate) fn messages_and_storage(&mut self) -> (&mut Messages, &Storage) {
-        (&mut self.messages, &self.storage)
-    }
-
-    /// The resources beside the merges of the written ones (Sync's resource step).
-    #[inline]
-    pub(crate) fn resource_folds(&mut self) -> (&mut [Box<dyn AnyResourceFold>], &mut Resources) {
-        (&mut self.resource_folds, &mut self.resources)
-    }
+/// The parts of a [`World`] that Sync's steps (`crate::sync`) borrow, each mutably and
+/// apart from the others: a step takes the fields it needs, say the folds beside the
+/// storage they fold into.
+pub(crate) struct SyncParts<'w> {
+    /// Entities, tables and columns.
+    pub(crate) storage: &'w mut Storage,
+    /// The fold of every component type, by id.
+    pub(crate) folds: &'w mut [Box<dyn AnyFold>],
+    /// The resources.
+    pub(crate) resources: &'w mut Resources,
+    /// The merges of the resources systems may write, by resource index.
+    pub(crate) resource_folds: &'w mut [Box<dyn AnyResourceFold>],
+    /// The message types and their delivered messages.
+    pub(crate) messages: &'w mut Messages,
 }
 
 /// Stages a bundle's values in the storage for [`World::spawn`]; `ids` collects the types.
@@ -657,7 +656,7 @@ impl BundleSink for StageSink<'_> {
     #[track_caller]
     fn put<C: Component>(&mut self, value: C) {
         assert_not_children::<C>();
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         let missing = self.storage.missing_required(id);
         if self.ids.contains(&id) || missing.is_some() {
             for &staged in self.ids.iter() {

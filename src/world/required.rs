@@ -17,19 +17,8 @@ struct Declare<'w> {
 impl RequireSink for Declare<'_> {
     #[track_caller]
     fn require<R: Component>(&mut self, make: fn() -> R) {
-        declare(self.storage, self.of, make);
+        self.storage.add_requirement(self.of, make);
     }
-}
-
-#[track_caller]
-fn declare<R: Component>(
-    storage: &mut Storage,
-    of: ComponentId,
-    make: impl Fn() -> R + Send + Sync + 'static,
-) {
-    let id = storage.registry.get::<R>();
-    let name = storage.type_name(of);
-    storage.required.add::<R>(of, name, id, make);
 }
 
 impl World {
@@ -141,7 +130,7 @@ impl World {
         make: impl Fn() -> B + Send + Sync + 'static,
     ) -> &mut Self {
         let of = self.registry().id::<A>();
-        declare(self.storage_mut(), of, make);
+        self.storage_mut().add_requirement(of, make);
         self
     }
 }

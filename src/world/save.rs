@@ -28,7 +28,7 @@ use crate::resource::{AnyBox, ResourceSerde};
 use crate::savefile::{
     Found, LoadError, Put, SAVE_MAGIC, STAGED_VERSION, SaveError, Sink, Source, VERSION,
 };
-use crate::storage::ParsedStorage;
+use crate::storage::save::ParsedStorage;
 
 /// A checked, decoded save, ready to apply; with the runtime's part, if the save has one.
 pub(crate) struct ParsedSave {
@@ -147,7 +147,7 @@ impl World {
     where
         C: Component + serde::Serialize + serde::de::DeserializeOwned,
     {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.typed_mut::<C>(id).enable_serde();
         self
     }
@@ -193,7 +193,7 @@ impl World {
     where
         C: Component + bytemuck::Pod,
     {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.typed_mut::<C>(id).enable_pod();
         self
     }
@@ -506,11 +506,8 @@ impl World {
     /// them.
     pub(crate) fn apply_save(&mut self, parsed: ParsedSave) {
         self.storage.apply_save(parsed.storage);
-        for (inbox, (decoded, segments)) in self
-            .messages_mut()
-            .inboxes_mut()
-            .iter_mut()
-            .zip(parsed.messages)
+        for (inbox, (decoded, segments)) in
+            self.messages.inboxes_mut().iter_mut().zip(parsed.messages)
         {
             inbox.install(decoded, segments);
         }

@@ -40,7 +40,7 @@ use std::fmt;
 use crate::component::Component;
 use crate::message::SavedMessages;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
-use crate::storage::{RestoreError, StorageSnapshot};
+use crate::storage::snapshot::{RestoreError, StorageSnapshot};
 use crate::world::World;
 
 /// A copy of a world's entities, components, opted-in resources and delivered messages,
@@ -247,7 +247,7 @@ impl World {
     /// If `C` is not registered.
     #[track_caller]
     pub fn snapshotting<C: Component + Clone>(&mut self) -> &mut Self {
-        let id = self.storage.registry.id::<C>();
+        let id = self.storage.registry().id::<C>();
         self.storage.typed_mut::<C>(id).enable_clone();
         self
     }

@@ -66,7 +66,7 @@ impl World {
     pub fn import_entity(&mut self, src: &mut &[u8]) -> Result<Entity, LoadError> {
         let mut rest = *src;
         let result = self.import_one(&mut rest);
-        self.storage.entities.unlist_placed();
+        self.storage.unlist_placed();
         if result.is_ok() {
             *src = rest;
         }
@@ -99,7 +99,7 @@ impl World {
                 }
             }
         }
-        self.storage.entities.unlist_placed();
+        self.storage.unlist_placed();
         result
     }
 
@@ -119,7 +119,7 @@ impl World {
     /// gigabytes). The new slots are free: spawns here may take them, and an arriving
     /// entity then finds its slot taken.
     pub fn reserve_entity_slots(&mut self, n: usize) {
-        self.storage.entities.grow_to(n);
+        self.storage.grow_to(n);
     }
 
     /// Takes `e` and its components out of this world *without despawning it*: no hooks
@@ -184,7 +184,7 @@ impl World {
     /// assert_eq!(world.spawn(()), next);
     /// ```
     pub fn entity_slots(&self) -> impl ExactSizeIterator<Item = Option<Entity>> + '_ {
-        self.storage.entities.slot_ids()
+        self.storage.slot_ids()
     }
 
     /// Takes `root` and all its descendants out of this world without despawning them,
@@ -223,7 +223,10 @@ impl World {
     /// [`discard_tree`](Self::discard_tree).
     #[track_caller]
     fn take_tree(&mut self, root: Entity, what: &str, free: bool) -> usize {
-        if let Some(parent) = (self.storage.hierarchy).and_then(|h| self.storage.parent_of(h, root))
+        if let Some(parent) = self
+            .storage
+            .hierarchy()
+            .and_then(|h| self.storage.parent_of(h, root))
         {
             panic!("runsync: cannot {what} {root}: it is a child of {parent}, not a root");
         }
@@ -280,7 +283,7 @@ impl World {
     /// Panics if `e` has a parent or children (`what`: the refused operation).
     #[track_caller]
     fn assert_outside_hierarchy(&self, e: Entity, what: &str) {
-        if let Some(h) = self.storage.hierarchy {
+        if let Some(h) = self.storage.hierarchy() {
             assert!(
                 self.storage.slot_of(e, h.child_of).is_none()
                     && self.storage.slot_of(e, h.children).is_none(),
