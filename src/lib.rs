@@ -55,7 +55,7 @@
 //!
 //! The same list, checked against every `use` in `src/` by
 //! `cargo xtask layers` (CI runs it through its test, `xtask/tests/layers.rs`; it also
-//! fails on an import cycle of more than five files):
+//! fails on an import cycle of more than two files):
 //!
 //! # Where `unsafe` lives
 //!
