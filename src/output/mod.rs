@@ -12,13 +12,13 @@ use std::any::TypeId;
 
 pub(crate) use buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 use erased::BufAddr;
-pub(crate) use erased::ErasedBuf;
 pub use parallel::Parallel;
 pub use slots::Slot;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::erased::Erased;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
@@ -285,9 +285,7 @@ impl<'w> Output<'w> {
         if slots.len() <= i {
             slots.resize_with(i + 1, || None);
         }
-        crate::resource::typed_buf::<R>(&mut slots[i])
-            .values
-            .push(value);
+        Erased::get_or_new::<Vec<R::Output>>(&mut slots[i]).push(value);
     }
 
     /// Writers for several component types at once, for a hot loop that writes each of them:
@@ -514,10 +512,10 @@ mod sealed {
 
 /// `N` distinct entries of `bufs`, mutably at once.
 fn pick_disjoint<const N: usize>(
-    bufs: &mut [Option<ErasedBuf>],
+    bufs: &mut [Option<Erased>],
     ids: [ComponentId; N],
-) -> [&mut ErasedBuf; N] {
-    let mut picked: [Option<&mut ErasedBuf>; N] = std::array::from_fn(|_| None);
+) -> [&mut Erased; N] {
+    let mut picked: [Option<&mut Erased>; N] = std::array::from_fn(|_| None);
     for (i, b) in bufs.iter_mut().enumerate() {
         if let Some(k) = ids.iter().position(|id| id.index() == i) {
             picked[k] = b.as_mut();
@@ -556,7 +554,7 @@ macro_rules! writer_set {
                 k = 0;
                 ($({
                     let w = Writer {
-                        buf: $var.typed_mut::<$name>(),
+                        buf: $var.typed_mut::<OutBuf<$name>>(),
                         cursor: RowCursor::NONE,
                         world,
                         id: ids[k],

@@ -32,7 +32,7 @@ use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::message::Messages;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
-use crate::resource::{AnyResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
+use crate::resource::{ResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
@@ -65,7 +65,7 @@ pub struct World {
     folds: Vec<Box<dyn AnyFold>>,
     resources: Resources,
     /// Merges of the resources systems may write, by resource index.
-    resource_folds: Vec<Box<dyn AnyResourceFold>>,
+    resource_folds: Vec<ResourceFold>,
     /// Resource type to index in `resource_folds`.
     resource_ids: TypeIdMap<u32>,
     /// Resource types opted into snapshots, in opt-in order.
@@ -644,7 +644,7 @@ impl World {
 
     /// The resources beside the merges of the written ones (Sync's resource step).
     #[inline]
-    pub(crate) fn resource_folds(&mut self) -> (&mut [Box<dyn AnyResourceFold>], &mut Resources) {
+    pub(crate) fn resource_folds(&mut self) -> (&mut [ResourceFold], &mut Resources) {
         (&mut self.resource_folds, &mut self.resources)
     }
 }
