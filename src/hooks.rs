@@ -107,26 +107,23 @@ const fn hook_name(change: Change) -> &'static str {
     }
 }
 
-/// One hook. The `Mutex` makes an `FnMut + Send` closure `Sync` (so `World` stays
-/// `Sync`) without ever being locked: hooks are only called through `&mut`.
-type HookFn<C> = Mutex<Box<dyn FnMut(&World, Entity, &C, &mut Commands<'_>) + Send>>;
+/// One hook, taking the entity only: the user's hook for `C`, wrapped (in
+/// [`Hooks::add`]) with the lookup of the entity's `C`, so that the hooks of every type
+/// are one type and need no downcast. The `Mutex` makes an `FnMut + Send` closure `Sync`
+/// (so `World` stays `Sync`) without ever being locked: hooks are only called through
+/// `&mut`.
+type HookFn = Mutex<Box<dyn FnMut(&World, Entity, &mut Commands<'_>) + Send>>;
 
 /// The hooks of one component type, in registration order.
-struct TypedHooks<C> {
-    add: Vec<HookFn<C>>,
-    remove: Vec<HookFn<C>>,
+struct TypeHooks {
+    /// The type's name, for a hook's panic.
+    name: &'static str,
+    add: Vec<HookFn>,
+    remove: Vec<HookFn>,
 }
 
 /// A hook that panicked: the component type, which hook, the message.
 pub(crate) type HookPanic = (&'static str, &'static str, String);
-
-/// The type-erased face of [`TypedHooks`].
-trait AnyHooks: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    /// Runs the `change` hooks for `e`, which has its `id` value in `world`; each hook's
-    /// commands go to `sink.scratch`, then (unless it panicked) to `sink.pending`.
-    fn run(&mut self, change: Change, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks);
-}
 
 /// Where hook calls put their commands and their first panic.
 #[derive(Default)]
@@ -142,34 +139,26 @@ struct Sinks {
     panic: Option<HookPanic>,
 }
 
-impl<C: Component> AnyHooks for TypedHooks<C> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
-    fn run(&mut self, change: Change, id: ComponentId, world: &World, e: Entity, sink: &mut Sinks) {
+impl TypeHooks {
+    /// Runs the `change` hooks for `e`; each hook's commands go to `sink.scratch`, then
+    /// (unless it panicked) to `sink.pending`.
+    fn run(&mut self, change: Change, world: &World, e: Entity, sink: &mut Sinks) {
         let hooks = match change {
             Change::Add => &mut self.add,
             Change::Remove => &mut self.remove,
         };
-        let (col, row) = world
-            .storage()
-            .slot_of(e, id)
-            .expect("a hook fires for an entity that has the component");
-        let value = &world.storage().typed::<C>(id).columns[col as usize][row as usize];
         for hook in hooks {
             let hook = hook.get_mut().unwrap_or_else(|p| p.into_inner());
             let mut cmds = Commands {
                 world,
                 list: &mut sink.scratch,
             };
-            match catch_unwind(AssertUnwindSafe(|| hook(world, e, value, &mut cmds))) {
+            match catch_unwind(AssertUnwindSafe(|| hook(world, e, &mut cmds))) {
                 Ok(()) => sink.pending.append(&mut sink.scratch),
                 Err(p) => {
                     sink.trash.append(&mut sink.scratch);
                     if sink.panic.is_none() {
-                        sink.panic =
-                            Some((type_name::<C>(), hook_name(change), payload_message(&*p)));
+                        sink.panic = Some((self.name, hook_name(change), payload_message(&*p)));
                     }
                 }
             }
@@ -181,7 +170,7 @@ impl<C: Component> AnyHooks for TypedHooks<C> {
 /// applied. Taken out of the world while hooks run, so that they can see `&World`.
 #[derive(Default)]
 pub(crate) struct Hooks {
-    by_type: Vec<Option<Box<dyn AnyHooks>>>,
+    by_type: Vec<Option<TypeHooks>>,
     /// Per component id: `bit`s of the changes with at least one hook.
     flags: Vec<u8>,
     /// Any type has `on_add` / `on_remove` hooks.
@@ -213,17 +202,22 @@ impl Hooks {
             self.by_type.resize_with(i + 1, || None);
             self.flags.resize(i + 1, 0);
         }
-        let typed = self.by_type[i]
-            .get_or_insert_with(|| {
-                Box::new(TypedHooks::<C> {
-                    add: Vec::new(),
-                    remove: Vec::new(),
-                })
-            })
-            .as_any_mut()
-            .downcast_mut::<TypedHooks<C>>()
-            .expect("hooks of another type under this id");
-        let hook: HookFn<C> = Mutex::new(Box::new(hook));
+        let typed = self.by_type[i].get_or_insert_with(|| TypeHooks {
+            name: type_name::<C>(),
+            add: Vec::new(),
+            remove: Vec::new(),
+        });
+        let mut hook = hook;
+        let hook: HookFn = Mutex::new(Box::new(
+            move |world: &World, e: Entity, cmds: &mut Commands<'_>| {
+                let (col, row) = world
+                    .storage()
+                    .slot_of(e, id)
+                    .expect("a hook fires for an entity that has the component");
+                let value = &world.storage().typed::<C>(id).columns[col as usize][row as usize];
+                hook(world, e, value, cmds);
+            },
+        ));
         match change {
             Change::Add => typed.add.push(hook),
             Change::Remove => typed.remove.push(hook),
@@ -254,7 +248,7 @@ impl Hooks {
         let hooks = self.by_type[id.index()]
             .as_mut()
             .expect("flagged types have hooks");
-        hooks.run(change, id, world, e, &mut self.sinks);
+        hooks.run(change, world, e, &mut self.sinks);
     }
 
     /// Runs the `change` hooks of each of `e`'s types, in component id order (all of a

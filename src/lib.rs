@@ -91,10 +91,13 @@
 //!   is handed out once, a slot borrows the `Output` and is neither `Send` nor `Sync`,
 //!   and a value is initialised exactly when its flag is set (a panicking `Drop` in
 //!   `Slot::set` leaves the row absent).
-//! - `outbuf/erased.rs`, `output/mod.rs` (a buffer's type recovered from its `TypeId`;
-//!   the plain write path's remembered buffer address): both are private to the output
-//!   handle; users reach buffers only through `Output`'s methods, each of which forgets
-//!   the address before another way to the buffer is used.
+//! - `erased.rs` (a type-erased buffer's type recovered from the `TypeId` kept beside
+//!   it): the `TypeId` and the box are set together from one typed box and never apart,
+//!   and no user type implements the buffer trait (it is crate-private).
+//! - `outbuf/erased.rs`, `output/mod.rs` (the plain write path's remembered buffer
+//!   address): private to the output handle; users reach buffers only through
+//!   `Output`'s methods, each of which forgets the address before another way to the
+//!   buffer is used.
 //! - `fold/move_out.rs` (output values moved out by position): the vectors' lengths are
 //!   set to 0 before any value moves, and every value is then moved or dropped exactly
 //!   once by its owner (a merge sees a slice of moved values and cannot take them);
@@ -111,7 +114,7 @@
 //!
 //! <!-- layers: checked by `cargo xtask layers` -->
 //! ```text
-//! 0 base:     entity component input ids profile
+//! 0 base:     entity component input ids profile erased
 //! 1 leaves:   merge checksum stats fixed_step savefile hierarchy
 //! 2 storage:  storage
 //! 3 values:   bundle resource message
@@ -132,6 +135,7 @@ pub mod merge;
 // Leaves.
 mod component;
 mod entity;
+mod erased;
 mod ids;
 mod input;
 mod profile;

@@ -37,6 +37,7 @@ use std::fmt;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::TypeIdMap;
 use crate::entity::Entity;
+use crate::erased::{Buffer, Erased};
 
 /// What a message type needs: `Send + Sync + 'static` (a blanket trait: every such type
 /// is a message once [registered](crate::World::register_message)).
@@ -58,22 +59,9 @@ impl<M> Default for MsgBuf<M> {
     }
 }
 
-/// The type-erased face of a [`MsgBuf`].
-pub(crate) trait AnyMsgBuf: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+/// What the output lists do with a system's sent messages without naming their type.
+impl<M: Message> Buffer for MsgBuf<M> {
     /// Messages sent (broadcast and addressed).
-    fn len(&self) -> usize;
-    fn clear(&mut self);
-    fn empty_like(&self) -> Box<dyn AnyMsgBuf>;
-    /// Moves `other`'s messages (of the same type) behind this buffer's.
-    fn append_any(&mut self, other: &mut dyn AnyMsgBuf);
-    fn capacity_bytes(&self) -> usize;
-}
-
-impl<M: Message> AnyMsgBuf for MsgBuf<M> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
     fn len(&self) -> usize {
         self.broadcast.len() + self.addressed.len()
     }
@@ -81,14 +69,7 @@ impl<M: Message> AnyMsgBuf for MsgBuf<M> {
         self.broadcast.clear();
         self.addressed.clear();
     }
-    fn empty_like(&self) -> Box<dyn AnyMsgBuf> {
-        Box::new(MsgBuf::<M>::default())
-    }
-    fn append_any(&mut self, other: &mut dyn AnyMsgBuf) {
-        let other = other
-            .as_any_mut()
-            .downcast_mut::<MsgBuf<M>>()
-            .expect("a message buffer of another type");
+    fn append(&mut self, other: &mut Self) {
         self.broadcast.append(&mut other.broadcast);
         self.addressed.append(&mut other.addressed);
     }
@@ -96,15 +77,6 @@ impl<M: Message> AnyMsgBuf for MsgBuf<M> {
         self.broadcast.capacity() * size_of::<M>()
             + self.addressed.capacity() * size_of::<(Entity, M)>()
     }
-}
-
-/// The buffer for message type `M` in a system's slot, created on first use.
-#[inline]
-pub(crate) fn typed_buf<M: Message>(slot: &mut Option<Box<dyn AnyMsgBuf>>) -> &mut MsgBuf<M> {
-    slot.get_or_insert_with(|| Box::new(MsgBuf::<M>::default()))
-        .as_any_mut()
-        .downcast_mut()
-        .expect("message index maps to another type")
 }
 
 /// The sort key of the addressed message at position `i`, to `e`: the slot index high,
@@ -331,9 +303,7 @@ impl<M: Message> Inbox<M> {
 }
 
 /// The type-erased face of an [`Inbox`].
-pub(crate) trait AnyInbox: Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+pub(crate) trait AnyInbox: Any + Send + Sync {
     fn name(&self) -> &'static str;
     fn type_id_of(&self) -> TypeId;
     /// The start of stage `stage`'s delivery (of `stages` a frame): drops the messages
@@ -347,7 +317,7 @@ pub(crate) trait AnyInbox: Send + Sync {
     /// counted.
     fn deliver(
         &mut self,
-        sources: &mut dyn Iterator<Item = &mut (dyn AnyMsgBuf + 'static)>,
+        sources: &mut dyn Iterator<Item = &mut Erased>,
         alive: &dyn Fn(Entity) -> bool,
         segment: Option<u32>,
     ) -> Delivered;
@@ -381,12 +351,6 @@ pub(crate) trait AnyInbox: Send + Sync {
 }
 
 impl<M: Message> AnyInbox for Inbox<M> {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
     fn name(&self) -> &'static str {
         type_name::<M>()
     }
@@ -442,7 +406,7 @@ impl<M: Message> AnyInbox for Inbox<M> {
     }
     fn deliver(
         &mut self,
-        sources: &mut dyn Iterator<Item = &mut (dyn AnyMsgBuf + 'static)>,
+        sources: &mut dyn Iterator<Item = &mut Erased>,
         alive: &dyn Fn(Entity) -> bool,
         segment: Option<u32>,
     ) -> Delivered {
@@ -450,10 +414,7 @@ impl<M: Message> AnyInbox for Inbox<M> {
         let before = self.addressed.len();
         let before_broadcast = self.broadcast.len();
         for buf in sources {
-            let buf = buf
-                .as_any_mut()
-                .downcast_mut::<MsgBuf<M>>()
-                .expect("a message buffer of another type");
+            let buf = buf.typed_mut::<MsgBuf<M>>();
             // The first sender's vector is swapped in (its capacity comes back to it
             // with the next swap): no copy for one sender, no allocation once warm.
             if buf.broadcast.is_empty() {
@@ -622,8 +583,8 @@ impl Messages {
     #[track_caller]
     pub(crate) fn inbox<M: Message>(&self) -> &Inbox<M> {
         let i = self.index::<M>();
-        self.inboxes[i]
-            .as_any()
+        let inbox: &dyn Any = &*self.inboxes[i];
+        inbox
             .downcast_ref()
             .expect("message index maps to another type")
     }
@@ -635,8 +596,8 @@ impl Messages {
     #[track_caller]
     pub(crate) fn inbox_mut<M: Message>(&mut self) -> &mut Inbox<M> {
         let i = self.index::<M>();
-        self.inboxes[i]
-            .as_any_mut()
+        let inbox: &mut dyn Any = &mut *self.inboxes[i];
+        inbox
             .downcast_mut()
             .expect("message index maps to another type")
     }
@@ -698,8 +659,9 @@ mod tests {
         a.addressed.extend([(e(5), 10), (e(3), 11)]);
         b.broadcast.push(3);
         b.addressed.extend([(e(5), 12), (e(9), 13), (e(3), 14)]);
+        let (mut a, mut b) = (Erased::new(a), Erased::new(b));
         let d = {
-            let mut sources = [&mut a as &mut dyn AnyMsgBuf, &mut b].into_iter();
+            let mut sources = [&mut a, &mut b].into_iter();
             inbox.deliver(&mut sources, &|x| x != e(9), None)
         };
         assert_eq!((d.delivered, d.dropped), (7, 1));
@@ -714,12 +676,12 @@ mod tests {
         );
         assert_eq!(inbox.addressed_to(e(9)).count(), 0);
         assert_eq!(inbox.addressed_to(e(4)).count(), 0);
-        assert!(a.broadcast.is_empty() && b.addressed.is_empty());
+        assert!(a.len() == 0 && b.len() == 0);
         // The next delivery replaces everything.
         inbox.expire(0, 1);
-        b.broadcast.push(4);
+        b.typed_mut::<MsgBuf<u32>>().broadcast.push(4);
         let d = {
-            let mut sources = [&mut a as &mut dyn AnyMsgBuf, &mut b].into_iter();
+            let mut sources = [&mut a, &mut b].into_iter();
             inbox.deliver(&mut sources, &|_| true, None)
         };
         assert_eq!((d.delivered, d.dropped), (1, 0));

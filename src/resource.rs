@@ -14,56 +14,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::{Component, TypeIdMap};
+use crate::erased::Erased;
 use crate::merge::Merge;
-
-/// One system's outputs for one resource type.
-pub(crate) struct ResBuf<R: Component> {
-    pub(crate) values: Vec<R::Output>,
-}
-
-/// The type-erased face of a [`ResBuf`].
-pub(crate) trait AnyResBuf: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn len(&self) -> usize;
-    fn clear(&mut self);
-    fn empty_like(&self) -> Box<dyn AnyResBuf>;
-    /// Moves `other`'s outputs (of the same type) behind this buffer's.
-    fn append_any(&mut self, other: &mut dyn AnyResBuf);
-    fn capacity_bytes(&self) -> usize;
-}
-
-impl<R: Component> AnyResBuf for ResBuf<R> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn len(&self) -> usize {
-        self.values.len()
-    }
-    fn clear(&mut self) {
-        self.values.clear();
-    }
-    fn empty_like(&self) -> Box<dyn AnyResBuf> {
-        Box::new(ResBuf::<R> { values: Vec::new() })
-    }
-    fn append_any(&mut self, other: &mut dyn AnyResBuf) {
-        let other = other
-            .as_any_mut()
-            .downcast_mut::<ResBuf<R>>()
-            .expect("a resource buffer of another type");
-        self.values.append(&mut other.values);
-    }
-    fn capacity_bytes(&self) -> usize {
-        self.values.capacity() * std::mem::size_of::<R::Output>()
-    }
-}
-
-/// The buffer for resource `R`, as a system's typed handle.
-pub(crate) fn typed_buf<R: Component>(slot: &mut Option<Box<dyn AnyResBuf>>) -> &mut ResBuf<R> {
-    slot.get_or_insert_with(|| Box::new(ResBuf::<R> { values: Vec::new() }))
-        .as_any_mut()
-        .downcast_mut()
-        .expect("resource id maps to another type")
-}
 
 /// What folding one resource did.
 #[derive(Default)]
@@ -73,81 +25,78 @@ pub(crate) struct ResourceCounts {
     pub(crate) panic: Option<(&'static str, String)>,
 }
 
-/// The merge of one resource type, with its gathering scratch.
-pub(crate) struct ResourceFold<R: Component, M: Merge<R>> {
-    merge: M,
-    all: Vec<R::Output>,
+/// Folds a resource's gathered outputs into it: see [`ResourceFold::new`].
+type FoldFn = Box<dyn Fn(&mut Resources, &mut Erased) -> ResourceCounts + Send + Sync>;
+
+/// The merge of one resource type `R`, with its gathering scratch. A system's outputs for
+/// `R` are an [`Erased`] `Vec<R::Output>` (in its `SystemOutputs`).
+pub(crate) struct ResourceFold {
+    /// Every system's outputs of this frame, gathered (a `Vec<R::Output>`; emptied after
+    /// the fold, capacity kept).
+    all: Erased,
+    fold: FoldFn,
+    type_id: TypeId,
+    type_name: &'static str,
 }
 
-impl<R: Component, M: Merge<R>> ResourceFold<R, M> {
-    pub(crate) fn new(merge: M) -> Self {
+impl ResourceFold {
+    /// The fold of resource `R` registered with `merge`.
+    pub(crate) fn new<R: Component, M: Merge<R>>(merge: M) -> Self {
+        // The one downcast per frame: the gathered outputs, as `R`'s.
+        let fold = move |resources: &mut Resources, all: &mut Erased| {
+            let all = all.typed_mut::<Vec<R::Output>>();
+            let mut counts = ResourceCounts::default();
+            if all.is_empty() {
+                return counts;
+            }
+            let n = all.len() as u64;
+            match resources.get_mut::<R>() {
+                Some(r) => {
+                    let all = &*all;
+                    if let Err(p) = catch_unwind(AssertUnwindSafe(|| merge.merge(r, all))) {
+                        counts.panic = Some((type_name::<R>(), crate::pool::payload_message(&*p)));
+                    }
+                    counts.merged = n;
+                }
+                // Registered but not inserted (or removed): nothing to fold into.
+                None => counts.dropped = n,
+            }
+            all.clear();
+            counts
+        };
         ResourceFold {
-            merge,
-            all: Vec::new(),
+            all: Erased::new(Vec::<R::Output>::new()),
+            fold: Box::new(fold),
+            type_id: TypeId::of::<R>(),
+            type_name: type_name::<R>(),
         }
     }
-}
 
-/// The type-erased face of a [`ResourceFold`].
-pub(crate) trait AnyResourceFold: Send + Sync {
     /// Folds the outputs of `sources` (one buffer per system that wrote this resource, in
     /// system order; emptied) into the resource in `resources`.
-    fn fold<'a>(
+    pub(crate) fn fold(
         &mut self,
         resources: &mut Resources,
-        sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
-    ) -> ResourceCounts;
-    fn capacity_bytes(&self) -> usize;
-    /// The resource type.
-    fn type_id(&self) -> TypeId;
-    /// The resource type's name, for messages.
-    fn type_name(&self) -> &'static str;
-}
-
-impl<R: Component, M: Merge<R>> AnyResourceFold for ResourceFold<R, M> {
-    fn fold<'a>(
-        &mut self,
-        resources: &mut Resources,
-        sources: &mut dyn Iterator<Item = &'a mut (dyn AnyResBuf + 'static)>,
+        sources: &mut dyn Iterator<Item = &mut Erased>,
     ) -> ResourceCounts {
         for buf in sources {
-            let buf = buf
-                .as_any_mut()
-                .downcast_mut::<ResBuf<R>>()
-                .expect("a resource buffer of another type");
-            self.all.append(&mut buf.values);
+            self.all.append(buf);
         }
-        let mut counts = ResourceCounts::default();
-        if self.all.is_empty() {
-            return counts;
-        }
-        let n = self.all.len() as u64;
-        let target = resources.get_mut::<R>();
-        match target {
-            Some(r) => {
-                let (merge, all) = (&self.merge, &self.all);
-                if let Err(p) = catch_unwind(AssertUnwindSafe(|| merge.merge(r, all))) {
-                    counts.panic = Some((type_name::<R>(), crate::pool::payload_message(&*p)));
-                }
-                counts.merged = n;
-            }
-            // Registered but not inserted (or removed): nothing to fold into.
-            None => counts.dropped = n,
-        }
-        self.all.clear();
-        counts
+        (self.fold)(resources, &mut self.all)
     }
 
-    fn capacity_bytes(&self) -> usize {
-        self.all.capacity() * std::mem::size_of::<R::Output>()
+    pub(crate) fn capacity_bytes(&self) -> usize {
+        self.all.capacity_bytes()
     }
 
-    fn type_id(&self) -> TypeId {
-        TypeId::of::<R>()
+    /// The resource type.
+    pub(crate) fn type_id(&self) -> TypeId {
+        self.type_id
     }
 
-    fn type_name(&self) -> &'static str {
-        type_name::<R>()
+    /// The resource type's name, for messages.
+    pub(crate) fn type_name(&self) -> &'static str {
+        self.type_name
     }
 }
 

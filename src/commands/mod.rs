@@ -29,15 +29,15 @@
 
 pub(crate) mod tree;
 
-use std::any::Any;
 use std::collections::VecDeque;
 
 use crate::bundle::{Bundle, BundleSink};
 use crate::component::{Component, ComponentId};
 use crate::entity::{Entity, Location};
+use crate::erased::Erased;
 use crate::hierarchy::HierarchyError;
 use crate::stats::MAX_HOOK_ROUNDS;
-use crate::storage::{AnyColumns, Plan, Storage, TableId};
+use crate::storage::{Plan, Storage, TableId};
 
 /// A deferred structural change.
 #[derive(Clone, Copy, Debug)]
@@ -66,8 +66,9 @@ pub(crate) struct CommandList {
     commands: Vec<Command>,
     /// The component types of each spawn's bundle, spawn after spawn.
     spawn_types: Vec<ComponentId>,
-    /// Values of inserts and spawns, by component id, in emission order.
-    values: Vec<Option<Box<dyn AnyValues>>>,
+    /// Values of inserts and spawns (a `VecDeque<C>` each), by component id, in emission
+    /// order.
+    values: Vec<Option<Erased>>,
     /// The ids that have values, in creation order.
     used: Vec<ComponentId>,
 }
@@ -147,7 +148,7 @@ impl CommandList {
             };
             let mine = self.slot(id);
             mine.get_or_insert_with(|| theirs.empty_like())
-                .append_any(&mut **theirs);
+                .append(theirs);
         }
     }
 
@@ -156,7 +157,7 @@ impl CommandList {
         use std::mem::size_of;
         self.commands.capacity() * size_of::<Command>()
             + self.spawn_types.capacity() * size_of::<ComponentId>()
-            + self.values.capacity() * size_of::<Option<Box<dyn AnyValues>>>()
+            + self.values.capacity() * size_of::<Option<Erased>>()
             + self.used.capacity() * size_of::<ComponentId>()
             + self
                 .values
@@ -167,7 +168,7 @@ impl CommandList {
     }
 
     /// The entry of type `id`, remembered as used once it holds values.
-    fn slot(&mut self, id: ComponentId) -> &mut Option<Box<dyn AnyValues>> {
+    fn slot(&mut self, id: ComponentId) -> &mut Option<Erased> {
         if self.values.len() <= id.index() {
             self.values.resize_with(id.index() + 1, || None);
         }
@@ -179,13 +180,7 @@ impl CommandList {
 
     /// The waiting values of `C` (id `id`), created on first use.
     fn values_mut<C: Component>(&mut self, id: ComponentId) -> &mut VecDeque<C> {
-        &mut self
-            .slot(id)
-            .get_or_insert_with(|| Box::new(Values::<C>(VecDeque::new())))
-            .as_any_mut()
-            .downcast_mut::<Values<C>>()
-            .expect("component id maps to another type")
-            .0
+        Erased::get_or_new(self.slot(id))
     }
 
     /// The next waiting value of `C` (id `id`), taken out of the list.
@@ -196,9 +191,9 @@ impl CommandList {
     }
 
     /// The waiting values of type `id`, which a command says are there.
-    fn values_of(&mut self, id: ComponentId) -> &mut dyn AnyValues {
+    fn values_of(&mut self, id: ComponentId) -> &mut Erased {
         match self.values.get_mut(id.index()) {
-            Some(Some(v)) => &mut **v,
+            Some(Some(v)) => v,
             _ => unreachable!("a structural command without its value"),
         }
     }
@@ -222,59 +217,6 @@ impl BundleSink for ListSink<'_> {
         }
         self.list.spawn_types.push(id);
         self.list.values_mut::<C>(id).push_back(value);
-    }
-}
-
-/// The values of one type waiting for their commands.
-struct Values<C>(VecDeque<C>);
-
-/// The type-erased face of [`Values`].
-trait AnyValues: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn empty_like(&self) -> Box<dyn AnyValues>;
-    fn append_any(&mut self, other: &mut dyn AnyValues);
-    fn clear(&mut self);
-    fn capacity_bytes(&self) -> usize;
-    /// Stages the next value into `columns` (of the same type), for one insert or spawn.
-    fn stage_next(&mut self, columns: &mut dyn AnyColumns);
-    /// Pushes the next `n` values onto column `col` of `columns` (of the same type), in
-    /// order: a batch of inserts.
-    fn push_next(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32);
-}
-
-impl<C: Component> AnyValues for Values<C> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-    fn empty_like(&self) -> Box<dyn AnyValues> {
-        Box::new(Values::<C>(VecDeque::new()))
-    }
-    fn append_any(&mut self, other: &mut dyn AnyValues) {
-        let other = other
-            .as_any_mut()
-            .downcast_mut::<Values<C>>()
-            .expect("appending values of another type");
-        self.0.append(&mut other.0);
-    }
-    fn clear(&mut self) {
-        self.0.clear();
-    }
-    fn capacity_bytes(&self) -> usize {
-        self.0.capacity() * std::mem::size_of::<C>()
-    }
-    fn stage_next(&mut self, columns: &mut dyn AnyColumns) {
-        let v = self
-            .0
-            .pop_front()
-            .expect("a structural command without its value");
-        columns.typed_mut::<C>().stage(v);
-    }
-    fn push_next(&mut self, n: usize, columns: &mut dyn AnyColumns, col: u32) {
-        assert!(
-            n <= self.0.len(),
-            "structural commands without their values"
-        );
-        columns.typed_mut::<C>().columns[col as usize].extend(self.0.drain(..n));
     }
 }
 
@@ -358,7 +300,7 @@ fn insert_one(
         host.fire(Change::Remove, id, e);
     }
     let storage = host.storage();
-    list.values_of(id).stage_next(storage.columns_mut(id));
+    storage.columns_mut(id).stage_next(list.values_of(id));
     let alive = storage.insert_staged(e, id);
     if !alive {
         report.dropped += 1;
@@ -467,7 +409,7 @@ pub(crate) fn apply_list(
                 ids.clear();
                 for k in next_spawn..next_spawn + n as usize {
                     let id = list.spawn_types[k];
-                    list.values_of(id).stage_next(storage.columns_mut(id));
+                    storage.columns_mut(id).stage_next(list.values_of(id));
                     ids.push(id);
                 }
                 next_spawn += n as usize;
@@ -515,7 +457,7 @@ impl MoveBatch {
         let n = self.rows.len();
         storage.move_columns(from, to, &self.rows, |c, columns, col| {
             debug_assert!(add && c == id, "only the inserted type is new in `to`");
-            list.values_of(c).push_next(n, columns, col);
+            columns.push_next(list.values_of(c), n, col);
         });
         self.rows.clear();
     }

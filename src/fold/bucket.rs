@@ -27,12 +27,11 @@
 use crate::component::Component;
 use crate::merge::Merge;
 use crate::outbuf::buffer::OutBuf;
-use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::move_out::group_by_key;
 use super::part::{
-    Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
+    Emptied, FailedAt, FoldJob, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
 };
 
 /// The bucket path is taken for at most this many rows per output: above, the scan of
@@ -87,21 +86,16 @@ impl<O> BucketScratch<O> {
     }
 }
 
-/// Folds `inbox` (in system order, `total` outputs) into `columns` through one counting
-/// sort by row, marking the rows written in `marks`; see the module docs. `bases` are the
-/// columns' [`dense_bases`]. Returns whether it merged on the workers of `pool`. If a
-/// merge panics, the panic goes on after `failed` says where.
-#[allow(clippy::too_many_arguments)]
+/// Folds the job's sources into its columns through one counting sort by row, marking
+/// the rows written in `marks`; see the module docs. `bases` are the columns'
+/// [`dense_bases`]. Returns whether it merged on the workers of the job's pool. If a
+/// merge panics, the panic goes on after the job's `failed` says where.
 pub(super) fn bucket<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
+    mut job: FoldJob<'_, C, M>,
     marks: &mut TypeMarks,
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
     scratch: &mut BucketScratch<C::Output>,
-    pool: &Pool,
-    total: usize,
-    failed: &mut Option<FailedAt>,
 ) -> bool {
+    let (merge, pool, total) = (job.merge, job.pool, job.total);
     let BucketScratch {
         keys: dense,
         ends,
@@ -111,40 +105,48 @@ pub(super) fn bucket<C: Component, M: Merge<C>>(
         flat,
         grouped,
     } = scratch;
-    let rows = dense_bases(columns, bases);
-    keys(inbox, bases, total, dense, flat);
+    let rows = dense_bases(job.columns, bases);
+    keys(job.inbox, bases, total, dense, flat);
     ends.clear();
     ends.resize(rows, 0);
     group_by_key(flat, dense, ends, grouped);
     let grouped = Emptied(grouped);
     rows_written(bases, ends, marks, cols, hits);
-    let on = (pool.threads() > 1 && total >= PAR_MIN_WRITES).then_some(pool);
-    if let Some(pool) = on {
-        let grouped = &grouped.0[..];
-        if par_merge_rows(
-            merge, columns, bases, ends, hits, grouped, cols, pool, failed,
-        ) {
-            return true;
-        }
+    let groups = Groups {
+        bases,
+        ends,
+        hits,
+        grouped: &grouped.0[..],
+        cols,
+    };
+    if pool.threads() > 1 && total >= PAR_MIN_WRITES && par_merge_rows(&mut job, &groups) {
+        return true;
     }
-    let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
+    let mut on_unwind = OnUnwind::new(job.failed, FailedAt::Column(0));
     for &c in cols.iter() {
         let (lo, hi) = (bases[c as usize] as usize, bases[c as usize + 1] as usize);
-        merge_rows(
-            merge,
-            c,
-            0,
-            lo,
-            &mut columns[c as usize],
-            hits_in(hits, lo, hi),
-            ends,
-            start_of(ends, lo),
-            &grouped.0[..],
-            &mut on_unwind,
-        );
+        let mut rows = BucketRows {
+            col: c,
+            lo: 0,
+            base: lo,
+            rows: &mut job.columns[c as usize],
+            hits: hits_in(hits, lo, hi),
+            start: start_of(ends, lo),
+        };
+        merge_rows(merge, &mut rows, &groups, &mut on_unwind);
     }
     on_unwind.disarm();
     false
+}
+
+/// What steps 2 and 3 left for step 4: the columns' dense bases, where each row's group
+/// ends, the rows with outputs, the outputs grouped by row, and the columns written.
+struct Groups<'a, O> {
+    bases: &'a [u32],
+    ends: &'a [u32],
+    hits: &'a [u32],
+    grouped: &'a [O],
+    cols: &'a [u32],
 }
 
 /// Step 1: the dense key of every source's `total` outputs, in system then emission order,
@@ -227,25 +229,26 @@ fn rows_written(
     hits.truncate(n);
 }
 
-/// Step 4 for rows `lo..lo + rows.len()` of column `col`, whose first dense key is `base`:
-/// one merge call for each row in `hits` (their dense keys, ascending), the first one's
-/// outputs starting at `grouped[start]`.
-#[allow(clippy::too_many_arguments)]
+/// Step 4 for one [`BucketRows`]: one merge call for each row in its `hits`.
 #[inline]
 fn merge_rows<C: Component, M: Merge<C>>(
     merge: &M,
-    col: u32,
-    lo: usize,
-    base: usize,
-    rows: &mut [C],
-    hits: &[u32],
-    ends: &[u32],
-    start: u32,
-    grouped: &[C::Output],
+    part: &mut BucketRows<'_, C>,
+    groups: &Groups<'_, C::Output>,
     on_unwind: &mut OnUnwind<'_>,
 ) {
-    let mut at = start as usize;
-    for &k in hits {
+    let BucketRows {
+        col,
+        lo,
+        base,
+        rows,
+        hits,
+        start,
+    } = part;
+    let (col, lo, base) = (*col, *lo, *base);
+    let (ends, grouped) = (groups.ends, groups.grouped);
+    let mut at = *start as usize;
+    for &k in hits.iter() {
         let end = ends[k as usize] as usize;
         let r = k as usize - base;
         on_unwind.at(col, lo + r);
@@ -262,45 +265,53 @@ fn hits_in(hits: &[u32], lo: usize, hi: usize) -> &[u32] {
 }
 
 /// Rows `lo..lo + rows.len()` of column `col` (dense keys from `base`), with those of
-/// them that have outputs.
-struct BucketPart<'a, C: Component> {
+/// them that have outputs (`hits`: their dense keys, ascending), the first one's outputs
+/// starting at `grouped[start]`.
+struct BucketRows<'a, C> {
     col: u32,
     lo: usize,
     base: usize,
     rows: &'a mut [C],
     hits: &'a [u32],
     start: u32,
+}
+
+/// [`BucketRows`] merged by one worker, with where its merge panicked.
+struct BucketPart<'a, C> {
+    rows: BucketRows<'a, C>,
     failed: Option<FailedAt>,
 }
 
-/// [`merge_rows`] in row ranges over `pool`. Returns `false`, touching nothing, when the
-/// parts would not fit the stack array.
-#[allow(clippy::too_many_arguments)]
+/// [`merge_rows`] in row ranges over the job's pool. Returns `false`, touching nothing,
+/// when the parts would not fit the stack array.
 fn par_merge_rows<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    bases: &[u32],
-    ends: &[u32],
-    hits: &[u32],
-    grouped: &[C::Output],
-    cols: &[u32],
-    pool: &Pool,
-    failed: &mut Option<FailedAt>,
+    job: &mut FoldJob<'_, C, M>,
+    groups: &Groups<'_, C::Output>,
 ) -> bool {
+    let (merge, pool) = (job.merge, job.pool);
+    let Groups {
+        bases,
+        ends,
+        hits,
+        cols,
+        ..
+    } = *groups;
     let mut parts: [Option<BucketPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
     let mut count = 0;
-    let fits = row_ranges(columns, cols, pool.threads(), |col, lo, rows| {
+    let fits = row_ranges(job.columns, cols, pool.threads(), |col, lo, rows| {
         if count == MAX_PARTS {
             return false;
         }
         let first = bases[col as usize] as usize + lo;
         parts[count] = Some(BucketPart {
-            col,
-            lo,
-            base: first,
-            hits: hits_in(hits, first, first + rows.len()),
-            start: start_of(ends, first),
-            rows,
+            rows: BucketRows {
+                col,
+                lo,
+                base: first,
+                hits: hits_in(hits, first, first + rows.len()),
+                start: start_of(ends, first),
+                rows,
+            },
             failed: None,
         });
         count += 1;
@@ -310,25 +321,14 @@ fn par_merge_rows<C: Component, M: Merge<C>>(
         return false;
     }
     let result = pool.for_each_mut(&mut parts[..count], &|_, part| {
-        let part = part.as_mut().expect("laid out");
-        let mut on_unwind = OnUnwind::new(&mut part.failed, FailedAt::Column(part.col));
-        merge_rows(
-            merge,
-            part.col,
-            part.lo,
-            part.base,
-            part.rows,
-            part.hits,
-            ends,
-            part.start,
-            grouped,
-            &mut on_unwind,
-        );
+        let BucketPart { rows, failed } = part.as_mut().expect("laid out");
+        let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(rows.col));
+        merge_rows(merge, rows, groups, &mut on_unwind);
         on_unwind.disarm();
     });
     if let Err(p) = result {
         // The lowest part that panicked holds the first row whose merge panicked.
-        *failed = parts[p.index].as_ref().and_then(|part| part.failed);
+        *job.failed = parts[p.index].as_ref().and_then(|part| part.failed);
         std::panic::resume_unwind(p.payload);
     }
     true

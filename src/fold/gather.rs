@@ -30,7 +30,7 @@ use crate::outbuf::buffer::OutBuf;
 use crate::pool::Pool;
 
 use super::move_out::{Claim, DYN_LANES, MoveCursor, TakeScratch, TakenValues};
-use super::part::{Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::part::{Emptied, FailedAt, FoldJob, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
 
 /// Rows `row..row + len` of column `col`, written by one source.
 #[derive(Clone, Copy, Debug)]
@@ -138,18 +138,32 @@ struct WalkPart<'a, C: Component> {
     failed: &'a mut Option<FailedAt>,
 }
 
-/// Folds `inbox` (in system order; every source ordered, see [`applies`]) into `columns`,
-/// in parallel parts on `pool` when it pays (then returns `true`). If a merge panics, the
-/// panic goes on after `failed` says where.
+/// One part's scratch: a lane per source, the lanes covering the rows at hand, a cursor
+/// per source into its claimed values, and one row's outputs.
+struct PartLanes<'a, O> {
+    lanes: &'a mut [Lane],
+    cover: &'a mut [u32],
+    cursors: &'a mut [MoveCursor],
+    group: &'a mut Vec<O>,
+}
+
+/// Every part's [`PartLanes`], for the parallel split: `MAX_PARTS` of each, one after
+/// another (one group per part).
+struct AllLanes<'a, O> {
+    lanes: &'a mut [Lane],
+    cover: &'a mut [u32],
+    cursors: &'a mut [MoveCursor],
+    groups: &'a mut [Vec<O>],
+}
+
+/// Folds the job's sources (in system order; every source ordered, see [`applies`]) into
+/// its columns, in parallel parts on the job's pool when it pays (then returns `true`).
+/// If a merge panics, the panic goes on after the job's `failed` says where.
 pub(super) fn gather<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
+    job: FoldJob<'_, C, M>,
     scratch: &mut GatherScratch<C::Output>,
-    pool: &Pool,
-    total: usize,
-    failed: &mut Option<FailedAt>,
 ) -> bool {
+    let (merge, pool, total) = (job.merge, job.pool, job.total);
     let GatherScratch {
         spans,
         bounds,
@@ -160,8 +174,8 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
         cols,
         take,
     } = scratch;
-    collect_spans(inbox, spans, bounds, cols);
-    let n = inbox.len();
+    collect_spans(job.inbox, spans, bounds, cols);
+    let n = job.inbox.len();
     let threads = pool.threads();
     let parallel = threads > 1 && total >= PAR_MIN_WRITES;
     let parts = if parallel { MAX_PARTS } else { 1 };
@@ -171,27 +185,41 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
     if groups.len() < parts {
         groups.resize_with(parts, Vec::new);
     }
-    let mut taken = TakenValues::new(inbox, take);
-    let mut plan = PartPlan::new(spans, bounds);
-    if parallel
-        && par_gather(
-            merge, columns, spans, cols, &mut plan, &mut taken, lanes, cover, cursors, groups,
-            pool, threads, failed,
-        )
-    {
-        return true;
+    let mut taken = TakenValues::new(job.inbox, take);
+    let mut plan = PartPlan::new(spans, bounds, cols);
+    if parallel {
+        let all = AllLanes {
+            lanes: &mut lanes[..],
+            cover: &mut cover[..],
+            cursors: &mut cursors[..],
+            groups: &mut groups[..],
+        };
+        if par_gather(
+            merge,
+            pool,
+            job.columns,
+            job.failed,
+            &mut plan,
+            &mut taken,
+            all,
+        ) {
+            return true;
+        }
     }
     // One part per column, on this thread.
     for &c in cols.iter() {
+        let one = PartLanes {
+            lanes: &mut lanes[..n],
+            cover: &mut cover[..n],
+            cursors: &mut cursors[..n],
+            group: &mut groups[0],
+        };
         let mut part = plan.part(
             c,
             0,
-            &mut columns[c as usize],
-            &mut lanes[..n],
-            &mut cover[..n],
-            &mut cursors[..n],
-            &mut groups[0],
-            failed,
+            &mut job.columns[c as usize],
+            one,
+            job.failed,
             &mut taken,
         );
         walk(merge, spans, &mut part);
@@ -231,33 +259,40 @@ fn collect_spans<C: Component>(
     cols.dedup();
 }
 
-/// The spans of every source, for laying out parts.
+/// The spans of every source and the columns they touch, for laying out parts.
 struct PartPlan<'s> {
     spans: &'s [Span],
     bounds: &'s [usize],
+    cols: &'s [u32],
 }
 
 impl<'s> PartPlan<'s> {
-    fn new(spans: &'s [Span], bounds: &'s [usize]) -> Self {
-        PartPlan { spans, bounds }
+    fn new(spans: &'s [Span], bounds: &'s [usize], cols: &'s [u32]) -> Self {
+        PartPlan {
+            spans,
+            bounds,
+            cols,
+        }
     }
 
     /// The part of rows `lo..lo + rows.len()` of column `col`: each source's lane over
     /// the spans in it, and its values there claimed from `taken`. Parts must be laid out
     /// in increasing `(col, lo)` order (each source's values are claimed in order).
-    #[allow(clippy::too_many_arguments)]
     fn part<'a, 't: 'a, C: Component>(
         &mut self,
         col: u32,
         lo: u32,
         rows: &'a mut [C],
-        lanes: &'a mut [Lane],
-        cover: &'a mut [u32],
-        cursors: &'a mut [MoveCursor],
-        group: &'a mut Vec<C::Output>,
+        scratch: PartLanes<'a, C::Output>,
         failed: &'a mut Option<FailedAt>,
         taken: &mut TakenValues<'t, C>,
     ) -> WalkPart<'a, C> {
+        let PartLanes {
+            lanes,
+            cover,
+            cursors,
+            group,
+        } = scratch;
         let hi = lo + rows.len() as u32;
         let spans = self.spans;
         for (s, lane) in lanes.iter_mut().enumerate() {
@@ -296,24 +331,24 @@ impl<'s> PartPlan<'s> {
     }
 }
 
-/// The gather split by row range over the pool. Returns `false`, touching nothing, when
+/// The gather split by row range over `pool`. Returns `false`, touching nothing, when
 /// the parts would not fit the stack array.
-#[allow(clippy::too_many_arguments)]
 fn par_gather<C: Component, M: Merge<C>>(
     merge: &M,
+    pool: &Pool,
     columns: &mut [Vec<C>],
-    spans: &[Span],
-    cols: &[u32],
+    failed: &mut Option<FailedAt>,
     plan: &mut PartPlan<'_>,
     taken: &mut TakenValues<'_, C>,
-    lanes: &mut [Lane],
-    cover: &mut [u32],
-    cursors: &mut [MoveCursor],
-    groups: &mut [Vec<C::Output>],
-    pool: &Pool,
-    threads: usize,
-    failed: &mut Option<FailedAt>,
+    all: AllLanes<'_, C::Output>,
 ) -> bool {
+    let (spans, cols, threads) = (plan.spans, plan.cols, pool.threads());
+    let AllLanes {
+        lanes,
+        cover,
+        cursors,
+        groups,
+    } = all;
     let mut ranges: [(u32, usize, &mut [C]); MAX_PARTS] =
         std::array::from_fn(|_| (0, 0, &mut [][..]));
     let mut count = 0;
@@ -339,17 +374,14 @@ fn par_gather<C: Component, M: Merge<C>>(
     let mut parts: [Option<WalkPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
     for slot in &mut parts[..count] {
         let (c, lo, rows) = ranges.next().expect("counted");
-        *slot = Some(plan.part(
-            c,
-            lo as u32,
-            rows,
-            lanes.next().expect("one per part"),
-            cover.next().expect("one per part"),
-            cursors.next().expect("one per part"),
-            groups.next().expect("one per part"),
-            fail_slots.next().expect("one per part"),
-            taken,
-        ));
+        let scratch = PartLanes {
+            lanes: lanes.next().expect("one per part"),
+            cover: cover.next().expect("one per part"),
+            cursors: cursors.next().expect("one per part"),
+            group: groups.next().expect("one per part"),
+        };
+        let failed = fail_slots.next().expect("one per part");
+        *slot = Some(plan.part(c, lo as u32, rows, scratch, failed, taken));
     }
     debug_assert!((0..n).all(|s| taken.left(s) == 0), "every value claimed");
     let result = pool.for_each_mut(&mut parts[..count], &|_, part| {

@@ -35,7 +35,7 @@ use crate::storage::TypeMarks;
 
 use super::move_out::permute;
 use super::part::{
-    Emptied, FailedAt, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
+    Emptied, FailedAt, FoldJob, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, dense_bases, row_ranges,
 };
 
 /// One output in the sort: its dense key (high 32 bits, what the sort orders by) and its
@@ -156,21 +156,16 @@ impl Digits {
     }
 }
 
-/// Folds `inbox` (in system order, `total` outputs) into `columns` through keys and a
-/// radix sort, marking the rows written in `marks`; see the module docs. Returns whether
-/// it sorted on the workers of `pool`. If a merge panics, the panic goes on after `failed`
-/// says where.
-#[allow(clippy::too_many_arguments)]
+/// Folds the job's sources into its columns through keys and a radix sort, marking the
+/// rows written in `marks`; see the module docs. Returns whether it sorted on the workers
+/// of the job's pool. If a merge panics, the panic goes on after the job's `failed` says
+/// where.
 pub(super) fn keyed<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
+    mut job: FoldJob<'_, C, M>,
     marks: &mut TypeMarks,
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
     scratch: &mut KeyedScratch<C::Output>,
-    pool: &Pool,
-    total: usize,
-    failed: &mut Option<FailedAt>,
 ) -> bool {
+    let (pool, total) = (job.pool, job.total);
     let KeyedScratch {
         items,
         spare,
@@ -181,7 +176,7 @@ pub(super) fn keyed<C: Component, M: Merge<C>>(
         sorted,
         seen,
     } = scratch;
-    let digits = keys(columns, inbox, total, items, bases, flat, counts);
+    let digits = keys(job.columns, job.inbox, total, items, bases, flat, counts);
     let threads = pool.threads();
     let sort_on = (threads >= PAR_SORT_MIN_THREADS && total >= PAR_SORT_MIN_ITEMS).then_some(pool);
     sort(items, spare, counts, digits, sort_on);
@@ -200,25 +195,21 @@ pub(super) fn keyed<C: Component, M: Merge<C>>(
     );
     rows.finish();
     let sorted = Emptied(sorted);
-    let merge_on = (threads > 1 && total >= PAR_MIN_WRITES).then_some(pool);
-    merge_groups(
-        merge,
-        columns,
+    let parallel = threads > 1 && total >= PAR_MIN_WRITES;
+    let groups = Groups {
         items,
-        &sorted.0[..],
+        sorted: &sorted.0[..],
         bases,
         cols,
-        merge_on,
-        failed,
-    );
-    sort_on.is_some() || merge_on.is_some()
+    };
+    merge_groups(&mut job, groups, parallel);
+    sort_on.is_some() || parallel
 }
 
 /// Step 1: the items of every source's `total` outputs, in system then emission order,
 /// and their values, moved into `flat` in the same order; each digit's counts (pass by
 /// pass, in `counts`). Returns the digits to sort by: enough to tell the type's rows
 /// apart.
-#[allow(clippy::too_many_arguments)]
 fn keys<C: Component>(
     columns: &[Vec<C>],
     inbox: &mut [(u32, Box<OutBuf<C>>)],
@@ -501,25 +492,33 @@ fn starts(count: &mut [u32]) {
     }
 }
 
+/// What the sort left for step 4: the items in key order, their outputs moved to that
+/// order, the columns' dense bases and the columns written.
+struct Groups<'a, O> {
+    items: &'a mut [AtomicU64],
+    sorted: &'a [O],
+    bases: &'a [u32],
+    cols: &'a [u32],
+}
+
 /// Step 4: one merge call per key, with its outputs `sorted[i..j]` (the items of that key
-/// are `items[i..j]`). On `pool`, in row ranges over its workers.
-#[allow(clippy::too_many_arguments)]
+/// are `items[i..j]`). If `parallel`, in row ranges over the job's pool.
 fn merge_groups<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    items: &mut [AtomicU64],
-    sorted: &[C::Output],
-    bases: &[u32],
-    cols: &[u32],
-    pool: Option<&Pool>,
-    failed: &mut Option<FailedAt>,
+    job: &mut FoldJob<'_, C, M>,
+    groups: Groups<'_, C::Output>,
+    parallel: bool,
 ) {
-    if let Some(pool) = pool {
-        if par_merge_groups(merge, columns, items, sorted, bases, cols, pool, failed) {
-            return;
-        }
+    if parallel && par_merge_groups(job, &groups) {
+        return;
     }
-    let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
+    let Groups {
+        items,
+        sorted,
+        bases,
+        ..
+    } = groups;
+    let (merge, columns) = (job.merge, &mut *job.columns);
+    let mut on_unwind = OnUnwind::new(job.failed, FailedAt::Column(0));
     let mut col = 0;
     let mut i = 0;
     let n = items.len();
@@ -550,23 +549,19 @@ struct KeyedPart<'a, C: Component> {
     failed: Option<FailedAt>,
 }
 
-/// [`merge_groups`] in row ranges over `pool`. Returns `false`, touching nothing, when the
-/// parts would not fit the stack array.
-#[allow(clippy::too_many_arguments)]
+/// [`merge_groups`] in row ranges over the job's pool. Returns `false`, touching nothing,
+/// when the parts would not fit the stack array.
 fn par_merge_groups<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    items: &[AtomicU64],
-    sorted: &[C::Output],
-    bases: &[u32],
-    cols: &[u32],
-    pool: &Pool,
-    failed: &mut Option<FailedAt>,
+    job: &mut FoldJob<'_, C, M>,
+    groups: &Groups<'_, C::Output>,
 ) -> bool {
+    let (merge, pool) = (job.merge, job.pool);
+    let (items, sorted, bases, cols): (&[AtomicU64], _, _, _) =
+        (groups.items, groups.sorted, groups.bases, groups.cols);
     let mut parts: [Option<KeyedPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
     let mut count = 0;
     let mut from = 0;
-    let fits = row_ranges(columns, cols, pool.threads(), |col, lo, rows| {
+    let fits = row_ranges(job.columns, cols, pool.threads(), |col, lo, rows| {
         if count == MAX_PARTS {
             return false;
         }
@@ -617,7 +612,7 @@ fn par_merge_groups<C: Component, M: Merge<C>>(
     });
     if let Err(p) = result {
         // The lowest part that panicked holds the first key whose merge panicked.
-        *failed = parts[p.index].as_ref().and_then(|part| part.failed);
+        *job.failed = parts[p.index].as_ref().and_then(|part| part.failed);
         std::panic::resume_unwind(p.payload);
     }
     true

@@ -19,12 +19,12 @@ mod move_out;
 mod part;
 mod paths;
 
-use std::any::{Any, type_name};
+use std::any::Any;
 
 use crate::component::Component;
+use crate::erased::Erased;
 use crate::merge::Merge;
 use crate::outbuf::buffer::OutBuf;
-use crate::outbuf::erased::ErasedBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 
@@ -72,7 +72,7 @@ impl<C: Component, M: Merge<C>> Fold<C, M> {
 /// The type-erased face of a [`Fold`], as Sync sees it.
 pub(crate) trait AnyFold: Send + Sync {
     /// Takes system `system`'s buffer for this type (systems arrive in order).
-    fn accept(&mut self, system: u32, buffer: ErasedBuf);
+    fn accept(&mut self, system: u32, buffer: Erased);
     /// Whether any buffer arrived this frame.
     fn has_sources(&self) -> bool;
     /// Swaps the type's columns (and their change marks) between `storage` and this fold:
@@ -85,7 +85,7 @@ pub(crate) trait AnyFold: Send + Sync {
     /// Where the last [`fold`](Self::fold)'s merge panicked (`None` if it did not).
     fn failed_at(&self) -> Option<FailedAt>;
     /// Hands every buffer back, emptied (capacity kept), with its system index.
-    fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf));
+    fn give_back(&mut self, back: &mut dyn FnMut(u32, Erased));
     /// Bytes of scratch kept across frames.
     fn capacity_bytes(&self) -> usize;
     /// Sets the `Debug` formatter of the outputs, for provenance: `show` is a
@@ -99,11 +99,8 @@ pub(crate) trait AnyFold: Send + Sync {
 }
 
 impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
-    fn accept(&mut self, system: u32, buffer: ErasedBuf) {
-        let mut typed = match buffer.into_box().into_any().downcast::<OutBuf<C>>() {
-            Ok(b) => b,
-            Err(_) => unreachable!("a buffer of another type sent to `{}`", type_name::<C>()),
-        };
+    fn accept(&mut self, system: u32, buffer: Erased) {
+        let mut typed = buffer.into_typed::<OutBuf<C>>();
         typed.seal();
         self.inbox.push((system, typed));
     }
@@ -119,7 +116,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn fold(&mut self, pool: &Pool) -> FoldCounts {
-        let zone = crate::profile::enter!(&mut self.zone, type_name::<C>());
+        let zone = crate::profile::enter!(&mut self.zone, std::any::type_name::<C>());
         let counts = paths::fold(
             &self.merge,
             &mut self.columns,
@@ -142,7 +139,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
         self.failed
     }
 
-    fn give_back(&mut self, back: &mut dyn FnMut(u32, ErasedBuf)) {
+    fn give_back(&mut self, back: &mut dyn FnMut(u32, Erased)) {
         // Most types get no outputs in a frame: an empty `drain` still costs ~60
         // instructions, once per registered type per Sync.
         if self.inbox.is_empty() {
@@ -150,7 +147,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
         }
         for (s, mut b) in self.inbox.drain(..) {
             b.clear_writes();
-            back(s, ErasedBuf::from_typed(b));
+            back(s, Erased::from_box(b));
         }
     }
 

@@ -1,5 +1,6 @@
 //! What every merge path of a fold shares, below them all (so no path imports another's
-//! file, nor the dispatcher in `paths`): where a panicking merge was ([`FailedAt`],
+//! file, nor the dispatcher in `paths`): what a path is given ([`FoldJob`]), where a
+//! panicking merge was ([`FailedAt`],
 //! [`OnUnwind`]), the fold's counts, how a type is split into row ranges over the
 //! workers ([`row_ranges`]) and into dense keys ([`dense_bases`]), and [`Emptied`].
 //!
@@ -17,6 +18,23 @@
 //! holds the first row (in merge order) whose merge panicked: the same row as on one
 //! thread. (Parts that did not panic merged all their rows.) Outputs a panicking merge
 //! never saw are dropped, not leaked.
+
+use crate::component::Component;
+use crate::outbuf::buffer::OutBuf;
+use crate::pool::Pool;
+
+/// One type's fold, as the dispatcher hands it to a path: the merge, the columns lent by
+/// the storage, this frame's sources (`(system index, buffer)`, in system order) and
+/// their `total` outputs, the pool to split large folds over, and where a panicking merge
+/// is recorded (see "When a merge panics").
+pub(super) struct FoldJob<'a, C: Component, M> {
+    pub(super) merge: &'a M,
+    pub(super) columns: &'a mut [Vec<C>],
+    pub(super) inbox: &'a mut [(u32, Box<OutBuf<C>>)],
+    pub(super) total: usize,
+    pub(super) pool: &'a Pool,
+    pub(super) failed: &'a mut Option<FailedAt>,
+}
 
 /// Outputs folded in and dropped by one type's fold.
 #[derive(Default, Clone, Copy, Debug, PartialEq, Eq)]

@@ -50,7 +50,7 @@ use crate::storage::TypeMarks;
 use super::bucket::{self, BucketScratch};
 use super::gather::{self, GatherScratch};
 use super::keyed::{self, KeyedScratch};
-use super::part::{FailedAt, FoldCounts, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::part::{FailedAt, FoldCounts, FoldJob, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
 
 /// Per-type scratch kept across frames (capacity only).
 pub(crate) struct FoldScratch<O> {
@@ -105,45 +105,28 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
         return counts;
     }
     let total = counts.merged as usize;
-    if M::ONE_AT_A_TIME || (inbox.len() == 1 && inbox[0].1.is_ordered()) {
-        mark_changed(marks, inbox);
-        if !par_in_order(merge, columns, inbox, scratch, pool, total, failed) {
-            in_order(merge, columns, inbox, failed);
+    let rows = columns.iter().map(Vec::len).sum();
+    let mut job = FoldJob {
+        merge,
+        columns,
+        inbox,
+        total,
+        pool,
+        failed,
+    };
+    if M::ONE_AT_A_TIME || (job.inbox.len() == 1 && job.inbox[0].1.is_ordered()) {
+        mark_changed(marks, job.inbox);
+        if !par_in_order(&mut job, &mut scratch.cols) {
+            in_order(job);
         }
-    } else if gather::applies(inbox) {
-        mark_changed(marks, inbox);
-        gather::gather(
-            merge,
-            columns,
-            inbox,
-            &mut scratch.gather,
-            pool,
-            total,
-            failed,
-        );
-    } else if bucket::applies(columns.iter().map(Vec::len).sum(), total) {
+    } else if gather::applies(job.inbox) {
+        mark_changed(marks, job.inbox);
+        gather::gather(job, &mut scratch.gather);
+    } else if bucket::applies(rows, total) {
         // Both mark the rows they merge into themselves, from what they sorted.
-        bucket::bucket(
-            merge,
-            columns,
-            marks,
-            inbox,
-            &mut scratch.bucket,
-            pool,
-            total,
-            failed,
-        );
+        bucket::bucket(job, marks, &mut scratch.bucket);
     } else {
-        keyed::keyed(
-            merge,
-            columns,
-            marks,
-            inbox,
-            &mut scratch.keyed,
-            pool,
-            total,
-            failed,
-        );
+        keyed::keyed(job, marks, &mut scratch.keyed);
     }
     counts
 }
@@ -223,12 +206,14 @@ fn whole_column<C>(runs: &[RowRun], len: usize, columns: &[Vec<C>]) -> Option<us
 }
 
 /// The in-order path on the calling thread.
-fn in_order<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
-    failed: &mut Option<FailedAt>,
-) {
+fn in_order<C: Component, M: Merge<C>>(job: FoldJob<'_, C, M>) {
+    let FoldJob {
+        merge,
+        columns,
+        inbox,
+        failed,
+        ..
+    } = job;
     let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
     for (_, src) in inbox.iter_mut() {
         for (seg_runs, seg) in src.sealed_mut() {
@@ -257,14 +242,18 @@ struct RowPart<'a, C> {
 /// when it does not pay (few outputs, one thread, many short runs) or a segment could be
 /// swapped in whole by a merge that replaces columns (cheaper on one thread).
 fn par_in_order<C: Component, M: Merge<C>>(
-    merge: &M,
-    columns: &mut [Vec<C>],
-    inbox: &mut [(u32, Box<OutBuf<C>>)],
-    scratch: &mut FoldScratch<C::Output>,
-    pool: &Pool,
-    total: usize,
-    failed: &mut Option<FailedAt>,
+    job: &mut FoldJob<'_, C, M>,
+    cols: &mut Vec<u32>,
 ) -> bool {
+    let FoldJob {
+        merge,
+        columns,
+        inbox,
+        total,
+        pool,
+        failed,
+    } = job;
+    let (merge, pool, total) = (*merge, *pool, *total);
     if pool.threads() < 2 || total < PAR_MIN_WRITES {
         return false;
     }
@@ -272,7 +261,6 @@ fn par_in_order<C: Component, M: Merge<C>>(
     if runs * 16 > total {
         return false;
     }
-    let cols = &mut scratch.cols;
     cols.clear();
     for (_, src) in inbox.iter() {
         for (seg_runs, seg) in src.sealed() {
@@ -320,7 +308,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
     });
     if let Err(p) = result {
         // The lowest part that panicked; parts that did not merged all their rows.
-        *failed = parts[p.index].failed;
+        **failed = parts[p.index].failed;
         std::panic::resume_unwind(p.payload);
     }
     true
@@ -591,38 +579,44 @@ mod tests {
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
         let total = inbox.iter().map(|(_, b)| b.len()).sum();
         let split = gather::gather(
-            &hash,
-            &mut cols,
-            &mut inbox,
+            FoldJob {
+                merge: &hash,
+                columns: &mut cols,
+                inbox: &mut inbox,
+                total,
+                pool: &pool,
+                failed: &mut None,
+            },
             &mut GatherScratch::default(),
-            &pool,
-            total,
-            &mut None,
         );
         assert_eq!(split, pool.threads() > 1);
         let mut inbox = vec![(0, source::<V>(&all[7]))];
         let total = inbox[0].1.len();
         let split = keyed::keyed(
-            &hash,
-            &mut cols,
+            FoldJob {
+                merge: &hash,
+                columns: &mut cols,
+                inbox: &mut inbox,
+                total,
+                pool: &pool,
+                failed: &mut None,
+            },
             &mut marks_for(&columns()),
-            &mut inbox,
             &mut KeyedScratch::default(),
-            &pool,
-            total,
-            &mut None,
         );
         assert_eq!(split, pool.threads() > 1);
         let mut inbox = vec![(0, source::<V>(&all[7]))];
         let split = bucket::bucket(
-            &hash,
-            &mut cols,
+            FoldJob {
+                merge: &hash,
+                columns: &mut cols,
+                inbox: &mut inbox,
+                total,
+                pool: &pool,
+                failed: &mut None,
+            },
             &mut marks_for(&columns()),
-            &mut inbox,
             &mut BucketScratch::default(),
-            &pool,
-            total,
-            &mut None,
         );
         assert_eq!(split, pool.threads() > 1);
     }
@@ -650,14 +644,16 @@ mod tests {
             let mut inbox = vec![(0, source::<V>(&all[7]))];
             let total = inbox[0].1.len();
             keyed::keyed(
-                &hash,
-                &mut got,
+                FoldJob {
+                    merge: &hash,
+                    columns: &mut got,
+                    inbox: &mut inbox,
+                    total,
+                    pool: &pool,
+                    failed: &mut None,
+                },
                 &mut marks_for(&cols),
-                &mut inbox,
                 &mut KeyedScratch::default(),
-                &pool,
-                total,
-                &mut None,
             );
             let mut want = columns();
             model(&mut want, &[all[7].clone()], hash);
@@ -669,14 +665,16 @@ mod tests {
             let mut failed = None;
             let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 keyed::keyed(
-                    &bad,
-                    &mut got,
+                    FoldJob {
+                        merge: &bad,
+                        columns: &mut got,
+                        inbox: &mut inbox,
+                        total,
+                        pool: &pool,
+                        failed: &mut failed,
+                    },
                     &mut marks_for(&cols),
-                    &mut inbox,
                     &mut KeyedScratch::default(),
-                    &pool,
-                    total,
-                    &mut failed,
                 )
             }));
             assert!(r.is_err());
@@ -768,16 +766,18 @@ mod tests {
         let all = shapes(&cols);
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
         let total = inbox.iter().map(|(_, b)| b.len()).sum();
-        let mut scratch = FoldScratch::default();
+        let mut cols_touched = Vec::new();
         // Split whenever there is a second thread (none with `single-threaded`).
         let split = par_in_order(
-            &merge::sum,
-            &mut cols,
-            &mut inbox,
-            &mut scratch,
-            &pool,
-            total,
-            &mut None,
+            &mut FoldJob {
+                merge: &merge::sum,
+                columns: &mut cols,
+                inbox: &mut inbox,
+                total,
+                pool: &pool,
+                failed: &mut None,
+            },
+            &mut cols_touched,
         );
         assert_eq!(split, pool.threads() > 1);
         // A merge that swaps whole columns keeps them on one thread.
@@ -785,16 +785,18 @@ mod tests {
         let mut l: Vec<Vec<L>> = vec![(0..n as i64).map(L).collect()];
         let whole: Vec<(u32, u32, L)> = (0..n).map(|r| (0, r, L(7))).collect();
         let mut inbox = vec![(0, source::<L>(&whole))];
-        let mut scratch = FoldScratch::default();
+        let mut cols_touched = Vec::new();
         let total = n as usize;
         assert!(!par_in_order(
-            &merge::last,
-            &mut l,
-            &mut inbox,
-            &mut scratch,
-            &pool,
-            total,
-            &mut None,
+            &mut FoldJob {
+                merge: &merge::last,
+                columns: &mut l,
+                inbox: &mut inbox,
+                total,
+                pool: &pool,
+                failed: &mut None,
+            },
+            &mut cols_touched,
         ));
     }
 

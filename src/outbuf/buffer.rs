@@ -20,17 +20,15 @@
 //! `outbuf::slots`.) Emptied segment vectors (and swapped-out columns) are kept as
 //! `spare`s, so a steady state allocates nothing.
 
-use std::any::{Any, TypeId};
+use std::any::TypeId;
 
 use crate::commands::CommandList;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::erased::{Buffer, Erased};
 use crate::storage::Storage;
 
-use super::erased::ErasedBuf;
 use super::slots::{PendingColumn, PendingPart, SlotBase};
-use crate::message::AnyMsgBuf;
-use crate::resource::AnyResBuf;
 
 /// Types remembered by an [`Output`](crate::Output), each with its write cursor.
 pub(crate) const CACHED_TYPES: usize = 4;
@@ -439,51 +437,23 @@ fn with_runs<O, S: std::borrow::Borrow<Segment<O>>>(
     })
 }
 
-/// The type-erased face of [`OutBuf`].
-pub(crate) trait AnyBuffer: Send + Sync {
-    fn as_any_mut(&mut self) -> &mut dyn Any;
-    fn into_any(self: Box<Self>) -> Box<dyn Any>;
+/// What Sync and the buffer lists do with an output buffer without naming its type.
+impl<C: Component> Buffer for OutBuf<C> {
     /// Writes kept plus writes dropped in Run.
-    fn writes(&self) -> usize;
-    /// Clears writes, keeping capacity.
-    fn clear_all(&mut self);
-    /// Settles pending output slots and closes the open segment, and returns
-    /// [`writes`](Self::writes) (one call where the Run phase needs both).
-    fn seal_any(&mut self) -> usize;
-    /// A new empty buffer of the same type.
-    fn empty_like(&self) -> ErasedBuf;
-    /// Moves all of `other`'s writes to the end of `self`.
-    fn append_any(&mut self, other: &mut dyn AnyBuffer);
-    /// Bytes reserved by this buffer, spare vectors included.
-    fn capacity_bytes(&self) -> usize;
-}
-
-impl<C: Component> AnyBuffer for OutBuf<C> {
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
+    fn len(&self) -> usize {
+        OutBuf::len(self) + self.dropped as usize
     }
-    fn into_any(self: Box<Self>) -> Box<dyn Any> {
-        self
-    }
-    fn writes(&self) -> usize {
-        self.len() + self.dropped as usize
-    }
-    fn clear_all(&mut self) {
+    fn clear(&mut self) {
         self.clear_writes();
     }
-    fn seal_any(&mut self) -> usize {
-        self.seal();
-        self.writes()
+    /// Settles pending output slots and closes the open segment, and returns
+    /// [`len`](Buffer::len) (one call where the Run phase needs both).
+    fn seal(&mut self) -> usize {
+        OutBuf::seal(self);
+        Buffer::len(self)
     }
-    fn empty_like(&self) -> ErasedBuf {
-        ErasedBuf::new::<C>()
-    }
-    fn append_any(&mut self, other: &mut dyn AnyBuffer) {
-        let other = other
-            .as_any_mut()
-            .downcast_mut::<OutBuf<C>>()
-            .expect("appending a buffer of another type");
-        self.append(other);
+    fn append(&mut self, other: &mut Self) {
+        OutBuf::append(self, other);
     }
     fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
@@ -512,7 +482,7 @@ impl<C: Component> AnyBuffer for OutBuf<C> {
 pub(crate) struct SystemOutputs {
     /// Typed buffers by component id; `None` until the system first writes the type
     /// (and while Sync holds the buffer).
-    pub(crate) buffers: Vec<Option<ErasedBuf>>,
+    pub(crate) buffers: Vec<Option<Erased>>,
     /// The ids that have a buffer, in creation order: what `writes`, `clear`, `absorb`
     /// and Sync's gather walk (a system usually writes a few of many registered types).
     pub(crate) used: Vec<u32>,
@@ -525,10 +495,12 @@ pub(crate) struct SystemOutputs {
     pub(crate) commands: CommandList,
     /// Spawns this frame that took a reserved id (`Output::spawn`).
     pub(crate) spawned: u32,
-    /// Outputs for written resources, by resource index (see `World::register_resource`).
-    pub(crate) resources: Vec<Option<Box<dyn AnyResBuf>>>,
-    /// Messages sent, by message index (see `World::register_message`).
-    pub(crate) messages: Vec<Option<Box<dyn AnyMsgBuf>>>,
+    /// Outputs for written resources (a `Vec<R::Output>` each), by resource index (see
+    /// `World::register_resource`).
+    pub(crate) resources: Vec<Option<Erased>>,
+    /// Messages sent (a `MsgBuf<M>` each), by message index (see
+    /// `World::register_message`).
+    pub(crate) messages: Vec<Option<Erased>>,
     /// Sub-buffers for parallel iteration, one per chunk, kept across frames.
     pub(crate) chunks: Vec<SystemOutputs>,
     pub(crate) chunk_ranges: Vec<Chunk>,
@@ -574,7 +546,7 @@ impl SystemOutputs {
     }
 
     /// The buffers that exist.
-    fn existing(&self) -> impl Iterator<Item = &ErasedBuf> {
+    fn existing(&self) -> impl Iterator<Item = &Erased> {
         self.used
             .iter()
             .filter_map(|&id| self.buffers[id as usize].as_ref())
@@ -583,10 +555,8 @@ impl SystemOutputs {
     /// Bytes reserved by all buffers, commands and chunk sub-buffers.
     pub(crate) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
-        self.existing()
-            .map(|b| b.as_dyn_ref().capacity_bytes())
-            .sum::<usize>()
-            + self.buffers.capacity() * size_of::<Option<ErasedBuf>>()
+        self.existing().map(|b| b.capacity_bytes()).sum::<usize>()
+            + self.buffers.capacity() * size_of::<Option<Erased>>()
             + self.used.capacity() * size_of::<u32>()
             + self
                 .resources
@@ -614,7 +584,7 @@ impl SystemOutputs {
     pub(crate) fn clear(&mut self) {
         for &id in &self.used {
             if let Some(b) = &mut self.buffers[id as usize] {
-                b.as_dyn().clear_all();
+                b.clear();
             }
         }
         self.commands.clear();
@@ -635,7 +605,7 @@ impl SystemOutputs {
         let mut writes = 0;
         for &id in &self.used {
             if let Some(b) = &mut self.buffers[id as usize] {
-                writes += b.as_dyn().seal_any();
+                writes += b.seal();
             }
         }
         writes
@@ -653,7 +623,6 @@ impl SystemOutputs {
             let Some(theirs) = &mut other.buffers[id as usize] else {
                 continue;
             };
-            let theirs = theirs.as_dyn();
             if self.buffers.len() <= id as usize {
                 self.buffers.resize_with(id as usize + 1, || None);
             }
@@ -662,28 +631,21 @@ impl SystemOutputs {
                 *mine = Some(theirs.empty_like());
                 self.used.push(id);
             }
-            mine.as_mut()
-                .expect("just ensured")
-                .as_dyn()
-                .append_any(theirs);
+            mine.as_mut().expect("just ensured").append(theirs);
         }
         self.commands.append(&mut other.commands);
         if self.resources.len() < other.resources.len() {
             self.resources.resize_with(other.resources.len(), || None);
         }
         for (mine, theirs) in self.resources.iter_mut().zip(&mut other.resources) {
-            if let Some(theirs) = theirs {
-                mine.get_or_insert_with(|| theirs.empty_like())
-                    .append_any(&mut **theirs);
-            }
+            Erased::append_into(mine, theirs);
         }
         if self.messages.len() < other.messages.len() {
             self.messages.resize_with(other.messages.len(), || None);
         }
         for (mine, theirs) in self.messages.iter_mut().zip(&mut other.messages) {
-            if let Some(theirs) = theirs.as_mut().filter(|t| t.len() > 0) {
-                mine.get_or_insert_with(|| theirs.empty_like())
-                    .append_any(&mut **theirs);
+            if theirs.as_ref().is_some_and(|t| t.len() > 0) {
+                Erased::append_into(mine, theirs);
             }
         }
     }
@@ -695,7 +657,7 @@ impl SystemOutputs {
             self.create::<C>(id);
         }
         match &mut self.buffers[id.index()] {
-            Some(b) => b.typed_mut::<C>(),
+            Some(b) => b.typed_mut::<OutBuf<C>>(),
             None => unreachable!("created above"),
         }
     }
@@ -707,7 +669,7 @@ impl SystemOutputs {
             self.buffers.resize_with(id.index() + 1, || None);
         }
         if self.buffers[id.index()].is_none() {
-            self.buffers[id.index()] = Some(ErasedBuf::new::<C>());
+            self.buffers[id.index()] = Some(Erased::new(OutBuf::<C>::default()));
             // (Already listed if an `Output::query` iterator that held the buffer was
             // leaked instead of dropped.)
             if !self.used.contains(&id.0) {

@@ -3,8 +3,9 @@
 //! - [`buffer`]: a system's writes to one component type ([`OutBuf`](buffer::OutBuf)), as
 //!   row-aligned runs of values keyed in Run, and the per-system set of them
 //!   ([`SystemOutputs`](buffer::SystemOutputs)).
-//! - [`erased`]: a buffer with its type erased ([`ErasedBuf`](erased::ErasedBuf)), as it
-//!   travels from a system to its type's fold.
+//! - [`erased`]: where the plain write path remembers a typed buffer
+//!   ([`BufAddr`](erased::BufAddr)). A buffer travels from a system to its type's fold
+//!   type-erased, as an [`Erased`](crate::erased::Erased).
 //! - [`slots`]: the row slots of `Output::query`'s `Write<C>` elements, pending until
 //!   settled into runs.
 //!

@@ -9,13 +9,13 @@ use std::any::TypeId;
 
 pub(crate) use crate::outbuf::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
 use crate::outbuf::erased::BufAddr;
-pub(crate) use crate::outbuf::erased::ErasedBuf;
 pub use crate::outbuf::slots::Slot;
 pub use parallel::Parallel;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
+use crate::erased::Erased;
 use crate::outbuf::buffer::RowCursor;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
@@ -282,9 +282,7 @@ impl<'w> Output<'w> {
         if slots.len() <= i {
             slots.resize_with(i + 1, || None);
         }
-        crate::resource::typed_buf::<R>(&mut slots[i])
-            .values
-            .push(value);
+        Erased::get_or_new::<Vec<R::Output>>(&mut slots[i]).push(value);
     }
 
     /// Writers for several component types at once, for a hot loop that writes each of them:
@@ -510,10 +508,10 @@ mod sealed {
 
 /// `N` distinct entries of `bufs`, mutably at once.
 fn pick_disjoint<const N: usize>(
-    bufs: &mut [Option<ErasedBuf>],
+    bufs: &mut [Option<Erased>],
     ids: [ComponentId; N],
-) -> [&mut ErasedBuf; N] {
-    let mut picked: [Option<&mut ErasedBuf>; N] = std::array::from_fn(|_| None);
+) -> [&mut Erased; N] {
+    let mut picked: [Option<&mut Erased>; N] = std::array::from_fn(|_| None);
     for (i, b) in bufs.iter_mut().enumerate() {
         if let Some(k) = ids.iter().position(|id| id.index() == i) {
             picked[k] = b.as_mut();
@@ -552,7 +550,7 @@ macro_rules! writer_set {
                 k = 0;
                 ($({
                     let w = Writer {
-                        buf: $var.typed_mut::<$name>(),
+                        buf: $var.typed_mut::<OutBuf<$name>>(),
                         cursor: RowCursor::NONE,
                         world,
                         id: ids[k],

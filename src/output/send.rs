@@ -4,7 +4,8 @@ use std::any::TypeId;
 
 use super::Output;
 use crate::entity::Entity;
-use crate::message::{Message, MsgBuf, typed_buf};
+use crate::erased::Erased;
+use crate::message::{Message, MsgBuf};
 
 impl Output<'_> {
     /// Sends message `m` of type `M`: every system reads it in the next frame, through
@@ -75,7 +76,7 @@ impl Output<'_> {
             self.remember_message::<M>()
         };
         match self.bufs.messages.get_mut(i) {
-            Some(slot) => typed_buf::<M>(slot),
+            Some(slot) => Erased::get_or_new::<MsgBuf<M>>(slot),
             None => unreachable!("made by `remember_message`"),
         }
     }

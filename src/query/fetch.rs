@@ -35,12 +35,28 @@ pub trait Fetch {
 
     /// Borrows the element's columns from `source` (once per query).
     fn init<'w>(source: &mut Source<'w>) -> Self::State<'w>;
+    /// The one type an element asks of a matching table: `Some((id, true))` if the table
+    /// must hold it, `Some((id, false))` if it must not, `None` if any table will do
+    /// (`Option<&C>`). [`for_each_filter`](Self::for_each_filter) and
+    /// [`matches`](Self::matches) follow from it; a tuple, which asks for several types,
+    /// overrides both instead (its `filter` is `None`).
+    fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)>;
     /// Calls `f(id, true)` for each type a matching table must hold and `f(id, false)` for
     /// each it must not (the query's mask and candidate tables are built from these).
-    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool));
+    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
+        if let Some((id, required)) = Self::filter(state) {
+            f(id, required);
+        }
+    }
     /// The same test as the query's mask, type by type: whether `table` holds every type
     /// this element requires and none it excludes.
-    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool;
+    #[inline]
+    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
+        match Self::filter(state) {
+            Some((id, required)) => table.has(id) == required,
+            None => true,
+        }
+    }
     /// The element's part of `table`, a table the query matches. A state is asked for
     /// tables in creation order, each at most once.
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w>;
@@ -174,12 +190,9 @@ impl<C: Component> Fetch for &C {
         let id = source.id::<C>();
         (id, source.read::<C>(id))
     }
-    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
-        f(state.0, true)
-    }
     #[inline]
-    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
-        table.has(state.0)
+    fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+        Some((state.0, true))
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -213,10 +226,9 @@ impl<C: Component> Fetch for Option<&C> {
     fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
         <&C>::init(source)
     }
-    fn for_each_filter(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId, bool)) {}
     #[inline]
-    fn matches(_: &Self::State<'_>, _: TableRef<'_>) -> bool {
-        true
+    fn filter(_: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+        None
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -303,12 +315,9 @@ impl<C: Component> Fetch for &mut C {
             next: 0,
         }
     }
-    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
-        f(state.id, true)
-    }
     #[inline]
-    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
-        table.has(state.id)
+    fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+        Some((state.id, true))
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -337,10 +346,9 @@ impl<C: Component> Fetch for Option<&mut C> {
     fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
         <&mut C>::init(source)
     }
-    fn for_each_filter(_: &Self::State<'_>, _: &mut dyn FnMut(ComponentId, bool)) {}
     #[inline]
-    fn matches(_: &Self::State<'_>, _: TableRef<'_>) -> bool {
-        true
+    fn filter(_: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+        None
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -359,39 +367,42 @@ impl<C: Component> Fetch for Option<&mut C> {
 
 // ----- the faces -----
 
-impl<C: Component> QueryData for &C {
-    type Item<'w> = &'w C;
-    type Chunk<'w> = &'w [C];
-    #[inline]
-    fn chunk<'w>(columns: Self::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w> {
-        &columns[rows]
-    }
+/// The three faces of a read-only element `$ty` (generic over `C: Component`), each with
+/// the item `$item`: [`QueryData`] (whose chunk is `$chunk`, made by `$make` from the
+/// element's columns `$columns` and the rows `$rows`), [`QueryMut`] and [`QueryOut`].
+macro_rules! read_only_faces {
+    ($ty:ty => $item:ty, $chunk:ty, |$columns:pat_param, $rows:pat_param| $make:expr) => {
+        impl<C: Component> QueryData for $ty {
+            type Item<'w> = $item;
+            type Chunk<'w> = $chunk;
+            #[inline]
+            fn chunk<'w>(
+                $columns: Self::Columns<'w>,
+                $rows: std::ops::Range<usize>,
+            ) -> Self::Chunk<'w> {
+                $make
+            }
+        }
+        impl<C: Component> QueryMut for $ty {
+            type Item<'w> = $item;
+        }
+        impl<C: Component> QueryOut for $ty {
+            type Item<'w> = $item;
+        }
+    };
 }
-impl<C: Component> QueryMut for &C {
-    type Item<'w> = &'w C;
-}
-impl<C: Component> QueryData for Option<&C> {
-    type Item<'w> = Option<&'w C>;
-    type Chunk<'w> = Option<&'w [C]>;
-    #[inline]
-    fn chunk<'w>(columns: Self::Columns<'w>, rows: Range<usize>) -> Self::Chunk<'w> {
-        columns.map(|c| &c[rows])
-    }
-}
-impl<C: Component> QueryMut for Option<&C> {
-    type Item<'w> = Option<&'w C>;
-}
+pub(super) use read_only_faces;
+
+read_only_faces!(&C => &'w C, &'w [C], |columns, rows| &columns[rows]);
+read_only_faces!(Option<&C> => Option<&'w C>, Option<&'w [C]>, |columns, rows| {
+    columns.map(|c| &c[rows])
+});
+
 impl<C: Component> QueryMut for &mut C {
     type Item<'w> = &'w mut C;
 }
 impl<C: Component> QueryMut for Option<&mut C> {
     type Item<'w> = Option<&'w mut C>;
-}
-impl<C: Component> QueryOut for &C {
-    type Item<'w> = &'w C;
-}
-impl<C: Component> QueryOut for Option<&C> {
-    type Item<'w> = Option<&'w C>;
 }
 
 // ----- tuples -----
@@ -410,6 +421,10 @@ macro_rules! tuple_query {
             #[track_caller]
             fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
                 ($($name::init(source),)*)
+            }
+            /// Several types: see `for_each_filter` and `matches`.
+            fn filter(_: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+                None
             }
             fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
                 $($name::for_each_filter(&state.$idx, f);)*

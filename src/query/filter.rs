@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 
-use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
+use super::fetch::{Fetch, QueryData, QueryMut, QueryOut, read_only_faces};
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
 use crate::storage::TypeMarks;
@@ -46,12 +46,9 @@ macro_rules! table_filter {
             fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
                 source.id::<C>()
             }
-            fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
-                f(*state, $required)
-            }
             #[inline]
-            fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
-                table.has(*state) == $required
+            fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+                Some((*state, $required))
             }
             #[inline]
             fn columns<'w>(_: &mut Self::State<'w>, _: TableRef<'w>) -> Self::Columns<'w> {}
@@ -61,20 +58,7 @@ macro_rules! table_filter {
             unsafe fn get<'w>(_: &mut Self::Columns<'w>, _: usize) -> Self::Out<'w> {}
         }
 
-        impl<C: Component> QueryData for $name<C> {
-            type Item<'w> = ();
-            type Chunk<'w> = ();
-            #[inline]
-            fn chunk<'w>(_: Self::Columns<'w>, _: std::ops::Range<usize>) -> Self::Chunk<'w> {}
-        }
-
-        impl<C: Component> QueryMut for $name<C> {
-            type Item<'w> = ();
-        }
-
-        impl<C: Component> QueryOut for $name<C> {
-            type Item<'w> = ();
-        }
+        read_only_faces!($name<C> => (), (), |_, _| ());
     };
 }
 
@@ -213,12 +197,9 @@ macro_rules! mark_filter {
                     marks: source.marks::<C>(id),
                 }
             }
-            fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
-                f(state.id, true)
-            }
             #[inline]
-            fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
-                table.has(state.id)
+            fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+                Some((state.id, true))
             }
             #[inline]
             fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
@@ -244,20 +225,7 @@ macro_rules! mark_filter {
             }
         }
 
-        impl<C: Component> QueryData for $name<C> {
-            type Item<'w> = ();
-            type Chunk<'w> = ();
-            #[inline]
-            fn chunk<'w>(_: Self::Columns<'w>, _: std::ops::Range<usize>) -> Self::Chunk<'w> {}
-        }
-
-        impl<C: Component> QueryMut for $name<C> {
-            type Item<'w> = ();
-        }
-
-        impl<C: Component> QueryOut for $name<C> {
-            type Item<'w> = ();
-        }
+        read_only_faces!($name<C> => (), (), |_, _| ());
     };
 }
 

@@ -94,10 +94,7 @@ impl<'w> LentColumns<'w> {
     /// The slot, split into its column vectors and its marks (on first use).
     fn split<C: Component>(&mut self) -> &mut (Option<&'w mut dyn Any>, &'w TypeMarks) {
         if let Some(whole) = self.whole.take() {
-            let typed: &'w mut TypedColumns<C> = whole
-                .as_any_mut()
-                .downcast_mut()
-                .expect("component id maps to another type");
+            let typed: &'w mut TypedColumns<C> = whole.typed_mut();
             let TypedColumns { columns, marks, .. } = typed;
             self.split = Some((Some(columns), marks));
         }

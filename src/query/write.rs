@@ -63,12 +63,9 @@ impl<C: Component> Fetch for Write<C> {
             _outputs: PhantomData,
         }
     }
-    fn for_each_filter(state: &Self::State<'_>, f: &mut dyn FnMut(ComponentId, bool)) {
-        f(state.id, true)
-    }
     #[inline]
-    fn matches(state: &Self::State<'_>, table: TableRef<'_>) -> bool {
-        table.has(state.id)
+    fn filter(state: &Self::State<'_>) -> Option<(ComponentId, bool)> {
+        Some((state.id, true))
     }
     #[inline]
     fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {

@@ -1,11 +1,13 @@
 //! Per-type columns: one `Vec<C>` per table that holds `C`.
 
 use std::any::{Any, type_name};
+use std::collections::VecDeque;
 use std::fmt;
 
 use super::marks::TypeMarks;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
+use crate::erased::Erased;
 use crate::savefile::{ColumnError, Encoding, Source};
 
 /// Per-type operations (opt-ins) that need more than [`Component`]'s bounds, recorded by an opt-in
@@ -219,16 +221,18 @@ impl dyn AnyColumns + '_ {
     /// If they are another type's (a component id used with the wrong type: a bug).
     #[inline]
     pub(crate) fn typed<C: Component>(&self) -> &TypedColumns<C> {
-        match self.as_any().downcast_ref() {
+        let any: &dyn Any = self;
+        match any.downcast_ref() {
             Some(t) => t,
             None => other_type::<C>(),
         }
     }
 
-    /// [`typed`](Self::typed), mutably.
+    /// `typed`, mutably.
     #[inline]
     pub(crate) fn typed_mut<C: Component>(&mut self) -> &mut TypedColumns<C> {
-        match self.as_any_mut().downcast_mut() {
+        let any: &mut dyn Any = self;
+        match any.downcast_mut() {
             Some(t) => t,
             None => other_type::<C>(),
         }
@@ -240,10 +244,9 @@ fn other_type<C>() -> ! {
     unreachable!("columns of another type than `{}`", type_name::<C>())
 }
 
-/// The type-erased face of [`TypedColumns`], used by table moves.
-pub(crate) trait AnyColumns: Send + Sync {
-    fn as_any(&self) -> &dyn Any;
-    fn as_any_mut(&mut self) -> &mut dyn Any;
+/// The type-erased face of [`TypedColumns`], used by table moves. Its typed side is one
+/// downcast away (`typed` and `typed_mut`, on `dyn AnyColumns`).
+pub(crate) trait AnyColumns: Any + Send + Sync {
     /// Adds an empty column (for a new table) and returns its index.
     fn add_column(&mut self) -> u32;
     /// Swap-removes row `row` of column `col` into the graveyard.
@@ -262,6 +265,12 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn permute_rows(&mut self, col: u32, inv: &[u32], swaps: &[(u32, u32)], scratch: &mut Vec<u64>);
     /// Pushes the staged value onto column `col`.
     fn push_staged(&mut self, col: u32);
+    /// Stages the next of a command list's `values` (a `VecDeque<C>` of this type), for
+    /// one insert or spawn.
+    fn stage_next(&mut self, values: &mut Erased);
+    /// Pushes the next `n` of a command list's `values` (a `VecDeque<C>` of this type)
+    /// onto column `col`, in order: a batch of inserts.
+    fn push_next(&mut self, values: &mut Erased, n: usize, col: u32);
     /// Pushes the staged value onto column `col` and marks its new row as `mark` says
     /// (an entity record's marks: bit 0 changed, bit 1 added, which implies changed): what
     /// a spawn or a move does for each of its types, in one call instead of two.
@@ -311,9 +320,9 @@ pub(crate) trait AnyColumns: Send + Sync {
     fn encode_value(&self, col: u32, row: u32, out: &mut Vec<u8>) -> Result<(), String>;
     /// Decodes one value of `len` bytes from `src` and stages it (for `push_staged`).
     fn stage_decoded(&mut self, src: &mut Source<'_>, len: u64) -> Result<(), ColumnError>;
-    /// No decoded columns yet: an empty `Vec<Vec<C>>`, boxed, for
+    /// No decoded columns yet: an empty `Vec<Vec<C>>`, erased, for
     /// [`read_column`](Self::read_column).
-    fn new_columns(&self) -> Box<dyn Any + Send + Sync>;
+    fn new_columns(&self) -> Erased;
     /// Reads a column of `len` bytes holding `rows` values from `src` and pushes it onto
     /// `into` (from [`new_columns`](Self::new_columns)). Touches nothing here.
     fn read_column(
@@ -321,12 +330,12 @@ pub(crate) trait AnyColumns: Send + Sync {
         src: &mut Source<'_>,
         len: u64,
         rows: usize,
-        into: &mut (dyn Any + Send + Sync),
+        into: &mut Erased,
     ) -> Result<(), ColumnError>;
     /// Replaces every column and its marks by decoded ones (from
     /// [`read_column`](Self::read_column), as many columns as the storage's tables
     /// hold the type).
-    fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks);
+    fn install(&mut self, columns: Erased, marks: TypeMarks);
     /// The change marks, for save files.
     fn marks(&self) -> &TypeMarks;
     /// Empty columns of the same type with the same opt-ins.
@@ -338,14 +347,6 @@ pub(crate) trait AnyColumns: Send + Sync {
 }
 
 impl<C: Component> AnyColumns for TypedColumns<C> {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn as_any_mut(&mut self) -> &mut dyn Any {
-        self
-    }
-
     fn add_column(&mut self) -> u32 {
         self.columns.push(Vec::new());
         self.marks.add_column();
@@ -413,6 +414,23 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn push_staged(&mut self, col: u32) {
         let v = self.take_staged();
         self.columns[col as usize].push(v);
+    }
+
+    fn stage_next(&mut self, values: &mut Erased) {
+        let v = values
+            .typed_mut::<VecDeque<C>>()
+            .pop_front()
+            .expect("a structural command without its value");
+        self.stage(v);
+    }
+
+    fn push_next(&mut self, values: &mut Erased, n: usize, col: u32) {
+        let values = values.typed_mut::<VecDeque<C>>();
+        assert!(
+            n <= values.len(),
+            "structural commands without their values"
+        );
+        self.columns[col as usize].extend(values.drain(..n));
     }
 
     fn push_staged_marked(&mut self, col: u32, mark: u8) {
@@ -567,8 +585,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         }
     }
 
-    fn new_columns(&self) -> Box<dyn Any + Send + Sync> {
-        Box::new(Vec::<Vec<C>>::new())
+    fn new_columns(&self) -> Erased {
+        Erased::new(Vec::<Vec<C>>::new())
     }
 
     fn read_column(
@@ -576,25 +594,21 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         src: &mut Source<'_>,
         len: u64,
         rows: usize,
-        into: &mut (dyn Any + Send + Sync),
+        into: &mut Erased,
     ) -> Result<(), ColumnError> {
         let fns = self
             .ops
             .serde
             .ok_or_else(|| ColumnError::Decode("not opted into saves".to_owned()))?;
-        let columns = into
-            .downcast_mut::<Vec<Vec<C>>>()
-            .expect("decoded columns of another type");
+        let columns = into.typed_mut::<Vec<Vec<C>>>();
         let mut col = Vec::new();
         (fns.decode)(src, len, rows, &mut col)?;
         columns.push(col);
         Ok(())
     }
 
-    fn install(&mut self, columns: Box<dyn Any + Send + Sync>, marks: TypeMarks) {
-        let columns = columns
-            .downcast::<Vec<Vec<C>>>()
-            .expect("decoded columns of another type");
+    fn install(&mut self, columns: Erased, marks: TypeMarks) {
+        let columns = columns.into_typed::<Vec<Vec<C>>>();
         debug_assert!(self.staged.is_none());
         debug_assert_eq!(columns.len(), marks.columns.len());
         self.graveyard.clear();

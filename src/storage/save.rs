@@ -11,7 +11,6 @@
 //! tables in the saved order, so table ids, the match cache and query order are those of
 //! the saved world, and later frames run as they would have there.
 
-use std::any::Any;
 use std::collections::{HashMap, HashSet};
 use std::num::NonZeroU32;
 
@@ -19,6 +18,7 @@ use super::Storage;
 use super::marks::TypeMarks;
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, Location};
+use crate::erased::Erased;
 use crate::hierarchy::{ChildOf, Children, Hierarchy};
 use crate::savefile::{ColumnError, Encoding, Found, LoadError, Put, SaveError, Sink, Source};
 
@@ -45,7 +45,7 @@ impl ParsedStorage {
 type SavedTable = (Vec<ComponentId>, Vec<Entity>);
 
 /// A type's columns as loaded: `Vec<Vec<C>>`, and their marks.
-type SavedColumns = (Box<dyn Any + Send + Sync>, TypeMarks);
+type SavedColumns = (Erased, TypeMarks);
 
 impl Storage {
     /// The first registered type (by id) not opted into save files.
@@ -345,7 +345,7 @@ impl Storage {
                 rows.push(entities.len());
                 let len = r.u64("a column")?;
                 typed
-                    .read_column(r, len, entities.len(), &mut *decoded)
+                    .read_column(r, len, entities.len(), &mut decoded)
                     .map_err(|e| match e {
                         ColumnError::Load(e) => e,
                         ColumnError::Decode(message) => LoadError::Decode {
@@ -621,11 +621,8 @@ impl SavedAllocator {
 
 /// The rows of type `id` in `parsed`, with their entities: `(entity, value)` in table
 /// order.
-fn rows_of<C: 'static>(parsed: &ParsedStorage, id: ComponentId) -> Vec<(Entity, &C)> {
-    let columns = parsed.columns[id.index()]
-        .0
-        .downcast_ref::<Vec<Vec<C>>>()
-        .expect("a type's decoded columns");
+fn rows_of<C: Send + Sync + 'static>(parsed: &ParsedStorage, id: ComponentId) -> Vec<(Entity, &C)> {
+    let columns = parsed.columns[id.index()].0.typed::<Vec<Vec<C>>>();
     let tables = parsed
         .tables
         .iter()

@@ -198,7 +198,7 @@ fn gather(world: &mut World, systems: &mut [SystemSlot]) {
         let out = &mut slot.out;
         for &id in &out.used {
             let b = &mut out.buffers[id as usize];
-            if b.as_ref().is_some_and(|b| b.as_dyn_ref().writes() > 0) {
+            if b.as_ref().is_some_and(|b| b.len() > 0) {
                 let b = b.take().expect("checked above");
                 folds[id as usize].accept(s as u32, b);
             }
@@ -263,7 +263,7 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
         let mut sources = systems
             .iter_mut()
             .filter(|s| s.ran)
-            .filter_map(|s| s.out.resources.get_mut(i)?.as_deref_mut());
+            .filter_map(|s| s.out.resources.get_mut(i)?.as_mut());
         let c = fold.fold(resources, &mut sources);
         report.merged += c.merged;
         report.dropped += c.dropped;
@@ -353,7 +353,7 @@ fn deliver_messages(
         let mut sources = systems
             .iter_mut()
             .filter(|s| s.ran)
-            .filter_map(|s| s.out.messages.get_mut(i)?.as_deref_mut());
+            .filter_map(|s| s.out.messages.get_mut(i)?.as_mut());
         let d = inbox.deliver(&mut sources, &alive, segment);
         report.messages += d.delivered;
         report.dropped += d.dropped;

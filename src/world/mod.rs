@@ -30,7 +30,7 @@ use crate::hooks::Hooks;
 use crate::merge::Merge;
 use crate::message::Messages;
 use crate::query::{QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter};
-use crate::resource::{AnyResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
+use crate::resource::{ResourceFold, ResourceHook, ResourceSerde, ResourceSum, Resources};
 use crate::storage::{Storage, registered_twice};
 
 /// Entities, their components and global resources.
@@ -63,7 +63,7 @@ pub struct World {
     folds: Vec<Box<dyn AnyFold>>,
     resources: Resources,
     /// Merges of the resources systems may write, by resource index.
-    resource_folds: Vec<Box<dyn AnyResourceFold>>,
+    resource_folds: Vec<ResourceFold>,
     /// Resource type to index in `resource_folds`.
     resource_ids: TypeIdMap<u32>,
     /// Resource types opted into snapshots, in opt-in order.
@@ -641,7 +641,7 @@ pub(crate) struct SyncParts<'w> {
     /// The resources.
     pub(crate) resources: &'w mut Resources,
     /// The merges of the resources systems may write, by resource index.
-    pub(crate) resource_folds: &'w mut [Box<dyn AnyResourceFold>],
+    pub(crate) resource_folds: &'w mut [ResourceFold],
     /// The message types and their delivered messages.
     pub(crate) messages: &'w mut Messages,
 }

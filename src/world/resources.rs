@@ -64,8 +64,7 @@ impl World {
                 type_name::<R>()
             );
         }
-        self.resource_folds
-            .push(Box::new(ResourceFold::<R, _>::new(merge)));
+        self.resource_folds.push(ResourceFold::new::<R, _>(merge));
     }
 
     /// The index of written resource `R`.
