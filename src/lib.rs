@@ -23,22 +23,25 @@
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
 //!   registry), `input` (the per-frame input resource), `ids`, `profile` (Tracy zones;
-//!   nothing without `tracy`); then `merge`, `checksum`, `stats` (frame
+//!   nothing without `tracy`), `erased` (the one type-erased buffer: a box and its
+//!   `TypeId`, one checked downcast); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
 //!   errors) and `hierarchy` (the `ChildOf` / `Children` components and their checks),
 //!   which know only those.
 //! - **Storage** (`storage/`: tables, SoA columns, change marks, entity moves, storage
-//!   snapshots). The **worker pool** and the clock are the `runsync-pool` crate, which
+//!   snapshots). Its fields are private: the rest of the crate goes through its methods
+//!   (one entity lookup, `locate`), and Sync borrows the world's parts through one
+//!   `World::sync_parts()`. The **worker pool** and the clock are the `runsync-pool` crate, which
 //!   knows no ECS (`crate::pool` inside this crate).
 //! - **What values become**: `bundle` (a bundle writes into a sink trait), `resource`
 //!   (the resource map and written-resource folds), `message` (sent and delivered
 //!   messages, double-buffered), `commands` (the one structural command list and its
 //!   `apply`, for systems' outputs and hooks alike; `commands::tree` keeps parents and
 //!   children in step).
-//! - **Output buffers** (`outbuf/`, Run's hand-over to Sync: `buffer`, `erased`:
-//!   per-system, per-type runs of rows; `slots`: the row slots of `Output::query`, pending
-//!   until settled into runs), then **folds** (`fold/`: one typed fold per component
-//!   type, knowing no `World`).
+//! - **Output buffers** (`outbuf/`, Run's hand-over to Sync: `buffer`: per-system,
+//!   per-type runs of rows; `erased`: the write path's remembered buffer address;
+//!   `slots`: the row slots of `Output::query`, pending until settled into runs), then
+//!   **folds** (`fold/`: one typed fold per component type, knowing no `World`).
 //! - **Queries** (`query/`: `fetch`, `filter`, `state`, `iter`, `write`: one engine for
 //!   `query`, `query_mut` and `Output::query`), reading storage and output buffers, never
 //!   the `World`.
