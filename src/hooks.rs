@@ -214,7 +214,7 @@ impl Hooks {
                     .storage()
                     .slot_of(e, id)
                     .expect("a hook fires for an entity that has the component");
-                let value = &world.storage().typed::<C>(id).columns[col as usize][row as usize];
+                let value = world.storage().typed::<C>(id).get(col, row);
                 hook(world, e, value, cmds);
             },
         ));

@@ -161,7 +161,9 @@ fn add_child(host: &mut dyn Host, h: Hierarchy, parent: Entity, child: Entity) {
     let storage = host.storage();
     match storage.slot_of(parent, h.children) {
         Some((col, row)) => {
-            storage.typed_mut::<Children>(h.children).columns[col as usize][row as usize]
+            storage
+                .typed_mut::<Children>(h.children)
+                .get_mut(col, row)
                 .0
                 .push(child);
             storage
@@ -185,14 +187,17 @@ fn remove_child(host: &mut dyn Host, h: Hierarchy, parent: Entity, child: Entity
         debug_assert!(false, "{child:?}'s parent {parent:?} has no Children");
         return;
     };
-    let list = &storage.typed::<Children>(h.children).columns[col as usize][row as usize].0;
+    let list = &storage.typed::<Children>(h.children).get(col, row).0;
     if list.len() == 1 {
         debug_assert_eq!(list[0], child);
         host.fire(Change::Remove, h.children, parent);
         host.storage().remove(parent, h.children);
         return;
     }
-    let list = &mut storage.typed_mut::<Children>(h.children).columns[col as usize][row as usize].0;
+    let list = &mut storage
+        .typed_mut::<Children>(h.children)
+        .get_mut(col, row)
+        .0;
     if let Some(i) = list.iter().position(|&c| c == child) {
         list.remove(i);
     }

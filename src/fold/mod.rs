@@ -110,9 +110,9 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn swap_columns(&mut self, storage: &mut dyn AnyColumns) {
-        let typed = storage.typed_mut::<C>();
-        std::mem::swap(&mut typed.columns, &mut self.columns);
-        std::mem::swap(&mut typed.marks, &mut self.marks);
+        storage
+            .typed_mut::<C>()
+            .swap_with(&mut self.columns, &mut self.marks);
     }
 
     fn fold(&mut self, pool: &Pool) -> FoldCounts {

@@ -95,7 +95,7 @@ impl<'w> LentColumns<'w> {
     fn split<C: Component>(&mut self) -> &mut (Option<&'w mut dyn Any>, &'w TypeMarks) {
         if let Some(whole) = self.whole.take() {
             let typed: &'w mut TypedColumns<C> = whole.typed_mut();
-            let TypedColumns { columns, marks, .. } = typed;
+            let (columns, marks) = typed.split_mut();
             self.split = Some((Some(columns), marks));
         }
         self.split.as_mut().expect("a slot is whole or split")
@@ -120,7 +120,7 @@ impl<'w> Source<'w> {
         match &mut self.lend {
             Lend::Shared(storage) | Lend::Slots(storage, ..) => {
                 let storage: &'w Storage = storage;
-                &storage.typed::<C>(id).columns
+                storage.typed::<C>(id).columns()
             }
             Lend::Exclusive(_) => self.take::<C>(id),
         }
@@ -144,7 +144,7 @@ impl<'w> Source<'w> {
         match &mut self.lend {
             Lend::Shared(storage) | Lend::Slots(storage, ..) => {
                 let storage: &'w Storage = storage;
-                &storage.typed::<C>(id).marks
+                storage.typed::<C>(id).marks()
             }
             Lend::Exclusive(slots) => slots[id.index()].split::<C>().1,
         }

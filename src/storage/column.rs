@@ -125,9 +125,9 @@ impl<T> fmt::Display for Show<'_, T> {
 /// flight during a structural change. It knows nothing of merges or outputs.
 pub(crate) struct TypedColumns<C: Component> {
     /// Column `k` belongs to the `k`-th table (in creation order) that holds `C`.
-    pub(crate) columns: Vec<Vec<C>>,
+    columns: Vec<Vec<C>>,
     /// Change marks, one entry per column, row-aligned with it (see `storage::marks`).
-    pub(crate) marks: TypeMarks,
+    marks: TypeMarks,
     /// A value on its way into a column (insert or spawn), set by `stage`.
     staged: Option<C>,
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
@@ -198,6 +198,66 @@ impl<C: Component> TypedColumns<C> {
         if let Some(left) = self.staged.replace(value) {
             self.graveyard.push(left);
         }
+    }
+
+    /// Row `row` of column `col` (a location from `Storage::slot_of`).
+    #[inline]
+    pub(crate) fn get(&self, col: u32, row: u32) -> &C {
+        &self.columns[col as usize][row as usize]
+    }
+
+    /// [`get`](Self::get), mutably (no change mark: the caller marks what it changes).
+    #[inline]
+    pub(crate) fn get_mut(&mut self, col: u32, row: u32) -> &mut C {
+        &mut self.columns[col as usize][row as usize]
+    }
+
+    /// Every column, by column index.
+    #[inline]
+    pub(crate) fn columns(&self) -> &[Vec<C>] {
+        &self.columns
+    }
+
+    /// Column `col`, mutably, for pushing a batch of values (its marks are the
+    /// caller's to keep row-aligned).
+    #[inline]
+    pub(crate) fn column_mut(&mut self, col: u32) -> &mut Vec<C> {
+        &mut self.columns[col as usize]
+    }
+
+    /// Appends `values` (emptied) to column `col` and marks the new rows added; an empty
+    /// column takes the buffer as it is (no copy).
+    pub(crate) fn append_added(&mut self, col: u32, values: &mut Vec<C>) {
+        let column = &mut self.columns[col as usize];
+        let from = column.len();
+        if column.is_empty() {
+            std::mem::swap(column, values);
+        } else {
+            column.append(values);
+        }
+        let to = column.len();
+        self.marks.mark_added(col as usize, from..to);
+    }
+
+    /// The change marks of every column.
+    #[inline]
+    pub(crate) fn marks(&self) -> &TypeMarks {
+        &self.marks
+    }
+
+    /// The columns, mutably, beside the marks, shared: what `query_mut` lends its
+    /// elements (values change in place; marks stay as Sync left them).
+    #[inline]
+    pub(crate) fn split_mut(&mut self) -> (&mut Vec<Vec<C>>, &TypeMarks) {
+        (&mut self.columns, &self.marks)
+    }
+
+    /// Swaps the columns and marks with `columns` and `marks`: how Sync lends them to
+    /// a fold and takes them back (the same call, twice).
+    #[inline]
+    pub(crate) fn swap_with(&mut self, columns: &mut Vec<Vec<C>>, marks: &mut TypeMarks) {
+        std::mem::swap(&mut self.columns, columns);
+        std::mem::swap(&mut self.marks, marks);
     }
 
     /// Takes the most recently removed value back out of the graveyard.

@@ -536,17 +536,7 @@ impl Storage {
             .get(table)
             .column(id)
             .expect("the bundle's table has C");
-        let typed = self.typed_mut::<C>(id);
-        let column = &mut typed.columns[col as usize];
-        let from = column.len();
-        if column.is_empty() {
-            // An empty column takes the buffer as it is: no copy.
-            std::mem::swap(column, values);
-        } else {
-            column.append(values);
-        }
-        let to = column.len();
-        typed.marks.mark_added(col as usize, from..to);
+        self.typed_mut::<C>(id).append_added(col, values);
     }
 
     /// Allocates `n` entities for rows already appended to every column of `table`, and
@@ -725,16 +715,14 @@ impl Storage {
     #[inline]
     pub(crate) fn parent_of(&self, h: Hierarchy, e: Entity) -> Option<Entity> {
         let (col, row) = self.slot_of(e, h.child_of)?;
-        Some(self.typed::<ChildOf>(h.child_of).columns[col as usize][row as usize].0)
+        Some(self.typed::<ChildOf>(h.child_of).get(col, row).0)
     }
 
     /// `e`'s children, in order (empty if none, or `e` is dead).
     #[inline]
     pub(crate) fn children_of(&self, h: Hierarchy, e: Entity) -> &[Entity] {
         match self.slot_of(e, h.children) {
-            Some((col, row)) => {
-                &self.typed::<Children>(h.children).columns[col as usize][row as usize].0
-            }
+            Some((col, row)) => &self.typed::<Children>(h.children).get(col, row).0,
             None => &[],
         }
     }

@@ -40,7 +40,7 @@ impl<C: Component, F: Fn() -> C + Send + Sync> Make for Maker<C, F> {
     }
 
     fn push(&self, columns: &mut dyn AnyColumns, col: u32, n: usize) {
-        let column = &mut columns.typed_mut::<C>().columns[col as usize];
+        let column = columns.typed_mut::<C>().column_mut(col);
         column.reserve(n);
         column.extend((0..n).map(|_| (self.0)()));
     }

@@ -246,13 +246,12 @@ impl Storage {
             .collect();
         for (parent, list) in lists {
             if let Some((col, row)) = self.slot_of(parent, h.children) {
-                self.typed_mut::<Children>(h.children).columns[col as usize][row as usize].0 = list;
+                self.typed_mut::<Children>(h.children).get_mut(col, row).0 = list;
             }
         }
         for (child, parent) in children {
             if let Some((col, row)) = self.slot_of(child, h.child_of) {
-                self.typed_mut::<ChildOf>(h.child_of).columns[col as usize][row as usize] =
-                    ChildOf(parent);
+                *self.typed_mut::<ChildOf>(h.child_of).get_mut(col, row) = ChildOf(parent);
             }
         }
         Ok(())

@@ -350,7 +350,7 @@ impl World {
     pub fn get<C: Component>(&self, e: Entity) -> Option<&C> {
         let id = self.storage.registry().id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
-        Some(&self.storage.typed::<C>(id).columns[col as usize][row as usize])
+        Some(self.storage.typed::<C>(id).get(col, row))
     }
 
     /// `e`'s `C`, mutably. Only possible between frames: systems get `&World`.
@@ -363,7 +363,7 @@ impl World {
         assert_mutable::<C>();
         let id = self.storage.registry().id::<C>();
         let (col, row) = self.storage.slot_of(e, id)?;
-        Some(&mut self.storage.typed_mut::<C>(id).columns[col as usize][row as usize])
+        Some(self.storage.typed_mut::<C>(id).get_mut(col, row))
     }
 
     /// Whether `e` has a `C` (false if dead).
