@@ -355,7 +355,7 @@ pub(crate) fn apply_list(
             }
             Command::Insert(e, id) => match host.storage().plan(e, id, true) {
                 Plan::Move { from, to } => {
-                    batch.push(host.storage(), list, id, true, e, from, to);
+                    batch.push(host.storage(), list, (id, true), e, (from, to));
                     if host.hooked(id, Change::Add) {
                         batch.flush(host.storage(), list);
                         host.fire(Change::Add, id, e);
@@ -385,7 +385,7 @@ pub(crate) fn apply_list(
                         batch.flush(host.storage(), list);
                         host.fire(Change::Remove, id, e);
                     }
-                    batch.push(host.storage(), list, id, false, e, from, to);
+                    batch.push(host.storage(), list, (id, false), e, (from, to));
                 }
                 // Nothing to remove: no column is touched, the batch may go on.
                 Plan::Dead | Plan::Stays(_) => report.dropped += 1,
@@ -439,11 +439,20 @@ pub(crate) fn apply_list(
     list.clear();
 }
 
-/// Entity moves whose column data has not moved yet: all from table `from` to table `to`,
-/// by inserting (`add`) or removing type `id`.
+/// What a batch of entity moves shares: type `id` inserted (`add`) or removed, moving
+/// each entity from table `from` to table `to`.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct MoveKey {
+    id: ComponentId,
+    add: bool,
+    from: TableId,
+    to: TableId,
+}
+
+/// Entity moves whose column data has not moved yet, all with one [`MoveKey`].
 #[derive(Default)]
 struct MoveBatch {
-    key: Option<(ComponentId, bool, TableId, TableId)>,
+    key: Option<MoveKey>,
     /// The row each entity left in `from`, in command order.
     rows: Vec<u32>,
 }
@@ -451,7 +460,7 @@ struct MoveBatch {
 impl MoveBatch {
     /// Moves the batch's component data (one pass per column) and empties it.
     fn flush(&mut self, storage: &mut Storage, list: &mut CommandList) {
-        let Some((id, add, from, to)) = self.key.take() else {
+        let Some(MoveKey { id, add, from, to }) = self.key.take() else {
             return;
         };
         let n = self.rows.len();
@@ -462,20 +471,23 @@ impl MoveBatch {
         self.rows.clear();
     }
 
-    /// Moves `e` (already planned: from `from` to `to`) as part of the batch, flushing
-    /// the batch first if it goes elsewhere.
-    #[allow(clippy::too_many_arguments)]
+    /// Moves `e` (already planned: from `from` to table `to`, inserting or removing
+    /// `id` as `add` says) as part of the batch, flushing the batch first if it goes
+    /// elsewhere.
     fn push(
         &mut self,
         storage: &mut Storage,
         list: &mut CommandList,
-        id: ComponentId,
-        add: bool,
+        (id, add): (ComponentId, bool),
         e: Entity,
-        from: Location,
-        to: TableId,
+        (from, to): (Location, TableId),
     ) {
-        let key = Some((id, add, from.table, to));
+        let key = Some(MoveKey {
+            id,
+            add,
+            from: from.table,
+            to,
+        });
         if self.key != key {
             self.flush(storage, list);
             self.key = key;

@@ -516,7 +516,7 @@ mod tests {
                 assert!(cols == want, "{what}, {threads} threads, round {round}");
                 // Exactly the rows some source wrote are marked changed, none added.
                 for (c, col) in cols.iter().enumerate() {
-                    let m = &marks.columns[c];
+                    let m = marks.column(c);
                     for r in 0..col.len() {
                         let w = written.contains(&(c as u32, r as u32));
                         assert_eq!(m.changed.get(r), w, "col {c} row {r}, {what}");
@@ -1024,7 +1024,7 @@ mod tests {
             .collect();
         assert_eq!(cols[0], expect);
         assert_eq!(
-            marks.columns[0].changed.count(),
+            marks.column(0).changed.count(),
             n as usize,
             "the swap marks all"
         );

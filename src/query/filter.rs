@@ -204,7 +204,7 @@ macro_rules! mark_filter {
             #[inline]
             fn columns<'w>(state: &mut Self::State<'w>, table: TableRef<'w>) -> Self::Columns<'w> {
                 match table.column(state.id) {
-                    Some(c) => state.marks.columns[c as usize].$bits.words(),
+                    Some(c) => state.marks.column(c as usize).$bits.words(),
                     None => &[],
                 }
             }

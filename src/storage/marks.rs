@@ -255,8 +255,8 @@ impl ColumnMarks {
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct TypeMarks {
     /// Column `k`'s marks (one per column, always); with several stages, the union of
-    /// the layers.
-    pub(crate) columns: Vec<ColumnMarks>,
+    /// the layers. Outside `storage/`, read through [`column`](Self::column).
+    pub(in crate::storage) columns: Vec<ColumnMarks>,
     /// Some column may have a mark: [`clear`](Self::clear) has work to do.
     dirty: bool,
     /// With several stages: the layers, one per stage (`None` with one stage, and until
@@ -356,6 +356,12 @@ macro_rules! marked_sets {
 }
 
 impl TypeMarks {
+    /// Column `col`'s marks (the union of the layers, with several stages).
+    #[inline]
+    pub(crate) fn column(&self, col: usize) -> &ColumnMarks {
+        &self.columns[col]
+    }
+
     /// Marks made of saved words, one `(changed, added)` pair per column; checked: no bit
     /// at or past a column's `rows`, added rows among the changed ones. `Err` says what
     /// is wrong. (A save holds the union of a multi-stage world's layers; a runtime's save
