@@ -34,6 +34,9 @@
 //! [`split_columns`](Storage::split_columns)), the ids reserved for spawns made in Run
 //! ([`reserve_for_stage`](Storage::reserve_for_stage) ..
 //! [`commit_reserved`](Storage::commit_reserved)), and the structural changes below.
+//! A type's [`TypedColumns`] are closed the same way: one value by location (`get`,
+//! `get_mut`), the columns and marks read-only for queries (`columns`, `marks`),
+//! `split_mut` for `query_mut`, and `swap_with` to lend both to a fold and take them back.
 //!
 //! Imports run one way, so the folder has no import cycle: `mod.rs` imports the
 //! mechanisms it is built of (`table`, `column`, `mask`, `marks`, `required`,
