@@ -295,8 +295,9 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
     }
 
     /// Moves to the next matching table (clipped to [`rows`](Self::rows)' range); `false`
-    /// at the end. Inlined into the row loops: only the clip of a limited iterator is a
-    /// call taking the iterator by reference, off the loops' path.
+    /// at the end. Inlined into the row loops; the calls it makes (the table search, the
+    /// clip of a limited iterator) take and return values, never a reference into the
+    /// iterator (see [`next_table`](fn@next_table)).
     #[inline(always)]
     fn next_table(&mut self) -> bool {
         let (tables, _, found) = next_table::<Q>(self.tables.clone(), self.state);
@@ -316,23 +317,33 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
     #[inline(always)]
     fn clip(&mut self) {
         if self.left != usize::MAX {
-            self.clip_limited();
+            let rows = std::mem::replace(&mut self.rows, TableRows::none());
+            let (rows, left) = clip_rows(rows, self.left);
+            self.rows = rows;
+            self.left = left;
+            if left == 0 {
+                self.tables = Candidates::All(0..0);
+            }
         }
     }
+}
 
-    #[cold]
-    #[inline(never)]
-    fn clip_limited(&mut self) {
-        let here = self.rows.remaining();
-        if here < self.left {
-            self.left -= here;
-            return;
-        }
-        let end = self.rows.end_after(self.left);
-        self.rows.entities = &self.rows.entities[..end];
-        self.left = 0;
-        self.tables = Candidates::All(0..0);
+/// A limited iterator's table cut to the `left` rows still wanted, and how many are
+/// wanted after it (0: it was cut, no table follows). Out of line and by value, as
+/// [`next_table`](fn@next_table) is: a reference into the iterator passed to any call
+/// keeps the whole iterator in memory, so that the row loop of every query, limited or
+/// not, stores its row and reloads its columns on each row (as it did from the day
+/// `rows` came until this was by value: 5 instructions more per row of a `writer` loop).
+#[cold]
+#[inline(never)]
+fn clip_rows<Q: Fetch>(mut rows: TableRows<'_, Q>, left: usize) -> (TableRows<'_, Q>, usize) {
+    let here = rows.remaining();
+    if here < left {
+        return (rows, left - here);
     }
+    let end = rows.end_after(left);
+    rows.entities = &rows.entities[..end];
+    (rows, 0)
 }
 
 /// A table found by [`QueryState::next_table`]: its entities and `Q`'s part of it.
