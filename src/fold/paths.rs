@@ -336,6 +336,25 @@ mod tests {
         }
     }
 
+    /// A fold job over `columns` and `inbox`, its `total` counted from the inbox.
+    fn job<'a, C: Component, M>(
+        merge: &'a M,
+        columns: &'a mut [Vec<C>],
+        inbox: &'a mut [(u32, Box<OutBuf<C>>)],
+        pool: &'a Pool,
+        failed: &'a mut Option<FailedAt>,
+    ) -> FoldJob<'a, C, M> {
+        let total = inbox.iter().map(|(_, b)| b.len()).sum();
+        FoldJob {
+            merge,
+            columns,
+            inbox,
+            total,
+            pool,
+            failed,
+        }
+    }
+
     /// An order-sensitive fold: any reordering or regrouping changes the result.
     fn hash(v: &mut V, outs: &[i64]) {
         v.0 = outs
@@ -577,44 +596,21 @@ mod tests {
         let mut cols = columns();
         let all = shapes(&cols);
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
-        let total = inbox.iter().map(|(_, b)| b.len()).sum();
         let split = gather::gather(
-            FoldJob {
-                merge: &hash,
-                columns: &mut cols,
-                inbox: &mut inbox,
-                total,
-                pool: &pool,
-                failed: &mut None,
-            },
+            job(&hash, &mut cols, &mut inbox, &pool, &mut None),
             &mut GatherScratch::default(),
         );
         assert_eq!(split, pool.threads() > 1);
         let mut inbox = vec![(0, source::<V>(&all[7]))];
-        let total = inbox[0].1.len();
         let split = keyed::keyed(
-            FoldJob {
-                merge: &hash,
-                columns: &mut cols,
-                inbox: &mut inbox,
-                total,
-                pool: &pool,
-                failed: &mut None,
-            },
+            job(&hash, &mut cols, &mut inbox, &pool, &mut None),
             &mut marks_for(&columns()),
             &mut KeyedScratch::default(),
         );
         assert_eq!(split, pool.threads() > 1);
         let mut inbox = vec![(0, source::<V>(&all[7]))];
         let split = bucket::bucket(
-            FoldJob {
-                merge: &hash,
-                columns: &mut cols,
-                inbox: &mut inbox,
-                total,
-                pool: &pool,
-                failed: &mut None,
-            },
+            job(&hash, &mut cols, &mut inbox, &pool, &mut None),
             &mut marks_for(&columns()),
             &mut BucketScratch::default(),
         );
@@ -642,16 +638,8 @@ mod tests {
             let pool = Pool::new(threads);
             let mut got = columns();
             let mut inbox = vec![(0, source::<V>(&all[7]))];
-            let total = inbox[0].1.len();
             keyed::keyed(
-                FoldJob {
-                    merge: &hash,
-                    columns: &mut got,
-                    inbox: &mut inbox,
-                    total,
-                    pool: &pool,
-                    failed: &mut None,
-                },
+                job(&hash, &mut got, &mut inbox, &pool, &mut None),
                 &mut marks_for(&cols),
                 &mut KeyedScratch::default(),
             );
@@ -661,18 +649,10 @@ mod tests {
 
             let mut got = columns();
             let mut inbox = vec![(0, source::<V>(&spray))];
-            let total = inbox[0].1.len();
             let mut failed = None;
             let r = std::panic::catch_unwind(AssertUnwindSafe(|| {
                 keyed::keyed(
-                    FoldJob {
-                        merge: &bad,
-                        columns: &mut got,
-                        inbox: &mut inbox,
-                        total,
-                        pool: &pool,
-                        failed: &mut failed,
-                    },
+                    job(&bad, &mut got, &mut inbox, &pool, &mut failed),
                     &mut marks_for(&cols),
                     &mut KeyedScratch::default(),
                 )
@@ -765,18 +745,10 @@ mod tests {
         let mut cols = columns();
         let all = shapes(&cols);
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
-        let total = inbox.iter().map(|(_, b)| b.len()).sum();
         let mut cols_touched = Vec::new();
         // Split whenever there is a second thread (none with `single-threaded`).
         let split = par_in_order(
-            &mut FoldJob {
-                merge: &merge::sum,
-                columns: &mut cols,
-                inbox: &mut inbox,
-                total,
-                pool: &pool,
-                failed: &mut None,
-            },
+            &mut job(&merge::sum, &mut cols, &mut inbox, &pool, &mut None),
             &mut cols_touched,
         );
         assert_eq!(split, pool.threads() > 1);
@@ -786,16 +758,8 @@ mod tests {
         let whole: Vec<(u32, u32, L)> = (0..n).map(|r| (0, r, L(7))).collect();
         let mut inbox = vec![(0, source::<L>(&whole))];
         let mut cols_touched = Vec::new();
-        let total = n as usize;
         assert!(!par_in_order(
-            &mut FoldJob {
-                merge: &merge::last,
-                columns: &mut l,
-                inbox: &mut inbox,
-                total,
-                pool: &pool,
-                failed: &mut None,
-            },
+            &mut job(&merge::last, &mut l, &mut inbox, &pool, &mut None),
             &mut cols_touched,
         ));
     }
