@@ -139,6 +139,7 @@ mod error;
 mod handshake;
 mod ids;
 mod launch;
+mod loopback;
 pub mod model;
 mod rounds;
 
@@ -159,6 +160,7 @@ use rounds::{Record, Rounds};
 use runsync::{Entity, LoadError, Runtime, SaveError, World};
 
 pub use error::ClusterError;
+pub use loopback::loopback_addresses;
 pub use timely;
 
 /// Which shard owns an entity, and which others mirror it. Evaluated on the owner after

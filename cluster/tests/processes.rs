@@ -9,7 +9,7 @@
 //! hard deadline, and its children are killed when it ends, however it ends.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
@@ -87,20 +87,10 @@ fn child_process() {
     }
 }
 
-/// A free port on 127.0.0.1 (bound, then released).
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Two fresh loopback addresses.
+/// Two fresh loopback addresses (from below the ephemeral ports, so no connection of
+/// another test takes one before its process listens).
 fn two_addresses() -> Vec<String> {
-    (0..2)
-        .map(|_| format!("127.0.0.1:{}", free_port()))
-        .collect()
+    runsync_cluster::loopback_addresses(2).unwrap()
 }
 
 /// A child process, killed when dropped; its stdout lines come through a channel.

@@ -73,20 +73,18 @@ fn the_arena_binary_shards_and_checks() {
     assert!(!refused.status.success());
 }
 
-/// A free port on 127.0.0.1 (bound, then released).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+/// `n` loopback addresses, comma-separated, from below the system's ephemeral ports: an
+/// outgoing connection of another test (each of these runs connects processes) cannot
+/// take one before its arena process listens there.
+fn addresses(n: usize) -> String {
+    runsync_cluster::loopback_addresses(n).unwrap().join(",")
 }
 
 #[test]
 fn two_arena_processes_on_loopback_give_one_process_bits() {
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
-    let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let addresses = addresses(2);
     let start = |process: usize| {
         Command::new(env!("CARGO_BIN_EXE_arena"))
             .args(["--shards", "1", "--processes", "2", "--entities", "400"])
@@ -149,7 +147,7 @@ impl Drop for Arena {
 /// (else they are killed and the test fails).
 fn two_arenas(both: &[&str], own: [&[&str]; 2]) -> [(Option<i32>, String); 2] {
     use std::process::{Command, Stdio};
-    let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let addresses = addresses(2);
     let start = |process: usize| {
         Arena(
             Command::new(env!("CARGO_BIN_EXE_arena"))
@@ -220,11 +218,10 @@ fn processes_with_other_process_counts_refuse_each_other() {
     // Was: both waiting forever. Process 1 thinks there are three processes (a third
     // address of its own).
     use std::process::{Command, Stdio};
-    let third = format!("127.0.0.1:{}", free_port());
     let [(code0, err0), (code1, err1)] = {
         // The list both share, plus a third address for process 1 only.
-        let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
-        let three = format!("{addresses},{third}");
+        let three = addresses(3);
+        let addresses = three[..three.rfind(',').unwrap()].to_owned();
         let start = |process: usize, n: &str, list: &str| {
             Arena(
                 Command::new(env!("CARGO_BIN_EXE_arena"))
@@ -282,7 +279,7 @@ fn a_killed_arena_process_ends_the_other_with_an_error_in_bounded_time() {
     // Was: the survivor panicked (exit 101, four panic messages, no frame or process).
     use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
-    let addresses = format!("127.0.0.1:{},127.0.0.1:{}", free_port(), free_port());
+    let addresses = addresses(2);
     let start = |process: usize| {
         Arena(
             Command::new(env!("CARGO_BIN_EXE_arena"))
