@@ -207,6 +207,11 @@ impl<A: Address> NetSessionBuilder<A> {
     }
 
     /// A peer silent this long is disconnected (default 2 s).
+    ///
+    /// A peer that *this* one disconnects is not told so at once: ggrs keeps the
+    /// connection open 5 s more before it goes quiet. With two players, the other peer
+    /// waits (ticks return [`Tick::Waiting`]) for those 5 s plus its own timeout, then
+    /// disconnects this one and goes on.
     pub fn disconnect_timeout(mut self, timeout: Duration) -> Self {
         self.disconnect_timeout = timeout;
         self
