@@ -4,7 +4,7 @@
 
 use super::Runtime;
 use super::builder::Time;
-use crate::savefile::{LoadError, Put, Reader, SaveError, Sink, Source};
+use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
 use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
@@ -178,7 +178,7 @@ impl Runtime {
     /// As [`World::load`], and [`LoadError::NotARuntimeSave`] for a save made by
     /// [`World::save`]. The runtime is then as it was.
     pub fn load(&mut self, r: &mut impl std::io::Read) -> Result<(), LoadError> {
-        let mut src = Source::new(r);
+        let mut src = SaveSource::new(r);
         self.read_save(&mut src)?;
         src.finish()
     }
@@ -198,7 +198,7 @@ impl Runtime {
     }
 
     /// Reads a runtime save from `r` (which may go on after it) and applies it.
-    pub(super) fn read_save(&mut self, r: &mut Source<'_>) -> Result<(), LoadError> {
+    pub(super) fn read_save(&mut self, r: &mut SaveSource<'_>) -> Result<(), LoadError> {
         let parsed = self.world.parse_save_from(r)?;
         let runtime = parsed
             .runtime

@@ -1,7 +1,7 @@
 //! Values in and out of a save: serde through postcard, or plain data as its bytes.
 
 use super::errors::ColumnError;
-use super::io::Source;
+use super::io::SaveSource;
 
 /// A postcard output that appends to a `Vec<u8>` (one serializer for a whole column).
 pub(crate) struct VecOut<'a>(pub(crate) &'a mut Vec<u8>);
@@ -48,7 +48,7 @@ pub(crate) fn encode_pod<T: bytemuck::Pod>(values: &[T], out: &mut Vec<u8>) -> R
 /// bytes are read straight into `out`, grown as they arrive (a zero-sized type reads and
 /// allocates nothing).
 pub(crate) fn decode_pod<T: bytemuck::Pod>(
-    src: &mut Source<'_>,
+    src: &mut SaveSource<'_>,
     len: u64,
     n: usize,
     out: &mut Vec<T>,
@@ -69,7 +69,7 @@ pub(crate) fn decode_pod<T: bytemuck::Pod>(
 
 /// Reads a serde column of `len` bytes holding `n` postcard-encoded values onto `out`.
 pub(crate) fn decode_serde<T: serde::de::DeserializeOwned>(
-    src: &mut Source<'_>,
+    src: &mut SaveSource<'_>,
     len: u64,
     n: usize,
     out: &mut Vec<T>,

@@ -1,5 +1,5 @@
 //! The framing: little-endian fields, sections with their length and CRC-32C, written
-//! through a bounded buffer ([`Sink`]) and read a chunk at a time ([`Source`]) or from a
+//! through a bounded buffer ([`Sink`]) and read a chunk at a time ([`SaveSource`]) or from a
 //! slice ([`Reader`]).
 
 use super::errors::{LoadError, SaveError};
@@ -209,8 +209,8 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// How many bytes a [`Sink`] gathers before it writes them out, and a [`Source`] reads
-/// ahead; also the most a [`Source`] allocates ahead of the bytes it has read.
+/// How many bytes a [`Sink`] gathers before it writes them out, and a [`SaveSource`] reads
+/// ahead; also the most a [`SaveSource`] allocates ahead of the bytes it has read.
 const CHUNK: usize = 64 * 1024;
 
 /// Writes a save to a `Write` through a bounded buffer: fields are gathered in `buf` and
@@ -358,7 +358,7 @@ impl Put for Sink<'_> {
 /// CRC-32C and length of the bytes consumed in the current section, and
 /// [`end_section`](Self::end_section) checks them against the section's trailer. Bytes
 /// are summed a buffer at a time, as it is refilled, not field by field.
-pub(crate) struct Source<'r> {
+pub(crate) struct SaveSource<'r> {
     r: &'r mut dyn std::io::Read,
     /// Read ahead: `buf[pos..end]` are the next bytes.
     buf: Box<[u8]>,
@@ -382,7 +382,7 @@ pub(crate) struct Source<'r> {
     consumed: usize,
 }
 
-impl<'r> Source<'r> {
+impl<'r> SaveSource<'r> {
     pub(crate) fn new(r: &'r mut dyn std::io::Read) -> Self {
         Self::with_chunk(r, CHUNK)
     }
@@ -397,7 +397,7 @@ impl<'r> Source<'r> {
     /// A source whose read-ahead buffer is `chunk` bytes (a multiple of 16, at most
     /// [`CHUNK`]).
     fn with_chunk(r: &'r mut dyn std::io::Read, chunk: usize) -> Self {
-        Source {
+        SaveSource {
             r,
             buf: vec![0; chunk].into_boxed_slice(),
             pos: 0,

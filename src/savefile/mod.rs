@@ -4,7 +4,7 @@
 //! A save file is little-endian binary: an 8-byte magic (`RSYNSAVE`, or `RSYNPLAY` for a
 //! replay), a `u32` version, then sections of counts and length-prefixed runs. A save is
 //! written through a bounded buffer ([`Sink`]), plain-data columns straight from memory,
-//! and read from a `Read` a chunk at a time ([`Source`]): no copy of the whole file is
+//! and read from a `Read` a chunk at a time ([`SaveSource`]): no copy of the whole file is
 //! made. Nothing is allocated by a count or length the file claims
 //! beyond a bound of what was read so far: a file that lies about a length ends early
 //! ([`LoadError::Truncated`]), never in a huge allocation. Replays are read whole
@@ -63,7 +63,7 @@
 //!   how many broadcast and addressed messages it holds (`u64` each), at most the
 //!   messages there are (see `message::Segment`).
 //!
-//! Nothing is allocated by these counts beyond what [`Source::capacity`] allows: each
+//! Nothing is allocated by these counts beyond what [`SaveSource::capacity`] allows: each
 //! layer read is at least 4 bytes of the file, each segment 20.
 //!
 //! [`World`]: crate::World
@@ -78,7 +78,7 @@ mod version;
 pub(crate) use codec::{decode_pod, decode_serde, decode_values, encode_pod, encode_values};
 pub(crate) use errors::ColumnError;
 pub use errors::{LoadError, SaveError};
-pub(crate) use io::{Found, Put, Reader, Sink, Source, seal};
+pub(crate) use io::{Found, Put, Reader, SaveSource, Sink, seal};
 pub(crate) use version::{SAVE_MAGIC, STAGED_VERSION, VERSION};
 
 /// How a component type's values are laid out in a save: written after its name.
@@ -119,7 +119,7 @@ impl Encoding {
         }
     }
 
-    pub(crate) fn read(r: &mut Source<'_>) -> Result<Encoding, LoadError> {
+    pub(crate) fn read(r: &mut SaveSource<'_>) -> Result<Encoding, LoadError> {
         match r.u8("a type's encoding")? {
             0 => Ok(Encoding::Serde),
             b @ (1 | 2) => Ok(Encoding::Plain {

@@ -8,7 +8,7 @@ use super::marks::TypeMarks;
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 use crate::erased::Erased;
-use crate::savefile::{ColumnError, Encoding, Source};
+use crate::savefile::{ColumnError, Encoding, SaveSource};
 
 /// Per-type operations (opt-ins) that need more than [`Component`]'s bounds, recorded by an opt-in
 /// ([`World::snapshotting`](crate::World::snapshotting),
@@ -38,7 +38,7 @@ pub(crate) struct SaveFns<T> {
 type BytesFn<T> = fn(&[T]) -> &[u8];
 
 /// `fn(src, len, n, out)`: see [`SaveFns`].
-type DecodeFn<T> = fn(&mut Source<'_>, u64, usize, &mut Vec<T>) -> Result<(), ColumnError>;
+type DecodeFn<T> = fn(&mut SaveSource<'_>, u64, usize, &mut Vec<T>) -> Result<(), ColumnError>;
 
 impl<T> Clone for SaveFns<T> {
     fn clone(&self) -> Self {
@@ -379,7 +379,7 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     /// Appends row `row` of column `col` (one value, in the type's [`Encoding`]).
     fn encode_value(&self, col: u32, row: u32, out: &mut Vec<u8>) -> Result<(), String>;
     /// Decodes one value of `len` bytes from `src` and stages it (for `push_staged`).
-    fn stage_decoded(&mut self, src: &mut Source<'_>, len: u64) -> Result<(), ColumnError>;
+    fn stage_decoded(&mut self, src: &mut SaveSource<'_>, len: u64) -> Result<(), ColumnError>;
     /// No decoded columns yet: an empty `Vec<Vec<C>>`, erased, for
     /// [`read_column`](Self::read_column).
     fn new_columns(&self) -> Erased;
@@ -387,7 +387,7 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     /// `into` (from [`new_columns`](Self::new_columns)). Touches nothing here.
     fn read_column(
         &self,
-        src: &mut Source<'_>,
+        src: &mut SaveSource<'_>,
         len: u64,
         rows: usize,
         into: &mut Erased,
@@ -629,7 +629,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         )
     }
 
-    fn stage_decoded(&mut self, src: &mut Source<'_>, len: u64) -> Result<(), ColumnError> {
+    fn stage_decoded(&mut self, src: &mut SaveSource<'_>, len: u64) -> Result<(), ColumnError> {
         let fns = self
             .ops
             .serde
@@ -651,7 +651,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn read_column(
         &self,
-        src: &mut Source<'_>,
+        src: &mut SaveSource<'_>,
         len: u64,
         rows: usize,
         into: &mut Erased,

@@ -20,7 +20,7 @@ use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, Location};
 use crate::erased::Erased;
 use crate::hierarchy::{ChildOf, Children, Hierarchy};
-use crate::savefile::{ColumnError, Encoding, Found, LoadError, Put, SaveError, Sink, Source};
+use crate::savefile::{ColumnError, Encoding, Found, LoadError, Put, SaveError, SaveSource, Sink};
 
 /// A checked, decoded storage, ready for [`Storage::apply_save`].
 pub(crate) struct ParsedStorage {
@@ -174,10 +174,10 @@ impl Storage {
 
     /// Reads and checks the storage's sections of a save, decoding every column; changes
     /// nothing. Every list grows as its entries are read, never by the count the file
-    /// gives (see [`Source`]). What a section means is checked once its integrity check
+    /// gives (see [`SaveSource`]). What a section means is checked once its integrity check
     /// has passed (see [`Found`]), the columns' values excepted (decoded as read). One
     /// parser per section, in file order.
-    pub(crate) fn parse_save(&self, r: &mut Source<'_>) -> Result<ParsedStorage, LoadError> {
+    pub(crate) fn parse_save(&self, r: &mut SaveSource<'_>) -> Result<ParsedStorage, LoadError> {
         self.parse_types(r)?;
         let mut allocator = parse_allocator(r)?;
         let tables = self.parse_tables(r, &mut allocator.states)?;
@@ -196,7 +196,7 @@ impl Storage {
 
     /// The component types section: the same types as this world's, in the same order,
     /// each opted in and saved the way this world saves it.
-    fn parse_types(&self, r: &mut Source<'_>) -> Result<(), LoadError> {
+    fn parse_types(&self, r: &mut SaveSource<'_>) -> Result<(), LoadError> {
         let mut found = Found::default();
         let n = r.count("the component type list")?;
         let mut names = Vec::with_capacity(r.capacity(n, 9));
@@ -235,7 +235,7 @@ impl Storage {
     /// in `states` (the allocator's slots) as it is read.
     fn parse_tables(
         &self,
-        r: &mut Source<'_>,
+        r: &mut SaveSource<'_>,
         states: &mut [(NonZeroU32, Location)],
     ) -> Result<Vec<SavedTable>, LoadError> {
         let bad = |what: String| LoadError::BadEntities { what };
@@ -326,7 +326,7 @@ impl Storage {
     /// table that holds the type, in creation order.
     fn parse_columns(
         &self,
-        r: &mut Source<'_>,
+        r: &mut SaveSource<'_>,
         tables: &[SavedTable],
     ) -> Result<Vec<SavedColumns>, LoadError> {
         let mut columns = Vec::with_capacity(self.columns.len());
@@ -432,13 +432,13 @@ fn write_layers(out: &mut Sink<'_>, marks: &TypeMarks, columns: usize) {
 }
 
 /// One column's change marks as saved: a `u64` count, then that many words.
-fn read_words(r: &mut Source<'_>) -> Result<Vec<u64>, LoadError> {
+fn read_words(r: &mut SaveSource<'_>) -> Result<Vec<u64>, LoadError> {
     let n = r.count("change marks")?;
     read_n_words(r, n)
 }
 
-/// `n` words of change marks; grows as they are read (see [`Source`]).
-fn read_n_words(r: &mut Source<'_>, n: usize) -> Result<Vec<u64>, LoadError> {
+/// `n` words of change marks; grows as they are read (see [`SaveSource`]).
+fn read_n_words(r: &mut SaveSource<'_>, n: usize) -> Result<Vec<u64>, LoadError> {
     let mut w = Vec::with_capacity(r.capacity(n, 8));
     while w.len() < n {
         let run = r.entries(n - w.len(), 8, "change marks")?;
@@ -459,7 +459,7 @@ type SavedLayers = Vec<Vec<(Vec<u64>, Vec<u64>)>>;
 /// check); `TypeMarks::with_layers` checks the rest. Every layer read is at least its
 /// 4-byte stage: the list grows as it is read, never by the count the file gives.
 fn read_layers(
-    r: &mut Source<'_>,
+    r: &mut SaveSource<'_>,
     union: &[(Vec<u64>, Vec<u64>)],
     found: &mut Found,
 ) -> Result<Option<(usize, SavedLayers)>, LoadError> {
@@ -504,7 +504,7 @@ struct SavedAllocator {
 }
 
 /// The entity allocator section.
-fn parse_allocator(r: &mut Source<'_>) -> Result<SavedAllocator, LoadError> {
+fn parse_allocator(r: &mut SaveSource<'_>) -> Result<SavedAllocator, LoadError> {
     let bad = |what: String| LoadError::BadEntities { what };
     let mut found = Found::default();
     let slots = r.count("the entity slots")?;

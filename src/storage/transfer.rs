@@ -16,7 +16,7 @@ use super::Storage;
 use crate::component::ComponentId;
 use crate::entity::{Entity, Location};
 use crate::hierarchy::{ChildOf, Children};
-use crate::savefile::{ColumnError, LoadError, Reader, SaveError, Source};
+use crate::savefile::{ColumnError, LoadError, Reader, SaveError, SaveSource};
 
 impl Storage {
     /// Appends `e`'s record to `out`; `Ok(false)` (nothing written) if `e` is dead.
@@ -141,7 +141,7 @@ impl Storage {
                 what,
             )?;
             let n = value.len();
-            let mut source = Source::sized(&mut value, n);
+            let mut source = SaveSource::sized(&mut value, n);
             let type_name = self.type_name(c);
             let columns = &mut self.columns[c.index()];
             if columns.save_encoding().is_none() {

@@ -26,7 +26,7 @@ use crate::component::Component;
 use crate::message::{Segment, StageSegments};
 use crate::resource::{AnyBox, ResourceSerde};
 use crate::savefile::{
-    Found, LoadError, Put, SAVE_MAGIC, STAGED_VERSION, SaveError, Sink, Source, VERSION,
+    Found, LoadError, Put, SAVE_MAGIC, STAGED_VERSION, SaveError, SaveSource, Sink, VERSION,
 };
 use crate::storage::save::ParsedStorage;
 
@@ -77,7 +77,7 @@ fn write_segments(out: &mut Sink<'_>, segments: Option<StageSegments>) {
 
 /// What [`write_segments`] wrote, unchecked (see [`check_segments`]). The list grows as
 /// its 20-byte entries are read, never by the count the file gives.
-fn read_segments(r: &mut Source<'_>) -> Result<Option<StageSegments>, LoadError> {
+fn read_segments(r: &mut SaveSource<'_>) -> Result<Option<StageSegments>, LoadError> {
     let stages = r.u32("a message type's stage count")?;
     if stages == 0 {
         return Ok(None);
@@ -277,7 +277,7 @@ impl World {
     /// another way, values that do not decode as the type, duplicate entities, an
     /// allocator or tables that do not hold together, bytes after the end.
     pub fn load(&mut self, r: &mut impl Read) -> Result<(), LoadError> {
-        let mut src = Source::new(r);
+        let mut src = SaveSource::new(r);
         let mut parsed = self.parse_save_from(&mut src)?;
         src.finish()?;
         parsed.drop_stages();
@@ -356,7 +356,7 @@ impl World {
 
     /// Reads and checks a whole save from `r` (which may go on after it); changes
     /// nothing.
-    pub(crate) fn parse_save_from(&self, r: &mut Source<'_>) -> Result<ParsedSave, LoadError> {
+    pub(crate) fn parse_save_from(&self, r: &mut SaveSource<'_>) -> Result<ParsedSave, LoadError> {
         r.header(&SAVE_MAGIC)?;
         let runtime = match r.u8("the kind")? {
             KIND_WORLD => None,
@@ -439,7 +439,7 @@ impl World {
 
     /// The messages section of a save: the same message types as this world's, in
     /// order, each decoded.
-    fn parse_messages(&self, r: &mut Source<'_>) -> Result<Vec<SavedInbox>, LoadError> {
+    fn parse_messages(&self, r: &mut SaveSource<'_>) -> Result<Vec<SavedInbox>, LoadError> {
         let inboxes = self.messages.inboxes();
         let world = || inboxes.iter().map(|i| i.name()).collect::<Vec<_>>();
         // (Problems are kept until the section's check: see `Found`.)

@@ -24,7 +24,7 @@ pub(crate) mod file;
 
 use super::Runtime;
 use crate::provenance::Provenance;
-use crate::savefile::{LoadError, SaveError, Source};
+use crate::savefile::{LoadError, SaveError, SaveSource};
 pub use file::{Divergence, Replay, ReplayError, ReplayReport};
 use file::{Recorder, ReplayFrame};
 
@@ -312,7 +312,7 @@ impl Runtime {
 
     /// Loads a runtime save held in memory (all of it).
     fn load_bytes(&mut self, mut bytes: &[u8]) -> Result<(), LoadError> {
-        let mut src = Source::new(&mut bytes);
+        let mut src = SaveSource::new(&mut bytes);
         self.read_save(&mut src)?;
         src.finish()
     }
