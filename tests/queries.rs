@@ -150,6 +150,29 @@ fn nth_and_skip_land_where_a_walk_lands() {
             assert_eq!(filtered, want, "filtered rows({a}..{b})");
         }
     }
+    // A cut of a cut counts within the first, and never reaches past it (the second
+    // range may be longer than what the first left); rows skipped before a cut count
+    // as gone.
+    let ids: Vec<Entity> = all.iter().map(|x| x.0).collect();
+    for (first, second) in [(0..5, 0..20), (3..17, 2..9), (3..17, 10..40), (9..10, 0..3)] {
+        let take = |r: &std::ops::Range<usize>, v: &[Entity]| -> Vec<Entity> {
+            v.iter()
+                .skip(r.start)
+                .take(r.end - r.start)
+                .copied()
+                .collect()
+        };
+        let want = take(&second, &take(&first, &ids));
+        let cut = || w.query::<(&Pos, Option<&Boss>)>().rows(first.clone());
+        let got: Vec<Entity> = cut().rows(second.clone()).map(|(e, _)| e).collect();
+        assert_eq!(got, want, "rows({first:?}).rows({second:?})");
+        assert_eq!(cut().rows(second.clone()).len(), want.len());
+        let mut q = cut();
+        let _ = q.next();
+        let got: Vec<Entity> = q.rows(second.clone()).map(|(e, _)| e).collect();
+        let after_one = take(&first, &ids).split_off(1.min(first.len()));
+        assert_eq!(got, take(&second, &after_one), "one taken, then cut");
+    }
     // Steps of several sizes, one iterator.
     for step in 1..6 {
         let mut q = w.query::<(&Pos, Option<&Boss>)>();
