@@ -189,8 +189,8 @@ pub use output::send::Sender;
 pub use output::{Output, Parallel, Slot, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
-    Added, AllRows, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
-    QueryOutIter, RowLimit, SomeRows, With, Without, Write,
+    Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
+    QueryOutIter, With, Without, Write,
 };
 /// `#[derive(Checksum)]`: [`Checksum`] by writing every field in declaration order (an
 /// enum writes its variant's index first), each with its own `Checksum` impl — floats by

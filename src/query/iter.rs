@@ -186,72 +186,14 @@ impl<'w, Q: Fetch> TableRows<'w, Q> {
     }
 }
 
-/// How many rows a [`QueryIter`] yields: [`AllRows`] (what [`World::query`] returns) or
-/// [`SomeRows`] (after [`QueryIter::rows`]). A type, not a field, so that the loop over a
-/// whole query carries nothing for a limit it does not have (a register it would
-/// otherwise hold through every row). Sealed: implemented by those two only.
-///
-/// [`World::query`]: crate::World::query
-pub trait RowLimit: Copy + limit::Sealed {
-    /// Whether there is a limit at all.
-    #[doc(hidden)]
-    const LIMITED: bool;
-    /// After the table being walked, how many more rows to yield (`usize::MAX`: all).
-    #[doc(hidden)]
-    fn left(self) -> usize;
-    /// A limit of `left` more rows after the table being walked.
-    #[doc(hidden)]
-    fn with_left(left: usize) -> Self;
-}
-
-mod limit {
-    /// Seals [`RowLimit`](super::RowLimit): a public trait in a private module.
-    pub trait Sealed {}
-    impl Sealed for super::AllRows {}
-    impl Sealed for super::SomeRows {}
-}
-
-/// Every row: the limit of the iterator [`World::query`](crate::World::query) returns.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct AllRows;
-
-/// A number of rows: the limit of a [`QueryIter`] cut by [`rows`](QueryIter::rows).
-#[derive(Clone, Copy, Debug)]
-pub struct SomeRows(usize);
-
-impl RowLimit for AllRows {
-    const LIMITED: bool = false;
-    #[inline(always)]
-    fn left(self) -> usize {
-        usize::MAX
-    }
-    #[inline(always)]
-    fn with_left(_: usize) -> Self {
-        AllRows
-    }
-}
-
-impl RowLimit for SomeRows {
-    const LIMITED: bool = true;
-    #[inline(always)]
-    fn left(self) -> usize {
-        self.0
-    }
-    #[inline(always)]
-    fn with_left(left: usize) -> Self {
-        SomeRows(left)
-    }
-}
-
-/// Iterator over `(Entity, Q::Item)` returned by [`World::query`](crate::World::query);
-/// `L` says how many rows it yields ([`AllRows`], or [`SomeRows`] after
-/// [`rows`](Self::rows)).
-pub struct QueryIter<'w, Q: QueryData, L: RowLimit = AllRows> {
+/// Iterator over `(Entity, Q::Item)` returned by [`World::query`](crate::World::query).
+pub struct QueryIter<'w, Q: QueryData> {
     state: QueryState<'w, Q>,
     tables: Candidates<'w>,
     rows: TableRows<'w, Q>,
-    /// After the table being walked, how many more rows to yield.
-    limit: L,
+    /// After the table being walked, how many more rows to yield ([`rows`](Self::rows));
+    /// `usize::MAX`: all.
+    left: usize,
 }
 
 impl<'w, Q: QueryData> QueryIter<'w, Q> {
@@ -262,12 +204,10 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
             state,
             tables,
             rows: TableRows::none(),
-            limit: AllRows,
+            left: usize::MAX,
         }
     }
-}
 
-impl<'w, Q: QueryData, L: RowLimit> QueryIter<'w, Q, L> {
     /// Only the rows `range` of what this iterator has left (counted from where it
     /// stands): what `skip(range.start).take(range.len())` yields, but the start is found
     /// without reading a row (as [`nth`](Iterator::nth) does), and the rows are walked with
@@ -286,28 +226,15 @@ impl<'w, Q: QueryData, L: RowLimit> QueryIter<'w, Q, L> {
     /// ```
     ///
     /// On an iterator already cut, the range counts within what that cut left.
-    pub fn rows(mut self, range: std::ops::Range<usize>) -> QueryIter<'w, Q, SomeRows> {
+    pub fn rows(mut self, range: std::ops::Range<usize>) -> Self {
         // What an earlier cut still allows, counted from where the iterator stands.
-        let allowed = if L::LIMITED {
-            self.rows.remaining().saturating_add(self.limit.left())
-        } else {
-            usize::MAX
-        };
+        let allowed = self.rows.remaining().saturating_add(self.left);
         self.advance(range.start);
-        let wanted = range.end.min(allowed).saturating_sub(range.start);
+        self.left = range.end.min(allowed).saturating_sub(range.start);
         // The limit counts the rows left in the table being walked too: the clip cuts
         // that table, or takes its rows off the limit.
-        let (rows, left) = clip_rows(self.rows, wanted);
-        QueryIter {
-            state: self.state,
-            tables: if left == 0 {
-                Candidates::All(0..0)
-            } else {
-                self.tables
-            },
-            rows,
-            limit: SomeRows(left),
-        }
+        self.clip();
+        self
     }
 
     /// Calls `f` once per table with the rows left there: their entities and the query's
@@ -395,11 +322,11 @@ impl<'w, Q: QueryData, L: RowLimit> QueryIter<'w, Q, L> {
     /// after them and no table follows.
     #[inline(always)]
     fn clip(&mut self) {
-        if L::LIMITED {
+        if self.left != usize::MAX {
             let rows = std::mem::replace(&mut self.rows, TableRows::none());
-            let (rows, left) = clip_rows(rows, self.limit.left());
+            let (rows, left) = clip_rows(rows, self.left);
             self.rows = rows;
-            self.limit = L::with_left(left);
+            self.left = left;
             if left == 0 {
                 self.tables = Candidates::All(0..0);
             }
@@ -442,7 +369,7 @@ fn next_table<'w, Q: Fetch>(
     (tables, state, found)
 }
 
-impl<'w, Q: QueryData, L: RowLimit> Iterator for QueryIter<'w, Q, L> {
+impl<'w, Q: QueryData> Iterator for QueryIter<'w, Q> {
     type Item = (Entity, Q::Item<'w>);
 
     #[inline(always)]
@@ -471,7 +398,7 @@ impl<'w, Q: QueryData, L: RowLimit> Iterator for QueryIter<'w, Q, L> {
     /// ahead (a walk over the remaining candidate tables, no rows visited).
     fn size_hint(&self) -> (usize, Option<usize>) {
         let here = self.rows.remaining();
-        if L::LIMITED && self.limit.left() == 0 {
+        if self.left == 0 {
             return (here, Some(here));
         }
         let ahead: usize = self
@@ -487,7 +414,7 @@ impl<'w, Q: QueryData, L: RowLimit> Iterator for QueryIter<'w, Q, L> {
                 }
             })
             .sum::<usize>()
-            .min(self.limit.left());
+            .min(self.left);
         (here + ahead, Some(here + ahead))
     }
 
@@ -509,12 +436,12 @@ impl<'w, Q: QueryData, L: RowLimit> Iterator for QueryIter<'w, Q, L> {
 /// `len()` counts the matching entities without visiting them: cost O(matching tables);
 /// with a row filter ([`Changed`](crate::Changed), [`Added`](crate::Added)) it also counts
 /// the marked rows of those tables (a popcount per 64 rows).
-impl<Q: QueryData, L: RowLimit> ExactSizeIterator for QueryIter<'_, Q, L> {}
+impl<Q: QueryData> ExactSizeIterator for QueryIter<'_, Q> {}
 
 /// Iterator returned by [`World::query_filtered`](crate::World::query_filtered): the entities matching `Q` and filter
 /// `F`, yielding only `Q`'s items.
-pub struct QueryFiltered<'w, Q: QueryData, F: QueryData, L: RowLimit = AllRows> {
-    inner: QueryIter<'w, (Q, F), L>,
+pub struct QueryFiltered<'w, Q: QueryData, F: QueryData> {
+    inner: QueryIter<'w, (Q, F)>,
 }
 
 impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
@@ -524,18 +451,16 @@ impl<'w, Q: QueryData, F: QueryData> QueryFiltered<'w, Q, F> {
             inner: QueryIter::new(storage),
         }
     }
-}
 
-impl<'w, Q: QueryData, F: QueryData, L: RowLimit> QueryFiltered<'w, Q, F, L> {
     /// Only the rows `range` of what this iterator has left: see [`QueryIter::rows`].
-    pub fn rows(self, range: std::ops::Range<usize>) -> QueryFiltered<'w, Q, F, SomeRows> {
+    pub fn rows(self, range: std::ops::Range<usize>) -> Self {
         QueryFiltered {
             inner: self.inner.rows(range),
         }
     }
 }
 
-impl<'w, Q: QueryData, F: QueryData, L: RowLimit> Iterator for QueryFiltered<'w, Q, F, L> {
+impl<'w, Q: QueryData, F: QueryData> Iterator for QueryFiltered<'w, Q, F> {
     type Item = (Entity, Q::Item<'w>);
 
     #[inline(always)]
@@ -563,7 +488,7 @@ impl<'w, Q: QueryData, F: QueryData, L: RowLimit> Iterator for QueryFiltered<'w,
     }
 }
 
-impl<Q: QueryData, F: QueryData, L: RowLimit> ExactSizeIterator for QueryFiltered<'_, Q, F, L> {}
+impl<Q: QueryData, F: QueryData> ExactSizeIterator for QueryFiltered<'_, Q, F> {}
 
 /// Iterator over `(Entity, Q::Item)` returned by [`World::query_mut`](crate::World::query_mut): the order is
 /// [`World::query`](crate::World::query)'s.

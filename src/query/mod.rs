@@ -56,7 +56,7 @@ mod write;
 pub use fetch::{QueryData, QueryMut, QueryOut};
 pub use filter::{Added, Changed, With, Without};
 pub(crate) use iter::keeps;
-pub use iter::{AllRows, QueryFiltered, QueryIter, QueryMutIter, QueryOutIter, RowLimit, SomeRows};
+pub use iter::{QueryFiltered, QueryIter, QueryMutIter, QueryOutIter};
 pub(crate) use state::QueryState;
 pub use write::Write;
 
