@@ -51,12 +51,10 @@ pub fn loopback_addresses(n: usize) -> std::io::Result<Vec<String>> {
                 ),
             ));
         }
-        let port = FIRST + (offset + tried) % span;
+        // Below `end`, which is at most 65,536: a `u16`.
+        let port = (FIRST + (offset + tried) % span) as u16;
         // Free now: nobody listens there (the probe closes at once, no connection, so
         // nothing lingers in TIME_WAIT).
-        let Ok(port) = u16::try_from(port) else {
-            continue;
-        };
         if TcpListener::bind((Ipv4Addr::LOCALHOST, port)).is_ok() {
             found.push(format!("127.0.0.1:{port}"));
         }

@@ -228,7 +228,10 @@ impl<'w, Q: QueryData> QueryIter<'w, Q> {
     /// On an iterator already cut, the range counts within what that cut left.
     pub fn rows(mut self, range: std::ops::Range<usize>) -> Self {
         // What an earlier cut still allows, counted from where the iterator stands.
-        let allowed = self.rows.remaining().saturating_add(self.left);
+        let allowed = match self.left {
+            usize::MAX => usize::MAX,
+            left => self.rows.remaining().saturating_add(left),
+        };
         self.advance(range.start);
         self.left = range.end.min(allowed).saturating_sub(range.start);
         // The limit counts the rows left in the table being walked too: the clip cuts
