@@ -28,6 +28,17 @@ pub enum NetError {
     /// since the other peers ran that frame. The world is as the
     /// [`FrameError`] describes.
     Frame(FrameError),
+    /// ggrs panicked while handling packets: something in them got past the checks in
+    /// front of it (see the crate's [wire format](crate#wire-format)). The session
+    /// stops; the process and the game's state do not (the runtime is as it was before
+    /// the tick: [`NetSession::into_runtime`](crate::NetSession::into_runtime)).
+    PeerPanic {
+        /// The peers whose packets ggrs was handling (`Debug` form of their addresses;
+        /// empty if it was handling none).
+        peers: Vec<String>,
+        /// The panic's message.
+        message: String,
+    },
     /// ggrs refused a call: a bad player handle, a missing local input, a bad setting.
     Ggrs(ggrs::GgrsError),
     /// ggrs asked for a frame the runtime is not at: its frame counter was moved outside
@@ -70,6 +81,12 @@ impl fmt::Display for NetError {
                 types.join(", ")
             ),
             NetError::Frame(e) => write!(f, "runsync-net: a frame failed: {e}"),
+            NetError::PeerPanic { peers, message } => write!(
+                f,
+                "runsync-net: ggrs panicked handling packets from [{}]: {message}; the \
+                 session stopped, the game's state is kept",
+                peers.join(", ")
+            ),
             NetError::Ggrs(e) => write!(f, "runsync-net: ggrs: {e}"),
             NetError::FrameMismatch {
                 request,

@@ -27,16 +27,44 @@
 //!
 //! # Wire format
 //!
-//! A packet is ggrs's message `bincode::serialize`d (as ggrs's `UdpNonBlockingSocket`
-//! sends it) followed by the CRC-32C of those bytes, 4 bytes little-endian. ggrs acts on
-//! whatever decodes, so without the check a flipped bit in an input would be a wrong
-//! input, and a desync; with it, a corrupted packet is garbage, dropped, and ggrs sends
-//! its content again. (So these transports talk to each other, not to ggrs's own UDP
-//! socket.)
+//! A datagram is ggrs's message `bincode::serialize`d (as ggrs's `UdpNonBlockingSocket`
+//! sends it) followed by
+//! - without a key: the CRC-32C of those bytes, 4 bytes little-endian. ggrs acts on
+//!   whatever decodes, so without the check a flipped bit in an input would be a wrong
+//!   input, and a desync; with it, a corrupted datagram is garbage, dropped, and ggrs
+//!   sends its content again.
+//! - with a [`SessionKey`] (`with_key` on the transports): a sequence number (8 bytes)
+//!   and the keyed BLAKE3 hash of the message and the sequence number (32 bytes). A
+//!   datagram without a valid tag is dropped before anything in it is parsed; one whose
+//!   sequence number was seen before (or is more than 64 behind the newest from that
+//!   address) is dropped as a replay.
 //!
-
+//! (So these transports talk to each other, not to ggrs's own UDP socket.)
+//!
+//! # What a peer can send
+//!
+//! ggrs trusts the content of its messages: a cut-short varint in an input, a
+//! run-length header claiming 2^40 bytes, inputs beyond its 128-frame queue, a frame
+//! near `i32::MAX` or a disconnect before the rollback window each crash it (a panic, or
+//! for the allocation an abort). So every message the session receives is first read in
+//! ggrs's layout and held to what ggrs can take: complete encodings, at most 129 inputs
+//! of exactly the peer's input size, every frame within `120 - max_prediction` frames
+//! ahead of this peer's (an honest peer stays within `2 × input_delay + max_prediction
+//! + 1`), no disconnect ggrs could not roll back to. What fails is dropped and counted
+//! ([`NetStats::rejected`]); so is a message from an address that is no peer
+//! ([`NetStats::strangers`]). Should anything still make ggrs panic, the session ends
+//! with [`NetError::PeerPanic`] naming the peer, and the process and the game's state
+//! go on.
+//!
+//! **Without a key**, the checks keep a hostile datagram from crashing a peer, but not
+//! from being read: anyone who can send a datagram with the peer's source address (on
+//! the path, or spoofing it: UDP does not verify sources) and the session's 16-bit magic
+//! (2^16 guesses) can feed it inputs the checks admit, acknowledge or disconnect it.
+//! Fine on a LAN among friends; on the internet give every peer the match's key.
+//!
 mod config;
 mod error;
+mod guard;
 mod input;
 mod rollback;
 mod session;
@@ -52,8 +80,8 @@ pub use rollback::{Handled, Rollback, RollbackStats};
 pub use session::{ConfirmedFrame, NetEvent, NetSession, NetSessionBuilder, NetStats, Tick};
 pub use sync_test::{SyncTest, SyncTestReport, sync_test};
 pub use transport::{
-    LinkConfig, MAX_PACKET, MemoryNetwork, MemorySocket, PeerId, TransportProbe, TransportStats,
-    UdpTransport,
+    LinkConfig, MAX_PACKET, MemoryNetwork, MemorySocket, PeerId, SessionKey, TransportProbe,
+    TransportStats, UdpTransport,
 };
 
 /// ggrs, as this crate uses it (0.13), for what the wrappers do not cover.

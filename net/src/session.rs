@@ -3,7 +3,10 @@
 //!
 //! See [`NetSession`] for what a tick does.
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ggrs::{
@@ -13,6 +16,7 @@ use ggrs::{
 use runsync::Runtime;
 
 use crate::config::{Address, NetConfig};
+use crate::guard::{self, Guard, Rules, Shared};
 use crate::{NetError, NetInput, Rollback, RollbackStats};
 
 /// Something that happened on the network, from [`NetSession::events`]. Frames are
@@ -124,6 +128,15 @@ pub struct NetStats {
     pub synchronizing: u64,
     /// [`NetEvent::Desync`]s seen.
     pub desyncs: u64,
+    /// Messages from a peer's address dropped before ggrs saw them, because ggrs would
+    /// have crashed or been misled by them: a malformed or oversized input encoding,
+    /// frames outside what ggrs's input queue and rollback window can hold (see the
+    /// crate's [wire format](crate#wire-format)). An honest peer never sends one; a
+    /// count that grows means a broken or hostile peer (or someone forging its address:
+    /// give the transports a [`SessionKey`](crate::SessionKey)).
+    pub rejected: u64,
+    /// Messages from addresses that are no peer of the session (dropped).
+    pub strangers: u64,
     /// The last frame known final ([`ConfirmedFrame`]), 0 before the first.
     pub confirmed: u64,
     /// Saves, rollbacks, re-runs and their times.
@@ -145,6 +158,7 @@ pub struct NetSessionBuilder<A> {
     disconnect_timeout: Duration,
     disconnect_notify_delay: Duration,
     allow_unchecksummed: bool,
+    check_packets: bool,
 }
 
 impl<A: Address> NetSessionBuilder<A> {
@@ -163,6 +177,7 @@ impl<A: Address> NetSessionBuilder<A> {
             disconnect_timeout: Duration::from_millis(2000),
             disconnect_notify_delay: Duration::from_millis(500),
             allow_unchecksummed: false,
+            check_packets: true,
         }
     }
 
@@ -231,6 +246,16 @@ impl<A: Address> NetSessionBuilder<A> {
         self
     }
 
+    /// Hands ggrs every message that decodes, unchecked: a test switch, for tests of what
+    /// happens when something gets past the checks (a panic inside ggrs ends the session
+    /// with [`NetError::PeerPanic`]). Never for a game: one hostile datagram then crashes
+    /// ggrs.
+    #[doc(hidden)]
+    pub fn without_packet_checks(mut self) -> Self {
+        self.check_packets = false;
+        self
+    }
+
     /// Starts the session on `rt` (at any frame: its frame count is the session's frame
     /// 0), exchanging packets through `socket`. Takes the first snapshot, so a type that
     /// cannot roll back is reported here, not at the first rollback. The handshake with
@@ -242,7 +267,9 @@ impl<A: Address> NetSessionBuilder<A> {
     /// - [`NetError::Unchecksummed`]: registered types a checksum cannot see (named),
     ///   unless [`allow_unchecksummed`](Self::allow_unchecksummed);
     /// - [`NetError::Ggrs`]: a bad player set-up (a handle twice or out of range, a
-    ///   player missing, a 0 frame rate or desync interval).
+    ///   player missing, a 0 frame rate), a desync interval of 0 or over 2^20 frames, or
+    ///   a rollback window and input delay too long for ggrs's input queue
+    ///   (`2 × (max_prediction + input_delay)` over 119 frames).
     pub fn start<I: NetInput>(
         self,
         rt: Runtime,
@@ -252,11 +279,23 @@ impl<A: Address> NetSessionBuilder<A> {
             check_checksummed(&rt)?;
         }
         let rollback = Rollback::new(rt, self.players, self.max_prediction)?;
-        if self.desync_interval == 0 {
-            return Err(GgrsError::InvalidRequest {
-                info: "the desync interval must be at least 1 frame".to_owned(),
-            }
-            .into());
+        let invalid = |info: String| Err(NetError::Ggrs(GgrsError::InvalidRequest { info }));
+        if !(1..=1 << 20).contains(&self.desync_interval) {
+            return invalid(format!(
+                "the desync interval must be 1 to 2^20 frames, got {}",
+                self.desync_interval
+            ));
+        }
+        // The furthest ahead of this peer an honest peer's inputs run must stay inside
+        // what the packet checks admit (ggrs's input queue, less the rollback window).
+        let honest = 2 * (self.input_delay as i64) + self.max_prediction as i64 + 1;
+        if honest > guard::frames_ahead(self.max_prediction) {
+            return invalid(format!(
+                "a rollback window of {} frames with an input delay of {} lets peers run \
+                 further apart than ggrs's input queue holds; keep \
+                 2 x (max_prediction + input_delay) at most 119 frames",
+                self.max_prediction, self.input_delay
+            ));
         }
         let mut b = SessionBuilder::<NetConfig<I, A>>::new()
             .with_num_players(self.players)?
@@ -271,12 +310,25 @@ impl<A: Address> NetSessionBuilder<A> {
         for &h in &self.local {
             b = b.add_player(PlayerType::Local, h)?;
         }
+        let mut remotes = HashMap::new();
         for (h, addr) in self.remote {
+            *remotes.entry(addr.clone()).or_insert(0) += 1;
             b = b.add_player(PlayerType::Remote(addr), h)?;
         }
+        let rules = Rules {
+            players: self.players,
+            // Every value of a `NetInput` serializes to this many bytes.
+            input_size: bincode::serialized_size(&I::default()).map_or(0, |n| n as usize),
+            max_prediction: self.max_prediction,
+            remotes,
+            locals: self.local.clone(),
+        };
+        let shared = Shared::new();
+        let socket = Guard::new(socket, rules, shared.clone(), self.check_packets);
         let session = b.start_p2p_session(socket)?;
         Ok(NetSession {
             session,
+            shared,
             rollback,
             local: self.local,
             input_delay: self.input_delay,
@@ -347,6 +399,8 @@ pub(crate) fn check_checksummed(rt: &Runtime) -> Result<(), NetError> {
 /// ```
 pub struct NetSession<I: NetInput, A: Address = SocketAddr> {
     session: P2PSession<NetConfig<I, A>>,
+    /// What the packet checks in front of ggrs count, and the frame they measure from.
+    shared: Arc<Shared<A>>,
     rollback: Rollback<I>,
     local: Vec<PlayerHandle>,
     input_delay: usize,
@@ -403,26 +457,24 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     /// # Errors
     /// - [`NetError::Frame`]: a frame failed (a system, a merge or a hook panicked);
     /// - [`NetError::FrameMismatch`]: the runtime was moved outside the session;
+    /// - [`NetError::PeerPanic`]: ggrs panicked handling a peer's packets (the peer is
+    ///   named; the game's state is the one before the tick);
     /// - [`NetError::Ggrs`]: an input for a handle that is not local, or one missing;
-    /// - [`NetError::Stopped`]: an earlier error of the first two kinds stopped the
+    /// - [`NetError::Stopped`]: an earlier error of the first three kinds stopped the
     ///   session.
     pub fn tick_players(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
         if let Some(e) = &self.stopped {
             return Err(NetError::Stopped(Box::new(e.clone())));
         }
         self.stats.ticks += 1;
-        self.poll();
-        let tick = match self.advance(inputs) {
-            Ok(tick) => tick,
-            Err(e) => {
-                if matches!(e, NetError::Frame(_) | NetError::FrameMismatch { .. }) {
-                    self.stopped = Some(e.clone());
-                }
-                return Err(e);
+        let tick = self.tick_steps(inputs).inspect_err(|e| {
+            if matches!(
+                e,
+                NetError::Frame(_) | NetError::FrameMismatch { .. } | NetError::PeerPanic { .. }
+            ) {
+                self.stopped = Some(e.clone());
             }
-        };
-        self.take_events();
-        self.confirm();
+        })?;
         match tick {
             Tick::Synchronizing => self.stats.synchronizing += 1,
             Tick::Advanced { .. } => self.stats.advanced += 1,
@@ -431,10 +483,45 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         Ok(tick)
     }
 
-    /// Step 1: packets in and out, events.
-    fn poll(&mut self) {
-        self.session.poll_remote_clients();
+    /// The steps of a [tick](NetSession#a-tick).
+    fn tick_steps(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
+        self.poll()?;
+        let tick = self.advance(inputs)?;
         self.take_events();
+        self.confirm()?;
+        Ok(tick)
+    }
+
+    /// Runs `f` on ggrs's session with a panic inside it contained: the packet checks
+    /// keep out everything known to crash ggrs, and whatever else still does ends this
+    /// session with [`NetError::PeerPanic`] naming the peers whose packets ggrs was
+    /// handling, never the process. The runtime is not touched by `f`, so the game's
+    /// state stays as it was.
+    fn contained<R>(
+        &mut self,
+        f: impl FnOnce(&mut P2PSession<NetConfig<I, A>>) -> R,
+    ) -> Result<R, NetError> {
+        self.shared.set_frame(self.session.current_frame());
+        let session = &mut self.session;
+        catch_unwind(AssertUnwindSafe(|| f(session))).map_err(|payload| {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".to_owned());
+            let peers = self.shared.delivered();
+            NetError::PeerPanic {
+                peers: peers.iter().map(|a| format!("{a:?}")).collect(),
+                message,
+            }
+        })
+    }
+
+    /// Step 1: packets in and out, events.
+    fn poll(&mut self) -> Result<(), NetError> {
+        self.contained(|s| s.poll_remote_clients())?;
+        self.take_events();
+        Ok(())
     }
 
     /// Step 2: the local inputs to ggrs, its requests fulfilled.
@@ -445,7 +532,7 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         for &(h, input) in inputs {
             self.session.add_local_input(h, input)?;
         }
-        let requests = match self.session.advance_frame() {
+        let requests = match self.contained(|s| s.advance_frame())? {
             Ok(requests) => requests,
             Err(GgrsError::NotSynchronized) => return Ok(Tick::Synchronizing),
             Err(GgrsError::PredictionThreshold) => return Ok(Tick::Waiting { resimulated: 0 }),
@@ -465,13 +552,13 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     }
 
     /// Step 3: the frames that became final, with their saved checksums.
-    fn confirm(&mut self) {
+    fn confirm(&mut self) -> Result<(), NetError> {
         if self.session.current_state() != SessionState::Running {
-            return;
+            return Ok(());
         }
         // ggrs's confirmed frame is the last whose inputs all arrived; the state after
         // it (one frame on) is final once saved.
-        let confirmed = self.session.confirmed_frame().saturating_add(1);
+        let confirmed = self.contained(|s| s.confirmed_frame())?.saturating_add(1);
         let mut g = self.reported + 1;
         while g <= confirmed {
             let Some(checksum) = self.rollback.saved_checksum(g) else {
@@ -483,6 +570,7 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
             self.reported = g;
             g += 1;
         }
+        Ok(())
     }
 
     /// Moves ggrs's events into ours.
@@ -612,6 +700,8 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     pub fn stats(&self) -> NetStats {
         NetStats {
             rollback: *self.rollback.stats(),
+            rejected: self.shared.rejected(),
+            strangers: self.shared.strangers(),
             ..self.stats
         }
     }

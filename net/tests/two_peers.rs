@@ -7,17 +7,31 @@ mod common;
 use std::time::Duration;
 
 use common::{DELAY, Peer, assert_matches_truth, game, run_until};
-use runsync_net::{LinkConfig, MemoryNetwork, NetEvent, Tick};
+use runsync_net::{LinkConfig, MemoryNetwork, NetEvent, PeerId, SessionKey, Tick};
 
 const FRAMES: u64 = 600;
 
 #[test]
 fn two_peers_at_100ms_and_5_percent_loss_agree_on_every_confirmed_frame() {
+    play(None);
+}
+
+/// The same with a session key: every packet sealed and checked, nothing else changes.
+#[test]
+fn two_keyed_peers_at_100ms_and_5_percent_loss_agree_on_every_confirmed_frame() {
+    play(Some(SessionKey::derive("two_peers.rs")));
+}
+
+fn play(key: Option<SessionKey>) {
     let link = LinkConfig::round_trip(Duration::from_millis(100)).loss(0.05);
     let net = MemoryNetwork::new(37, link);
+    let socket = |me: u32| match &key {
+        Some(k) => net.socket(PeerId(me)).with_key(k.clone()),
+        None => net.socket(PeerId(me)),
+    };
     let mut peers = [
-        Peer::start(&net, 0, game::build(2), |b| b),
-        Peer::start(&net, 1, game::build(2), |b| b),
+        Peer::start_on(socket(0), 0, game::build(2), |b| b),
+        Peer::start_on(socket(1), 1, game::build(2), |b| b),
     ];
     let wall = run_until(
         &mut peers,
@@ -42,6 +56,11 @@ fn two_peers_at_100ms_and_5_percent_loss_agree_on_every_confirmed_frame() {
                 .any(|e| matches!(e, NetEvent::Synchronized { .. }))
         );
         let s = p.session.stats();
+        assert_eq!(
+            (s.rejected, s.strangers),
+            (0, 0),
+            "{who}: an honest peer's messages all pass the checks"
+        );
         let rollbacks_seen: u32 = p
             .ticks
             .iter()

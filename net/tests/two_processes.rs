@@ -25,8 +25,14 @@ impl Drop for Killed {
     }
 }
 
-fn spawn(local: usize, delay: u64) -> (Killed, mpsc::Receiver<String>) {
+/// A headless duel peer; with `key`, its datagrams are sealed under it.
+fn spawn(local: usize, delay: u64, key: Option<&str>) -> (Killed, mpsc::Receiver<String>) {
+    let key: &[&str] = match &key {
+        Some(k) => &["--key", k],
+        None => &[],
+    };
     let mut child = Command::new(env!("CARGO_BIN_EXE_duel"))
+        .args(key)
         .args(["--headless", "--local", &local.to_string()])
         .args(["--bind", "127.0.0.1:0", "--peer", "-"])
         .args(["--frames", &FRAMES.to_string(), "--timeout", "45"])
@@ -64,8 +70,10 @@ fn line(rx: &mpsc::Receiver<String>, deadline: Instant) -> Option<String> {
 #[test]
 fn two_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
     let deadline = Instant::now() + DEADLINE;
-    let (mut a, rx_a) = spawn(0, 0);
-    let (mut b, rx_b) = spawn(1, 0);
+    // With a session key, as a game should ship.
+    let key = "two_processes.rs: a shared passphrase";
+    let (mut a, rx_a) = spawn(0, 0, Some(key));
+    let (mut b, rx_b) = spawn(1, 0, Some(key));
     let bound = |rx: &mpsc::Receiver<String>| {
         let l = line(rx, deadline).expect("a `bound` line");
         l.strip_prefix("bound ")
@@ -119,6 +127,9 @@ fn two_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
     for done in [&done_a, &done_b] {
         assert_eq!(field(done, "desyncs"), 0, "{done}");
         assert_eq!(field(done, "garbage"), 0, "{done}");
+        for counter in ["unauthenticated", "replayed", "rejected", "strangers"] {
+            assert_eq!(field(done, counter), 0, "{counter}: {done}");
+        }
     }
     let rollbacks = field(&done_a, "rollbacks") + field(&done_b, "rollbacks");
     assert!(rollbacks > 0, "{done_a}\n{done_b}");
@@ -127,8 +138,8 @@ fn two_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
 #[test]
 fn garbage_sent_to_a_duel_process_is_counted_and_ignored() {
     let deadline = Instant::now() + DEADLINE;
-    let (mut a, rx_a) = spawn(0, 2);
-    let (mut b, rx_b) = spawn(1, 2);
+    let (mut a, rx_a) = spawn(0, 2, None);
+    let (mut b, rx_b) = spawn(1, 2, None);
     let bound = |rx: &mpsc::Receiver<String>| {
         let l = line(rx, deadline).expect("a `bound` line");
         l.strip_prefix("bound ")

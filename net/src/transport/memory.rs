@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use ggrs::{Message, NonBlockingSocket};
 
-use super::{TransportProbe, decode, encode};
+use super::{Codec, SessionKey, TransportProbe};
 
 /// The address of a peer on a [`MemoryNetwork`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -203,6 +203,7 @@ impl MemoryNetwork {
         MemorySocket {
             id,
             net: self.clone(),
+            codec: Codec::new(),
             probe,
         }
     }
@@ -260,6 +261,7 @@ impl MemoryNetwork {
 pub struct MemorySocket {
     id: PeerId,
     net: MemoryNetwork,
+    codec: Codec<PeerId>,
     probe: TransportProbe,
 }
 
@@ -281,11 +283,18 @@ impl MemorySocket {
     pub fn probe(&self) -> TransportProbe {
         self.probe.clone()
     }
+
+    /// Seals what this end sends under `key` and drops what it receives unsealed, as
+    /// [`UdpTransport::with_key`](crate::UdpTransport::with_key).
+    pub fn with_key(mut self, key: SessionKey) -> Self {
+        self.codec = Codec::keyed(key);
+        self
+    }
 }
 
 impl NonBlockingSocket<PeerId> for MemorySocket {
     fn send_to(&mut self, msg: &Message, addr: &PeerId) {
-        let mut bytes = encode(msg);
+        let mut bytes = self.codec.seal(msg);
         self.probe.sent(bytes.len());
         let mut net = self.net.lock();
         if let Some(log) = &mut net.recorded {
@@ -324,13 +333,13 @@ impl NonBlockingSocket<PeerId> for MemorySocket {
         };
         due.sort_by_key(|p| (p.due, p.seq));
         due.into_iter()
-            .filter_map(|p| match decode(&p.bytes) {
-                Some(msg) => {
+            .filter_map(|p| match self.codec.open(&p.from, &p.bytes) {
+                Ok(msg) => {
                     self.probe.received();
                     Some((p.from, msg))
                 }
-                None => {
-                    self.probe.garbage();
+                Err(why) => {
+                    self.probe.dropped(why);
                     None
                 }
             })

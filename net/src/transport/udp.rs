@@ -5,15 +5,16 @@ use std::net::{SocketAddr, ToSocketAddrs, UdpSocket};
 
 use ggrs::{Message, NonBlockingSocket};
 
-use super::{MAX_PACKET, TransportProbe, decode, encode};
+use super::{Codec, MAX_PACKET, SessionKey, TransportProbe};
 
 /// ggrs's [`NonBlockingSocket`](ggrs::NonBlockingSocket) over UDP. Unlike ggrs's
 /// `UdpNonBlockingSocket` it binds the address given (`127.0.0.1:0` for a test on
 /// loopback, where ggrs's binds every interface), says which port it got
 /// ([`local_addr`](Self::local_addr)), drops corrupted datagrams (a CRC-32C after each
-/// message, see the crate's
-/// [wire format](crate#wire-format)) and counts what it
-/// throws away ([`probe`](Self::probe)).
+/// message, see the crate's [wire format](crate#wire-format)), with a
+/// [`SessionKey`] drops every datagram not sealed under it
+/// ([`with_key`](Self::with_key)), and counts what it throws away
+/// ([`probe`](Self::probe)).
 ///
 /// ```
 /// use runsync_net::UdpTransport;
@@ -25,6 +26,7 @@ use super::{MAX_PACKET, TransportProbe, decode, encode};
 pub struct UdpTransport {
     socket: UdpSocket,
     buffer: Box<[u8; MAX_PACKET]>,
+    codec: Codec<SocketAddr>,
     probe: TransportProbe,
 }
 
@@ -39,8 +41,19 @@ impl UdpTransport {
         Ok(UdpTransport {
             socket,
             buffer: Box::new([0; MAX_PACKET]),
+            codec: Codec::new(),
             probe: TransportProbe::default(),
         })
+    }
+
+    /// Seals every datagram sent under `key`, and drops every one received that is not
+    /// sealed under it (counted as
+    /// [`unauthenticated`](crate::TransportStats::unauthenticated)) or was received
+    /// before ([`replayed`](crate::TransportStats::replayed)). Every peer of the match
+    /// must use the same key.
+    pub fn with_key(mut self, key: SessionKey) -> Self {
+        self.codec = Codec::keyed(key);
+        self
     }
 
     /// The address the socket is bound to (with the port the system chose for port 0).
@@ -59,7 +72,7 @@ impl UdpTransport {
 
 impl NonBlockingSocket<SocketAddr> for UdpTransport {
     fn send_to(&mut self, msg: &Message, addr: &SocketAddr) {
-        let bytes = encode(msg);
+        let bytes = self.codec.seal(msg);
         self.probe.sent(bytes.len());
         // A datagram that cannot be sent now (a full buffer, an unreachable peer) is a
         // lost packet: ggrs resends what matters.
@@ -70,12 +83,12 @@ impl NonBlockingSocket<SocketAddr> for UdpTransport {
         let mut received = Vec::new();
         loop {
             match self.socket.recv_from(&mut self.buffer[..]) {
-                Ok((n, from)) => match decode(&self.buffer[..n]) {
-                    Some(msg) => {
+                Ok((n, from)) => match self.codec.open(&from, &self.buffer[..n]) {
+                    Ok(msg) => {
                         self.probe.received();
                         received.push((from, msg));
                     }
-                    None => self.probe.garbage(),
+                    Err(why) => self.probe.dropped(why),
                 },
                 Err(e) if e.kind() == ErrorKind::WouldBlock => return received,
                 // On some systems an earlier send to a closed port reports here.

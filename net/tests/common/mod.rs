@@ -5,11 +5,14 @@
 #[path = "../../src/bin/duel/game.rs"]
 pub(crate) mod game;
 
+pub(crate) mod forge;
+
 use std::time::{Duration, Instant};
 
 use game::Pad;
 use runsync_net::{
-    ConfirmedFrame, MemoryNetwork, NetEvent, NetSession, NetSessionBuilder, PeerId, Tick,
+    ConfirmedFrame, MemoryNetwork, MemorySocket, NetEvent, NetSession, NetSessionBuilder, PeerId,
+    Tick,
 };
 
 /// Input delay of the test peers.
@@ -33,13 +36,21 @@ impl Peer {
         game: runsync::Runtime,
         setup: impl FnOnce(NetSessionBuilder<PeerId>) -> NetSessionBuilder<PeerId>,
     ) -> Peer {
+        Peer::start_on(net.socket(PeerId(me as u32)), me, game, setup)
+    }
+
+    /// As [`start`](Self::start), on `socket` (a keyed one, say).
+    pub(crate) fn start_on(
+        socket: MemorySocket,
+        me: usize,
+        game: runsync::Runtime,
+        setup: impl FnOnce(NetSessionBuilder<PeerId>) -> NetSessionBuilder<PeerId>,
+    ) -> Peer {
         let b = NetSession::builder(2)
             .local_player(me)
             .remote_player(1 - me, PeerId(1 - me as u32))
             .input_delay(DELAY);
-        let session = setup(b)
-            .start::<Pad>(game, net.socket(PeerId(me as u32)))
-            .unwrap();
+        let session = setup(b).start::<Pad>(game, socket).unwrap();
         Peer {
             me,
             session,

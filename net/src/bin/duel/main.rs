@@ -11,6 +11,9 @@
 //! confirmed frame, `confirmed FRAME CHECKSUM` (hex), then a `done` line with the
 //! session's counters; two headless peers must print the same lines. `--truth` prints
 //! the lines a single process playing both scripts computes, for `diff`.
+//!
+//! `--key KEY` (the same on both) seals every datagram with the match's key, so no one
+//! else can send the peers anything they read; `duel --new-key` prints a fresh one.
 
 mod game;
 
@@ -20,16 +23,22 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use game::Pad;
-use runsync_net::{NetEvent, NetSession, Tick, UdpTransport};
+use runsync_net::{NetEvent, NetSession, SessionKey, Tick, UdpTransport};
 
 const USAGE: &str = "\
 usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
        duel --truth [--frames N] [--delay N]
+       duel --new-key
 
   --local N        which player this process plays (0 or 1)
   --bind ADDR      the UDP address to bind (127.0.0.1:0 picks a free port)
   --peer ADDR      the other player's address; `-` reads it from the first line of
                    standard input, after printing `bound ADDR`
+  --key KEY        the match's shared key (64 hex digits from --new-key, or a
+                   passphrase): every datagram is sealed with it, and one that is not
+                   is dropped; both peers must give the same key. Without it, anyone
+                   who can send datagrams from the peer's address reaches the session
+  --new-key        print a fresh random key and exit
   --headless       play scripted inputs; print `confirmed FRAME CHECKSUM` per
                    confirmed frame
   --frames N       headless: stop after N confirmed frames (default 600)
@@ -52,6 +61,8 @@ struct Args {
     workers: usize,
     timeout: Duration,
     linger: Duration,
+    key: Option<SessionKey>,
+    new_key: bool,
 }
 
 fn parse() -> Result<Args, String> {
@@ -66,12 +77,15 @@ fn parse() -> Result<Args, String> {
         workers: 2,
         timeout: Duration::from_secs(60),
         linger: Duration::from_secs(1),
+        key: None,
+        new_key: false,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
-        if flag == "--headless" || flag == "--truth" {
+        if flag == "--headless" || flag == "--truth" || flag == "--new-key" {
             a.headless |= flag == "--headless";
             a.truth |= flag == "--truth";
+            a.new_key |= flag == "--new-key";
             continue;
         }
         if flag == "--help" || flag == "-h" {
@@ -88,10 +102,17 @@ fn parse() -> Result<Args, String> {
             "--workers" => a.workers = num(&value)? as usize,
             "--timeout" => a.timeout = Duration::from_secs(num(&value)?),
             "--linger" => a.linger = Duration::from_secs(num(&value)?),
+            "--key" => {
+                a.key = Some(if value.len() == 64 {
+                    SessionKey::from_hex(&value).map_err(|e| format!("--key: {e}"))?
+                } else {
+                    SessionKey::derive(&value)
+                });
+            }
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if !a.truth && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty()) {
+    if !a.truth && !a.new_key && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty()) {
         return Err("--local (0 or 1), --bind and --peer are required".to_owned());
     }
     Ok(a)
@@ -118,6 +139,11 @@ fn main() -> ExitCode {
 }
 
 fn run(args: &Args) -> Result<ExitCode, String> {
+    if args.new_key {
+        let key = SessionKey::random().map_err(|e| format!("no random source: {e}"))?;
+        println!("{}", key.to_hex());
+        return Ok(ExitCode::SUCCESS);
+    }
     if args.truth {
         let mut out = std::io::stdout().lock();
         for (f, sum) in game::truth(args.frames, args.delay as u64)
@@ -131,6 +157,10 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     let socket = UdpTransport::bind(&args.bind).map_err(|e| format!("bind {}: {e}", args.bind))?;
     let bound = socket.local_addr().map_err(|e| e.to_string())?;
     let probe = socket.probe();
+    let socket = match &args.key {
+        Some(key) => socket.with_key(key.clone()),
+        None => socket,
+    };
     let peer: SocketAddr = if args.peer == "-" {
         println!("bound {bound}");
         std::io::stdout().flush().map_err(|e| e.to_string())?;
@@ -162,7 +192,8 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     let t = probe.stats();
     let msg = format!(
         "done frames={} confirmed={} rollbacks={} resimulated={} deepest={} waited={} \
-         desyncs={} garbage={} sent={} received={} save_us={:.1} load_us={:.1} frame_us={:.1}",
+         desyncs={} garbage={} unauthenticated={} replayed={} rejected={} strangers={} sent={} \
+         received={} save_us={:.1} load_us={:.1} frame_us={:.1}",
         session.runtime().frame_count(),
         s.confirmed,
         s.rollback.rollbacks,
@@ -171,6 +202,10 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         s.waited,
         s.desyncs,
         t.garbage,
+        t.unauthenticated,
+        t.replayed,
+        s.rejected,
+        s.strangers,
         t.sent,
         t.received,
         micros(s.rollback.save_time, s.rollback.saves),
