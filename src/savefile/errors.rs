@@ -223,7 +223,8 @@ pub enum LoadError {
         type_name: &'static str,
         /// The table (for a component column), in creation order.
         table: Option<u32>,
-        /// What postcard said.
+        /// Which value, and why: the message of the type's own `Deserialize` when it
+        /// refused the value (a check of what it holds), else what postcard said.
         message: String,
     },
     /// An entity listed in two rows (or twice in the allocator).
