@@ -199,6 +199,20 @@ impl GridPart {
     }
 }
 
+/// The cells of a lattice of side `cell` (a positive power of two) from the one holding
+/// `lo` to the one holding `hi` (`lo <= hi`, finite): the lattice coordinates of the first,
+/// and how many columns and rows (at least 1 each). A coordinate past the `i64` range is
+/// clamped to it (`as` saturates); the counts are `i128`, where the difference of two
+/// `i64`s cannot overflow, so corners as far apart as `f32` allows are counted, not wrapped.
+pub(crate) fn lattice_span(cell: f32, lo: Vec2, hi: Vec2) -> ((i64, i64), (i128, i128)) {
+    let per_cell = cell.recip();
+    let at = |v: f32| (v * per_cell).floor() as i64;
+    let (x0, y0) = (at(lo.x), at(lo.y));
+    let cols = i128::from(at(hi.x)) - i128::from(x0) + 1;
+    let rows = i128::from(at(hi.y)) - i128::from(y0) + 1;
+    ((x0, y0), (cols, rows))
+}
+
 /// Items in reach [`Grid::for_each_within`] notes before handing them out (a power of 2;
 /// small, as the buffer is cleared for every query).
 const WITHIN_BUFFER: usize = 16;
@@ -581,23 +595,17 @@ impl Grid {
     /// Cells on the lattice, from the one holding `lo` to the one holding `hi`.
     fn lattice_over(&mut self, lo: Vec2, hi: Vec2) {
         let cell = self.cell;
-        let per_cell = cell.recip();
-        let (x0, y0) = (
-            (lo.x * per_cell).floor() as i64,
-            (lo.y * per_cell).floor() as i64,
-        );
-        let cols = (hi.x * per_cell).floor() as i64 - x0 + 1;
-        let rows = (hi.y * per_cell).floor() as i64 - y0 + 1;
+        let ((x0, y0), (cols, rows)) = lattice_span(cell, lo, hi);
         assert!(
             cols.checked_mul(rows)
-                .is_some_and(|c| c <= i64::from(u32::MAX)),
+                .is_some_and(|c| c <= i128::from(u32::MAX)),
             "a lattice Grid over {lo}..{hi} would need {cols} x {rows} cells of side {cell}"
         );
         (self.cols, self.rows) = (cols as u32, rows as u32);
         self.lattice = Some((x0, y0));
         self.origin = Vec2::new(x0 as f32 * cell, y0 as f32 * cell);
         self.cell_used = cell;
-        self.per_cell = per_cell;
+        self.per_cell = cell.recip();
     }
 
     /// Cells over the items' bounding box, grown until there are at most ~2 per item.
@@ -683,9 +691,12 @@ impl Grid {
         if let Some((x0, y0)) = self.lattice {
             // Exact: scaling by a power of two, then whole numbers. (`p - origin` could
             // round differently for two grids of different origins.)
+            // Saturating: a point far outside (a query of a huge radius) is clamped, not
+            // an overflow.
             let at = |v: f32, from: i64, n: u32| {
-                ((v * self.per_cell).floor() as i64 - from).clamp(0, i64::from(n.saturating_sub(1)))
-                    as u32
+                ((v * self.per_cell).floor() as i64)
+                    .saturating_sub(from)
+                    .clamp(0, i64::from(n.saturating_sub(1))) as u32
             };
             return (at(p.x, x0, self.cols), at(p.y, y0, self.rows));
         }
@@ -1140,6 +1151,42 @@ mod tests {
         let mut all = 0;
         g.for_each_within(Vec2::ZERO, 100.0, |_| all += 1);
         assert_eq!(all, n);
+    }
+
+    /// A lattice grid queried with a radius reaching past the `i64` range of lattice
+    /// coordinates (a collider of radius 1e30, from a save) clamps the query to its cells;
+    /// a live rebuild over items too far apart for its cells says so, not an overflow.
+    #[test]
+    fn lattice_extremes_clamp_or_say_so() {
+        let es = ents(2);
+        let mut g = Grid::on_lattice(2.0);
+        g.rebuild([
+            (es[0], Vec2::new(-10.0, -10.0), 0.5, 0),
+            (es[1], Vec2::new(10.0, 10.0), 0.5, 0),
+        ]);
+        for r in [1e30, f32::MAX, f32::INFINITY] {
+            let mut n = 0;
+            g.for_each_near(Vec2::ZERO, r, |_| n += 1);
+            g.for_each_within(Vec2::new(1.0, -1.0), r, |_| n += 1);
+            assert_eq!(n, 4, "radius {r}");
+        }
+        let ((x0, y0), (cols, rows)) = lattice_span(
+            2f32.powi(-126),
+            Vec2::splat(-f32::MAX),
+            Vec2::splat(f32::MAX),
+        );
+        assert_eq!((x0, y0), (i64::MIN, i64::MIN));
+        assert_eq!((cols, rows), (1 << 64, 1 << 64));
+        let far = std::panic::catch_unwind(|| {
+            let mut g = Grid::on_lattice(2.0);
+            g.rebuild([
+                (es[0], Vec2::splat(-3e38), 0.5, 0),
+                (es[1], Vec2::splat(3e38), 0.5, 0),
+            ]);
+        });
+        let msg = far.unwrap_err();
+        let msg = msg.downcast_ref::<String>().unwrap();
+        assert!(msg.contains("a lattice Grid over"), "{msg}");
     }
 
     #[test]

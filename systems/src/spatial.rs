@@ -48,6 +48,18 @@ use crate::{
 /// loaded grid is the saved one bit for bit, at about a third of the bytes of its
 /// arrays.
 ///
+/// A save is read as hostile: before anything is built, loading checks the cell side (a
+/// positive finite number; negated, as a lattice grid's is saved, a positive power of two,
+/// as [`Grid::on_lattice`] requires), that every position is finite (a rebuild keeps only
+/// those), and that a lattice grid's cells, which its items' extent sizes however sparse
+/// they are, number at most 2^20, or 16 per item if that is more: 4 MiB of cells for a
+/// small grid, 64 bytes per item for a large one (the arena's lattice has about 1.5 cells
+/// per agent). A value that breaks one is refused, the load failing with
+/// [`LoadError::Decode`](runsync::LoadError::Decode) naming `SpatialGrid` and what is
+/// wrong, never built (a lattice over two far-apart positions would otherwise ask for up
+/// to 2^32 cells, 17 GB). So a live lattice grid sparser than that saves but does not
+/// load: keep a lattice world's items within a few cells each of the others.
+///
 /// The grid is shared, not copied: the resource holds an `Arc`, so the merge, snapshots
 /// and restores clone a pointer. [`BuildGrid`] rebuilds into whichever of its buffers
 /// nobody else holds any more (two in a steady state, more while snapshots keep old
@@ -184,25 +196,72 @@ impl Serialize for SpatialGrid {
     }
 }
 
+/// The most cells a loaded lattice grid may have, whatever it holds: 2^20 (4 MiB of cell
+/// starts). A larger one is refused unless it has few enough per item
+/// ([`LOADED_LATTICE_CELLS_PER_ITEM`]).
+const LOADED_LATTICE_CELLS: i128 = 1 << 20;
+
+/// The most cells per item a loaded lattice grid may have beyond
+/// [`LOADED_LATTICE_CELLS`]: 16 (64 bytes of cell starts, about what the item itself costs
+/// the grid: its copies in `items` and `input` and its cell).
+const LOADED_LATTICE_CELLS_PER_ITEM: i128 = 16;
+
+impl LoadedGrid {
+    /// The empty grid this save describes, once everything a rebuild and the queries rely
+    /// on is checked: the cell side, every position, and (for a lattice grid) that its
+    /// cells are within the bound of a loaded one. Nothing is allocated by the saved
+    /// values before they are checked.
+    fn check(&self) -> Result<Grid, String> {
+        let (cell, n) = (self.cell, self.items.len());
+        let side = cell.abs();
+        let lattice = cell < 0.0;
+        if lattice {
+            if !(side.is_finite() && side.to_bits() & 0x007f_ffff == 0 && side > 0.0) {
+                return Err(format!(
+                    "cell side {cell} (negated: a lattice grid's) is not a positive power of two"
+                ));
+            }
+        } else if !(side.is_finite() && side > 0.0) {
+            return Err(format!("cell side {cell} is not a positive finite number"));
+        }
+        let (mut lo, mut hi) = (Vec2::splat(f32::MAX), Vec2::splat(f32::MIN));
+        for (i, it) in self.items.iter().enumerate() {
+            if !it.pos.is_finite() {
+                return Err(format!(
+                    "item {i} of {n} has a position that is not finite ({})",
+                    it.pos
+                ));
+            }
+            (lo, hi) = (lo.min(it.pos), hi.max(it.pos));
+        }
+        if !lattice {
+            // A box grid grows its cells to at most two per item.
+            return Ok(Grid::new(side));
+        }
+        if n > 0 {
+            let (_, (cols, rows)) = crate::grid::lattice_span(side, lo, hi);
+            let bound = LOADED_LATTICE_CELLS.max(LOADED_LATTICE_CELLS_PER_ITEM * n as i128);
+            if cols.checked_mul(rows).is_none_or(|c| c > bound) {
+                return Err(format!(
+                    "a lattice grid of side {side} over {lo}..{hi} would need {cols} x {rows} \
+                     cells; a loaded one may have at most {bound} (2^20, or 16 per item)"
+                ));
+            }
+        }
+        Ok(Grid::on_lattice(side))
+    }
+}
+
 impl<'de> Deserialize<'de> for SpatialGrid {
+    /// Reads a grid saved by `Serialize`, checked before it is built: see "In save files"
+    /// on [`SpatialGrid`].
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let Some(saved) = Option::<LoadedGrid>::deserialize(d)? else {
             return Ok(SpatialGrid::default());
         };
-        let side = saved.cell.abs();
-        let lattice = saved.cell < 0.0;
-        if !(side.is_finite() && side > 0.0) || (lattice && side.to_bits() & 0x007f_ffff != 0) {
-            return Err(serde::de::Error::custom(format!(
-                "SpatialGrid: the cell side {} is not a positive finite number (or, \
-                 negated for a lattice grid, a power of two)",
-                saved.cell
-            )));
-        }
-        let mut grid = if lattice {
-            Grid::on_lattice(side)
-        } else {
-            Grid::new(side)
-        };
+        let mut grid = saved
+            .check()
+            .map_err(|why| serde::de::Error::custom(format!("SpatialGrid: {why}")))?;
         grid.rebuild(
             saved
                 .items
@@ -737,6 +796,59 @@ mod tests {
         assert_eq!(
             (grid.frame(), grid.grid().map(Grid::len)),
             (Some(7), Some(1))
+        );
+    }
+
+    /// What loading checks before it builds a grid: the cell side, the positions, a
+    /// lattice's cells against the bound (2^20, or 16 per item), with what is wrong.
+    #[test]
+    fn a_loaded_grid_is_checked_before_it_is_built() {
+        let item = |x: f32, y: f32| GridItem {
+            entity: Entity::from_bits(1 << 32).unwrap(),
+            pos: Vec2::new(x, y),
+            radius: 0.5,
+            tag: 0,
+        };
+        let check = |cell: f32, items: Vec<GridItem>| {
+            (LoadedGrid {
+                frame: 0,
+                cell,
+                items,
+            })
+            .check()
+            .map(|g| (g.is_on_lattice(), g.cell()))
+        };
+        let two = |x: f32, y: f32| vec![item(0.0, 0.0), item(x, y)];
+        assert_eq!(check(1.5, two(1e30, -1e30)), Ok((false, 1.5)));
+        assert_eq!(check(-2.0, two(2047.0, 2047.0)), Ok((true, 2.0)));
+        assert_eq!(
+            check(-2.0, two(2048.0, 2047.0)).unwrap_err(),
+            "a lattice grid of side 2 over [0, 0]..[2048, 2047] would need 1025 x 1024 \
+             cells; a loaded one may have at most 1048576 (2^20, or 16 per item)"
+        );
+        // More items, more cells: 2^17 items may span 2^21 cells.
+        let mut many = vec![item(0.0, 0.0); 1 << 17];
+        many.push(item(4095.0, 2047.0));
+        assert_eq!(check(-2.0, many.clone()), Ok((true, 2.0)));
+        many.push(item(4096.0, 2047.0));
+        assert!(check(-2.0, many).unwrap_err().contains("at most 2097184"));
+        assert_eq!(check(-2.0, Vec::new()), Ok((true, 2.0)));
+        assert_eq!(
+            check(2.0, vec![item(1.0, 1.0), item(f32::NAN, 0.0)]).unwrap_err(),
+            "item 1 of 2 has a position that is not finite ([NaN, 0])"
+        );
+        assert_eq!(
+            check(-0.0, two(1.0, 1.0)).unwrap_err(),
+            "cell side -0 is not a positive finite number"
+        );
+        assert_eq!(
+            check(-3.0, two(1.0, 1.0)).unwrap_err(),
+            "cell side -3 (negated: a lattice grid's) is not a positive power of two"
+        );
+        assert!(check(-(2f32.powi(-126)), two(1.0, 1.0)).is_err());
+        assert_eq!(
+            check(-(2f32.powi(127)), two(1e38, 1e38)),
+            Ok((true, 2f32.powi(127)))
         );
     }
 
