@@ -117,7 +117,9 @@ impl System for Contact {
                     // A shared grid is a frame old: victims may have died since.
                     && (!shared || world.is_alive(v.entity))
                 {
-                    out.write::<Health>(v.entity, -dmg.0);
+                    // Wrapping: `Damage(i32::MIN)` (from a save) deals `i32::MIN`, as
+                    // the release build's negation always did, not an overflow panic.
+                    out.write::<Health>(v.entity, dmg.0.wrapping_neg());
                     hit = true;
                 }
             });
@@ -170,6 +172,18 @@ mod tests {
         assert_eq!(hp(&rt, e1), 100 - 1 - 50);
         assert_eq!(hp(&rt, e2), 100 - 1 - 50);
         assert_eq!(hp(&rt, far), 100);
+    }
+
+    /// The most damage an `i32` holds, from a save: the victim dies, no overflow.
+    #[test]
+    fn the_least_damage_value_kills_and_does_not_overflow() {
+        let mut w = world();
+        let victim = agent(&mut w, 0.0, 0, 1);
+        let _ = agent(&mut w, 0.6, 1, i32::MIN);
+        let mut rt = runtime(w);
+        rt.add_system(Contact::default());
+        rt.frame();
+        assert_eq!(hp(&rt, victim), i32::MIN + 100);
     }
 
     #[test]

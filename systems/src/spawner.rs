@@ -500,6 +500,10 @@ fn fire_roll(seed: u64, frame: u64, e: Entity) -> f32 {
 /// [`Spawner::local`] and local steering read as team sizes and centres; a world split
 /// into shards computes each shard's part and adds them up (`runsync-cluster`'s
 /// `Cluster::global(part, TeamTotals::combine)`).
+///
+/// The sums wrap (as does every count), never overflow: a world whose positions are
+/// huge (from a save) and totals from another process (counts and sums of any value) add
+/// up to the same bits in every build, and never panic.
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TeamTotals {
     /// Per team, its agents.
@@ -519,9 +523,11 @@ impl TeamTotals {
         for (_, (p, team, ())) in world.query::<(&Position, &Team, With<Health>)>() {
             let k = usize::from(team.0);
             if k < n {
-                t.counts[k] += 1;
-                t.sums[k][0] += (f64::from(p.0.x) * 1024.0).round() as i64;
-                t.sums[k][1] += (f64::from(p.0.y) * 1024.0).round() as i64;
+                // `as` saturates a position past the `i64` range of 1/1024 units.
+                let fixed = |v: f32| (f64::from(v) * 1024.0).round() as i64;
+                t.counts[k] = t.counts[k].wrapping_add(1);
+                t.sums[k][0] = t.sums[k][0].wrapping_add(fixed(p.0.x));
+                t.sums[k][1] = t.sums[k][1].wrapping_add(fixed(p.0.y));
             }
         }
         t
@@ -542,9 +548,9 @@ impl TeamTotals {
         total.counts.resize(n, 0);
         total.sums.resize(n, [0; 2]);
         for (k, (c, s)) in part.counts.iter().zip(&part.sums).enumerate() {
-            total.counts[k] += c;
-            total.sums[k][0] += s[0];
-            total.sums[k][1] += s[1];
+            total.counts[k] = total.counts[k].wrapping_add(*c);
+            total.sums[k][0] = total.sums[k][0].wrapping_add(s[0]);
+            total.sums[k][1] = total.sums[k][1].wrapping_add(s[1]);
         }
     }
 
@@ -558,9 +564,9 @@ impl TeamTotals {
         let (mut n, mut x, mut y) = (0u64, 0i64, 0i64);
         for (k, (c, s)) in self.counts.iter().zip(&self.sums).enumerate() {
             if k != team {
-                n += c;
-                x += s[0];
-                y += s[1];
+                n = n.wrapping_add(*c);
+                x = x.wrapping_add(s[0]);
+                y = y.wrapping_add(s[1]);
             }
         }
         (n > 0).then(|| {
@@ -772,5 +778,32 @@ mod tests {
         let c = total.enemies_centre(0).unwrap();
         assert!(c.x > 0.0 && c.y > 0.0);
         assert_eq!(TeamTotals::default().enemies_centre(0), None);
+    }
+
+    /// Positions at the edge of `f32` (from a save) and totals of any value (from another
+    /// process) wrap, as the release build's arithmetic always did, and never panic.
+    #[test]
+    fn team_totals_of_any_values_wrap_and_never_panic() {
+        let mut w = world();
+        for x in [1e30, f32::MAX, -f32::MAX, 3e38] {
+            w.spawn((Position(Vec2::new(x, -x)), Team(0), Health::full(5)));
+        }
+        let of = TeamTotals::of(&w, 2);
+        assert_eq!(of.counts, [4, 0]);
+        let hostile = TeamTotals {
+            counts: vec![u64::MAX, u64::MAX, 3],
+            sums: vec![[i64::MAX, i64::MIN], [i64::MAX; 2]],
+        };
+        let mut total = of.clone();
+        TeamTotals::combine(&mut total, hostile.clone());
+        assert_eq!(
+            total.counts,
+            [3, u64::MAX, 0],
+            "a count without a sum is left out"
+        );
+        assert_eq!(total.sums[1], [i64::MAX; 2]);
+        TeamTotals::combine(&mut total, hostile.clone());
+        let _ = (total.enemies_centre(0), total.enemies_centre(1));
+        assert_eq!(hostile.enemies_centre(2), hostile.enemies_centre(2));
     }
 }
