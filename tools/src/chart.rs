@@ -4,34 +4,31 @@ use std::path::Path;
 
 use plotters::prelude::*;
 
-use crate::report::FrameRecord;
+use crate::report::RunStats;
 
-/// Draws Run (bottom) and Sync (stacked on top) time per frame to an SVG at `path`, with
-/// the p95 frame time as a dashed reference line.
-pub fn draw(
-    path: &Path,
-    frames: &[FrameRecord],
-    title: &str,
-) -> Result<(), Box<dyn std::error::Error>> {
+/// Draws Run (bottom) and Sync (stacked on top) time per frame over the whole run to an
+/// SVG at `path`, with the run's p95 Run + Sync time as a dashed reference line. Past
+/// [`Timeline::POINTS`](crate::report::Timeline::POINTS) frames, each point is the mean
+/// of consecutive frames (the x axis still counts frames; the legend says how many).
+pub fn draw(path: &Path, stats: &RunStats, title: &str) -> Result<(), Box<dyn std::error::Error>> {
     let root = SVGBackend::new(path, (1200, 520)).into_drawing_area();
     root.fill(&WHITE)?;
-    let n = frames.len().max(1) as u32;
-    let tops: Vec<f64> = frames
-        .iter()
-        .map(|f| (f.run_us + f.sync_us) / 1e3)
-        .collect();
-    let mut sorted = tops.clone();
-    sorted.sort_by(f64::total_cmp);
-    let p95 = sorted
-        .get(((sorted.len() as f64 * 0.95).ceil() as usize).saturating_sub(1))
-        .copied()
-        .unwrap_or(0.0);
+    let timeline = stats.timeline();
+    let n = u32::try_from(timeline.frames().max(1)).unwrap_or(u32::MAX);
+    let ms = |d: std::time::Duration| d.as_secs_f64() * 1e3;
+    let p95 = ms(stats.run_sync().quantile(0.95));
     // Scale to p99 with headroom so one slow frame (the first wave) doesn't flatten the rest.
-    let p99 = sorted
-        .get(((sorted.len() as f64 * 0.99).ceil() as usize).saturating_sub(1))
-        .copied()
-        .unwrap_or(1.0);
+    let p99 = if stats.run_sync().is_empty() {
+        1.0
+    } else {
+        ms(stats.run_sync().quantile(0.99))
+    };
     let ymax = (p99 * 1.25).max(0.01);
+    let x = |first: u64| u32::try_from(first).unwrap_or(u32::MAX);
+    let per_point = match timeline.width() {
+        1 => String::new(),
+        w => format!(", each point the mean of {w} frames"),
+    };
 
     let mut chart = ChartBuilder::on(&root)
         .caption(title, ("sans-serif", 22))
@@ -50,10 +47,9 @@ pub fn draw(
     let run_color = RGBColor(52, 120, 200);
     chart
         .draw_series(AreaSeries::new(
-            frames
-                .iter()
-                .zip(0u32..)
-                .map(|(f, i)| (i, ((f.run_us + f.sync_us) / 1e3).min(ymax))),
+            timeline
+                .points()
+                .map(|p| (x(p.first), (p.run_ms + p.sync_ms).min(ymax))),
             0.0,
             sync_color.mix(0.75),
         ))?
@@ -61,10 +57,7 @@ pub fn draw(
         .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 14, y + 6)], sync_color.filled()));
     chart
         .draw_series(AreaSeries::new(
-            frames
-                .iter()
-                .zip(0u32..)
-                .map(|(f, i)| (i, (f.run_us / 1e3).min(ymax))),
+            timeline.points().map(|p| (x(p.first), p.run_ms.min(ymax))),
             0.0,
             run_color.mix(0.85),
         ))?
@@ -75,7 +68,7 @@ pub fn draw(
             [(0u32, p95), (n, p95)],
             BLACK.stroke_width(1),
         ))?
-        .label(format!("p95 Run+Sync = {p95:.2} ms"))
+        .label(format!("p95 Run+Sync = {p95:.2} ms{per_point}"))
         .legend(|(x, y)| PathElement::new([(x, y), (x + 14, y)], BLACK));
     chart
         .configure_series_labels()

@@ -1,4 +1,12 @@
-//! Per-frame records and the end-of-run summary: the table, and the JSON.
+//! The run's statistics and the end-of-run summary: the table, and the JSON.
+//!
+//! A game loop runs for hours, so nothing here grows with the number of frames:
+//! [`RunStats`] keeps, over the whole run, a [`Histogram`] per timing (percentiles to
+//! within 0.05 %, exact maxima and means), sums per system, and a [`Timeline`] of Run and
+//! Sync time for the chart (at most [`Timeline::POINTS`] points, each the mean of as many
+//! consecutive frames as it takes); and, over the last frames only, a ring of
+//! [`FrameRecord`]s (`arena --json`'s `frames`). Its memory is allocated up front, or
+//! once the ring is full, and stays the same however long the run.
 
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -26,7 +34,7 @@ pub struct SystemFrame {
 }
 
 /// One frame.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FrameRecord {
     /// The frame's number (`FrameStats::frame`: the first frame is 1).
     pub frame: u64,
@@ -60,38 +68,521 @@ fn us(d: Duration) -> f64 {
     d.as_secs_f64() * 1e6
 }
 
+/// Whole nanoseconds, saturating (at 584 years).
+fn ns(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
 impl FrameRecord {
     /// Copies the runtime's stats of the frame that took `wall`.
     pub fn new(stats: &FrameStats, wall: Duration) -> FrameRecord {
-        FrameRecord {
-            frame: stats.frame,
-            frame_us: us(wall),
-            run_us: us(stats.run),
-            sync_us: us(stats.sync),
-            work_us: us(stats.work),
-            span_us: us(stats.span),
-            entities: stats.entities,
-            merged: stats.merged,
-            dropped: stats.dropped,
-            spawned: stats.spawned,
-            despawned: stats.despawned,
-            systems: stats
+        let mut record = FrameRecord::default();
+        record.set(stats, wall);
+        record
+    }
+
+    /// Overwrites this record with the runtime's stats of the frame that took `wall`,
+    /// reusing its buffers: once they fit the systems' names, this allocates nothing.
+    pub fn set(&mut self, stats: &FrameStats, wall: Duration) {
+        self.frame = stats.frame;
+        self.frame_us = us(wall);
+        self.run_us = us(stats.run);
+        self.sync_us = us(stats.sync);
+        self.work_us = us(stats.work);
+        self.span_us = us(stats.span);
+        self.entities = stats.entities;
+        self.merged = stats.merged;
+        self.dropped = stats.dropped;
+        self.spawned = stats.spawned;
+        self.despawned = stats.despawned;
+        self.systems.truncate(stats.systems.len());
+        for (i, s) in stats.systems.iter().enumerate() {
+            if i == self.systems.len() {
+                self.systems.push(SystemFrame {
+                    name: String::new(),
+                    time_us: 0.0,
+                    work_us: 0.0,
+                    span_us: 0.0,
+                    writes: 0,
+                    commands: 0,
+                });
+            }
+            let f = &mut self.systems[i];
+            if *f.name != *s.name {
+                f.name.clear();
+                f.name.push_str(&s.name);
+            }
+            f.time_us = us(s.time);
+            f.work_us = us(s.work);
+            f.span_us = us(s.span);
+            f.writes = s.writes;
+            f.commands = s.commands;
+        }
+    }
+
+    /// Bytes this record holds on the heap (its buffers' capacities).
+    fn heap_bytes(&self) -> usize {
+        self.systems.capacity() * size_of::<SystemFrame>()
+            + self
                 .systems
                 .iter()
-                .map(|s| SystemFrame {
+                .map(|s| s.name.capacity())
+                .sum::<usize>()
+    }
+}
+
+/// A histogram of durations in fixed buckets: exact below 2,048 ns; above, 1,024 buckets
+/// per power of two, so a bucket is at most 1/1024 of its values wide and a percentile,
+/// taken at its bucket's middle, is within 0.05 % of the true one. Durations past
+/// [`Histogram::TOP`] count in the top bucket. The exact count, sum, minimum and maximum
+/// are kept beside the buckets. Its memory (about 270 KiB, zeroed pages the OS maps as
+/// they are first touched) is allocated once, in [`Histogram::new`].
+#[derive(Clone, Debug)]
+pub struct Histogram {
+    counts: Box<[u64]>,
+    len: u64,
+    sum_ns: u64,
+    min_ns: u64,
+    max_ns: u64,
+}
+
+/// Buckets per power of two, as a power of two.
+const SUB_BITS: u32 = 10;
+const SUB: u64 = 1 << SUB_BITS;
+/// Durations are bucketed up to `2^TOP_BITS` ns.
+const TOP_BITS: u32 = 42;
+const BUCKETS: usize = ((TOP_BITS - SUB_BITS + 1) as u64 * SUB) as usize;
+
+impl Default for Histogram {
+    fn default() -> Histogram {
+        Histogram::new()
+    }
+}
+
+impl Histogram {
+    /// The longest duration given its own bucket: 2^42 ns, some 73 minutes.
+    pub const TOP: Duration = Duration::from_nanos(1 << TOP_BITS);
+
+    /// An empty histogram.
+    pub fn new() -> Histogram {
+        Histogram {
+            counts: vec![0; BUCKETS].into_boxed_slice(),
+            len: 0,
+            sum_ns: 0,
+            min_ns: u64::MAX,
+            max_ns: 0,
+        }
+    }
+
+    /// The bucket of `v` nanoseconds.
+    fn bucket(v: u64) -> usize {
+        let v = v.min((1 << TOP_BITS) - 1);
+        if v < 2 * SUB {
+            return v as usize;
+        }
+        // `v`'s top bit is `e`: the bucket is `v`'s top SUB_BITS + 1 bits, past the
+        // `e - SUB_BITS` groups of SUB buckets below.
+        let shift = 63 - v.leading_zeros() - SUB_BITS;
+        (u64::from(shift) * SUB + (v >> shift)) as usize
+    }
+
+    /// The lowest value of bucket `i` and its width, in nanoseconds.
+    fn bounds(i: usize) -> (u64, u64) {
+        let i = i as u64;
+        if i < 2 * SUB {
+            return (i, 1);
+        }
+        let shift = i / SUB - 1;
+        ((i % SUB + SUB) << shift, 1 << shift)
+    }
+
+    /// Counts one duration.
+    pub fn record(&mut self, d: Duration) {
+        let v = ns(d);
+        self.counts[Self::bucket(v)] += 1;
+        self.len += 1;
+        self.sum_ns = self.sum_ns.saturating_add(v);
+        self.min_ns = self.min_ns.min(v);
+        self.max_ns = self.max_ns.max(v);
+    }
+
+    /// Durations counted.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether none was counted.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The longest duration counted (exact); zero when empty.
+    pub fn max(&self) -> Duration {
+        Duration::from_nanos(self.max_ns)
+    }
+
+    /// The mean (exact, to the nanosecond); zero when empty.
+    pub fn mean(&self) -> Duration {
+        Duration::from_nanos(self.sum_ns.checked_div(self.len).unwrap_or(0))
+    }
+
+    /// The `q` quantile (0 to 1) by nearest rank: the middle of the bucket holding the
+    /// `ceil(q * len)`-th smallest duration, kept within the exact minimum and maximum.
+    /// Zero when empty.
+    pub fn quantile(&self, q: f64) -> Duration {
+        if self.len == 0 {
+            return Duration::ZERO;
+        }
+        let rank = ((q * self.len as f64).ceil() as u64).clamp(1, self.len);
+        let mut seen = 0;
+        for (i, &c) in self.counts.iter().enumerate() {
+            seen += c;
+            if seen >= rank {
+                let (low, width) = Self::bounds(i);
+                let mid = low + (width - 1) / 2;
+                return Duration::from_nanos(mid.clamp(self.min_ns, self.max_ns));
+            }
+        }
+        self.max()
+    }
+
+    /// p50, p95, p99, max and mean.
+    pub fn percentiles(&self) -> Percentiles {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        Percentiles {
+            p50_ms: ms(self.quantile(0.50)),
+            p95_ms: ms(self.quantile(0.95)),
+            p99_ms: ms(self.quantile(0.99)),
+            max_ms: ms(self.max()),
+            mean_ms: ms(self.mean()),
+        }
+    }
+
+    /// Bytes this histogram holds on the heap: the same from the first duration to the
+    /// last.
+    pub fn heap_bytes(&self) -> usize {
+        self.counts.len() * size_of::<u64>()
+    }
+}
+
+/// Run and Sync time per frame over the whole run, for the chart, in at most
+/// [`Timeline::POINTS`] points (plus one for the frames since the last): each point is
+/// the mean of [`Timeline::width`] consecutive frames. While the run is shorter than
+/// `POINTS` frames, that is one frame a point; each time the points fill up, neighbours
+/// are merged in pairs and the width doubles.
+#[derive(Clone, Debug)]
+pub struct Timeline {
+    /// Sums of Run and Sync time over each point's frames, in microseconds.
+    points: Vec<(f64, f64)>,
+    width: u64,
+    /// The frames since the last whole point: their sums and how many.
+    pending: (f64, f64),
+    pending_frames: u64,
+}
+
+/// One point of a [`Timeline`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TimelinePoint {
+    /// The index (from 0) of its first frame in the run.
+    pub first: u64,
+    /// Frames it stands for.
+    pub frames: u64,
+    /// Their mean Run time, in milliseconds.
+    pub run_ms: f64,
+    /// Their mean Sync time, in milliseconds.
+    pub sync_ms: f64,
+}
+
+impl Default for Timeline {
+    fn default() -> Timeline {
+        Timeline::new()
+    }
+}
+
+impl Timeline {
+    /// The most whole points kept (even, so that they merge in pairs).
+    pub const POINTS: usize = 2048;
+
+    /// An empty timeline; its points are allocated here, once.
+    pub fn new() -> Timeline {
+        Timeline {
+            points: Vec::with_capacity(Self::POINTS),
+            width: 1,
+            pending: (0.0, 0.0),
+            pending_frames: 0,
+        }
+    }
+
+    /// Adds the next frame's Run and Sync time.
+    pub fn push(&mut self, run: Duration, sync: Duration) {
+        self.pending.0 += us(run);
+        self.pending.1 += us(sync);
+        self.pending_frames += 1;
+        if self.pending_frames < self.width {
+            return;
+        }
+        self.points.push(self.pending);
+        self.pending = (0.0, 0.0);
+        self.pending_frames = 0;
+        if self.points.len() == Self::POINTS {
+            for i in 0..Self::POINTS / 2 {
+                let (a, b) = (self.points[2 * i], self.points[2 * i + 1]);
+                self.points[i] = (a.0 + b.0, a.1 + b.1);
+            }
+            self.points.truncate(Self::POINTS / 2);
+            self.width *= 2;
+        }
+    }
+
+    /// Frames per whole point.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+
+    /// Frames added.
+    pub fn frames(&self) -> u64 {
+        self.points.len() as u64 * self.width + self.pending_frames
+    }
+
+    /// The points in frame order, the frames since the last whole point included.
+    pub fn points(&self) -> impl Iterator<Item = TimelinePoint> + '_ {
+        let whole = self
+            .points
+            .iter()
+            .zip(0..)
+            .map(|(&(run, sync), i)| (i, self.width, run, sync));
+        let rest = (self.pending_frames > 0).then_some((
+            self.points.len() as u64,
+            self.pending_frames,
+            self.pending.0,
+            self.pending.1,
+        ));
+        whole
+            .chain(rest)
+            .map(move |(i, frames, run, sync)| TimelinePoint {
+                first: i * self.width,
+                frames,
+                run_ms: run / frames as f64 / 1e3,
+                sync_ms: sync / frames as f64 / 1e3,
+            })
+    }
+
+    /// Bytes this timeline holds on the heap: the same from the first frame to the last.
+    pub fn heap_bytes(&self) -> usize {
+        self.points.capacity() * size_of::<(f64, f64)>()
+    }
+}
+
+/// One system's totals over the run.
+#[derive(Clone, Debug)]
+struct SystemTotals {
+    name: String,
+    time_ns: u64,
+    work_ns: u64,
+    span_ns: u64,
+    writes: u64,
+    commands: u64,
+}
+
+/// What the report keeps of a run, in memory that does not grow with its length: over
+/// the whole run, histograms of frame, Run, Sync and Run + Sync time, sums of work, span,
+/// counts and each system's figures, and the [`Timeline`]; over the last
+/// [`recent`](RunStats::recent) frames only, their [`FrameRecord`]s.
+#[derive(Clone, Debug)]
+pub struct RunStats {
+    frames: u64,
+    frame: Histogram,
+    run: Histogram,
+    sync: Histogram,
+    run_sync: Histogram,
+    work_ns: u64,
+    span_ns: u64,
+    entities: usize,
+    merged: u64,
+    dropped: u64,
+    spawned: u64,
+    despawned: u64,
+    systems: Vec<SystemTotals>,
+    timeline: Timeline,
+    /// The last frames' records, a ring: once full, `next` is the oldest.
+    recent: Vec<FrameRecord>,
+    recent_cap: usize,
+    next: usize,
+}
+
+impl RunStats {
+    /// The frames [`RunStats::recent`] keeps by default (`arena --recent-frames`).
+    pub const DEFAULT_RECENT: usize = 1000;
+
+    /// Statistics of a run yet to start, keeping the records of its last `recent` frames.
+    pub fn new(recent: usize) -> RunStats {
+        RunStats {
+            frames: 0,
+            frame: Histogram::new(),
+            run: Histogram::new(),
+            sync: Histogram::new(),
+            run_sync: Histogram::new(),
+            work_ns: 0,
+            span_ns: 0,
+            entities: 0,
+            merged: 0,
+            dropped: 0,
+            spawned: 0,
+            despawned: 0,
+            systems: Vec::new(),
+            timeline: Timeline::new(),
+            recent: Vec::new(),
+            recent_cap: recent,
+            next: 0,
+        }
+    }
+
+    /// Adds the frame the runtime's `stats` describe, which took `wall` (the whole
+    /// `Runtime::frame` call). Once the ring of recent records is full, this allocates
+    /// nothing (while the systems keep their names).
+    pub fn record(&mut self, stats: &FrameStats, wall: Duration) {
+        self.frames += 1;
+        self.frame.record(wall);
+        self.run.record(stats.run);
+        self.sync.record(stats.sync);
+        self.run_sync.record(stats.run + stats.sync);
+        self.work_ns = self.work_ns.saturating_add(ns(stats.work));
+        self.span_ns = self.span_ns.saturating_add(ns(stats.span));
+        self.entities = stats.entities;
+        self.merged += stats.merged;
+        self.dropped += stats.dropped;
+        self.spawned += stats.spawned;
+        self.despawned += stats.despawned;
+        for (i, s) in stats.systems.iter().enumerate() {
+            if i == self.systems.len() {
+                self.systems.push(SystemTotals {
                     name: s.name.to_string(),
-                    time_us: us(s.time),
-                    work_us: us(s.work),
-                    span_us: us(s.span),
-                    writes: s.writes,
-                    commands: s.commands,
+                    time_ns: 0,
+                    work_ns: 0,
+                    span_ns: 0,
+                    writes: 0,
+                    commands: 0,
+                });
+            }
+            let t = &mut self.systems[i];
+            t.time_ns = t.time_ns.saturating_add(ns(s.time));
+            t.work_ns = t.work_ns.saturating_add(ns(s.work));
+            t.span_ns = t.span_ns.saturating_add(ns(s.span));
+            t.writes += s.writes as u64;
+            t.commands += s.commands as u64;
+        }
+        self.timeline.push(stats.run, stats.sync);
+        if self.recent_cap == 0 {
+            return;
+        }
+        if self.recent.len() < self.recent_cap {
+            self.recent.push(FrameRecord::new(stats, wall));
+        } else {
+            self.recent[self.next].set(stats, wall);
+        }
+        self.next = (self.next + 1) % self.recent_cap;
+    }
+
+    /// Frames recorded.
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+
+    /// The records of the last frames (at most the `recent` given to [`RunStats::new`]),
+    /// oldest first.
+    pub fn recent(&self) -> impl Iterator<Item = &FrameRecord> + '_ {
+        // Until the ring is full, `next` is its length; after, its oldest record.
+        let (older, newer) = (&self.recent[self.next..], &self.recent[..self.next]);
+        older.iter().chain(newer)
+    }
+
+    /// How many records [`RunStats::recent`] gives.
+    pub fn recent_len(&self) -> usize {
+        self.recent.len()
+    }
+
+    /// Run and Sync time over the whole run, for the chart.
+    pub fn timeline(&self) -> &Timeline {
+        &self.timeline
+    }
+
+    /// Run + Sync time per frame over the whole run.
+    pub fn run_sync(&self) -> &Histogram {
+        &self.run_sync
+    }
+
+    /// Bytes these statistics hold on the heap (every buffer's capacity): they reach their
+    /// final size once [`recent`](RunStats::recent) frames are kept, and stay there.
+    pub fn heap_bytes(&self) -> usize {
+        [&self.frame, &self.run, &self.sync, &self.run_sync]
+            .iter()
+            .map(|h| h.heap_bytes())
+            .sum::<usize>()
+            + self.timeline.heap_bytes()
+            + self.systems.capacity() * size_of::<SystemTotals>()
+            + self
+                .systems
+                .iter()
+                .map(|s| s.name.capacity())
+                .sum::<usize>()
+            + self.recent.capacity() * size_of::<FrameRecord>()
+            + self
+                .recent
+                .iter()
+                .map(FrameRecord::heap_bytes)
+                .sum::<usize>()
+    }
+
+    /// The summary of the run so far; the counts at the end are passed in.
+    pub fn summary(
+        &self,
+        workers: usize,
+        agents_alive: usize,
+        turrets_alive: usize,
+        peak_memory_bytes: Option<u64>,
+    ) -> Summary {
+        let n = self.frames.max(1) as f64;
+        let mean_ms = |total_ns: u64| total_ns as f64 / n / 1e6;
+        let seconds = self.frame.sum_ns as f64 / 1e9;
+        Summary {
+            frames: self.frames as usize,
+            workers,
+            seconds,
+            fps: if seconds > 0.0 {
+                self.frames as f64 / seconds
+            } else {
+                0.0
+            },
+            frame: self.frame.percentiles(),
+            run: self.run.percentiles(),
+            sync: self.sync.percentiles(),
+            systems: self
+                .systems
+                .iter()
+                .map(|s| SystemSummary {
+                    name: s.name.clone(),
+                    mean_ms: mean_ms(s.time_ns),
+                    work_ms: mean_ms(s.work_ns),
+                    span_ms: mean_ms(s.span_ns),
+                    writes_per_frame: s.writes as f64 / n,
+                    commands_per_frame: s.commands as f64 / n,
                 })
                 .collect(),
+            scaling: Scaling::of(mean_ms(self.work_ns), mean_ms(self.span_ns)),
+            entities_alive: self.entities,
+            agents_alive,
+            turrets_alive,
+            spawned: self.spawned,
+            despawned: self.despawned,
+            merged: self.merged,
+            dropped: self.dropped,
+            peak_memory_bytes,
         }
     }
 }
 
-/// p50, p95, p99, max and mean of a series, in milliseconds.
+/// p50, p95, p99, max and mean of a series, in milliseconds (see [`Histogram`] for their
+/// precision).
 #[derive(Clone, Copy, Debug, Default, Serialize, PartialEq)]
 pub struct Percentiles {
     /// Median.
@@ -104,25 +595,6 @@ pub struct Percentiles {
     pub max_ms: f64,
     /// Mean.
     pub mean_ms: f64,
-}
-
-impl Percentiles {
-    /// Of `values` given in microseconds. All zero when empty.
-    pub fn of_us(values: impl IntoIterator<Item = f64>) -> Percentiles {
-        let mut v: Vec<f64> = values.into_iter().map(|x| x / 1e3).collect();
-        if v.is_empty() {
-            return Percentiles::default();
-        }
-        v.sort_by(f64::total_cmp);
-        let rank = |q: f64| v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1];
-        Percentiles {
-            p50_ms: rank(0.50),
-            p95_ms: rank(0.95),
-            p99_ms: rank(0.99),
-            max_ms: v[v.len() - 1],
-            mean_ms: v.iter().sum::<f64>() / v.len() as f64,
-        }
-    }
 }
 
 /// One system over the whole run.
@@ -161,16 +633,21 @@ impl Scaling {
     /// The workers [`Scaling::speedup_bound`] is given for.
     pub const WORKERS: [usize; 3] = [4, 16, 64];
 
-    /// Of frames with these works and spans (microseconds).
-    pub fn of(frames: &[FrameRecord]) -> Scaling {
-        let n = frames.len().max(1) as f64;
-        let work = frames.iter().map(|f| f.work_us).sum::<f64>() / n / 1e3;
-        let span = frames.iter().map(|f| f.span_us).sum::<f64>() / n / 1e3;
-        let ratio = if span > 0.0 { work / span } else { 1.0 };
+    /// Of a mean frame of this work and span (milliseconds).
+    pub fn of(work_ms: f64, span_ms: f64) -> Scaling {
+        let ratio = if span_ms > 0.0 {
+            work_ms / span_ms
+        } else {
+            1.0
+        };
         Scaling {
-            work_ms: work,
-            span_ms: span,
-            span_percent: if work > 0.0 { 100.0 * span / work } else { 0.0 },
+            work_ms,
+            span_ms,
+            span_percent: if work_ms > 0.0 {
+                100.0 * span_ms / work_ms
+            } else {
+                0.0
+            },
             speedup_bound: Self::WORKERS
                 .iter()
                 .map(|&p| (p, ratio.min(p as f64)))
@@ -219,58 +696,6 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// Summarises `frames`; the counts at the end are passed in.
-    pub fn new(
-        frames: &[FrameRecord],
-        workers: usize,
-        agents_alive: usize,
-        turrets_alive: usize,
-        peak_memory_bytes: Option<u64>,
-    ) -> Summary {
-        let n = frames.len().max(1) as f64;
-        let seconds = frames.iter().map(|f| f.frame_us).sum::<f64>() / 1e6;
-        let systems = frames.first().map_or(Vec::new(), |first| {
-            (0..first.systems.len())
-                .map(|i| {
-                    let sum = |f: &dyn Fn(&SystemFrame) -> f64| {
-                        frames.iter().map(|fr| f(&fr.systems[i])).sum::<f64>() / n
-                    };
-                    SystemSummary {
-                        name: first.systems[i].name.clone(),
-                        mean_ms: sum(&|s| s.time_us) / 1e3,
-                        work_ms: sum(&|s| s.work_us) / 1e3,
-                        span_ms: sum(&|s| s.span_us) / 1e3,
-                        writes_per_frame: sum(&|s| s.writes as f64),
-                        commands_per_frame: sum(&|s| s.commands as f64),
-                    }
-                })
-                .collect()
-        });
-        Summary {
-            frames: frames.len(),
-            workers,
-            seconds,
-            fps: if seconds > 0.0 {
-                frames.len() as f64 / seconds
-            } else {
-                0.0
-            },
-            frame: Percentiles::of_us(frames.iter().map(|f| f.frame_us)),
-            run: Percentiles::of_us(frames.iter().map(|f| f.run_us)),
-            sync: Percentiles::of_us(frames.iter().map(|f| f.sync_us)),
-            systems,
-            scaling: Scaling::of(frames),
-            entities_alive: frames.last().map_or(0, |f| f.entities),
-            agents_alive,
-            turrets_alive,
-            spawned: frames.iter().map(|f| f.spawned).sum(),
-            despawned: frames.iter().map(|f| f.despawned).sum(),
-            merged: frames.iter().map(|f| f.merged).sum(),
-            dropped: frames.iter().map(|f| f.dropped).sum(),
-            peak_memory_bytes,
-        }
-    }
-
     /// The human-readable table.
     pub fn table(&self) -> String {
         let n = self.frames.max(1) as f64;
@@ -402,15 +827,138 @@ pub fn peak_memory_bytes() -> Option<u64> {
 mod tests {
     use super::*;
 
+    /// The stats of a real frame of a runtime with one system, `Integrate`, with these
+    /// figures put in.
+    fn frame_stats(frame: u64, run_us: u64, sync_us: u64) -> FrameStats {
+        static ONE: std::sync::OnceLock<FrameStats> = std::sync::OnceLock::new();
+        let mut s = ONE
+            .get_or_init(|| {
+                let mut rt = runsync::Runtime::builder()
+                    .workers(1)
+                    .build(runsync::World::new());
+                rt.add_system_named(
+                    "Integrate",
+                    |_: &runsync::World, _: &mut runsync::Output| {},
+                );
+                rt.frame();
+                rt.stats().clone()
+            })
+            .clone();
+        s.frame = frame;
+        s.run = Duration::from_micros(run_us);
+        s.sync = Duration::from_micros(sync_us);
+        s.work = Duration::from_micros(2400);
+        s.span = Duration::from_micros(600);
+        s.entities = 10;
+        (s.merged, s.dropped, s.spawned, s.despawned) = (7, 1, 0, 0);
+        let sys = &mut s.systems[0];
+        sys.time = Duration::from_micros(1000);
+        sys.work = Duration::from_micros(1800);
+        sys.span = Duration::from_micros(300);
+        (sys.writes, sys.commands) = (7, 0);
+        s
+    }
+
     #[test]
-    fn percentiles_use_nearest_rank() {
-        let p = Percentiles::of_us((1..=100).map(|x| x as f64 * 1e3));
+    fn buckets_hold_their_values_and_are_narrow() {
+        let mut v = 1u64;
+        let mut last = 0;
+        while v < 1 << 45 {
+            for x in [v - 1, v, v + 1, v + v / 3] {
+                let (low, width) = Histogram::bounds(Histogram::bucket(x));
+                if x < 1 << TOP_BITS {
+                    assert!(low <= x && x < low + width, "{x} in [{low}, +{width})");
+                    assert!(width == 1 || width * SUB <= low, "{x}: width {width}");
+                }
+            }
+            assert!(Histogram::bucket(v) >= last, "{v}");
+            last = Histogram::bucket(v);
+            v = v * 5 / 4 + 1;
+        }
+        // Consecutive buckets tile the values.
+        for i in 1..BUCKETS {
+            let (a, w) = Histogram::bounds(i - 1);
+            assert_eq!(Histogram::bounds(i).0, a + w, "bucket {i}");
+        }
+        assert_eq!(Histogram::bucket(u64::MAX), BUCKETS - 1);
+    }
+
+    #[test]
+    fn percentiles_use_nearest_rank_within_the_precision() {
+        let mut h = Histogram::new();
+        for ms in 1..=100 {
+            h.record(Duration::from_millis(ms));
+        }
+        let p = h.percentiles();
+        for (got, want) in [(p.p50_ms, 50.0), (p.p95_ms, 95.0), (p.p99_ms, 99.0)] {
+            assert!((got - want).abs() <= want * 0.0005, "{got} for {want}");
+        }
+        assert_eq!((p.max_ms, p.mean_ms), (100.0, 50.5));
+        assert_eq!(Histogram::new().percentiles(), Percentiles::default());
+        // Exact below 2,048 ns.
+        let mut h = Histogram::new();
+        for x in 1..=100 {
+            h.record(Duration::from_nanos(x * 10));
+        }
+        assert_eq!(h.quantile(0.5), Duration::from_nanos(500));
+        assert_eq!(h.quantile(0.99), Duration::from_nanos(990));
+        assert_eq!(h.quantile(0.0), Duration::from_nanos(10));
+        // Within the minimum and maximum, however wide their bucket.
+        let mut h = Histogram::new();
+        h.record(Duration::from_secs(3 * 3600));
+        assert_eq!(h.quantile(0.5), Duration::from_secs(3 * 3600));
+    }
+
+    #[test]
+    fn timeline_merges_pairs_into_means() {
+        let mut t = Timeline::new();
+        let points = Timeline::POINTS as u64;
+        for i in 0..points - 1 {
+            t.push(Duration::from_micros(i), Duration::ZERO);
+        }
+        assert_eq!((t.width(), t.points().count()), (1, Timeline::POINTS - 1));
+        t.push(Duration::from_micros(points - 1), Duration::from_micros(2));
+        // Full: merged in pairs, two frames a point.
+        assert_eq!((t.width(), t.points().count()), (2, Timeline::POINTS / 2));
+        let first = t.points().next().unwrap();
+        assert_eq!((first.first, first.frames, first.run_ms), (0, 2, 0.0005));
+        let last = t.points().last().unwrap();
+        assert_eq!((last.first, last.sync_ms), (points - 2, 0.001));
+        // A frame more is a point of its own, until its pair comes.
+        t.push(Duration::from_micros(10), Duration::ZERO);
+        let last = t.points().last().unwrap();
+        assert_eq!((last.first, last.frames, last.run_ms), (points, 1, 0.01));
+        for _ in 0..100 * points {
+            t.push(Duration::from_micros(4), Duration::from_micros(1));
+        }
+        assert_eq!(t.frames(), 101 * points + 1);
+        assert!(t.points().count() <= Timeline::POINTS + 1);
+        let covered: u64 = t.points().map(|p| p.frames).sum();
+        assert_eq!(covered, t.frames());
+    }
+
+    #[test]
+    fn the_ring_keeps_the_last_frames_oldest_first() {
+        let mut r = RunStats::new(3);
+        let frames = |r: &RunStats| r.recent().map(|f| f.frame).collect::<Vec<_>>();
+        assert!(frames(&r).is_empty());
+        r.record(&frame_stats(1, 10, 1), Duration::from_micros(12));
+        r.record(&frame_stats(2, 10, 1), Duration::from_micros(12));
+        assert_eq!(frames(&r), [1, 2]);
+        for f in 3..=7 {
+            r.record(&frame_stats(f, 10, 1), Duration::from_micros(12));
+        }
         assert_eq!(
-            (p.p50_ms, p.p95_ms, p.p99_ms, p.max_ms),
-            (50.0, 95.0, 99.0, 100.0)
+            (frames(&r), r.recent_len(), r.frames()),
+            (vec![5, 6, 7], 3, 7)
         );
-        assert_eq!(p.mean_ms, 50.5);
-        assert_eq!(Percentiles::of_us([]), Percentiles::default());
+        assert_eq!(r.recent().last().unwrap().systems[0].name, "Integrate");
+        let none = {
+            let mut r = RunStats::new(0);
+            r.record(&frame_stats(1, 10, 1), Duration::from_micros(12));
+            r
+        };
+        assert_eq!((none.recent().count(), none.frames()), (0, 1));
     }
 
     #[test]
@@ -430,29 +978,19 @@ mod tests {
 
     #[test]
     fn summary_table_names_every_system() {
-        let rec = |frame| FrameRecord {
-            frame,
-            frame_us: 2000.0,
-            run_us: 1500.0,
-            sync_us: 400.0,
-            work_us: 2400.0,
-            span_us: 600.0,
-            entities: 10,
-            merged: 7,
-            dropped: 1,
-            spawned: 0,
-            despawned: 0,
-            systems: vec![SystemFrame {
-                name: "Integrate".into(),
-                time_us: 1000.0,
-                work_us: 1800.0,
-                span_us: 300.0,
-                writes: 7,
-                commands: 0,
-            }],
-        };
-        let s = Summary::new(&[rec(0), rec(1)], 2, 8, 0, Some(1 << 20));
+        let mut r = RunStats::new(RunStats::DEFAULT_RECENT);
+        for f in 1..=2 {
+            r.record(&frame_stats(f, 1500, 400), Duration::from_micros(2000));
+        }
+        let s = r.summary(2, 8, 0, Some(1 << 20));
         assert_eq!(s.fps, 500.0);
+        assert_eq!(
+            (s.frames, s.merged, s.dropped, s.entities_alive),
+            (2, 14, 2, 10)
+        );
+        assert_eq!(s.run.p50_ms, 1.5);
+        assert_eq!(s.systems[0].mean_ms, 1.0);
+        assert_eq!(s.systems[0].writes_per_frame, 7.0);
         let t = s.table();
         assert!(
             t.contains("Integrate") && t.contains("1.0 MiB") && t.contains("Sync"),
@@ -465,5 +1003,24 @@ mod tests {
             t.contains("span 25.0 % of work") && t.contains("4.0x on 16"),
             "{t}"
         );
+    }
+
+    #[test]
+    fn memory_is_reached_once_the_ring_is_full_and_stays() {
+        let mut r = RunStats::new(100);
+        let mut at = Vec::new();
+        for f in 1..=20_000u64 {
+            // Times spread over many buckets, as a run's do.
+            let x = f.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+            r.record(
+                &frame_stats(f, x % 50_000, x % 700),
+                Duration::from_micros(x),
+            );
+            if [100, 1000, 20_000].contains(&f) {
+                at.push(r.heap_bytes());
+            }
+        }
+        assert_eq!(at[0], at[1]);
+        assert_eq!(at[1], at[2]);
     }
 }

@@ -4,7 +4,9 @@
 //! respawn in waves — every system of `runsync-systems` plus a closure, all running at once
 //! in the Run phase and merged in Sync. At the end: frames per second, Run/Sync
 //! percentiles, per-system time and output counts, entities, merged/dropped outputs and
-//! peak memory. With `--rollback N`, every frame also rolls back N frames and re-simulates
+//! peak memory — all over the whole run, from statistics of a fixed size (histograms and
+//! sums: `runsync_tools::report::RunStats`), so a run of hours takes no more memory for
+//! them than a run of a minute; `--json` lists the records of the last frames only. With `--rollback N`, every frame also rolls back N frames and re-simulates
 //! them, as rollback netcode does on every late input, and reports what that costs.
 //! `--record FILE` records the run as a runsync replay; `--replay FILE` plays one back at
 //! any worker count and reports the first divergence, if any.
@@ -20,7 +22,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use runsync::{LoadError, Replay, ReplayError, RuntimeSnapshot, SaveError};
 use runsync_systems::Health;
 use runsync_tools::digest::{desync_report, digest, first_mismatch};
-use runsync_tools::report::{FrameRecord, Summary, peak_memory_bytes};
+use runsync_tools::report::{FrameRecord, RunStats, Summary, peak_memory_bytes};
 use runsync_tools::scenario::{
     ArenaConfig, TEAMS, arena_side, build, check_agents, recorded_config,
 };
@@ -51,10 +53,18 @@ struct Args {
     /// Not with `--record`/`--replay` (replays start in creation order).
     #[arg(long, conflicts_with_all = ["record", "replay"])]
     canonical: bool,
-    /// Print per-frame and summary stats as JSON on stdout (instead of the table).
+    /// Print the summary and per-frame stats as JSON on stdout (instead of the table): the
+    /// summary (percentiles, means, totals) is over the whole run; `frames` lists the last
+    /// `--recent-frames` frames only (`frames_omitted` counts the earlier ones).
     #[arg(long)]
     json: bool,
-    /// Write an SVG chart of per-frame Run and Sync time (stacked) to this file.
+    /// With `--json`: how many of the last frames' records `frames` lists (the report keeps
+    /// them in a ring of that size, some 1.2 KB a frame).
+    #[arg(long, value_name = "N", default_value_t = RunStats::DEFAULT_RECENT, requires = "json")]
+    recent_frames: usize,
+    /// Write an SVG chart of per-frame Run and Sync time (stacked) over the whole run to
+    /// this file: one point a frame up to 2048 frames; past that, each point is the mean of
+    /// consecutive frames (the legend says how many).
     #[arg(long, value_name = "FILE.svg")]
     chart: Option<PathBuf>,
     /// Draw the field at the end of the run (agents coloured by team, projectiles as dots)
@@ -345,10 +355,19 @@ struct JsonReport<'a> {
     summary: &'a Summary,
     determinism: Option<&'a str>,
     rollback: Option<&'a str>,
-    /// One line per failed frame (`--fail-at`).
+    /// One line per failed frame (`--fail-at`), the first [`FAILURES_LISTED`].
     failures: &'a [String],
-    frames: &'a [FrameRecord],
+    /// Every failed frame, listed or not.
+    failed_frames: u64,
+    /// The last `--recent-frames` frames, oldest first.
+    frames: Vec<&'a FrameRecord>,
+    /// Frames before those, not listed (the summary covers them).
+    frames_omitted: u64,
 }
+
+/// Failed frames described one by one; the rest are counted. (A system that panics every
+/// frame would otherwise grow the list for as long as the run.)
+const FAILURES_LISTED: usize = 100;
 
 #[derive(Serialize)]
 struct JsonConfig {
@@ -526,10 +545,11 @@ fn main() -> ExitCode {
     }
 
     let bar = progress(args.frames, "arena", hidden);
-    let mut records = Vec::with_capacity(args.frames as usize);
+    let mut stats = RunStats::new(if args.json { args.recent_frames } else { 0 });
     let mut digests = Vec::new();
     let mut rollback = (args.rollback > 0).then(|| Rollback::new(args.rollback));
     let mut failures = Vec::new();
+    let mut failed_frames = 0u64;
     let mut clock = inspect::Clock::default();
     let run_start = Instant::now();
     for _ in 0..args.frames {
@@ -544,9 +564,12 @@ fn main() -> ExitCode {
             None => start.elapsed(),
         };
         if let Err(e) = result {
-            failures.push(format!("frame {} failed: {e}", rt.stats().frame));
+            failed_frames += 1;
+            if failures.len() < FAILURES_LISTED {
+                failures.push(format!("frame {} failed: {e}", rt.stats().frame));
+            }
         }
-        records.push(FrameRecord::new(rt.stats(), wall));
+        stats.record(rt.stats(), wall);
         if args.check_determinism {
             digests.push(digest(rt.world()));
         }
@@ -564,7 +587,7 @@ fn main() -> ExitCode {
         .world()
         .query::<(runsync::With<runsync::ChildOf>,)>()
         .count();
-    let summary = Summary::new(&records, workers, agents, turrets, peak_memory_bytes());
+    let summary: Summary = stats.summary(workers, agents, turrets, peak_memory_bytes());
     if let Some(path) = &args.picture {
         let title = format!(
             "arena after {} frames: {agents} agents in {TEAMS} teams, projectiles as dots",
@@ -636,7 +659,7 @@ fn main() -> ExitCode {
             "arena: {} agents, {} workers — Run and Sync time per frame",
             args.entities, workers
         );
-        if let Err(e) = chart::draw(path, &records, &title) {
+        if let Err(e) = chart::draw(path, &stats, &title) {
             eprintln!(
                 "arena: could not write the chart to {}: {e}",
                 path.display()
@@ -659,7 +682,9 @@ fn main() -> ExitCode {
             determinism: determinism.as_deref(),
             rollback: rollback_report.as_deref(),
             failures: &failures,
-            frames: &records,
+            failed_frames,
+            frames: stats.recent().collect(),
+            frames_omitted: stats.frames() - stats.recent_len() as u64,
         };
         println!(
             "{}",
@@ -693,11 +718,23 @@ fn main() -> ExitCode {
         for f in &failures {
             println!("failed           {f}");
         }
+        if failed_frames > failures.len() as u64 {
+            println!(
+                "failed           and {} more frames",
+                failed_frames - failures.len() as u64
+            );
+        }
     }
-    if !failures.is_empty() {
+    if failed_frames > 0 {
         if args.json {
             for f in &failures {
                 eprintln!("arena: {f}");
+            }
+            if failed_frames > failures.len() as u64 {
+                eprintln!(
+                    "arena: and {} more frames failed",
+                    failed_frames - failures.len() as u64
+                );
             }
         }
         return ExitCode::from(1);
