@@ -1,8 +1,9 @@
 //! Why a session could not start or go on ([`NetError`]).
 
 use std::fmt;
+use std::sync::Arc;
 
-use runsync::{Desync, FrameError, SnapshotError};
+use runsync::{Desync, FrameError, SaveError, SnapshotError};
 
 /// Why a [`NetSession`](crate::NetSession), a [`Rollback`](crate::Rollback) or a
 /// [`sync_test`](crate::sync_test()) could not start or go on. Network trouble (a lost
@@ -28,6 +29,10 @@ pub enum NetError {
     /// since the other peers ran that frame. The world is as the
     /// [`FrameError`] describes.
     Frame(FrameError),
+    /// The online replay ([`record_replay`](crate::NetSessionBuilder::record_replay)):
+    /// the game cannot be saved (the type is named), or the replay could not be
+    /// written.
+    Save(Arc<SaveError>),
     /// ggrs panicked while handling packets: something in them got past the checks in
     /// front of it (see the crate's [wire format](crate#wire-format)). The session
     /// stops; the process and the game's state do not (the runtime is as it was before
@@ -81,6 +86,7 @@ impl fmt::Display for NetError {
                 types.join(", ")
             ),
             NetError::Frame(e) => write!(f, "runsync-net: a frame failed: {e}"),
+            NetError::Save(e) => write!(f, "runsync-net: the online replay: {e}"),
             NetError::PeerPanic { peers, message } => write!(
                 f,
                 "runsync-net: ggrs panicked handling packets from [{}]: {message}; the \

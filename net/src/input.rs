@@ -215,6 +215,24 @@ impl<I: Copy> PlayerInputs<I> {
     }
 }
 
+/// Each player's `(input, connected)` in player order: a sequence, so a recording can
+/// never hold more inputs than connection flags or the reverse. This is how an online
+/// match's replay stores its frames (`NetSessionBuilder::record_replay`), played back
+/// with `Runtime::play_replay::<PlayerInputs<I>>`.
+impl<I: Serialize + Copy> Serialize for PlayerInputs<I> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_seq(self.inputs.iter().zip(&self.connected))
+    }
+}
+
+impl<'de, I: Deserialize<'de> + Copy> Deserialize<'de> for PlayerInputs<I> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let players = Vec::<(I, bool)>::deserialize(d)?;
+        let (inputs, connected) = players.into_iter().unzip();
+        Ok(PlayerInputs { inputs, connected })
+    }
+}
+
 /// Field by field, so that `clone_from` (what a snapshot into a reused ring does) keeps
 /// the vectors' memory: a steady frame's snapshot of the inputs allocates nothing.
 impl<I: Clone> Clone for PlayerInputs<I> {
@@ -266,5 +284,18 @@ mod tests {
         b.clone_from(&a);
         assert_eq!(b, a);
         assert_eq!(b.inputs.as_ptr(), ptr);
+    }
+
+    #[test]
+    fn player_inputs_round_trip_through_serde_as_pairs() {
+        let mut a = PlayerInputs::<u16>::empty(3);
+        a.set([(7, true), (0, false), (9, true)].into_iter());
+        let bytes = bincode::serialize(&a).unwrap();
+        assert_eq!(
+            bincode::deserialize::<PlayerInputs<u16>>(&bytes).unwrap(),
+            a
+        );
+        let pairs: Vec<(u16, bool)> = bincode::deserialize(&bytes).unwrap();
+        assert_eq!(pairs, [(7, true), (0, false), (9, true)]);
     }
 }

@@ -113,6 +113,10 @@ pub struct Rollback<I: NetInput> {
     start: u64,
     players: usize,
     stats: RollbackStats,
+    /// While an online replay is recorded: the inputs each of the last frames ran with,
+    /// by ggrs frame (the last run of a frame, so once it is confirmed, its confirmed
+    /// inputs). Reused slots: no allocation once sized.
+    inputs: Option<Vec<(Option<Frame>, PlayerInputs<I>)>>,
     _input: PhantomData<fn(I)>,
 }
 
@@ -153,6 +157,7 @@ impl<I: NetInput> Rollback<I> {
             ring,
             players,
             stats: RollbackStats::default(),
+            inputs: None,
             _input: PhantomData,
         })
     }
@@ -295,10 +300,38 @@ impl<I: NetInput> Rollback<I> {
                 world.set_input(fresh);
             }
         }
+        if let Some(log) = &mut self.inputs {
+            let frame = self.rt.frame_count().wrapping_sub(self.start) as Frame;
+            let len = log.len() as Frame;
+            let slot = &mut log[frame.rem_euclid(len) as usize];
+            if let Some(now) = self.rt.world().get_resource::<Input<PlayerInputs<I>>>() {
+                slot.0 = Some(frame);
+                slot.1.clone_from(&now.0);
+            }
+        }
         let result = self.rt.try_frame();
         self.stats.frames += 1;
         self.stats.frame_time += t.elapsed();
         Ok(result?)
+    }
+
+    /// From now on, keeps the inputs of the last frames run (more than the rollback
+    /// window), for [`inputs_of`](Self::inputs_of).
+    pub(crate) fn keep_inputs(&mut self) {
+        let len = self.ring.len() + 2;
+        self.inputs = Some(
+            (0..len)
+                .map(|_| (None, PlayerInputs::empty(self.players)))
+                .collect(),
+        );
+    }
+
+    /// The inputs ggrs frame `frame` last ran with (the frame from its state to the
+    /// next), if kept ([`keep_inputs`](Self::keep_inputs)) and not yet overwritten.
+    pub(crate) fn inputs_of(&self, frame: Frame) -> Option<&PlayerInputs<I>> {
+        let log = self.inputs.as_ref()?;
+        let (f, inputs) = &log[frame.rem_euclid(log.len() as Frame) as usize];
+        (*f == Some(frame)).then_some(inputs)
     }
 
     /// The checksum saved for ggrs frame `frame`, if the ring still holds it.

@@ -13,11 +13,11 @@ use ggrs::{
     DesyncDetection, Frame, GgrsError, GgrsEvent, NetworkStats, NonBlockingSocket, P2PSession,
     PlayerHandle, PlayerType, SessionBuilder, SessionState,
 };
-use runsync::Runtime;
+use runsync::{Replay, Runtime};
 
 use crate::config::{Address, NetConfig};
 use crate::guard::{self, Guard, Rules, Shared};
-use crate::{NetError, NetInput, Rollback, RollbackStats};
+use crate::{NetError, NetInput, PlayerInputs, Rollback, RollbackStats};
 
 /// Something that happened on the network, from [`NetSession::events`]. Frames are
 /// runsync's numbers (the state after that many frames).
@@ -159,6 +159,7 @@ pub struct NetSessionBuilder<A> {
     disconnect_notify_delay: Duration,
     allow_unchecksummed: bool,
     check_packets: bool,
+    record: bool,
 }
 
 impl<A: Address> NetSessionBuilder<A> {
@@ -178,6 +179,7 @@ impl<A: Address> NetSessionBuilder<A> {
             disconnect_notify_delay: Duration::from_millis(500),
             allow_unchecksummed: false,
             check_packets: true,
+            record: false,
         }
     }
 
@@ -246,6 +248,23 @@ impl<A: Address> NetSessionBuilder<A> {
         self
     }
 
+    /// Records the match as a runsync [`Replay`]: a save of the runtime at the start,
+    /// then each frame as it becomes final ([`ConfirmedFrame`]) with every player's
+    /// confirmed input and its checksum, in frame order, whatever was predicted and
+    /// re-run on the way. [`NetSession::finish_replay`] writes it; any runtime of the
+    /// same game plays it offline, at any worker count, with
+    /// `Runtime::play_replay::<PlayerInputs<I>>`, to the same checksum at every frame
+    /// (the [`confirmed_frames`](NetSession::confirmed_frames)' checksums).
+    ///
+    /// The game must be able to save (every component, resource and message type opted
+    /// into saves, as for [`Runtime::save`]): [`start`](Self::start) reports the first
+    /// that is not. The recording grows by a frame's inputs and checksum each frame; it
+    /// has no keyframes (a replay that diverges reports the frame, not the values).
+    pub fn record_replay(mut self) -> Self {
+        self.record = true;
+        self
+    }
+
     /// Hands ggrs every message that decodes, unchecked: a test switch, for tests of what
     /// happens when something gets past the checks (a panic inside ggrs ends the session
     /// with [`NetError::PeerPanic`]). Never for a game: one hostile datagram then crashes
@@ -266,6 +285,8 @@ impl<A: Address> NetSessionBuilder<A> {
     ///   snapshots (named);
     /// - [`NetError::Unchecksummed`]: registered types a checksum cannot see (named),
     ///   unless [`allow_unchecksummed`](Self::allow_unchecksummed);
+    /// - [`NetError::Save`]: with [`record_replay`](Self::record_replay), the game
+    ///   cannot be saved (the type is named);
     /// - [`NetError::Ggrs`]: a bad player set-up (a handle twice or out of range, a
     ///   player missing, a 0 frame rate), a desync interval of 0 or over 2^20 frames, or
     ///   a rollback window and input delay too long for ggrs's input queue
@@ -278,7 +299,18 @@ impl<A: Address> NetSessionBuilder<A> {
         if !self.allow_unchecksummed {
             check_checksummed(&rt)?;
         }
-        let rollback = Rollback::new(rt, self.players, self.max_prediction)?;
+        let mut rollback = Rollback::new(rt, self.players, self.max_prediction)?;
+        let replay = if self.record {
+            let mut start = Vec::new();
+            rollback
+                .runtime()
+                .save(&mut start)
+                .map_err(|e| NetError::Save(Arc::new(e)))?;
+            rollback.keep_inputs();
+            Some(Replay::new::<PlayerInputs<I>>(start))
+        } else {
+            None
+        };
         let invalid = |info: String| Err(NetError::Ggrs(GgrsError::InvalidRequest { info }));
         if !(1..=1 << 20).contains(&self.desync_interval) {
             return invalid(format!(
@@ -329,6 +361,7 @@ impl<A: Address> NetSessionBuilder<A> {
         Ok(NetSession {
             session,
             shared,
+            replay,
             rollback,
             local: self.local,
             input_delay: self.input_delay,
@@ -401,6 +434,8 @@ pub struct NetSession<I: NetInput, A: Address = SocketAddr> {
     session: P2PSession<NetConfig<I, A>>,
     /// What the packet checks in front of ggrs count, and the frame they measure from.
     shared: Arc<Shared<A>>,
+    /// The recording, with [`NetSessionBuilder::record_replay`].
+    replay: Option<Replay>,
     rollback: Rollback<I>,
     local: Vec<PlayerHandle>,
     input_delay: usize,
@@ -565,6 +600,18 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
                 break;
             };
             let frame = self.rollback.runsync_frame(g);
+            if let Some(replay) = &mut self.replay {
+                // The state after g frames was made by the inputs of frame g - 1.
+                let inputs = self.rollback.inputs_of(g - 1);
+                let pushed = match inputs {
+                    Some(inputs) => replay.push_frame(Some(inputs), checksum),
+                    None => Err(runsync::SaveError::Encode {
+                        type_name: "the input",
+                        message: format!("the inputs of frame {frame} were not kept"),
+                    }),
+                };
+                pushed.map_err(|e| NetError::Save(Arc::new(e)))?;
+            }
             self.confirmed.push(ConfirmedFrame { frame, checksum });
             self.stats.confirmed = frame;
             self.reported = g;
@@ -620,6 +667,27 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     /// The events since the last call, oldest first.
     pub fn events(&mut self) -> std::vec::Drain<'_, NetEvent<A>> {
         self.events.drain(..)
+    }
+
+    /// The replay recorded so far ([`NetSessionBuilder::record_replay`]): every final
+    /// frame up to the last [`ConfirmedFrame`].
+    pub fn replay(&self) -> Option<&Replay> {
+        self.replay.as_ref()
+    }
+
+    /// Stops recording and writes the replay to `w`: every frame that became final
+    /// (read it back with [`Replay::read`], play it with
+    /// `Runtime::play_replay::<PlayerInputs<I>>`).
+    ///
+    /// # Errors
+    /// [`NetError::Save`]: the session was not recording
+    /// ([`SaveError::NotRecording`](runsync::SaveError::NotRecording)), or writing failed.
+    pub fn finish_replay(&mut self, w: &mut impl std::io::Write) -> Result<(), NetError> {
+        let replay = self
+            .replay
+            .take()
+            .ok_or(NetError::Save(Arc::new(runsync::SaveError::NotRecording)))?;
+        replay.write(w).map_err(|e| NetError::Save(Arc::new(e)))
     }
 
     /// The frames that became final since the last call, in order, each once: every

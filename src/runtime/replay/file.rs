@@ -110,8 +110,85 @@ impl Replay {
         })
     }
 
-    /// Writes the replay (see [`read`](Self::read)).
-    pub(crate) fn write(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
+    /// An empty replay of input type `I` that starts from `start`, a runtime save
+    /// ([`Runtime::save`](crate::Runtime::save)), for a recording assembled outside a
+    /// running runtime: frame by frame with [`push_frame`](Self::push_frame), written
+    /// with [`write`](Self::write). This is how a rollback session records only the
+    /// frames that became final, in order, whatever it re-ran; a runtime that just runs
+    /// frames records itself with [`Runtime::record_replay`](crate::Runtime::record_replay).
+    /// Such a replay has no keyframes: a divergence is reported by frame, without the
+    /// values that differ.
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::Replay;
+    /// let mut rt = Runtime::builder().workers(1).build(World::new());
+    /// let mut start = Vec::new();
+    /// rt.save(&mut start).unwrap();
+    /// let mut replay = Replay::new::<u8>(start);
+    /// for pad in [1u8, 2, 3] {
+    ///     rt.frame_with(pad);
+    ///     replay.push_frame(Some(&pad), rt.world().checksum()).unwrap();
+    /// }
+    /// let mut file = Vec::new();
+    /// replay.write(&mut file).unwrap();
+    /// let replay = Replay::read(&mut file.as_slice()).unwrap();
+    /// let mut again = Runtime::builder().workers(2).build(World::new());
+    /// assert!(again.play_replay::<u8>(&replay).unwrap().is_identical());
+    /// ```
+    pub fn new<I: 'static>(start: Vec<u8>) -> Replay {
+        Replay {
+            input_type: std::any::type_name::<I>().to_owned(),
+            start,
+            frames: Vec::new(),
+            keyframes: Vec::new(),
+        }
+    }
+
+    /// Appends a frame to a replay made with [`new`](Self::new): the input it ran with
+    /// (`None`: no input was set) and the world's [checksum](crate::World::checksum)
+    /// after it.
+    ///
+    /// # Errors
+    /// [`SaveError::Encode`] if `I` is not the replay's input type or its `Serialize`
+    /// fails.
+    pub fn push_frame<I: serde::Serialize + 'static>(
+        &mut self,
+        input: Option<&I>,
+        checksum: u64,
+    ) -> Result<(), SaveError> {
+        let input_type = std::any::type_name::<I>();
+        if input_type != self.input_type {
+            return Err(SaveError::Encode {
+                type_name: "the input",
+                message: format!(
+                    "the replay records inputs of type {}, not {input_type}",
+                    self.input_type
+                ),
+            });
+        }
+        let input = match input {
+            None => None,
+            Some(i) => {
+                let mut bytes = Vec::new();
+                crate::savefile::encode_values(std::slice::from_ref(i), &mut bytes).map_err(
+                    |message| SaveError::Encode {
+                        type_name: "the input",
+                        message,
+                    },
+                )?;
+                Some(bytes)
+            }
+        };
+        self.frames.push(ReplayFrame { input, checksum });
+        Ok(())
+    }
+
+    /// Writes the replay, in the layout [`read`](Self::read) reads.
+    ///
+    /// # Errors
+    /// [`SaveError::Io`] if writing fails.
+    pub fn write(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
         let mut out = Vec::with_capacity(self.start.len() + 32 * self.frames.len());
         out.extend_from_slice(&REPLAY_MAGIC);
         out.put_u32(VERSION);

@@ -52,15 +52,15 @@ impl Pad {
 }
 
 /// A ship, played by `player`.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(merge = merge::last, snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, save, checksum)]
 pub(crate) struct Ship {
     pub(crate) player: u8,
 }
 
 /// Position in units; systems emit moves, summed.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(output = (i32, i32), merge = |p: &mut Pos, d: &[(i32, i32)]| for &(dx, dy) in d { p.x += dx; p.y += dy; }, snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = (i32, i32), merge = |p: &mut Pos, d: &[(i32, i32)]| for &(dx, dy) in d { p.x += dx; p.y += dy; }, snapshot, save, checksum)]
 pub(crate) struct Pos {
     pub(crate) x: i32,
     pub(crate) y: i32,
@@ -68,32 +68,32 @@ pub(crate) struct Pos {
 
 /// The last direction a ship moved: its shots fly towards the other side, drifting up or
 /// down as it last moved.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(merge = merge::last, snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, save, checksum)]
 pub(crate) struct Facing {
     pub(crate) dx: i32,
     pub(crate) dy: i32,
 }
 
 /// Frames until the ship may fire again.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(merge = merge::last, snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(merge = merge::last, snapshot, save, checksum)]
 pub(crate) struct Cooldown(pub(crate) u8);
 
 /// Hit points; systems emit changes, summed.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(output = i32, merge = |h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>(), snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = i32, merge = |h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>(), snapshot, save, checksum)]
 pub(crate) struct Hp(pub(crate) i32);
 
 /// Points scored; systems emit points, summed.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(output = u32, merge = |s: &mut Score, d: &[u32]| s.0 += d.iter().sum::<u32>(), snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = u32, merge = |s: &mut Score, d: &[u32]| s.0 += d.iter().sum::<u32>(), snapshot, save, checksum)]
 pub(crate) struct Score(pub(crate) u32);
 
 /// A bullet fired by `owner`'s ship, moving `(dx, dy)` units a frame for `ttl` more
 /// frames; systems emit the new `ttl`.
-#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq)]
-#[component(output = u16, merge = |b: &mut Bullet, d: &[u16]| b.ttl = d[d.len() - 1], snapshot, checksum)]
+#[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[component(output = u16, merge = |b: &mut Bullet, d: &[u16]| b.ttl = d[d.len() - 1], snapshot, save, checksum)]
 pub(crate) struct Bullet {
     pub(crate) owner: u8,
     pub(crate) dx: i32,
