@@ -9,8 +9,8 @@
 //! others with [`PeerLost`](ClusterError::PeerLost) or
 //! [`PeerTimeout`](ClusterError::PeerTimeout); a start that cannot be agreed on ends
 //! every process with [`Mismatch`](ClusterError::Mismatch),
-//! [`Unreachable`](ClusterError::Unreachable), [`NoPeer`](ClusterError::NoPeer) or
-//! [`Refused`](ClusterError::Refused).
+//! [`Unreachable`](ClusterError::Unreachable), [`NoPeer`](ClusterError::NoPeer),
+//! [`Key`](ClusterError::Key) or [`Refused`](ClusterError::Refused).
 
 use std::fmt;
 use std::ops::Range;
@@ -163,6 +163,19 @@ pub enum ClusterError {
         there: String,
         /// How to make them agree.
         fix: &'static str,
+    },
+    /// While starting: the process at another process's address does not share this
+    /// process's cluster key ([`Cluster::key`](crate::Cluster::key)): another key, a key
+    /// on one side only, or not a process of this run. Reported by the connecting side;
+    /// the other side cannot tell such a connection from a stranger's, refuses it (with a
+    /// line on stderr) and waits on, as for any stranger.
+    Key {
+        /// The process.
+        process: usize,
+        /// Its address.
+        address: String,
+        /// What did not agree.
+        reason: String,
     },
     /// While starting: another process gave up the start and said why (its own
     /// mismatch with, or timeout waiting for, a third process).
@@ -360,6 +373,16 @@ impl fmt::Display for ClusterError {
                      {fix}"
                 )
             }
+            ClusterError::Key {
+                process,
+                address,
+                reason,
+            } => write!(
+                f,
+                "process {process} (at {address}) does not share this process's cluster \
+                 key: {reason}; give every process the same key (Cluster::key, \
+                 --cluster-key), or none to all"
+            ),
             ClusterError::Refused {
                 process,
                 address,

@@ -40,7 +40,7 @@ use timely::communication::{Allocator, Config as Communication};
 use timely::worker::Worker;
 
 use crate::ClusterError;
-use crate::handshake::{self, Hello};
+use crate::handshake::{self, Hello, Key};
 
 /// Who the shards are: this process, the shards per process, and the other processes'
 /// addresses and connections (none for threads of one process).
@@ -103,10 +103,12 @@ pub(crate) struct Launch {
 }
 
 /// Prepares the workers `config` describes; over TCP, after the handshake with every
-/// other process: `hello(process, processes, threads)` is what this process says.
+/// other process: `hello(process, processes, threads)` is what this process says, to
+/// peers that prove `key`.
 pub(crate) fn prepare(
     config: timely::Config,
     hello: impl FnOnce(usize, usize, usize) -> Result<Hello, ClusterError>,
+    key: &Key,
     connect_timeout: Duration,
 ) -> Result<Launch, ClusterError> {
     let worker = config.worker;
@@ -127,7 +129,7 @@ pub(crate) fn prepare(
                 )));
             }
             let hello = hello(process, processes, threads)?;
-            let sockets = handshake::connect(&addresses, process, &hello, connect_timeout)?;
+            let sockets = handshake::connect(&addresses, process, &hello, key, connect_timeout)?;
             let ours = (sockets.iter())
                 .map(|s| s.as_ref().map(TcpStream::try_clone).transpose())
                 .collect::<std::io::Result<Vec<_>>>()

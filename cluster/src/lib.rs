@@ -108,13 +108,16 @@
 //! target, one set of figures per shard) are real checks in every build.
 //!
 //! Processes connect themselves before timely gets the sockets (see
-//! `src/handshake.rs`): each pair compares a hello — protocol version, process and shard
-//! counts, frames, checksums, checkpoints, a digest of the world's schema and initial
-//! state, and the caller's [fingerprint](Cluster::fingerprint) — so a difference is an
-//! error naming it on both ([`ClusterError::Mismatch`]); a connection that does not
-//! speak the protocol is dropped; an address that never answers, or a process that never
-//! comes, is named after the [connect timeout](Cluster::connect_timeout) (30 s by
-//! default). How workers are started and ended in bounded time is in `src/launch.rs`.
+//! `src/handshake.rs`): each pair proves the [cluster key](Cluster::key), if any, then
+//! compares a hello — process and shard counts, frames, checksums, checkpoints, a digest
+//! of the world's schema and initial state, and the caller's
+//! [fingerprint](Cluster::fingerprint) — so a difference is an error naming it on both
+//! ([`ClusterError::Mismatch`]); a connection that is not a peer of this run (junk,
+//! silence, another protocol version, no proof of the key) is refused, logged on stderr
+//! and ignored, and never told the configuration; an address that never answers, or a
+//! process that never comes, is named after the [connect
+//! timeout](Cluster::connect_timeout) (30 s by default). How workers are started and
+//! ended in bounded time is in `src/launch.rs`.
 //!
 //! # Example
 //!
@@ -506,6 +509,8 @@ pub struct Cluster<P> {
     peer_timeout: Duration,
     /// The caller's digest of the configuration, compared between processes.
     fingerprint: u64,
+    /// The secret processes prove to each other while starting.
+    key: handshake::Key,
     /// The last frame this process marked on Tracy's timeline (see [`Shard::mark_frame`]).
     #[cfg(feature = "tracy")]
     marked: std::sync::atomic::AtomicU64,
@@ -538,6 +543,7 @@ impl<P: Partition> Cluster<P> {
             connect_timeout: CONNECT_TIMEOUT,
             peer_timeout: PEER_TIMEOUT,
             fingerprint: 0,
+            key: handshake::Key::none(),
             #[cfg(feature = "tracy")]
             marked: std::sync::atomic::AtomicU64::new(0),
         }
@@ -698,6 +704,36 @@ impl<P: Partition> Cluster<P> {
         self
     }
 
+    /// The cluster key: a secret every process of the run is given (a passphrase, or
+    /// better random bytes — 32 from the operating system, in hex, say). While starting,
+    /// each pair of processes proves it to each other before either says anything about
+    /// its configuration: a challenge and response with a fresh nonce from each side and
+    /// a keyed BLAKE3 hash, compared in constant time; the key itself never travels.
+    ///
+    /// A connection that does not prove it — a stranger, a process without the key or
+    /// with another — is refused and logged on stderr, and this process waits on for its
+    /// real peers until the [connect timeout](Self::connect_timeout); it learns nothing
+    /// of the run's configuration. A process that connects to an address whose process
+    /// does not prove the key returns [`ClusterError::Key`]. Processes that prove it and
+    /// then differ in configuration still refuse each other with
+    /// [`ClusterError::Mismatch`] on both.
+    ///
+    /// **Without a key** (the default) the handshake works as before on loopback or a
+    /// trusted network, and a connection that is not this protocol — junk, silence,
+    /// another protocol version — is still refused and logged without ending the start.
+    /// But anyone who can reach a waiting process's address and speaks this protocol can
+    /// read its configuration digests (schema, world, [fingerprint](Self::fingerprint),
+    /// counts and frames), end its start with a [`ClusterError::Mismatch`], or take a
+    /// process's place in the run.
+    ///
+    /// The key guards the start only: the exchange of frames that follows is neither
+    /// encrypted nor authenticated, so processes on a network others can reach or
+    /// tamper with belong behind a VPN or a tunnel all the same.
+    pub fn key(mut self, key: impl AsRef<[u8]>) -> Self {
+        self.key = handshake::Key::of(key.as_ref());
+        self
+    }
+
     /// Runs the frames on the timely workers `config` describes (one shard per worker:
     /// `timely::Config::process(4)` for four threads of this process, a
     /// `CommunicationConfig::Cluster` for several processes, as [`cluster_config`]
@@ -710,11 +746,12 @@ impl<P: Partition> Cluster<P> {
     /// within one exchange round, and every process returns an error naming the shard,
     /// the frame and the cause (see [`ClusterError`]); no process returns a report after
     /// a failure. Several processes first agree, over their own connections, that they
-    /// run the same cluster (protocol version, process and shard counts, frames,
-    /// checksums, a digest of the world's schema and initial state, the
-    /// [`fingerprint`](Self::fingerprint)), within the
-    /// [`connect_timeout`](Self::connect_timeout); a connection that does not speak the
-    /// protocol is refused. This costs one more build of the world on each process.
+    /// run the same cluster (the [`key`](Self::key), then the protocol version, process
+    /// and shard counts, frames, checksums, a digest of the world's schema and initial
+    /// state, the [`fingerprint`](Self::fingerprint)), within the
+    /// [`connect_timeout`](Self::connect_timeout); a connection that is not a peer of
+    /// this run is refused, logged on stderr, and waited past. This costs one more build
+    /// of the world on each process.
     /// While a run over TCP is in progress, a panic hook (installed once, chained to the
     /// one before) keeps timely's network threads quiet: their failures come back as a
     /// [`ClusterError::PeerLost`].
@@ -724,12 +761,13 @@ impl<P: Partition> Cluster<P> {
     /// failed in one round), [`ClusterError::PeerLost`] /
     /// [`ClusterError::PeerTimeout`] for a process lost, and the start's errors
     /// ([`ClusterError::Mismatch`], [`ClusterError::Unreachable`],
-    /// [`ClusterError::NoPeer`], [`ClusterError::Refused`], [`ClusterError::Bind`],
-    /// [`ClusterError::Timely`]).
+    /// [`ClusterError::NoPeer`], [`ClusterError::Key`], [`ClusterError::Refused`],
+    /// [`ClusterError::Bind`], [`ClusterError::Timely`]).
     pub fn run(self, config: timely::Config) -> Result<Option<Report>, ClusterError> {
         let launch = launch::prepare(
             config,
             |process, processes, threads| self.hello(process, processes, threads),
+            &self.key,
             self.connect_timeout,
         )?;
         let peer_timeout = self.peer_timeout;
@@ -808,7 +846,6 @@ impl<P: Partition> Cluster<P> {
         digest.write_u64(world.len() as u64);
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         Ok(handshake::Hello {
-            version: handshake::PROTOCOL,
             process: count(process),
             processes: count(processes),
             threads: count(threads),

@@ -18,9 +18,16 @@ use std::time::{Duration, Instant};
 use runsync::prelude::*;
 use runsync_cluster::{Cluster, cluster_config, model};
 
-/// What a child process runs: `(scenario, process, addresses, extra)`, from the
-/// environment.
+/// What a child process runs: `scenario;process;addresses;connect ms;peer ms;key`, from
+/// the environment.
 const CHILD: &str = "RUNSYNC_CLUSTER_CHILD";
+
+/// Set (to any key) to run every scenario that names no key of its own with a cluster
+/// key (`Cluster::key`) on both processes.
+const TEST_KEY: &str = "RUNSYNC_CLUSTER_TEST_KEY";
+
+/// The children's configuration fingerprint: digest bytes a stranger must never see.
+const FINGERPRINT: u64 = 0x5EC2_E7F1_A9E2_0043;
 
 /// A line a child prints (and flushes) once its frames are under way.
 const RUNNING: &str = "child: running";
@@ -43,6 +50,7 @@ fn child_process() {
     let addresses: Vec<String> = fields[2].split(',').map(str::to_owned).collect();
     let connect_timeout = Duration::from_millis(fields[3].parse().unwrap());
     let peer_timeout = Duration::from_millis(fields[4].parse().unwrap());
+    let key = fields.get(5).filter(|k| !k.is_empty());
     let frames: u64 = match scenario {
         "ok" => 20,
         _ => 1_000_000,
@@ -65,7 +73,7 @@ fn child_process() {
         });
     };
     let config = cluster_config(1, addresses.len(), process, &addresses).unwrap();
-    let result = Cluster::new(
+    let mut cluster = Cluster::new(
         model::bands_of(300, 2.0 * model::RANGE),
         || model::world_of(300),
         systems,
@@ -73,10 +81,18 @@ fn child_process() {
     .frames(frames)
     .connect_timeout(connect_timeout)
     .peer_timeout(peer_timeout)
-    .run(config);
+    .fingerprint(FINGERPRINT);
+    if let Some(key) = key {
+        cluster = cluster.key(key);
+    }
+    let result = cluster.run(config);
     match result {
         Ok(Some(report)) => {
-            println!("child: report of {} frames", report.frames.len());
+            let last = report.frames.last().map_or(0, |f| f.checksum);
+            println!(
+                "child: report of {} frames, last checksum {last:#018x}",
+                report.frames.len()
+            );
             std::process::exit(0)
         }
         Ok(None) => std::process::exit(0),
@@ -103,13 +119,26 @@ struct Proc {
 
 impl Proc {
     /// Starts process `process` of `scenario` over `addresses`, with the connect and
-    /// peer timeouts in milliseconds.
+    /// peer timeouts in milliseconds (and the key of [`TEST_KEY`], if set).
     fn start(scenario: &str, process: usize, addresses: &[String], timeouts: (u64, u64)) -> Proc {
+        let key = std::env::var(TEST_KEY).ok();
+        Proc::keyed(scenario, process, addresses, timeouts, key.as_deref())
+    }
+
+    /// [`start`](Self::start) with the cluster key `key` (`None`: none).
+    fn keyed(
+        scenario: &str,
+        process: usize,
+        addresses: &[String],
+        timeouts: (u64, u64),
+        key: Option<&str>,
+    ) -> Proc {
         let spec = format!(
-            "{scenario};{process};{};{};{}",
+            "{scenario};{process};{};{};{};{}",
             addresses.join(","),
             timeouts.0,
-            timeouts.1
+            timeouts.1,
+            key.unwrap_or("")
         );
         let mut child = Command::new(std::env::current_exe().unwrap())
             .args([
@@ -339,4 +368,140 @@ fn junk_connections_while_starting_are_refused_and_the_run_succeeds() {
     p0.wait_for_line("child: report of 20 frames", deadline);
     let (s0, out, e0) = p0.finish(deadline);
     assert!(s0.success(), "process 0: {out}\n{e0}");
+}
+
+/// Connects to `address`, retrying until `deadline` (the process may not listen yet).
+fn connect_by(address: &str, deadline: Instant) -> TcpStream {
+    loop {
+        match TcpStream::connect(address) {
+            Ok(s) => break s,
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            Err(e) => panic!("{address} never listened: {e}"),
+        }
+    }
+}
+
+/// A stranger's hello: the magic, another protocol version (99), a 4-byte body — 20 bytes
+/// (what ended a waiting process with a mismatch, and got its configuration digests in
+/// answer). Returns all it got back before the process closed the connection (or 5 s).
+fn hello_of_another_version(address: &str, deadline: Instant) -> Vec<u8> {
+    let mut s = connect_by(address, deadline);
+    let mut hello = b"RSYNCLU\0".to_vec();
+    hello.extend_from_slice(&99u32.to_le_bytes());
+    hello.extend_from_slice(&4u32.to_le_bytes());
+    hello.extend_from_slice(&[7; 4]);
+    assert_eq!(hello.len(), 20);
+    s.write_all(&hello).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut got = Vec::new();
+    let _ = s.read_to_end(&mut got);
+    got
+}
+
+/// Whether `bytes` hold `digest`'s bytes (either order).
+fn holds(bytes: &[u8], digest: u64) -> bool {
+    [digest.to_le_bytes(), digest.to_be_bytes()]
+        .iter()
+        .any(|d| bytes.windows(8).any(|w| w == d))
+}
+
+/// The last checksum of the children's world after 20 frames in one process, as they
+/// print it (their own system only prints).
+fn last_checksum_of_one_process() -> String {
+    let one = Cluster::new(
+        model::bands_of(300, 2.0 * model::RANGE),
+        || model::world_of(300),
+        model::systems,
+    )
+    .frames(20)
+    .run_in_one_process()
+    .unwrap();
+    format!(
+        "last checksum {:#018x}",
+        one.frames.last().unwrap().checksum
+    )
+}
+
+#[test]
+fn a_stranger_s_hello_of_another_version_neither_ends_the_run_nor_learns_its_configuration() {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let addresses = two_addresses();
+    let mut p0 = Proc::start("ok", 0, &addresses, TIMEOUTS);
+    // While process 0 waits for process 1: a local client's 20 bytes.
+    let answer = hello_of_another_version(&addresses[0], deadline);
+    assert!(
+        !holds(&answer, FINGERPRINT),
+        "a stranger got the configuration fingerprint: {answer:02x?}"
+    );
+    // At most the magic and this build's version (so a process of another build can say
+    // what differs): no body, no digest.
+    assert!(answer.len() <= 16, "a stranger got {answer:02x?}");
+    let p1 = Proc::start("ok", 1, &addresses, TIMEOUTS);
+    let (s1, _, e1) = p1.finish(deadline);
+    assert!(s1.success(), "process 1: {e1}");
+    p0.wait_for_line("child: report of 20 frames", deadline);
+    let (s0, out, e0) = p0.finish(deadline);
+    assert!(s0.success(), "process 0: {out}\n{e0}");
+    // The same result as without the stranger.
+    assert!(out.contains(&last_checksum_of_one_process()), "{out}");
+    // The refusal is logged, naming where the stranger came from and what it spoke.
+    assert!(
+        e0.contains("refused a connection from 127.0.0.1:") && e0.contains("version 99"),
+        "{e0}"
+    );
+}
+
+#[test]
+fn with_a_key_a_process_of_another_key_and_a_stranger_are_refused_and_the_peers_meet() {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let addresses = two_addresses();
+    let key = Some("the right key");
+    let mut p0 = Proc::keyed("ok", 0, &addresses, TIMEOUTS, key);
+    // A process of another key in process 1's place: it is told, and process 0 waits on.
+    let intruder = Proc::keyed("ok", 1, &addresses, TIMEOUTS, Some("a wrong key"));
+    let (status, _, err) = intruder.finish(deadline);
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains(&format!(
+            "process 0 (at {}) does not share this process's cluster key",
+            addresses[0]
+        )),
+        "{err}"
+    );
+    // A stranger of another version learns nothing of the run either.
+    let answer = hello_of_another_version(&addresses[0], deadline);
+    assert!(
+        answer.len() <= 16 && !holds(&answer, FINGERPRINT),
+        "{answer:02x?}"
+    );
+    let p1 = Proc::keyed("ok", 1, &addresses, TIMEOUTS, key);
+    let (s1, _, e1) = p1.finish(deadline);
+    assert!(s1.success(), "process 1: {e1}");
+    p0.wait_for_line("child: report of 20 frames", deadline);
+    let (s0, out, e0) = p0.finish(deadline);
+    assert!(s0.success(), "process 0: {out}\n{e0}");
+    assert!(out.contains(&last_checksum_of_one_process()), "{out}");
+    assert!(e0.contains("no proof of the cluster key"), "{e0}");
+}
+
+#[test]
+fn a_process_without_the_key_is_refused_and_told() {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let addresses = two_addresses();
+    let p0 = Proc::keyed("ok", 0, &addresses, (3_000, 10_000), Some("the key"));
+    let p1 = Proc::keyed("ok", 1, &addresses, (3_000, 10_000), None);
+    let (s1, _, e1) = p1.finish(deadline);
+    assert_eq!(s1.code(), Some(1), "{e1}");
+    assert!(
+        e1.contains("it runs with a cluster key, this process without one"),
+        "{e1}"
+    );
+    // Process 0 took it for a stranger: logged, and no peer came.
+    let (s0, _, e0) = p0.finish(deadline);
+    assert_eq!(s0.code(), Some(1), "{e0}");
+    assert!(
+        e0.contains("it runs without a cluster key, this process with one")
+            && e0.contains("did not connect to this process"),
+        "{e0}"
+    );
 }

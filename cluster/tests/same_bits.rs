@@ -460,6 +460,8 @@ fn two_processes_on_loopback_give_one_process_bits() {
             .args(["--processes", "2", "--shards", "1", "--entities", "2000"])
             .args(["--frames", &FRAMES.to_string(), "--checksums"])
             .args(["--process", &process.to_string(), "--addresses", &addresses])
+            // The processes prove a cluster key to each other (`--cluster-key`).
+            .args(["--cluster-key", "two processes, one key"])
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -11,12 +11,15 @@
 //! cargo run --release -p runsync-cluster --bin shards -- --processes 2 --process 0 --shards 2
 //! cargo run --release -p runsync-cluster --bin shards -- --processes 2 --process 1 --shards 2
 //! ```
+//!
+//! Processes that others can reach want a `--cluster-key` (the same on each): see
+//! `Cluster::key`.
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use runsync_cluster::{Cluster, model};
+use runsync_cluster::{Cluster, Partition, model};
 
 /// The model scenario, sharded over timely workers.
 #[derive(Parser)]
@@ -63,6 +66,13 @@ struct Args {
     /// error names the shards not heard from; a process that dies is noticed at once).
     #[arg(long, value_name = "SECS", default_value_t = 10.0)]
     peer_timeout: f64,
+    /// With `--processes`: a secret every process is given; processes prove it to each
+    /// other before saying anything about their configuration, and a connection that does
+    /// not is refused (logged) and waited past. Without it, anyone who reaches a waiting
+    /// process can read its configuration digests or take a process's place. The command
+    /// line is visible to other users of this machine (`ps`).
+    #[arg(long, value_name = "KEY", value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    cluster_key: Option<String>,
 }
 
 fn main() -> ExitCode {
@@ -96,11 +106,15 @@ fn main() -> ExitCode {
     };
     let entities = args.entities;
     let range = args.range.unwrap_or(2.0 * model::RANGE);
+    let key = args.cluster_key.as_deref();
     let result = match &args.tiles {
-        None => Cluster::new(
-            model::bands_of(entities, range),
-            move || model::world_of(entities),
-            model::systems_of(entities),
+        None => keyed(
+            Cluster::new(
+                model::bands_of(entities, range),
+                move || model::world_of(entities),
+                model::systems_of(entities),
+            ),
+            key,
         )
         .frames(args.frames)
         .checksums(!args.no_checksums)
@@ -116,10 +130,13 @@ fn main() -> ExitCode {
                 eprintln!("shards: --tiles wants COLSxROWS, e.g. 4x2 (got {tiles:?})");
                 return ExitCode::FAILURE;
             };
-            Cluster::new(
-                model::tiles_of(entities, cols, rows, range),
-                move || model::world_of(entities),
-                model::systems_of(entities),
+            keyed(
+                Cluster::new(
+                    model::tiles_of(entities, cols, rows, range),
+                    move || model::world_of(entities),
+                    model::systems_of(entities),
+                ),
+                key,
             )
             .frames(args.frames)
             .checksums(!args.no_checksums)
@@ -162,6 +179,14 @@ fn main() -> ExitCode {
         }
     }
     ExitCode::SUCCESS
+}
+
+/// `cluster` with the cluster key `key`, if any.
+fn keyed<P: Partition>(cluster: Cluster<P>, key: Option<&str>) -> Cluster<P> {
+    match key {
+        Some(key) => cluster.key(key),
+        None => cluster,
+    }
 }
 
 fn print_report(report: &runsync_cluster::Report, entities: usize, range: f32) {
