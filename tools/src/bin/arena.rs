@@ -170,6 +170,14 @@ struct Args {
     #[arg(long, value_name = "SECS", default_value_t = 10.0, requires = "shards",
           value_parser = seconds)]
     peer_timeout: f64,
+    /// With `--processes`: a secret every process is given (`Cluster::key`): processes
+    /// prove it to each other before saying anything about their configuration, and a
+    /// connection that does not is refused (logged) and waited past. Without it, anyone
+    /// who reaches a waiting process can read its configuration digests or take a
+    /// process's place. Other users of this machine can see a command line (`ps`).
+    #[arg(long, value_name = "KEY", requires = "shards",
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
+    cluster_key: Option<String>,
 }
 
 /// `--connect-timeout`, `--peer-timeout`: a positive, finite number of seconds.
@@ -784,11 +792,14 @@ fn sharded(args: &Args, shards: usize) -> ExitCode {
         );
     }
     // Checksums (some 100 ns per entity) only to compare.
-    let run = runsync_tools::sharded::cluster(config, total, args.frames)
+    let mut cluster = runsync_tools::sharded::cluster(config, total, args.frames)
         .checksums(args.check)
         .connect_timeout(Duration::from_secs_f64(args.connect_timeout))
-        .peer_timeout(Duration::from_secs_f64(args.peer_timeout))
-        .run(timely);
+        .peer_timeout(Duration::from_secs_f64(args.peer_timeout));
+    if let Some(key) = &args.cluster_key {
+        cluster = cluster.key(key);
+    }
+    let run = cluster.run(timely);
     let report = match run {
         Ok(Some(r)) => r,
         Ok(None) => return ExitCode::SUCCESS, // process 0 reports
