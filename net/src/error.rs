@@ -18,8 +18,9 @@ pub enum NetError {
     Snapshot(SnapshotError),
     /// Registered types whose values a checksum does not see
     /// ([`World::unchecksummed`](runsync::World::unchecksummed)): a desync in them would
-    /// go unseen by peers and by a sync test. Opt each in with `world.checksumming::<C>()`
-    /// (or `#[component(checksum)]`), or accept them with the builder's
+    /// go unseen by peers and by a sync test. Opt each in (a component with
+    /// `world.checksumming::<C>()` or `#[component(checksum)]`, a resource with
+    /// `world.checksumming_resource::<R>()`), or accept them with the builder's
     /// `allow_unchecksummed`.
     Unchecksummed {
         /// The types' names, as `unchecksummed` lists them.
@@ -81,8 +82,10 @@ impl fmt::Display for NetError {
             NetError::Unchecksummed { types } => write!(
                 f,
                 "runsync-net: the checksum peers compare does not see the values of [{}]; \
-                 opt each in with `world.checksumming::<T>()` (or `#[component(checksum)]`), \
-                 or accept them with `allow_unchecksummed()`",
+                 opt each in: a component with `world.checksumming::<T>()` (or \
+                 `#[component(checksum)]`), a resource with \
+                 `world.checksumming_resource::<T>()`; or accept them with \
+                 `allow_unchecksummed()`",
                 types.join(", ")
             ),
             NetError::Frame(e) => write!(f, "runsync-net: a frame failed: {e}"),

@@ -664,9 +664,41 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         }
     }
 
-    /// The events since the last call, oldest first.
-    pub fn events(&mut self) -> std::vec::Drain<'_, NetEvent<A>> {
-        self.events.drain(..)
+    /// The events since the last call, oldest first. The iterator owns them: the
+    /// session (its world, its stats) can be read, and even ticked, while it runs.
+    pub fn events(&mut self) -> std::vec::IntoIter<NetEvent<A>> {
+        std::mem::take(&mut self.events).into_iter()
+    }
+
+    /// The snapshot of confirmed frame `frame` (runsync's number, as in
+    /// [`ConfirmedFrame`]) while the rollback ring still holds it (the last
+    /// `max_prediction + 1` frames saved): the state every peer has there. To keep it,
+    /// restore it into a runtime of the same game and save that:
+    ///
+    /// ```no_run
+    /// # use runsync::prelude::*;
+    /// # use runsync_net::NetSession;
+    /// # fn game() -> Runtime { Runtime::builder().build(World::new()) }
+    /// # fn f(session: &mut NetSession<u8>) -> Result<(), Box<dyn std::error::Error>> {
+    /// let mut scratch = game();
+    /// for c in session.confirmed_frames() {
+    ///     if c.frame % 600 == 0 {
+    ///         if let Some(snapshot) = session.confirmed_snapshot(c.frame) {
+    ///             scratch.try_restore(snapshot)?;
+    ///             let mut file = std::fs::File::create(format!("frame-{}.save", c.frame))?;
+    ///             scratch.save(&mut file)?;
+    ///         }
+    ///     }
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn confirmed_snapshot(&self, frame: u64) -> Option<&runsync::RuntimeSnapshot> {
+        let g = frame.checked_sub(self.rollback.start_frame())?;
+        let g = Frame::try_from(g).ok()?;
+        if g > self.reported {
+            return None;
+        }
+        self.rollback.saved_snapshot(g)
     }
 
     /// The replay recorded so far ([`NetSessionBuilder::record_replay`]): every final
@@ -693,8 +725,13 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     /// The frames that became final since the last call, in order, each once: every
     /// frame from the first on, without a gap (a peer that compares them with another's
     /// list sees every frame).
-    pub fn confirmed_frames(&mut self) -> std::vec::Drain<'_, ConfirmedFrame> {
-        self.confirmed.drain(..)
+    ///
+    /// The iterator owns them, so the session can be read inside the loop (the world
+    /// there is the current, possibly predicted, frame's; a confirmed frame's state is in
+    /// [`Rollback::saved_snapshot`] while the ring holds it, and in the
+    /// [replay](NetSessionBuilder::record_replay)).
+    pub fn confirmed_frames(&mut self) -> std::vec::IntoIter<ConfirmedFrame> {
+        std::mem::take(&mut self.confirmed).into_iter()
     }
 
     /// The frame an input passed to the next [`tick`](Self::tick) applies to (runsync's

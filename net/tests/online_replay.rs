@@ -41,6 +41,17 @@ fn an_online_match_records_only_confirmed_frames_and_replays_offline_to_the_same
             p.confirmed.len(),
             "{who}: one frame per confirmed frame"
         );
+        // The last confirmed frame's state, restored elsewhere, has its checksum; one
+        // long gone from the ring is not offered.
+        let last = *p.confirmed.last().unwrap();
+        let snapshot = p
+            .session
+            .confirmed_snapshot(last.frame)
+            .expect("in the ring");
+        let mut scratch = game::build(1);
+        scratch.try_restore(snapshot).unwrap();
+        assert_eq!(scratch.world().checksum(), last.checksum, "{who}");
+        assert!(p.session.confirmed_snapshot(1).is_none());
         let mut file = Vec::new();
         p.session.finish_replay(&mut file).unwrap();
         assert!(p.session.replay().is_none(), "{who}: recording stopped");

@@ -58,8 +58,11 @@ struct TypeSlot<'w> {
 /// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column | 1.3× (1.1×) / 1.3× (1.1×) |
 /// | [`Output::par_for_each`] | the slot loop in parallel chunks (its `out` for other writes) | a slot write as in `query`, on every worker | 0.75× at 1M on 2 workers |
 ///
-/// Slots and `write` mix freely in one system (in emission order): a loop over
-/// `out.query` for the visited entities, `out.write` for the others, after it.
+/// Slots and `write` go into one system's outputs in emission order, but not in the same
+/// loop: `out.query()` borrows `out` for as long as its loop runs, so an `out.write`
+/// inside it does not compile (E0499, "cannot borrow `*out` as mutable more than once").
+/// Set the visited entities' slots in the loop, collect what others get, and `write` it
+/// after the loop; or write everything from a plain `world.query` loop.
 ///
 /// A write in a query loop goes to the next row of the table being iterated, which the
 /// write path recognises by comparing the handle with that row's entity: the value joins
@@ -256,8 +259,22 @@ impl<'w> Output<'w> {
     /// Cost: a slot's `set` is a store and a bit set, with no target check, type lookup or
     /// capacity check; a table whose every row was set becomes one whole output column,
     /// which Sync swaps in (`last`) or merges row-aligned. Writes to other entities go
-    /// through [`write`](Self::write) (after the loop, or from a plain `world.query` loop);
-    /// both kinds mix freely in one system, in emission order.
+    /// through [`write`](Self::write), after the loop (the loop borrows `out`, so a
+    /// `write` inside it is E0499), or from a plain `world.query` loop; both kinds go
+    /// into the system's outputs in emission order.
+    ///
+    /// ```compile_fail,E0499
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, Debug, PartialEq)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # let mut rt = Runtime::builder().build(World::new());
+    /// rt.add_system(|_: &World, out: &mut Output| {
+    ///     for (e, (p, mut pos)) in out.query::<(&Pos, Write<Pos>)>() {
+    ///         pos.set(Pos(p.0 + 1.0));
+    ///         out.write::<Pos>(e, Pos(0.0)); // E0499: the loop borrows `out`
+    ///     }
+    /// });
+    /// ```
     ///
     /// # Panics
     /// If a type in `Q` is unregistered, or a type is written (`Write<C>`) twice.
