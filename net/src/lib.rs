@@ -80,8 +80,8 @@ pub use rollback::{Handled, Rollback, RollbackStats};
 pub use session::{ConfirmedFrame, NetEvent, NetSession, NetSessionBuilder, NetStats, Tick};
 pub use sync_test::{SyncTest, SyncTestReport, sync_test};
 pub use transport::{
-    LinkConfig, MAX_PACKET, MemoryNetwork, MemorySocket, PeerId, SessionKey, TransportProbe,
-    TransportStats, UdpTransport,
+    LinkConfig, MAX_PACKET, MemoryNetwork, MemorySocket, NetSim, NetSimConfig, NetSimProbe,
+    NetSimSpecError, NetSimStats, PeerId, SessionKey, TransportProbe, TransportStats, UdpTransport,
 };
 
 /// ggrs, as this crate uses it (0.13), for what the wrappers do not cover.

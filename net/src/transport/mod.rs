@@ -15,6 +15,7 @@
 
 mod memory;
 mod seal;
+mod sim;
 mod udp;
 
 use std::sync::Arc;
@@ -22,6 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub use memory::{LinkConfig, MemoryNetwork, MemorySocket, PeerId};
 pub use seal::SessionKey;
+pub use sim::{NetSim, NetSimConfig, NetSimProbe, NetSimSpecError, NetSimStats};
 pub use udp::UdpTransport;
 
 pub(crate) use seal::{Codec, Dropped};
