@@ -12,6 +12,10 @@
 //! session's counters; two headless peers must print the same lines. `--truth` prints
 //! the lines a single process playing both scripts computes, for `diff`.
 //!
+//! `--record FILE` writes the match as a runsync replay of its confirmed frames;
+//! `duel --replay FILE` plays one offline and prints the same `confirmed` lines the live
+//! peers printed.
+//!
 //! `--key KEY` (the same on both) seals every datagram with the match's key, so no one
 //! else can send the peers anything they read; `duel --new-key` prints a fresh one.
 
@@ -23,12 +27,13 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use game::Pad;
-use runsync_net::{NetEvent, NetSession, SessionKey, Tick, UdpTransport};
+use runsync_net::{NetEvent, NetSession, NetSim, NetSimConfig, SessionKey, Tick, UdpTransport};
 
 const USAGE: &str = "\
 usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
        duel --truth [--frames N] [--delay N]
        duel --new-key
+       duel --replay FILE [--workers N]
 
   --local N        which player this process plays (0 or 1)
   --bind ADDR      the UDP address to bind (127.0.0.1:0 picks a free port)
@@ -39,6 +44,11 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    is dropped; both peers must give the same key. Without it, anyone
                    who can send datagrams from the peer's address reaches the session
   --new-key        print a fresh random key and exit
+  --record FILE    write the match to FILE as a replay of its confirmed frames (every
+                   player's input and the checksum after each frame), when it ends
+  --replay FILE    no network: play a recorded match and print its `confirmed FRAME
+                   CHECKSUM` lines (each checked against the recording); exit code 3
+                   and a report on stderr if the game here plays it differently
   --headless       play scripted inputs; print `confirmed FRAME CHECKSUM` per
                    confirmed frame
   --frames N       headless: stop after N confirmed frames (default 600)
@@ -47,6 +57,10 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
   --timeout S      headless: give up after S seconds (default 60), exit code 2
   --linger S       headless: keep ticking S seconds after the last frame, so the peer
                    gets our last inputs (default 1)
+  --net-sim SPEC   play over a bad network: what this peer receives is delayed,
+                   jittered, lost, duplicated and reordered as SPEC says,
+                   `latency=MS,jitter=MS,loss=PCT,dup=PCT,reorder=PCT,seed=N` (any of
+                   them; MS up to 10000, PCT 0 to 100); the `done` line adds its counts
   --truth          no network: print the `confirmed` lines of both scripts played in
                    one process (what two headless peers must print)";
 
@@ -63,6 +77,9 @@ struct Args {
     linger: Duration,
     key: Option<SessionKey>,
     new_key: bool,
+    net_sim: Option<NetSimConfig>,
+    record: Option<String>,
+    replay: Option<String>,
 }
 
 fn parse() -> Result<Args, String> {
@@ -79,6 +96,9 @@ fn parse() -> Result<Args, String> {
         linger: Duration::from_secs(1),
         key: None,
         new_key: false,
+        net_sim: None,
+        record: None,
+        replay: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -102,6 +122,11 @@ fn parse() -> Result<Args, String> {
             "--workers" => a.workers = num(&value)? as usize,
             "--timeout" => a.timeout = Duration::from_secs(num(&value)?),
             "--linger" => a.linger = Duration::from_secs(num(&value)?),
+            "--net-sim" => {
+                a.net_sim = Some(value.parse().map_err(|e| format!("--net-sim {e}"))?);
+            }
+            "--record" => a.record = Some(value),
+            "--replay" => a.replay = Some(value),
             "--key" => {
                 a.key = Some(if value.len() == 64 {
                     SessionKey::from_hex(&value).map_err(|e| format!("--key: {e}"))?
@@ -112,7 +137,11 @@ fn parse() -> Result<Args, String> {
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if !a.truth && !a.new_key && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty()) {
+    if !a.truth
+        && !a.new_key
+        && a.replay.is_none()
+        && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty())
+    {
         return Err("--local (0 or 1), --bind and --peer are required".to_owned());
     }
     Ok(a)
@@ -143,6 +172,9 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         let key = SessionKey::random().map_err(|e| format!("no random source: {e}"))?;
         println!("{}", key.to_hex());
         return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(path) = &args.replay {
+        return replay(path, args.workers);
     }
     if args.truth {
         let mut out = std::io::stdout().lock();
@@ -177,17 +209,36 @@ fn run(args: &Args) -> Result<ExitCode, String> {
             .parse()
             .map_err(|e| format!("--peer {}: {e}", args.peer))?
     };
-    let mut session = NetSession::builder(2)
+    let mut builder = NetSession::builder(2)
         .local_player(args.local)
         .remote_player(1 - args.local, peer)
-        .input_delay(args.delay)
-        .start::<Pad>(game::build(args.workers), socket)
-        .map_err(|e| e.to_string())?;
+        .input_delay(args.delay);
+    if args.record.is_some() {
+        builder = builder.record_replay();
+    }
+    // The simulated network wraps the transport (keyed or not) as the session's socket:
+    // a second socket type, so each branch starts the session itself.
+    let game = game::build(args.workers);
+    let (started, sim) = match args.net_sim {
+        Some(config) => {
+            let socket = NetSim::new(socket, config);
+            let sim = socket.probe();
+            (builder.start::<Pad>(game, socket), Some(sim))
+        }
+        None => (builder.start::<Pad>(game, socket), None),
+    };
+    let mut session = started.map_err(|e| e.to_string())?;
     let code = if args.headless {
         headless(args, &mut session)?
     } else {
         interactive(args, &mut session)?
     };
+    if let Some(path) = &args.record {
+        let mut file = std::fs::File::create(path).map_err(|e| format!("--record {path}: {e}"))?;
+        session
+            .finish_replay(&mut file)
+            .map_err(|e| format!("--record {path}: {e}"))?;
+    }
     let s = session.stats();
     let t = probe.stats();
     let msg = format!(
@@ -212,12 +263,44 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         micros(s.rollback.load_time, s.rollback.rollbacks),
         micros(s.rollback.frame_time, s.rollback.frames),
     );
+    let msg = match sim.map(|p| p.stats()) {
+        Some(n) => format!(
+            "{msg} sim_delivered={} sim_delayed={} sim_dropped={} sim_duplicated={} \
+             sim_reordered={} sim_overflowed={}",
+            n.delivered, n.delayed, n.dropped, n.duplicated, n.reordered, n.overflowed
+        ),
+        None => msg,
+    };
     if args.headless {
         println!("{msg}");
     } else {
         eprintln!("{msg}");
     }
     Ok(code)
+}
+
+/// `--replay`: plays a recorded match offline, printing a `confirmed` line per frame (the
+/// recorded checksum, which `play_replay` checked against this run's); status 3 with the
+/// divergence on stderr if this build plays it differently.
+fn replay(path: &str, workers: usize) -> Result<ExitCode, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("--replay {path}: {e}"))?;
+    let replay = runsync::Replay::read(&mut bytes.as_slice())
+        .map_err(|e| format!("--replay {path}: {e}"))?;
+    let report = game::build(workers)
+        .play_replay::<runsync_net::PlayerInputs<Pad>>(&replay)
+        .map_err(|e| format!("--replay {path}: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    for i in 0..report.frames as usize - usize::from(!report.is_identical()) {
+        let sum = replay.checksum(i).unwrap_or_default();
+        writeln!(out, "confirmed {} {sum:016x}", i + 1).map_err(|e| e.to_string())?;
+    }
+    match &report.divergence {
+        None => Ok(ExitCode::SUCCESS),
+        Some(d) => {
+            eprintln!("duel: {path} plays differently here: {d}");
+            Ok(ExitCode::from(3))
+        }
+    }
 }
 
 fn micros(total: Duration, n: u64) -> f64 {
