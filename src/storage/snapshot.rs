@@ -191,12 +191,69 @@ impl Storage {
         }
     }
 
+    /// [`checksum`](Self::checksum) split into parts that can be compared one by one:
+    /// the entity allocator and every table's types and entities (`None`), then each
+    /// checksummed type (by id) with its values in the same order. Two storages with
+    /// equal layouts whose part for a type differs differ in that type's values.
+    pub(crate) fn checksum_parts(&self) -> Vec<(Option<ComponentId>, u64)> {
+        let mut layout = Checksummer::new();
+        checksum_entities(&self.entities, &mut layout);
+        let mut types: Vec<Option<Checksummer>> = (0..self.registry().len())
+            .map(|i| {
+                let c = ComponentId(i as u32);
+                self.columns[c.index()]
+                    .is_checksummed()
+                    .then(Checksummer::new)
+            })
+            .collect();
+        let all = self.table_order().all();
+        for i in 0..all.map_or(self.tables.len(), <[_]>::len) {
+            let table = self.tables.get(all.map_or(i as u32, |a| a[i]));
+            if table.len() == 0 {
+                continue;
+            }
+            layout.write_u64(table.components().len() as u64);
+            for c in table.components() {
+                layout.write_u32(c.0);
+            }
+            layout.write_u64(table.len() as u64);
+            for e in &table.entities {
+                layout.write_u64(e.to_bits());
+            }
+            for &c in table.components() {
+                if let Some(h) = &mut types[c.index()] {
+                    let col = table.column(c).expect("table lacks its own column");
+                    h.write_u64(table.len() as u64);
+                    self.columns[c.index()].checksum_column(col, h);
+                }
+            }
+        }
+        let mut parts = vec![(None, layout.finish())];
+        for (i, h) in types.into_iter().enumerate() {
+            if let Some(h) = h {
+                parts.push((Some(ComponentId(i as u32)), h.finish()));
+            }
+        }
+        parts
+    }
+
     /// The first difference between two storages with the same registered types, or
-    /// `None` if they hold the same state. Live entities are compared in `self`'s order
-    /// (tables in creation order, rows in order): presence, component types, then values
-    /// of checksummed types; then entities only `other` has, the allocator, and last the
-    /// storage order.
+    /// `None` if they hold the same state (see [`differences`](Self::differences)).
     pub(crate) fn first_difference(&self, other: &Storage) -> Option<Desync> {
+        self.differences(other, 1).pop()
+    }
+
+    /// Up to `limit` differences between two storages with the same registered types,
+    /// none if they hold the same state. Live entities are compared in `self`'s order
+    /// (tables in creation order, rows in order): presence, component types, then values
+    /// of checksummed types (one difference per entity for presence or types, one per
+    /// differing value); then entities only `other` has, the allocator, and last the
+    /// storage order.
+    pub(crate) fn differences(&self, other: &Storage, limit: usize) -> Vec<Desync> {
+        let mut found = Vec::new();
+        if limit == 0 {
+            return found;
+        }
         let diff = |entity, component, left, right, what: String| Desync {
             entity,
             component,
@@ -204,17 +261,28 @@ impl Storage {
             right,
             what,
         };
+        // Records a difference; `true` once `limit` are found.
+        let add = |found: &mut Vec<Desync>, d: Desync| {
+            found.push(d);
+            found.len() >= limit
+        };
         for t in 0..self.tables.len() {
             let table = self.tables.get(t as u32);
-            for (row, &e) in table.entities.iter().enumerate() {
+            'entities: for (row, &e) in table.entities.iter().enumerate() {
                 let Some(loc) = other.entities.location(e) else {
-                    return Some(diff(
-                        Some(e),
-                        None,
-                        None,
-                        None,
-                        format!("entity {e:?} is alive only on the left"),
-                    ));
+                    if add(
+                        &mut found,
+                        diff(
+                            Some(e),
+                            None,
+                            None,
+                            None,
+                            format!("entity {e:?} is alive only on the left"),
+                        ),
+                    ) {
+                        return found;
+                    }
+                    continue;
                 };
                 let theirs = other.tables.get(loc.table);
                 if let Some(&c) = table
@@ -224,16 +292,22 @@ impl Storage {
                     .find(|&&c| table.has(c) != theirs.has(c))
                 {
                     let side = if table.has(c) { "left" } else { "right" };
-                    return Some(diff(
-                        Some(e),
-                        Some(self.type_name(c)),
-                        None,
-                        None,
-                        format!(
-                            "entity {e:?} has `{}` only on the {side}",
-                            self.type_name(c)
+                    if add(
+                        &mut found,
+                        diff(
+                            Some(e),
+                            Some(self.type_name(c)),
+                            None,
+                            None,
+                            format!(
+                                "entity {e:?} has `{}` only on the {side}",
+                                self.type_name(c)
+                            ),
                         ),
-                    ));
+                    ) {
+                        return found;
+                    }
+                    continue 'entities;
                 }
                 for &c in table.components() {
                     let (a, b) = (&self.columns[c.index()], &other.columns[c.index()]);
@@ -244,37 +318,49 @@ impl Storage {
                     let row = row as u32;
                     if a.checksum_value(ca, row) != b.checksum_value(cb, loc.row) {
                         let (l, r) = (a.debug_value(ca, row), b.debug_value(cb, loc.row));
-                        return Some(diff(
-                            Some(e),
-                            Some(self.type_name(c)),
-                            l.clone(),
-                            r.clone(),
-                            format!(
-                                "entity {e:?}, component `{}`: {} vs {}",
-                                self.type_name(c),
-                                l.unwrap_or_default(),
-                                r.unwrap_or_default()
+                        if add(
+                            &mut found,
+                            diff(
+                                Some(e),
+                                Some(self.type_name(c)),
+                                l.clone(),
+                                r.clone(),
+                                format!(
+                                    "entity {e:?}, component `{}`: {} vs {}",
+                                    self.type_name(c),
+                                    l.unwrap_or_default(),
+                                    r.unwrap_or_default()
+                                ),
                             ),
-                        ));
+                        ) {
+                            return found;
+                        }
                     }
                 }
             }
         }
         for t in 0..other.tables.len() {
             for &e in &other.tables.get(t as u32).entities {
-                if self.entities.location(e).is_none() {
-                    return Some(diff(
-                        Some(e),
-                        None,
-                        None,
-                        None,
-                        format!("entity {e:?} is alive only on the right"),
-                    ));
+                if self.entities.location(e).is_none()
+                    && add(
+                        &mut found,
+                        diff(
+                            Some(e),
+                            None,
+                            None,
+                            None,
+                            format!("entity {e:?} is alive only on the right"),
+                        ),
+                    )
+                {
+                    return found;
                 }
             }
         }
-        if let Some((what, entity)) = entities_difference(&self.entities, &other.entities) {
-            return Some(diff(entity, None, None, None, what));
+        if let Some((what, entity)) = entities_difference(&self.entities, &other.entities)
+            && add(&mut found, diff(entity, None, None, None, what))
+        {
+            return found;
         }
         for t in 0..self.tables.len().max(other.tables.len()) {
             let (a, b) = (
@@ -287,16 +373,25 @@ impl Storage {
             );
             let (ta, tb) = (a.map(|x| x.components()), b.map(|x| x.components()));
             if ea != eb || (ta != tb && !ea.is_empty()) {
-                return Some(diff(
-                    None,
-                    None,
-                    None,
-                    None,
-                    format!("same entities and values, but table {t} differs in storage order"),
-                ));
+                // Only where nothing else differs: it follows from any other difference.
+                if found.is_empty() {
+                    add(
+                        &mut found,
+                        diff(
+                            None,
+                            None,
+                            None,
+                            None,
+                            format!(
+                                "same entities and values, but table {t} differs in storage order"
+                            ),
+                        ),
+                    );
+                }
+                return found;
             }
         }
-        None
+        found
     }
 }
 

@@ -151,6 +151,112 @@ impl World {
         h.finish()
     }
 
+    /// [`checksum`](Self::checksum) split into parts, each `(name, digest)`: `"entities"`
+    /// (the allocator and which entities each table holds), then each component type
+    /// opted in with [`checksumming`](Self::checksumming) (its values, in the world's
+    /// order), each resource opted in with
+    /// [`checksumming_resource`](Self::checksumming_resource), each message type opted in
+    /// with [`checksumming_message`](Self::checksumming_message), by their type names.
+    /// Two worlds of the same game whose `"entities"` parts agree differ exactly in the
+    /// values of the parts that differ: a peer that knows another's parts knows which
+    /// types a desync is in without the other's state (what `runsync-net` sends with
+    /// its checksums).
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last, checksum)]
+    /// struct Hp(i32);
+    /// #[derive(Component, Checksum, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last, checksum)]
+    /// struct Ammo(u8);
+    /// let make = || {
+    ///     let mut w = World::new();
+    ///     w.register_default::<Hp>();
+    ///     w.register_default::<Ammo>();
+    ///     w.spawn((Hp(3), Ammo(9)));
+    ///     w
+    /// };
+    /// let (a, mut b) = (make(), make());
+    /// let e = b.query::<(&Hp,)>().next().unwrap().0;
+    /// b.get_mut::<Hp>(e).unwrap().0 = 4;
+    /// let differ: Vec<&str> = a.checksum_parts().iter().zip(b.checksum_parts())
+    ///     .filter(|(x, y)| x.1 != y.1)
+    ///     .map(|(x, _)| x.0)
+    ///     .collect();
+    /// assert_eq!(differ, [std::any::type_name::<Hp>()]);
+    /// ```
+    ///
+    /// Cost: one pass like [`checksum`](Self::checksum)'s.
+    pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
+        let mut parts: Vec<(&'static str, u64)> = self
+            .storage
+            .checksum_parts()
+            .into_iter()
+            .map(|(c, digest)| (c.map_or("entities", |c| self.storage.type_name(c)), digest))
+            .collect();
+        for r in &self.resource_sums {
+            let mut h = Checksummer::new();
+            (r.sum)(&self.resources, &mut h);
+            parts.push((r.name, h.finish()));
+        }
+        for inbox in self.messages.inboxes() {
+            let mut h = Checksummer::new();
+            if inbox.checksum(&mut h) {
+                parts.push((inbox.name(), h.finish()));
+            }
+        }
+        parts
+    }
+
+    /// Up to `limit` places where this world and `other` differ, in the order
+    /// [`first_difference`](Self::first_difference) looks (its first is this list's
+    /// first): entities alive on one side only, components present on one side only,
+    /// every checksummed value that differs (both `Debug`-printed), then the allocator,
+    /// the resources and the messages opted into checksums. Empty if they hold the same
+    /// state. The diff of two saves: load each into a world of the game
+    /// ([`World::load`], or [`Runtime::load`](crate::Runtime::load)) and compare.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Component, Checksum, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last, checksum)]
+    /// struct Hp(i32);
+    /// let make = || {
+    ///     let mut w = World::new();
+    ///     w.register_default::<Hp>();
+    ///     w.spawn_batch((0..5).map(|i| (Hp(i),)));
+    ///     w
+    /// };
+    /// let (a, mut b) = (make(), make());
+    /// for (_, (hp,)) in b.query_mut::<(&mut Hp,)>().filter(|(_, (hp,))| hp.0 % 2 == 1) {
+    ///     hp.0 = -1;
+    /// }
+    /// let d = a.differences(&b, 10);
+    /// assert_eq!(d.len(), 2);
+    /// assert_eq!(d[1].values(), Some(("Hp(3)", "Hp(-1)")));
+    /// assert_eq!(a.differences(&b, 1), [a.first_difference(&b).unwrap()]);
+    /// ```
+    ///
+    /// Cost: as [`first_difference`](Self::first_difference), up to the `limit`-th.
+    pub fn differences(&self, other: &World, limit: usize) -> Vec<Desync> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        if let Some(d) = self.registry_difference(other) {
+            return vec![d];
+        }
+        let mut found = self.storage.differences(&other.storage, limit);
+        if found.len() < limit {
+            found.extend(self.resources_difference(other));
+        }
+        if found.len() < limit {
+            found.extend(self.messages_difference(other));
+        }
+        found.truncate(limit);
+        found
+    }
+
     /// A stable 64-bit digest of one entity: its id, then for each of its component types
     /// (by id) the type's id and, for a type opted in with
     /// [`checksumming`](Self::checksumming), the value. `None` if `e` is dead.
@@ -211,29 +317,40 @@ impl World {
     ///
     /// Cost: a lookup and a checksum per value of each side; for diagnostics.
     pub fn first_difference(&self, other: &World) -> Option<Desync> {
+        if let Some(d) = self.registry_difference(other) {
+            return Some(d);
+        }
+        if let Some(d) = self.storage.first_difference(&other.storage) {
+            return Some(d);
+        }
+        self.resources_difference(other)
+            .or_else(|| self.messages_difference(other))
+    }
+
+    /// A difference in the registered component types, which makes the rest moot.
+    fn registry_difference(&self, other: &World) -> Option<Desync> {
         let (a, b) = (&self.storage.registry(), &other.storage.registry());
         let types = |r: &crate::component::Registry| {
             (0..r.len())
                 .map(|i| r.info(ComponentId(i as u32)).type_id)
                 .collect::<Vec<_>>()
         };
-        if types(a) != types(b) {
-            return Some(Desync {
-                entity: None,
-                component: None,
-                left: None,
-                right: None,
-                what: format!(
-                    "the worlds register different component types ({} vs {})",
-                    a.len(),
-                    b.len()
-                ),
-            });
-        }
-        if let Some(d) = self.storage.first_difference(&other.storage) {
-            return Some(d);
-        }
-        let resources = self.resource_sums.iter().find_map(|r| {
+        (types(a) != types(b)).then(|| Desync {
+            entity: None,
+            component: None,
+            left: None,
+            right: None,
+            what: format!(
+                "the worlds register different component types ({} vs {})",
+                a.len(),
+                b.len()
+            ),
+        })
+    }
+
+    /// The first resource opted into checksums (on this side) whose values differ.
+    fn resources_difference(&self, other: &World) -> Option<Desync> {
+        self.resource_sums.iter().find_map(|r| {
             let sum = |w: &World| {
                 let mut h = Checksummer::new();
                 (r.sum)(&w.resources, &mut h);
@@ -251,8 +368,7 @@ impl World {
                 left: Some(left),
                 right: Some(right),
             })
-        });
-        resources.or_else(|| self.messages_difference(other))
+        })
     }
 
     /// The first message type opted into checksums whose delivered messages differ.
