@@ -74,8 +74,9 @@ for s in "${steps[@]}"; do
         step "fuzzing the frame model for ${FUZZ_SECONDS:-60}s"
         (cd fuzz && cargo +nightly fuzz run frames -- -max_total_time="${FUZZ_SECONDS:-60}")
         # The readers of untrusted bytes: save files, entity records from other shards,
-        # the inspector's HTTP requests and replay files (their past finds first).
-        for target in load import request replay; do
+        # the inspector's HTTP requests, replay files, and the arena's saves with their
+        # resources (the spatial grid) rewritten (their past finds first).
+        for target in load import request replay arena_grid; do
             step "fuzzing the $target reader for ${FUZZ_SECONDS:-60}s"
             (cd fuzz && cargo +nightly fuzz run "$target" regressions/"$target"/* \
                 && cargo +nightly fuzz run "$target" -- -max_total_time="${FUZZ_SECONDS:-60}")
