@@ -20,7 +20,15 @@
 //!
 //! ```sh
 //! cargo +nightly fuzz run arena_grid -- -max_total_time=120
+//! cargo +nightly fuzz run arena_grid regressions/arena_grid/*   # the inputs it found, fixed
 //! ```
+//!
+//! `fuzz/regressions/arena_grid/lattice-side-2-pow-minus-57` (its first find, in about
+//! 6,400 runs: the grid's side set to -2^-57, a lattice over the arena's 20 units that
+//! panicked in `Grid`) and `lattice-of-17-gb` (a lattice of side 2^-10 over 64 units,
+//! 65,434 x 65,434 cells: an out-of-memory) are `tools/tests/arena_grid_save.rs`'s
+//! `a_negated_cell_side_over_items_far_apart_is_refused` and
+//! `a_lattice_of_17_gb_of_cells_is_refused_without_allocating_them`.
 
 #![no_main]
 

@@ -251,7 +251,7 @@ fn the_editor_reads_and_writes_a_saved_grid_as_it_is() {
     arena_runtime(Rules::Whole).load(&mut &moved[..]).unwrap();
 }
 
-/// The attack of issue 43's S1: the cell side negated (a lattice grid, in the format)
+/// The attack first found: the cell side negated (a lattice grid, in the format)
 /// over two items far apart used to panic in `Grid` ("a lattice Grid over .. would need
 /// .. cells"), or overflow computing the cells.
 #[test]
@@ -500,7 +500,7 @@ fn refused(out: &Output) -> bool {
 }
 
 /// The start save's grid: before any frame no grid was built, so the attacker writes one
-/// (the S1 attack: a lattice over two items far apart).
+/// (the first attack found: a lattice over two items far apart).
 #[test]
 fn arena_replay_refuses_a_start_whose_grid_was_edited() {
     let file = recording();
