@@ -1,7 +1,7 @@
-//! The duel: two ships in a walled arena, each steered by one player, shooting at the
-//! other. A hit costs one hit point; a ship at zero respawns at its corner and the other
-//! player scores. Integer positions (1/16 of a cell), so there is no float in the game
-//! state at all.
+//! The duel: two to four ships in a walled arena, each steered by one player, shooting at
+//! the others. A hit costs one hit point; a ship at zero respawns at its spawn point and
+//! every other player scores. Integer positions (1/16 of a cell), so there is no float in
+//! the game state at all.
 //!
 //! Shared by the `duel` binary and this crate's tests (`#[path]`-included), so the game
 //! the tests play over the network is the one people play.
@@ -28,6 +28,8 @@ const COOLDOWN: u8 = 12;
 pub(crate) const MAX_HP: i32 = 5;
 /// A bullet this close (in units, on both axes) to an enemy ship hits it.
 const HIT: i32 = UNIT * 3 / 2;
+/// The most players a duel has (one per side of the arena).
+pub(crate) const MAX_PLAYERS: usize = 4;
 
 /// One player's input: which of up, down, left, right and fire are held.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -66,8 +68,8 @@ pub(crate) struct Pos {
     pub(crate) y: i32,
 }
 
-/// The last direction a ship moved: its shots fly towards the other side, drifting up or
-/// down as it last moved.
+/// The last direction a ship moved: its shots fly towards the opposite side, drifting
+/// across as it last moved (up or down for players 0 and 1, left or right for 2 and 3).
 #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[component(merge = merge::last, snapshot, save, checksum)]
 pub(crate) struct Facing {
@@ -101,15 +103,54 @@ pub(crate) struct Bullet {
     pub(crate) ttl: u16,
 }
 
-/// A ship's corner: player 0 on the left, player 1 on the right.
+/// A ship's spawn point, in units: player 0 at the middle of the left side, 1 of the
+/// right side, 2 of the top, 3 of the bottom.
 fn spawn_point(player: u8) -> (i32, i32) {
-    let x = if player == 0 { 4 } else { WIDTH - 5 };
-    (x * UNIT, HEIGHT / 2 * UNIT)
+    let (x, y) = match player {
+        0 => (4, HEIGHT / 2),
+        1 => (WIDTH - 5, HEIGHT / 2),
+        2 => (WIDTH / 2, 2),
+        _ => (WIDTH / 2, HEIGHT - 3),
+    };
+    (x * UNIT, y * UNIT)
 }
 
-/// The duel's runtime on `workers` workers: both ships at their corners, the systems
-/// `steer`, `fly`, `hit`, `respawn`.
+/// Where a fresh ship of `player` faces: towards the opposite side.
+fn spawn_facing(player: u8) -> Facing {
+    let (dx, dy) = match player {
+        0 => (1, 0),
+        1 => (-1, 0),
+        2 => (0, 1),
+        _ => (0, -1),
+    };
+    Facing { dx, dy }
+}
+
+/// A shot's velocity, in units a frame: straight at the opposite side, drifting a quarter
+/// as fast across as the ship last moved.
+fn aim(player: u8, facing: &Facing) -> (i32, i32) {
+    let drift = |d: i32| d * BULLET_SPEED / 4;
+    match player {
+        0 => (BULLET_SPEED, drift(facing.dy)),
+        1 => (-BULLET_SPEED, drift(facing.dy)),
+        2 => (drift(facing.dx), BULLET_SPEED),
+        _ => (drift(facing.dx), -BULLET_SPEED),
+    }
+}
+
+/// The two-player duel's runtime on `workers` workers ([`build_players`] with 2).
 pub(crate) fn build(workers: usize) -> Runtime {
+    build_players(workers, 2)
+}
+
+/// The duel's runtime for `players` players (2 to [`MAX_PLAYERS`]) on `workers` workers:
+/// each ship at its spawn point, the systems `steer`, `fly`, `hit`, `respawn`. With 2
+/// players it is the game of every earlier version, checksum for checksum.
+pub(crate) fn build_players(workers: usize, players: usize) -> Runtime {
+    assert!(
+        (2..=MAX_PLAYERS).contains(&players),
+        "a duel has 2 to {MAX_PLAYERS} players, not {players}"
+    );
     let mut world = World::new();
     world.register_default::<Ship>();
     world.register_default::<Pos>();
@@ -118,13 +159,12 @@ pub(crate) fn build(workers: usize) -> Runtime {
     world.register_default::<Hp>();
     world.register_default::<Score>();
     world.register_default::<Bullet>();
-    for player in 0..2u8 {
+    for player in 0..players as u8 {
         let (x, y) = spawn_point(player);
-        let dx = if player == 0 { 1 } else { -1 };
         world.spawn((
             Ship { player },
             Pos { x, y },
-            Facing { dx, dy: 0 },
+            spawn_facing(player),
             Cooldown(0),
             Hp(MAX_HP),
             Score(0),
@@ -165,15 +205,12 @@ fn steer(w: &World, out: &mut Output) {
             out.write::<Cooldown>(e, Cooldown(cooldown.0 - 1));
         } else if pad.held(Pad::FIRE) {
             out.write::<Cooldown>(e, Cooldown(COOLDOWN));
+            let (dx, dy) = aim(ship.player, facing);
             out.spawn((
                 Bullet {
                     owner: ship.player,
-                    dx: if ship.player == 0 {
-                        BULLET_SPEED
-                    } else {
-                        -BULLET_SPEED
-                    },
-                    dy: facing.dy * BULLET_SPEED / 4,
+                    dx,
+                    dy,
                     ttl: BULLET_TTL,
                 },
                 Pos { x: pos.x, y: pos.y },
@@ -210,7 +247,8 @@ fn hit(w: &World, out: &mut Output) {
     }
 }
 
-/// A ship out of hit points respawns whole at its corner; the other player scores.
+/// A ship out of hit points respawns whole at its spawn point; every other player scores
+/// (with two players, the one who shot it).
 fn respawn(w: &World, out: &mut Output) {
     for (e, (ship, pos, hp)) in w.query::<(&Ship, &Pos, &Hp)>() {
         if hp.0 > 0 {
@@ -240,12 +278,12 @@ pub(crate) fn scripted(player: usize, frame: u64) -> Pad {
     Pad((h & 0x1f) as u8)
 }
 
-/// The input a frame runs with when every player plays [`scripted`] through a session
-/// with `delay` frames of input delay: ggrs gives the default input to the first `delay`
-/// frames.
-pub(crate) fn scripted_inputs(frame: u64, delay: u64) -> PlayerInputs<Pad> {
+/// The input a frame runs with when each of `players` players plays [`scripted`] through
+/// a session with `delay` frames of input delay: ggrs gives the default input to the
+/// first `delay` frames.
+pub(crate) fn scripted_inputs(players: usize, frame: u64, delay: u64) -> PlayerInputs<Pad> {
     PlayerInputs::new(
-        (0..2)
+        (0..players)
             .map(|p| {
                 if frame <= delay {
                     Pad::default()
@@ -257,17 +295,26 @@ pub(crate) fn scripted_inputs(frame: u64, delay: u64) -> PlayerInputs<Pad> {
     )
 }
 
-/// The checksum after each of frames `1..=frames` of a local run with [`scripted_inputs`]:
-/// what every peer's confirmed frames must show.
+/// The checksum after each of frames `1..=frames` of a local two-player run with
+/// [`scripted_inputs`]: what every peer's confirmed frames must show. (The tests' name
+/// for [`truth_players`] with 2; the binary calls that.)
+#[allow(dead_code)]
 pub(crate) fn truth(frames: u64, delay: u64) -> Vec<u64> {
     truth_of(build(1), frames, delay)
 }
 
-/// [`truth`] of another build of the game.
+/// [`truth`] of a game of `players` players ([`build_players`], every player scripted).
+pub(crate) fn truth_players(players: usize, frames: u64, delay: u64) -> Vec<u64> {
+    truth_of(build_players(1, players), frames, delay)
+}
+
+/// [`truth`] of another build of the game: every player whose ship is in it plays its
+/// script.
 pub(crate) fn truth_of(mut rt: Runtime, frames: u64, delay: u64) -> Vec<u64> {
+    let players = rt.world().query::<(&Ship,)>().count();
     (1..=frames)
         .map(|f| {
-            rt.frame_with(scripted_inputs(f, delay));
+            rt.frame_with(scripted_inputs(players, f, delay));
             rt.world().checksum()
         })
         .collect()

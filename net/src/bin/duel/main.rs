@@ -1,9 +1,14 @@
-//! `duel`: a two-player game over UDP, one process per player, with rollback netcode.
+//! `duel`: a game of two to four players over UDP, one process per player, with rollback
+//! netcode.
 //!
 //! ```text
 //! # two terminals on one machine:
 //! cargo run -p runsync-net --bin duel -- --local 0 --bind 127.0.0.1:7000 --peer 127.0.0.1:7001
 //! cargo run -p runsync-net --bin duel -- --local 1 --bind 127.0.0.1:7001 --peer 127.0.0.1:7000
+//! # three players: the same list of every player's address in each, its own included
+//! duel --players 3 --local 0 --bind 127.0.0.1:7000 --peers 127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002
+//! duel --players 3 --local 1 --bind 127.0.0.1:7001 --peers 127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002
+//! duel --players 3 --local 2 --bind 127.0.0.1:7002 --peers 127.0.0.1:7000,127.0.0.1:7001,127.0.0.1:7002
 //! ```
 //!
 //! Interactive (the default, Unix terminals): WASD or the arrow keys move, space fires, q
@@ -31,17 +36,25 @@ use runsync_net::{NetEvent, NetSession, NetSim, NetSimConfig, SessionKey, Tick, 
 
 const USAGE: &str = "\
 usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
-       duel --truth [--frames N] [--delay N]
+       duel --players N --local K --bind <ADDR> --peers <ADDR0,ADDR1,..|-> [options]
+       duel --truth [--players N] [--frames N] [--delay N]
        duel --new-key
        duel --replay FILE [--workers N]
 
-  --local N        which player this process plays (0 or 1)
+  --players N      players in the game, 2 to 4 (default 2), one process each; every
+                   process of a match must be given the same N
+  --local K        which player this process plays (0 to N-1)
   --bind ADDR      the UDP address to bind (127.0.0.1:0 picks a free port)
-  --peer ADDR      the other player's address; `-` reads it from the first line of
-                   standard input, after printing `bound ADDR`
+  --peer ADDR      two players: the other player's address; `-` reads it from the first
+                   line of standard input, after printing `bound ADDR`
+  --peers LIST     every player's address in player order, comma-separated, this
+                   process's own (entry K, where the others reach it: --bind's address)
+                   included, one address per player; the same list for every process.
+                   `-` reads the list from the first line of standard input, after
+                   printing `bound ADDR`
   --key KEY        the match's shared key (64 hex digits from --new-key, or a
                    passphrase): every datagram is sealed with it, and one that is not
-                   is dropped; both peers must give the same key. Without it, anyone
+                   is dropped; every peer must give the same key. Without it, anyone
                    who can send datagrams from the peer's address reaches the session
   --new-key        print a fresh random key and exit
   --record FILE    write the match to FILE as a replay of its confirmed frames (every
@@ -61,13 +74,16 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    jittered, lost, duplicated and reordered as SPEC says,
                    `latency=MS,jitter=MS,loss=PCT,dup=PCT,reorder=PCT,seed=N` (any of
                    them; MS up to 10000, PCT 0 to 100); the `done` line adds its counts
-  --truth          no network: print the `confirmed` lines of both scripts played in
-                   one process (what two headless peers must print)";
+  --truth          no network: print the `confirmed` lines of every player's script
+                   played in one process (what the headless peers must print; with
+                   --players N, for N players)";
 
 struct Args {
+    players: usize,
     local: usize,
     bind: String,
     peer: String,
+    peers: String,
     headless: bool,
     truth: bool,
     frames: u64,
@@ -84,9 +100,11 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
+        players: 2,
         local: usize::MAX,
         bind: String::new(),
         peer: String::new(),
+        peers: String::new(),
         headless: false,
         truth: false,
         frames: 600,
@@ -114,9 +132,11 @@ fn parse() -> Result<Args, String> {
         let value = it.next().ok_or(format!("{flag} needs a value"))?;
         let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}"));
         match flag.as_str() {
+            "--players" => a.players = num(&value)? as usize,
             "--local" => a.local = num(&value)? as usize,
             "--bind" => a.bind = value,
             "--peer" => a.peer = value,
+            "--peers" => a.peers = value,
             "--frames" => a.frames = num(&value)?,
             "--delay" => a.delay = num(&value)? as usize,
             "--workers" => a.workers = num(&value)? as usize,
@@ -137,14 +157,86 @@ fn parse() -> Result<Args, String> {
             _ => return Err(format!("unknown option {flag}")),
         }
     }
-    if !a.truth
-        && !a.new_key
-        && a.replay.is_none()
-        && (a.local > 1 || a.bind.is_empty() || a.peer.is_empty())
-    {
-        return Err("--local (0 or 1), --bind and --peer are required".to_owned());
+    if !(2..=game::MAX_PLAYERS).contains(&a.players) {
+        return Err(format!(
+            "--players {}: a duel has 2 to {} players",
+            a.players,
+            game::MAX_PLAYERS
+        ));
+    }
+    if a.truth || a.new_key || a.replay.is_some() {
+        return Ok(a);
+    }
+    let n = a.players;
+    if a.local != usize::MAX && a.local >= n {
+        return Err(format!(
+            "--local {}: a game of {n} players has players 0 to {}",
+            a.local,
+            n - 1
+        ));
+    }
+    if a.local >= n || a.bind.is_empty() || (a.peer.is_empty() && a.peers.is_empty()) {
+        return Err(format!(
+            "--local (0 to {}), --bind and --peer (two players) or --peers (every \
+             player's address) are required",
+            n - 1
+        ));
+    }
+    if !a.peer.is_empty() && !a.peers.is_empty() {
+        return Err("give --peer (two players) or --peers (every player), not both".to_owned());
+    }
+    if !a.peer.is_empty() && n != 2 {
+        return Err(format!(
+            "--peer is the two-player form; with --players {n} give --peers \
+             ADDR0,..,ADDR{}: every player's address in player order, this process's own \
+             included",
+            n - 1
+        ));
     }
     Ok(a)
+}
+
+/// The addresses of `--peers` (or the line read for `--peers -`): one per player, in
+/// player order, entry `local` where this process is reached (bound to `bound`), no
+/// address twice (each process plays one player).
+fn peer_list(
+    list: &str,
+    players: usize,
+    local: usize,
+    bound: SocketAddr,
+) -> Result<Vec<SocketAddr>, String> {
+    let entries: Vec<&str> = list.trim().split(',').map(str::trim).collect();
+    if entries.len() != players {
+        return Err(format!(
+            "--peers has {} address(es); a game of {players} players needs {players}, one \
+             per player in player order, this process's own (entry {local}) included",
+            entries.len()
+        ));
+    }
+    let mut addrs: Vec<SocketAddr> = Vec::with_capacity(players);
+    for (i, e) in entries.iter().enumerate() {
+        let addr: SocketAddr = e
+            .parse()
+            .map_err(|err| format!("--peers entry {i} ({e:?}): {err}"))?;
+        if let Some(j) = addrs.iter().position(|&a| a == addr) {
+            return Err(format!(
+                "--peers: players {j} and {i} are both at {addr}; each duel process plays \
+                 one player, so each needs its own address"
+            ));
+        }
+        addrs.push(addr);
+    }
+    let own = addrs[local];
+    let same = own == bound || (bound.ip().is_unspecified() && own.port() == bound.port());
+    if !same {
+        return Err(format!(
+            "--peers entry {local} is {own}, but this process (--local {local}) is bound to \
+             {bound}: entry {local} must be where the others reach this process, the address \
+             (or, bound to 0.0.0.0, the port) --bind gives; a --bind with port 0 picks a free \
+             port, so give a fixed one, or `--peers -` to read the list after `bound ADDR`"
+        ));
+    }
+    Ok(addrs)
 }
 
 fn main() -> ExitCode {
@@ -178,7 +270,7 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     }
     if args.truth {
         let mut out = std::io::stdout().lock();
-        for (f, sum) in game::truth(args.frames, args.delay as u64)
+        for (f, sum) in game::truth_players(args.players, args.frames, args.delay as u64)
             .iter()
             .enumerate()
         {
@@ -193,7 +285,8 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         Some(key) => socket.with_key(key.clone()),
         None => socket,
     };
-    let peer: SocketAddr = if args.peer == "-" {
+    // `-`: print the bound address, read the peer's (or every player's) from stdin.
+    let read_line = || -> Result<String, String> {
         println!("bound {bound}");
         std::io::stdout().flush().map_err(|e| e.to_string())?;
         let mut line = String::new();
@@ -201,24 +294,45 @@ fn run(args: &Args) -> Result<ExitCode, String> {
             .lock()
             .read_line(&mut line)
             .map_err(|e| e.to_string())?;
-        line.trim()
-            .parse()
-            .map_err(|e| format!("peer {line:?}: {e}"))?
-    } else {
-        args.peer
-            .parse()
-            .map_err(|e| format!("--peer {}: {e}", args.peer))?
+        Ok(line)
     };
-    let mut builder = NetSession::builder(2)
+    // Every player's address in player order (this process's own at `--local`).
+    let addrs: Vec<SocketAddr> = if !args.peers.is_empty() {
+        let list = if args.peers == "-" {
+            read_line()?
+        } else {
+            args.peers.clone()
+        };
+        peer_list(&list, args.players, args.local, bound)?
+    } else {
+        let peer: SocketAddr = if args.peer == "-" {
+            let line = read_line()?;
+            line.trim()
+                .parse()
+                .map_err(|e| format!("peer {line:?}: {e}"))?
+        } else {
+            args.peer
+                .parse()
+                .map_err(|e| format!("--peer {}: {e}", args.peer))?
+        };
+        let mut two = [peer; 2];
+        two[args.local] = bound;
+        two.to_vec()
+    };
+    let mut builder = NetSession::builder(args.players)
         .local_player(args.local)
-        .remote_player(1 - args.local, peer)
         .input_delay(args.delay);
+    for (h, &addr) in addrs.iter().enumerate() {
+        if h != args.local {
+            builder = builder.remote_player(h, addr);
+        }
+    }
     if args.record.is_some() {
         builder = builder.record_replay();
     }
     // The simulated network wraps the transport (keyed or not) as the session's socket:
     // a second socket type, so each branch starts the session itself.
-    let game = game::build(args.workers);
+    let game = game::build_players(args.workers, args.players);
     let (started, sim) = match args.net_sim {
         Some(config) => {
             let socket = NetSim::new(socket, config);
@@ -448,7 +562,7 @@ fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
         grid[y as usize][x as usize] = b'*';
     }
     for &(player, x, y, ..) in &ships {
-        grid[y as usize][x as usize] = if player == 0 { b'A' } else { b'B' };
+        grid[y as usize][x as usize] = b'A' + player;
     }
     let mut s = String::from("\x1b[H");
     s += &format!("+{}+\r\n", "-".repeat(w));
@@ -464,12 +578,12 @@ fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
         } else {
             ""
         };
-        let name = if player == 0 { 'A' } else { 'B' };
+        let name = char::from(b'A' + player);
         s += &format!("{name}{you}: hp {hp}  score {score}    ");
     }
     let st = session.stats();
     let ping = session
-        .network_stats(1 - me)
+        .network_stats(usize::from(me == 0))
         .map(|n| format!("{} ms", n.ping))
         .unwrap_or_else(|_| "-".to_owned());
     s += &format!(
