@@ -97,9 +97,13 @@ fn the_report_s_memory_after_50k_frames_is_what_it_was_after_1k() {
     );
     assert_eq!(stats.heap_bytes(), heap_1k, "buffers' capacities");
     assert_eq!(allocs, 0, "allocations in frames 1,001 to 50,000");
-    // What it holds is what the accounting says (the histograms are a fixed 1 MiB or so;
-    // the ring some 1.2 KB a frame).
-    assert_eq!(after_50k, heap_1k as i64, "live bytes and `heap_bytes`");
+    // What it holds is what its accounting says (the histograms are a fixed 1 MiB or so;
+    // the ring some 1.2 KB a frame), give or take what libtest's own thread allocates
+    // while this test starts (900 bytes in some runs, none in most).
+    assert!(
+        (after_50k - heap_1k as i64).abs() <= 4 << 10,
+        "live bytes {after_50k}, `heap_bytes` {heap_1k}"
+    );
     assert!(after_50k < 4 << 20, "{after_50k} bytes");
 
     // And it still reports the whole run.
