@@ -23,6 +23,11 @@
 //!
 //! `--key KEY` (the same on both) seals every datagram with the match's key, so no one
 //! else can send the peers anything they read; `duel --new-key` prints a fresh one.
+//!
+//! Spectators: a player started with `--spectators ADDR[,ADDR..]` hosts them, forwarding
+//! every confirmed input; `duel --spectate HOST_ADDR --bind ADDR` watches (`--headless`:
+//! prints the players' `confirmed FRAME CHECKSUM` lines). The game starts once the
+//! spectators are there too.
 
 mod game;
 
@@ -32,11 +37,15 @@ use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
 use game::Pad;
-use runsync_net::{NetEvent, NetSession, NetSim, NetSimConfig, SessionKey, Tick, UdpTransport};
+use runsync_net::{
+    NetEvent, NetSession, NetSim, NetSimConfig, NetSpectator, SessionKey, SpectatorTick, Tick,
+    TransportProbe, UdpTransport,
+};
 
 const USAGE: &str = "\
 usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
        duel --players N --local K --bind <ADDR> --peers <ADDR0,ADDR1,..|-> [options]
+       duel --spectate <HOST_ADDR|-> --bind <ADDR> [--players N] [options]
        duel --truth [--players N] [--frames N] [--delay N]
        duel --new-key
        duel --replay FILE [--workers N]
@@ -52,6 +61,14 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    included, one address per player; the same list for every process.
                    `-` reads the list from the first line of standard input, after
                    printing `bound ADDR`
+  --spectators LIST  host spectators: their addresses, comma-separated; this player
+                   forwards every confirmed input to each (each runs --spectate with
+                   this process's address). The game starts once they are there too
+  --spectate ADDR  watch without playing, through the player at ADDR (the host, whose
+                   --spectators lists this process's --bind address); `-` reads ADDR
+                   from the first line of standard input, after printing `bound ADDR`.
+                   --headless prints the players' `confirmed` lines, up to --frames;
+                   exit code 2 if the host leaves or --timeout passes first
   --key KEY        the match's shared key (64 hex digits from --new-key, or a
                    passphrase): every datagram is sealed with it, and one that is not
                    is dropped; every peer must give the same key. Without it, anyone
@@ -96,6 +113,8 @@ struct Args {
     net_sim: Option<NetSimConfig>,
     record: Option<String>,
     replay: Option<String>,
+    spectators: Vec<SocketAddr>,
+    spectate: String,
 }
 
 fn parse() -> Result<Args, String> {
@@ -117,6 +136,8 @@ fn parse() -> Result<Args, String> {
         net_sim: None,
         record: None,
         replay: None,
+        spectators: Vec::new(),
+        spectate: String::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -146,6 +167,16 @@ fn parse() -> Result<Args, String> {
                 a.net_sim = Some(value.parse().map_err(|e| format!("--net-sim {e}"))?);
             }
             "--record" => a.record = Some(value),
+            "--spectate" => a.spectate = value,
+            "--spectators" => {
+                for e in value.split(',') {
+                    let addr = e
+                        .trim()
+                        .parse()
+                        .map_err(|err| format!("--spectators {e:?}: {err}"))?;
+                    a.spectators.push(addr);
+                }
+            }
             "--replay" => a.replay = Some(value),
             "--key" => {
                 a.key = Some(if value.len() == 64 {
@@ -165,6 +196,15 @@ fn parse() -> Result<Args, String> {
         ));
     }
     if a.truth || a.new_key || a.replay.is_some() {
+        return Ok(a);
+    }
+    if !a.spectate.is_empty() {
+        if a.bind.is_empty() {
+            return Err("--spectate needs --bind".to_owned());
+        }
+        if a.local != usize::MAX || !a.spectators.is_empty() {
+            return Err("a spectator (--spectate) plays no player and hosts no one".to_owned());
+        }
         return Ok(a);
     }
     let n = a.players;
@@ -296,6 +336,21 @@ fn run(args: &Args) -> Result<ExitCode, String> {
             .map_err(|e| e.to_string())?;
         Ok(line)
     };
+    if !args.spectate.is_empty() {
+        let host = if args.spectate == "-" {
+            read_line()?
+        } else {
+            args.spectate.clone()
+        };
+        let host: SocketAddr = host
+            .trim()
+            .parse()
+            .map_err(|e| format!("--spectate {host:?}: {e}"))?;
+        return match args.net_sim {
+            Some(config) => spectate(args, host, NetSim::new(socket, config), probe),
+            None => spectate(args, host, socket, probe),
+        };
+    }
     // Every player's address in player order (this process's own at `--local`).
     let addrs: Vec<SocketAddr> = if !args.peers.is_empty() {
         let list = if args.peers == "-" {
@@ -322,6 +377,9 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     let mut builder = NetSession::builder(args.players)
         .local_player(args.local)
         .input_delay(args.delay);
+    for &addr in &args.spectators {
+        builder = builder.spectator(addr);
+    }
     for (h, &addr) in addrs.iter().enumerate() {
         if h != args.local {
             builder = builder.remote_player(h, addr);
@@ -415,6 +473,137 @@ fn replay(path: &str, workers: usize) -> Result<ExitCode, String> {
             Ok(ExitCode::from(3))
         }
     }
+}
+
+/// `--spectate`: watch the game through the host at `host` until `--frames` frames ran
+/// (headless) or q is pressed, then print a `done` line with the spectator's counters.
+fn spectate(
+    args: &Args,
+    host: SocketAddr,
+    socket: impl ggrs::NonBlockingSocket<SocketAddr> + 'static,
+    probe: TransportProbe,
+) -> Result<ExitCode, String> {
+    let game = game::build_players(args.workers, args.players);
+    let mut watch = NetSpectator::builder(args.players, host)
+        .start::<Pad>(game, socket)
+        .map_err(|e| e.to_string())?;
+    let code = if args.headless {
+        watch_headless(args, &mut watch)?
+    } else {
+        watch_interactive(&mut watch)?
+    };
+    let s = watch.stats();
+    let t = probe.stats();
+    let msg = format!(
+        "done frames={} confirmed={} waited={} catchups={} most_behind={} deferred={} \
+         garbage={} unauthenticated={} replayed={} rejected={} strangers={} sent={} \
+         received={} frame_us={:.1}",
+        watch.runtime().frame_count(),
+        s.confirmed,
+        s.waited,
+        s.catchups,
+        s.most_behind,
+        s.deferred,
+        t.garbage,
+        t.unauthenticated,
+        t.replayed,
+        s.rejected,
+        s.strangers,
+        t.sent,
+        t.received,
+        micros(s.frame_time, s.frames),
+    );
+    if args.headless {
+        println!("{msg}");
+    } else {
+        eprintln!("{msg}");
+    }
+    Ok(code)
+}
+
+/// Headless watching: tick at the game's pace, printing each frame's checksum, until
+/// `--frames` ran; status 2 if the host leaves or the timeout passes first.
+fn watch_headless(args: &Args, watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+    let start = Instant::now();
+    let mut out = std::io::stdout().lock();
+    let mut next = Instant::now();
+    loop {
+        let tick = watch.tick().map_err(|e| e.to_string())?;
+        for event in watch.events() {
+            if let NetEvent::Disconnected { peer } = event {
+                eprintln!("duel: the host {peer} left");
+            }
+        }
+        for c in watch.confirmed_frames() {
+            if c.frame <= args.frames {
+                writeln!(out, "confirmed {} {:016x}", c.frame, c.checksum)
+                    .map_err(|e| e.to_string())?;
+            }
+        }
+        if watch.stats().confirmed >= args.frames {
+            out.flush().map_err(|e| e.to_string())?;
+            return Ok(ExitCode::SUCCESS);
+        }
+        if tick == SpectatorTick::Disconnected || start.elapsed() > args.timeout {
+            eprintln!(
+                "duel: stopped watching after {:?} at frame {}",
+                start.elapsed(),
+                watch.stats().confirmed
+            );
+            return Ok(ExitCode::from(2));
+        }
+        next += watch.recommended_interval();
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else if now - next > Duration::from_millis(100) {
+            next = now;
+        }
+    }
+}
+
+/// Watching in the terminal: the arena drawn each tick, q quits.
+#[cfg(unix)]
+fn watch_interactive(watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+    let _raw = RawTerminal::enter()?;
+    let mut stdin = std::io::stdin();
+    let mut next = Instant::now();
+    let mut note = String::from("connecting...");
+    print!("\x1b[2J\x1b[?25l");
+    loop {
+        let mut buf = [0u8; 64];
+        let n = stdin.read(&mut buf).unwrap_or(0);
+        if buf[..n].iter().any(|b| matches!(b, b'q' | b'Q' | 3)) {
+            return Ok(ExitCode::SUCCESS);
+        }
+        match watch.tick().map_err(|e| e.to_string())? {
+            SpectatorTick::Synchronizing => note = "synchronizing with the host...".to_owned(),
+            SpectatorTick::Waiting => note = "waiting for the host...".to_owned(),
+            SpectatorTick::Advanced { frames } if frames > 1 => note = "catching up".to_owned(),
+            SpectatorTick::Advanced { .. } => note.clear(),
+            SpectatorTick::Disconnected => note = "the host left".to_owned(),
+        }
+        watch.events().for_each(drop);
+        watch.confirmed_frames().for_each(drop);
+        let status = format!(
+            "frame {}  behind {}  {note}\x1b[K\r\nwatching; q quits\x1b[K",
+            watch.runtime().frame_count(),
+            watch.frames_behind(),
+        );
+        draw_scene(watch.world(), None, &status);
+        next += watch.recommended_interval();
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else {
+            next = now;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+fn watch_interactive(_: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+    Err("the interactive mode needs a Unix terminal; use --headless".to_owned())
 }
 
 fn micros(total: Duration, n: u64) -> f64 {
@@ -555,7 +744,25 @@ fn interactive(_: &Args, _: &mut NetSession<Pad>) -> Result<ExitCode, String> {
 /// Draws the arena, the ships and bullets, and a status line.
 #[cfg(unix)]
 fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
-    let (ships, bullets) = game::scene(session.world());
+    let st = session.stats();
+    let ping = session
+        .network_stats(usize::from(me == 0))
+        .map(|n| format!("{} ms", n.ping))
+        .unwrap_or_else(|_| "-".to_owned());
+    let status = format!(
+        "frame {}  ping {ping}  rollbacks {}  re-run frames {}  {note}\x1b[K\r\n\
+         WASD/arrows move, space fires, q quits\x1b[K",
+        session.runtime().frame_count(),
+        st.rollback.rollbacks,
+        st.rollback.resimulated,
+    );
+    draw_scene(session.world(), Some(me), &status);
+}
+
+/// Draws `world`'s arena, its ships (`me`'s marked) and bullets, then `status`.
+#[cfg(unix)]
+fn draw_scene(world: &runsync::World, me: Option<usize>, status: &str) {
+    let (ships, bullets) = game::scene(world);
     let (w, h) = (game::WIDTH as usize, game::HEIGHT as usize);
     let mut grid = vec![vec![b' '; w]; h];
     for (x, y) in bullets {
@@ -573,7 +780,7 @@ fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
     }
     s += &format!("+{}+\r\n", "-".repeat(w));
     for &(player, _, _, hp, score) in &ships {
-        let you = if usize::from(player) == me {
+        let you = if Some(usize::from(player)) == me {
             " (you)"
         } else {
             ""
@@ -581,18 +788,8 @@ fn draw(me: usize, session: &NetSession<Pad>, note: &str) {
         let name = char::from(b'A' + player);
         s += &format!("{name}{you}: hp {hp}  score {score}    ");
     }
-    let st = session.stats();
-    let ping = session
-        .network_stats(usize::from(me == 0))
-        .map(|n| format!("{} ms", n.ping))
-        .unwrap_or_else(|_| "-".to_owned());
-    s += &format!(
-        "\x1b[K\r\nframe {}  ping {ping}  rollbacks {}  re-run frames {}  {note}\x1b[K\r\n\
-         WASD/arrows move, space fires, q quits\x1b[K",
-        session.runtime().frame_count(),
-        st.rollback.rollbacks,
-        st.rollback.resimulated,
-    );
+    s += "\x1b[K\r\n";
+    s += status;
     let mut out = std::io::stdout().lock();
     let _ = out.write_all(s.as_bytes());
     let _ = out.flush();
