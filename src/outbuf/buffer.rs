@@ -77,6 +77,10 @@ impl RowCursor<'_> {
 /// Tables smaller than this do not get a segment (and a column swap) of their own.
 const SEGMENT_MIN_ROWS: usize = if cfg!(miri) { 4 } else { 64 };
 
+/// Values a run from row 0 of a big table gathers in row order before its segment is
+/// given room for the whole table (see `OutBuf::grow`).
+const WHOLE_AFTER: usize = if cfg!(miri) { 2 } else { 32 };
+
 /// The outputs of one system for one component type.
 ///
 /// While a system writes, the newest segment is *open*: its values are `open` (pushed to
@@ -93,6 +97,10 @@ pub(crate) struct OutBuf<C: Component> {
     open: Vec<C::Output>,
     /// The open segment's runs start here.
     open_runs: u32,
+    /// The rows of the table whose row 0 the open segment started at (a loop over a
+    /// big table, maybe), else 0: once the run reaches [`WHOLE_AFTER`] values in row
+    /// order, the segment gets room for the whole table at once.
+    whole_rows: u32,
     /// Emptied value vectors, reused by the next segments.
     pub(crate) spare: Vec<Vec<C::Output>>,
     /// Writes dropped in Run (dead target, or no such component).
@@ -114,6 +122,7 @@ impl<C: Component> Default for OutBuf<C> {
             runs: Vec::new(),
             open: Vec::new(),
             open_runs: 0,
+            whole_rows: 0,
             spare: Vec::new(),
             dropped: 0,
             pending: Vec::new(),
@@ -140,7 +149,23 @@ impl<C: Component> OutBuf<C> {
     #[cold]
     #[inline(never)]
     fn grow(&mut self) {
-        self.open.reserve(1);
+        // A run from row 0 of a big table that has gone on in row order is a loop over
+        // the table: room for all of it, so it does not regrow. (Not at its first value:
+        // one write that happens to target row 0 would grow a vector to a table's size,
+        // and with scattered writes every chunk's would end up so.)
+        let run = self.open.len();
+        let rows = self.whole_rows as usize;
+        if rows > run && run >= WHOLE_AFTER && self.open_run_is_whole() {
+            self.open.reserve(rows - run);
+        } else {
+            self.open.reserve(1);
+        }
+    }
+
+    /// Whether the open segment is one run, from row 0 (see `whole_rows`).
+    fn open_run_is_whole(&self) -> bool {
+        self.runs.len() == self.open_runs as usize + 1
+            && self.runs.last().is_some_and(|r| r.row == 0 && r.start == 0)
     }
 
     /// A write whose target is not the cursor's next row: resolves `e` in `storage` and
@@ -172,9 +197,11 @@ impl<C: Component> OutBuf<C> {
         // vector per table.
         let whole = loc.row == 0 && table.len() >= SEGMENT_MIN_ROWS;
         self.start_run(col, loc.row, whole);
-        if whole {
-            self.open.reserve(table.len());
-        }
+        self.whole_rows = if whole {
+            u32::try_from(table.len()).unwrap_or(u32::MAX)
+        } else {
+            0
+        };
         Some(RowCursor {
             rows: table.entities(),
             next: loc.row as usize + 1,
@@ -237,7 +264,7 @@ impl<C: Component> OutBuf<C> {
                 return base;
             }
         }
-        let values = self.spare.pop().unwrap_or_default();
+        let values = self.take_spare(rows);
         let present = self.spare_present.pop().unwrap_or_default();
         self.pending
             .push(PendingColumn::new(rows, small, values, present));
@@ -368,6 +395,26 @@ impl<C: Component> OutBuf<C> {
         true
     }
 
+    /// The spare vector that best fits `want` values: the smallest with room for them,
+    /// else the largest (it grows the least), else a new one. Columns take the vectors
+    /// sized for columns and chunks the small ones, so no vector grows to a column's size
+    /// only to serve a chunk.
+    pub(crate) fn take_spare(&mut self, want: usize) -> Vec<C::Output> {
+        let mut best: Option<(usize, usize)> = None;
+        for (i, v) in self.spare.iter().enumerate() {
+            let cap = v.capacity();
+            let better = match best {
+                None => true,
+                Some((_, b)) if b >= want => cap >= want && cap < b,
+                Some((_, b)) => cap > b,
+            };
+            if better {
+                best = Some((i, cap));
+            }
+        }
+        best.map_or_else(Vec::new, |(i, _)| self.spare.swap_remove(i))
+    }
+
     /// Forgets every write (dropping the values), keeping all vectors for reuse.
     pub(crate) fn clear_writes(&mut self) {
         self.seal();
@@ -396,9 +443,11 @@ impl<C: Component> OutBuf<C> {
             seg.runs_end = self.runs.len() as u32;
             self.segments.push(seg);
             // Give `other` a vector back for the one it lost, so that a chunk buffer
-            // refilled every frame does not allocate while its vectors pile up here.
-            if let Some(v) = self.spare.pop() {
-                other.spare.push(v);
+            // refilled every frame does not allocate while its vectors pile up here: the
+            // smallest, so that vectors sized for whole columns stay here for columns
+            // (handed out, they would each grow a chunk's to a column, one after another).
+            if !self.spare.is_empty() {
+                other.spare.push(self.take_spare(0));
             }
         }
         self.open_runs = self.runs.len() as u32;
@@ -458,6 +507,7 @@ impl<C: Component> Buffer for OutBuf<C> {
     fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
         let o = size_of::<C::Output>();
+
         self.segments
             .iter()
             .map(|s| s.values.capacity() * o)

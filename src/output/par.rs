@@ -76,7 +76,7 @@ impl<'w> Output<'w> {
             let entities = table.entities();
             crate::profile::visited(entities.len());
             let col = table.column(id).expect("the query requires C");
-            let mut values = buf.spare.pop().unwrap_or_default();
+            let mut values = buf.take_spare(entities.len());
             // `move`: the closure holds copies of the column and entity slices, not
             // references to them, so the fill loop can keep them in registers.
             let f = &f;
