@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use runsync::{Desync, FrameError, SaveError, SnapshotError};
 
+use crate::SetupMismatch;
+
 /// Why a [`NetSession`](crate::NetSession), a [`Rollback`](crate::Rollback) or a
 /// [`sync_test`](crate::sync_test()) could not start or go on. Network trouble (a lost
 /// peer, garbage packets, a desync between peers) is not an error: it is reported as a
@@ -44,6 +46,20 @@ pub enum NetError {
         peers: Vec<String>,
         /// The panic's message.
         message: String,
+    },
+    /// A peer is set up for another game than this session: another number of players,
+    /// other players than this session has it playing (two peers claiming one player),
+    /// another input size. Its inputs are refused (and counted in
+    /// [`NetStats::rejected`](crate::NetStats::rejected)); once 8 messages have shown it,
+    /// and this session has run 2 s (so that its own inputs show the peer the same), the
+    /// session stops with this: the two could only stall or desync. Every peer that
+    /// receives the other's inputs stops so, about 2 s after the handshakes. Give every
+    /// peer the same player count and each player at exactly one peer.
+    PeerSetup {
+        /// The peer (`Debug` form of its address).
+        peer: String,
+        /// How its set-up differs.
+        mismatch: SetupMismatch,
     },
     /// ggrs refused a call: a bad player handle, a missing local input, a bad setting.
     Ggrs(ggrs::GgrsError),
@@ -95,6 +111,12 @@ impl fmt::Display for NetError {
                 "runsync-net: ggrs panicked handling packets from [{}]: {message}; the \
                  session stopped, the game's state is kept",
                 peers.join(", ")
+            ),
+            NetError::PeerSetup { peer, mismatch } => write!(
+                f,
+                "runsync-net: peer {peer} is set up for another game: {mismatch}; the session \
+                 stopped (give every peer the same number of players, each player at one \
+                 peer)"
             ),
             NetError::Ggrs(e) => write!(f, "runsync-net: ggrs: {e}"),
             NetError::FrameMismatch {

@@ -1,4 +1,4 @@
-//! Two duel peers in one process over a `MemoryNetwork`, ticked at 60 Hz.
+//! Duel peers (two to four) in one process over a `MemoryNetwork`, ticked at 60 Hz.
 
 #![allow(dead_code)]
 
@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use game::Pad;
 use runsync_net::{
-    ConfirmedFrame, MemoryNetwork, MemorySocket, NetEvent, NetSession, NetSessionBuilder, PeerId,
-    Tick,
+    ConfirmedFrame, MemoryNetwork, MemorySocket, NetError, NetEvent, NetSession, NetSessionBuilder,
+    PeerId, Tick,
 };
 
 /// Input delay of the test peers.
@@ -25,6 +25,9 @@ pub(crate) struct Peer {
     pub(crate) confirmed: Vec<ConfirmedFrame>,
     pub(crate) events: Vec<NetEvent<PeerId>>,
     pub(crate) ticks: Vec<Tick>,
+    /// The sum, over the ticks after the handshake, of how far the confirmed frame
+    /// trailed the current one, and how many such ticks.
+    pub(crate) lag: (u64, u64),
 }
 
 impl Peer {
@@ -50,24 +53,70 @@ impl Peer {
             .local_player(me)
             .remote_player(1 - me, PeerId(1 - me as u32))
             .input_delay(DELAY);
-        let session = setup(b).start::<Pad>(game, socket).unwrap();
-        Peer {
+        Peer::start_with(socket, me, game, setup(b)).unwrap()
+    }
+
+    /// Peer `me` of `players` (player `me`, at `PeerId(me)`; player `h` at `PeerId(h)`),
+    /// playing `game` with `setup` applied to the builder.
+    pub(crate) fn start_of(
+        net: &MemoryNetwork,
+        players: usize,
+        me: usize,
+        game: runsync::Runtime,
+        setup: impl FnOnce(NetSessionBuilder<PeerId>) -> NetSessionBuilder<PeerId>,
+    ) -> Peer {
+        let mut b = NetSession::builder(players)
+            .local_player(me)
+            .input_delay(DELAY);
+        for h in (0..players).filter(|&h| h != me) {
+            b = b.remote_player(h, PeerId(h as u32));
+        }
+        Peer::start_with(net.socket(PeerId(me as u32)), me, game, setup(b)).unwrap()
+    }
+
+    /// A peer playing player `me`'s script, started by `builder` (set up as the test
+    /// likes) on `socket`.
+    pub(crate) fn start_with(
+        socket: MemorySocket,
+        me: usize,
+        game: runsync::Runtime,
+        builder: NetSessionBuilder<PeerId>,
+    ) -> Result<Peer, NetError> {
+        let session = builder.start::<Pad>(game, socket)?;
+        Ok(Peer {
             me,
             session,
             confirmed: Vec::new(),
             events: Vec::new(),
             ticks: Vec::new(),
-        }
+            lag: (0, 0),
+        })
     }
 
     /// One tick with the scripted pad; events and confirmed frames collected.
     pub(crate) fn tick(&mut self) -> Tick {
+        self.try_tick().unwrap()
+    }
+
+    /// [`tick`](Self::tick), with the session's error returned.
+    pub(crate) fn try_tick(&mut self) -> Result<Tick, NetError> {
         let pad = game::scripted(self.me, self.session.input_frame());
-        let tick = self.session.tick(pad).unwrap();
+        let tick = self.session.tick(pad)?;
         self.events.extend(self.session.events());
         self.confirmed.extend(self.session.confirmed_frames());
         self.ticks.push(tick);
-        tick
+        if tick != Tick::Synchronizing {
+            let now = self.session.runtime().frame_count();
+            self.lag.0 += now.saturating_sub(self.session.stats().confirmed);
+            self.lag.1 += 1;
+        }
+        Ok(tick)
+    }
+
+    /// How far the confirmed frame trailed the current one, on average over the ticks
+    /// after the handshake.
+    pub(crate) fn mean_lag(&self) -> f64 {
+        self.lag.0 as f64 / self.lag.1.max(1) as f64
     }
 
     /// Frames confirmed so far.
