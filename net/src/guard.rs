@@ -19,7 +19,19 @@
 //!   complete run-length encoding (no cut varint, no varint over 64 bits, no literal past
 //!   the end) decoding to at most [`MAX_INPUTS`] inputs of exactly the peer's input size,
 //!   the last of them at most `frame + ahead`;
-//! - `InputAck`: a frame `>= -1`; `ChecksumReport`: a frame in `0..=frame + ahead`.
+//! - `InputAck`: a frame `>= -1`; `ChecksumReport`: a frame in `0..=frame + ahead`;
+//! - an `Input` that shows the peer set up for another game (another player count, input
+//!   size, or other players than it plays here: see [`crate::setup`]) is refused, and
+//!   noted for the session to stop on.
+//!
+//! A host's spectators only acknowledge, answer and keep alive: an `Input` or a
+//! `ChecksumReport` from a spectator's address is refused (ggrs asserts that inputs come
+//! from players only), an `InputAck` must be for a frame in `-1..=frame` (the host sent
+//! nothing later). On a spectator, the host's `Input` carries every player's input per
+//! frame and must start at most one frame after the last one received; ggrs's
+//! spectator keeps inputs in a ring of [`SPECTATOR_BUFFER`] frames indexed by frame, so
+//! inputs past `frame + SPECTATOR_BUFFER` would overwrite frames not yet run: they are
+//! cut off (the host sends them again until they are acknowledged), never refused.
 //!
 //! `ahead` keeps ggrs's input queue (128 frames, counted from the confirmed frame, which
 //! trails `frame` by at most the rollback window) from ever filling:
@@ -30,10 +42,14 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
 use ggrs::{Message, NonBlockingSocket, PlayerHandle};
 use serde::{Deserialize, Serialize};
 
+use crate::NetError;
 use crate::config::Address;
+use crate::setup::{self, Claims, SetupMismatch, Watch};
 
 /// ggrs's input queue holds at most this many frames per player (it asserts so).
 const INPUT_QUEUE: i64 = 128;
@@ -46,6 +62,10 @@ const QUEUE_MARGIN: i64 = 8;
 /// disconnects a peer that leaves more than 128 unacknowledged (so 129 is the most an
 /// honest peer sends, the packet before it gives up).
 pub(crate) const MAX_INPUTS: usize = 129;
+
+/// The frames of inputs ggrs 0.13's spectator session holds (its `SPECTATOR_BUFFER_SIZE`):
+/// a ring indexed by `frame % 60`.
+pub(crate) const SPECTATOR_BUFFER: i64 = 60;
 
 /// The most frames ahead of this peer's current frame that an input or checksum report
 /// may be, for a session with rollback window `max_prediction`.
@@ -101,25 +121,45 @@ struct WireInput {
 pub(crate) struct Shared<A> {
     /// ggrs's current frame, set by the session before each call into ggrs.
     frame: AtomicI32,
+    /// On a spectator: the last frame whose inputs arrived, set with `frame`.
+    received: AtomicI32,
     rejected: AtomicU64,
     strangers: AtomicU64,
+    /// On a spectator: the host's inputs held back for want of room in ggrs's buffer.
+    deferred: AtomicU64,
     /// The peers whose messages the last receive handed to ggrs: whom a panic inside
     /// ggrs's handling names.
     delivered: Mutex<Vec<A>>,
+    /// A peer set up for another game (see [`crate::setup`]).
+    pub(crate) setup: Watch<A>,
 }
 
 impl<A: Address> Shared<A> {
     pub(crate) fn new() -> Arc<Self> {
         Arc::new(Shared {
             frame: AtomicI32::new(0),
+            received: AtomicI32::new(-1),
             rejected: AtomicU64::new(0),
             strangers: AtomicU64::new(0),
+            deferred: AtomicU64::new(0),
             delivered: Mutex::new(Vec::new()),
+            setup: Watch::new(),
         })
     }
 
     pub(crate) fn set_frame(&self, frame: i32) {
         self.frame.store(frame, Ordering::Relaxed);
+    }
+
+    /// On a spectator: the last frame whose inputs ggrs received.
+    pub(crate) fn set_received(&self, frame: i32) {
+        self.received.store(frame, Ordering::Relaxed);
+    }
+
+    /// On a spectator: the host's `Input` messages cut short or held back because ggrs's
+    /// buffer had no room for all of their frames yet.
+    pub(crate) fn deferred(&self) -> u64 {
+        self.deferred.load(Ordering::Relaxed)
     }
 
     /// Messages dropped by the checks.
@@ -155,6 +195,49 @@ pub(crate) struct Rules<A> {
     pub(crate) remotes: HashMap<A, usize>,
     /// The players of this peer.
     pub(crate) locals: Vec<PlayerHandle>,
+    /// A host's spectators: they send no inputs.
+    pub(crate) spectators: Vec<A>,
+    /// This peer is a spectator: its one remote is the host, which sends every player's
+    /// inputs, and `frame` is the spectator's.
+    pub(crate) spectating: bool,
+}
+
+/// What the checks make of a message.
+enum Verdict {
+    /// Passed to ggrs as it is.
+    Pass,
+    /// Passed to ggrs as this message instead: a host's input to a spectator, cut to what
+    /// ggrs's buffer has room for.
+    Cut(Message),
+    /// Dropped uncounted: a host's input of which ggrs's buffer has room for nothing yet
+    /// (the host sends it again until acknowledged).
+    Later,
+    /// Dropped and counted.
+    Reject,
+}
+
+/// Runs `f` on ggrs's `session` with a panic inside it contained: the packet checks keep
+/// out everything known to crash ggrs, and whatever else still does becomes
+/// [`NetError::PeerPanic`] naming the peers whose packets ggrs was handling (the
+/// messages `shared`'s guard last passed on), never a panic of the process. The caller's
+/// runtime is not touched by `f`, so the game's state stays as it was.
+pub(crate) fn contained<S, R, A: Address>(
+    shared: &Shared<A>,
+    session: &mut S,
+    f: impl FnOnce(&mut S) -> R,
+) -> Result<R, NetError> {
+    catch_unwind(AssertUnwindSafe(|| f(session))).map_err(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        let peers = shared.delivered();
+        NetError::PeerPanic {
+            peers: peers.iter().map(|a| format!("{a:?}")).collect(),
+            message,
+        }
+    })
 }
 
 /// The session's socket, with the checks in front of its receive.
@@ -166,6 +249,8 @@ pub(crate) struct Guard<S, A> {
     enabled: bool,
     /// The decoded input bytes of the message being checked (kept for its capacity).
     scratch: Vec<u8>,
+    /// The players each peer plays, and the messages that showed another set-up.
+    claims: Claims<A>,
 }
 
 impl<S, A: Address> Guard<S, A> {
@@ -176,26 +261,106 @@ impl<S, A: Address> Guard<S, A> {
             shared,
             enabled,
             scratch: Vec::new(),
+            claims: Claims::default(),
         }
     }
 
-    /// Whether `msg` from `from` may go to ggrs.
-    fn admit(&mut self, from: &A, msg: &Message, frame: i32) -> bool {
-        let Some(&handles) = self.rules.remotes.get(from) else {
-            self.shared.strangers.fetch_add(1, Ordering::Relaxed);
-            return false;
+    /// Whether `msg` from `from` may go to ggrs, and in what form (`frame` and
+    /// `received` as [`Shared`] holds them).
+    fn admit(&mut self, from: &A, msg: &Message, frame: i32, received: i32) -> Verdict {
+        let spectator = self.rules.spectators.contains(from);
+        let handles = match self.rules.remotes.get(from) {
+            Some(&handles) => handles,
+            None if spectator => 0,
+            None => {
+                self.shared.strangers.fetch_add(1, Ordering::Relaxed);
+                return Verdict::Reject;
+            }
         };
         if !self.enabled {
-            return true;
+            return Verdict::Pass;
         }
-        let ok = bincode::serialize(msg)
+        let frame = i64::from(frame);
+        let wire = bincode::serialize(msg)
             .ok()
-            .and_then(|bytes| bincode::deserialize::<WireMessage>(&bytes).ok())
-            .is_some_and(|wire| self.fits(&wire.body, handles, i64::from(frame)));
-        if !ok {
-            self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+            .and_then(|bytes| bincode::deserialize::<WireMessage>(&bytes).ok());
+        let verdict = match wire {
+            None => Verdict::Reject,
+            Some(wire) if spectator => pass_if(spectator_fits(&wire.body, frame)),
+            Some(wire) if self.rules.spectating => self.host_fits(wire, frame, received.into()),
+            Some(wire) => {
+                let ok = self.fits(&wire.body, handles, frame);
+                pass_if(self.setup_fits(from, &wire.body, handles, ok))
+            }
+        };
+        match verdict {
+            Verdict::Reject => {
+                self.shared.rejected.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Cut(_) | Verdict::Later => {
+                self.shared.deferred.fetch_add(1, Ordering::Relaxed);
+            }
+            Verdict::Pass => {}
         }
-        ok
+        verdict
+    }
+
+    /// On a spectator: whether the host's message fits, cut to what ggrs's buffer holds.
+    fn host_fits(&mut self, mut wire: WireMessage, frame: i64, received: i64) -> Verdict {
+        let input = match &mut wire.body {
+            WireBody::Input(input) => input,
+            WireBody::InputAck(ack) => return pass_if(*ack >= -1),
+            // The spectator's link to the host runs without desync detection, where ggrs
+            // asserts that no report comes; an honest host sends spectators none.
+            WireBody::ChecksumReport(..) => return Verdict::Reject,
+            WireBody::QualityReply(pong) => return pass_if(round_trip_fits(*pong)),
+            WireBody::SyncRequest(_)
+            | WireBody::SyncReply(_)
+            | WireBody::QualityReport(..)
+            | WireBody::KeepAlive => return Verdict::Pass,
+        };
+        let r = &self.rules;
+        let statuses_fit = if input.disconnect_requested {
+            input.statuses.len() <= r.players
+        } else {
+            input.statuses.len() == r.players
+        };
+        // The host sends from the frame after the last one the spectator acknowledged,
+        // which is at most the last one it received: a later start would leave a gap
+        // (ggrs decodes a first message against a blank input, whatever its start).
+        // Status frames are only compared by a spectator, never counted with.
+        if !statuses_fit
+            || input.statuses.iter().any(|&(_, last)| last < -1)
+            || input.start_frame < 0
+            || i64::from(input.start_frame) > received + 1
+            || input.ack_frame < -1
+        {
+            return Verdict::Reject;
+        }
+        let frame_bytes = r.players * r.input_size;
+        let limit = MAX_INPUTS * (2 + frame_bytes);
+        if run_length_decode(&input.bytes, limit, &mut self.scratch).is_none() {
+            return Verdict::Reject;
+        }
+        let Some(count) = count_inputs(&self.scratch, frame_bytes) else {
+            return Verdict::Reject;
+        };
+        // ggrs stores input `f` at `f % SPECTATOR_BUFFER`: the frames not yet run,
+        // `frame + 1..=frame + SPECTATOR_BUFFER`, fill the ring; one more would overwrite
+        // the next frame to run (and end the session, too far behind).
+        let room = frame + SPECTATOR_BUFFER - i64::from(input.start_frame) + 1;
+        if count as i64 <= room {
+            return Verdict::Pass;
+        }
+        if room <= 0 {
+            return Verdict::Later;
+        }
+        self.scratch.truncate(room as usize * (2 + frame_bytes));
+        input.bytes = run_length_literal(&self.scratch);
+        bincode::serialize(&wire)
+            .ok()
+            .and_then(|bytes| bincode::deserialize::<Message>(&bytes).ok())
+            .map_or(Verdict::Reject, Verdict::Cut)
     }
 
     fn fits(&mut self, body: &WireBody, handles: usize, frame: i64) -> bool {
@@ -204,10 +369,10 @@ impl<S, A: Address> Guard<S, A> {
             WireBody::Input(input) => self.input_fits(input, handles, frame, ahead),
             WireBody::InputAck(ack) => *ack >= -1,
             WireBody::ChecksumReport(_, f) => (0..=ahead).contains(&i64::from(*f)),
+            WireBody::QualityReply(pong) => round_trip_fits(*pong),
             WireBody::SyncRequest(_)
             | WireBody::SyncReply(_)
             | WireBody::QualityReport(..)
-            | WireBody::QualityReply(_)
             | WireBody::KeepAlive => true,
         }
     }
@@ -253,8 +418,19 @@ impl<S: NonBlockingSocket<A>, A: Address> NonBlockingSocket<A> for Guard<S, A> {
 
     fn receive_all_messages(&mut self) -> Vec<(A, Message)> {
         let frame = self.shared.frame.load(Ordering::Relaxed);
-        let mut messages = self.inner.receive_all_messages();
-        messages.retain(|(from, msg)| self.admit(from, msg, frame));
+        let received = self.shared.received.load(Ordering::Relaxed);
+        let messages: Vec<(A, Message)> = self
+            .inner
+            .receive_all_messages()
+            .into_iter()
+            .filter_map(
+                |(from, msg)| match self.admit(&from, &msg, frame, received) {
+                    Verdict::Pass => Some((from, msg)),
+                    Verdict::Cut(cut) => Some((from, cut)),
+                    Verdict::Later | Verdict::Reject => None,
+                },
+            )
+            .collect();
         let mut delivered = self
             .shared
             .delivered
@@ -267,6 +443,109 @@ impl<S: NonBlockingSocket<A>, A: Address> NonBlockingSocket<A> for Guard<S, A> {
             }
         }
         messages
+    }
+}
+
+/// [`Verdict::Pass`] if `ok`, else [`Verdict::Reject`].
+fn pass_if(ok: bool) -> Verdict {
+    if ok { Verdict::Pass } else { Verdict::Reject }
+}
+
+/// On a host: whether a spectator's message fits. A spectator acknowledges the inputs
+/// the host sent (so none past the host's current frame `frame`), answers and sends
+/// handshakes, quality reports and keep-alives; never inputs (ggrs asserts that inputs
+/// come from players) nor checksum reports.
+fn spectator_fits(body: &WireBody, frame: i64) -> bool {
+    match body {
+        WireBody::InputAck(ack) => (-1..=frame).contains(&i64::from(*ack)),
+        WireBody::Input(_) | WireBody::ChecksumReport(..) => false,
+        WireBody::SyncRequest(_)
+        | WireBody::SyncReply(_)
+        | WireBody::QualityReport(..)
+        | WireBody::QualityReply(_)
+        | WireBody::KeepAlive => true,
+    }
+}
+
+/// The longest round trip a quality reply may show, in milliseconds.
+const MAX_ROUND_TRIP_MS: u128 = 60_000;
+
+/// Whether a quality reply's `pong` (the clock, in ms since the epoch, when this end sent
+/// the report it answers) shows a round trip ggrs can count with: it takes the time since
+/// as the round trip, and multiplies half of it (an `i32`, saturated) by the frame rate
+/// with each input received, which overflows (a panic in debug builds) for a pong far in
+/// the past, such as 0. A pong in the future reads as a round trip of 0 (ggrs allows for
+/// a clock stepped back).
+fn round_trip_fits(pong: u128) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    now.saturating_sub(pong) <= MAX_ROUND_TRIP_MS
+}
+
+/// `raw` run-length encoded as bitfield-rle decodes it: one literal run (a varint
+/// header `len << 1`, then the bytes).
+fn run_length_literal(raw: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(raw.len() + 10);
+    let mut header = (raw.len() as u64) << 1;
+    while header > 127 {
+        out.push((header as u8) | 0x80);
+        header >>= 7;
+    }
+    out.push(header as u8);
+    out.extend_from_slice(raw);
+    out
+}
+
+impl<S, A: Address> Guard<S, A> {
+    /// Checks that each peer's `Input` messages show it playing the players `claims` has
+    /// at its address.
+    pub(crate) fn with_claims(mut self, claims: HashMap<A, Vec<PlayerHandle>>) -> Self {
+        self.claims = Claims::new(claims);
+        self
+    }
+
+    /// The set-up checks of a peer's message (see [`crate::setup`]): an `Input` that
+    /// passed the other checks (`ok`, its inputs decoded in `scratch`) must show the peer
+    /// playing the players it plays here; what a refused one shows of another set-up
+    /// (another player count, input size or number of players) is noted. Whether the
+    /// message may go to ggrs.
+    fn setup_fits(&mut self, from: &A, body: &WireBody, handles: usize, ok: bool) -> bool {
+        let WireBody::Input(input) = body else {
+            return ok;
+        };
+        let r = &self.rules;
+        let seen = if ok {
+            let count = self.scratch.len() / (2 + handles * r.input_size);
+            let last = i64::from(input.start_frame) + count as i64 - 1;
+            match self.claims.of(from) {
+                Some(claimed) if count > 0 && !input.disconnect_requested => {
+                    setup::check_claims(&input.statuses, last, claimed, &r.locals).err()
+                }
+                _ => None,
+            }
+        } else if !input.disconnect_requested && input.statuses.len() != r.players {
+            Some(SetupMismatch::PlayerCount {
+                theirs: input.statuses.len(),
+                ours: r.players,
+            })
+        } else {
+            // Decoded again (a refused message only), with room for every player's input.
+            let mut decoded = Vec::new();
+            let limit = MAX_INPUTS * (2 + r.players * r.input_size);
+            run_length_decode(&input.bytes, limit, &mut decoded)
+                .and_then(|()| decoded.first_chunk::<2>().copied())
+                .map(|len| usize::from(u16::from_le_bytes(len)))
+                .filter(|&len| len != handles * r.input_size)
+                .map(|len| setup::other_input_size(len, r.input_size, self.claims.of(from)))
+        };
+        match seen {
+            None => ok,
+            Some(mismatch) => {
+                self.claims.note(from, mismatch, &self.shared.setup);
+                false
+            }
+        }
     }
 }
 
@@ -477,6 +756,17 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn a_literal_run_decodes_to_its_bytes() {
+        let mut out = Vec::new();
+        for len in [0, 1, 63, 64, 200, 20_000] {
+            let raw: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+            let encoded = run_length_literal(&raw);
+            run_length_decode(&encoded, len, &mut out).unwrap();
+            assert_eq!(out, raw);
+        }
     }
 
     #[test]

@@ -17,13 +17,16 @@
 //! # Map
 //!
 //! - [`Rollback`]: a runtime driven by ggrs's requests (save, load, advance).
-//! - [`NetSession`]: a P2P session around it (events, confirmed-frame checksums).
+//! - [`NetSession`]: a P2P session around it (events, confirmed-frame checksums), for
+//!   two or more players; a peer set up for another game is named
+//!   ([`NetError::PeerSetup`], [`SetupMismatch`]).
+//! - [`NetSpectator`]: watches a game through a host player, every frame final.
 //! - [`sync_test`](fn@sync_test) / [`SyncTest`]: the rollback check for a game's tests.
 //! - [`UdpTransport`], [`MemoryNetwork`]: transports (UDP; in process with latency,
 //!   jitter, loss, corruption).
 //! - [`guide`]: making a game rollback-ready.
-//! - The `duel` binary (`src/bin/duel`): a two-player game over UDP, playable in a
-//!   terminal or headless.
+//! - The `duel` binary (`src/bin/duel`): a game of two to four players over UDP,
+//!   playable in a terminal or headless.
 //!
 //! # Wire format
 //!
@@ -52,9 +55,11 @@
 //! ahead of this peer's (an honest peer stays within `2 × input_delay + max_prediction
 //! + 1`), no disconnect ggrs could not roll back to. What fails is dropped and counted
 //! ([`NetStats::rejected`]); so is a message from an address that is no peer
-//! ([`NetStats::strangers`]). Should anything still make ggrs panic, the session ends
-//! with [`NetError::PeerPanic`] naming the peer, and the process and the game's state
-//! go on.
+//! ([`NetStats::strangers`]), and an input that shows its sender set up for another game
+//! (another player count or input size, other players than it plays here), which soon
+//! stops the session with [`NetError::PeerSetup`]. Should anything still make ggrs
+//! panic, the session ends with [`NetError::PeerPanic`] naming the peer, and the process
+//! and the game's state go on.
 //!
 //! **Without a key**, the checks keep a hostile datagram from crashing a peer, but not
 //! from being read: anyone who can send a datagram with the peer's source address (on
@@ -64,10 +69,13 @@
 //!
 mod config;
 mod error;
+mod forensics;
 mod guard;
 mod input;
 mod rollback;
 mod session;
+mod setup;
+mod spectator;
 mod sync_test;
 mod transport;
 
@@ -77,7 +85,11 @@ pub use config::{Address, NetConfig};
 pub use error::NetError;
 pub use input::{NetInput, PlayerInputs, PodInput};
 pub use rollback::{Handled, Rollback, RollbackStats};
-pub use session::{ConfirmedFrame, NetEvent, NetSession, NetSessionBuilder, NetStats, Tick};
+pub use session::{
+    ConfirmedFrame, NetEvent, NetSession, NetSessionBuilder, NetStats, PINNED_DESYNCS, Tick,
+};
+pub use setup::SetupMismatch;
+pub use spectator::{NetSpectator, NetSpectatorBuilder, SpectatorStats, SpectatorTick};
 pub use sync_test::{SyncTest, SyncTestReport, sync_test};
 pub use transport::{
     LinkConfig, MAX_PACKET, MemoryNetwork, MemorySocket, NetSim, NetSimConfig, NetSimProbe,

@@ -117,7 +117,23 @@ pub struct Rollback<I: NetInput> {
     /// by ggrs frame (the last run of a frame, so once it is confirmed, its confirmed
     /// inputs). Reused slots: no allocation once sized.
     inputs: Option<Vec<(Option<Frame>, PlayerInputs<I>)>>,
+    /// Desync forensics: every `every`-th frame's checksum parts go into the high bits
+    /// of the checksum handed to ggrs, and its snapshot into a small ring of its own.
+    forensics: Option<Forensics>,
     _input: PhantomData<fn(I)>,
+}
+
+/// The frames a desync report can look at (see [`Rollback::keep_checked_frames`]).
+struct Forensics {
+    every: u32,
+    kept: Vec<Kept>,
+}
+
+/// A checked frame's state, kept after the rollback ring has moved on.
+struct Kept {
+    frame: Option<Frame>,
+    snapshot: RuntimeSnapshot,
+    parts: Vec<(&'static str, u64)>,
 }
 
 impl<I: NetInput> std::fmt::Debug for Rollback<I> {
@@ -158,6 +174,7 @@ impl<I: NetInput> Rollback<I> {
             players,
             stats: RollbackStats::default(),
             inputs: None,
+            forensics: None,
             _input: PhantomData,
         })
     }
@@ -197,8 +214,8 @@ impl<I: NetInput> Rollback<I> {
         for request in requests {
             match request {
                 GgrsRequest::SaveGameState { cell, frame } => {
-                    let checksum = self.save(frame)?;
-                    cell.save(frame, Some(frame), Some(u128::from(checksum)));
+                    let checksum = self.save_tagged(frame)?;
+                    cell.save(frame, Some(frame), Some(checksum));
                     done.saves += 1;
                 }
                 GgrsRequest::LoadGameState { cell, frame } => {
@@ -236,6 +253,39 @@ impl<I: NetInput> Rollback<I> {
     /// [`NetError::FrameMismatch`] if the runtime is not at that frame;
     /// [`NetError::Snapshot`] if a type registered since the start cannot be snapshot.
     pub fn save(&mut self, frame: Frame) -> Result<u64, NetError> {
+        self.save_tagged(frame).map(|sum| sum as u64)
+    }
+
+    /// [`save`](Self::save), returning the checksum ggrs compares: the world's checksum
+    /// in the low 64 bits, and on a checked frame (see
+    /// [`keep_checked_frames`](Self::keep_checked_frames)) the packed checksum parts in
+    /// the high 64, whose snapshot is also kept.
+    fn save_tagged(&mut self, frame: Frame) -> Result<u128, NetError> {
+        let checksum = self.save_ring(frame)?;
+        let Some(f) = &mut self.forensics else {
+            return Ok(u128::from(checksum));
+        };
+        if frame < 0 || frame % f.every as Frame != 0 {
+            return Ok(u128::from(checksum));
+        }
+        let t = Instant::now();
+        let parts = self.rt.world().checksum_parts();
+        let high = crate::forensics::pack(&parts);
+        if !f.kept.is_empty() {
+            let len = f.kept.len() as Frame;
+            let kept = &mut f.kept[(frame / f.every as Frame % len) as usize];
+            kept.frame = None;
+            self.rt.snapshot_into(&mut kept.snapshot)?;
+            kept.parts.clear();
+            kept.parts.extend_from_slice(&parts);
+            kept.frame = Some(frame);
+        }
+        self.stats.save_time += t.elapsed();
+        Ok(u128::from(high) << 64 | u128::from(checksum))
+    }
+
+    /// Into the ring: the snapshot and the checksum.
+    fn save_ring(&mut self, frame: Frame) -> Result<u64, NetError> {
         let t = Instant::now();
         let expected = self.runsync_frame(frame);
         if frame < 0 || self.rt.frame_count() != expected {
@@ -313,6 +363,44 @@ impl<I: NetInput> Rollback<I> {
         self.stats.frames += 1;
         self.stats.frame_time += t.elapsed();
         Ok(result?)
+    }
+
+    /// From now on, every `every`-th frame's saved checksum carries its
+    /// [checksum parts](runsync::World::checksum_parts), packed, in the high 64 bits
+    /// ggrs sends peers, and the last `keep` such frames' snapshots are kept: what a
+    /// desync report reads.
+    pub(crate) fn keep_checked_frames(&mut self, every: u32, keep: usize) {
+        self.forensics = Some(Forensics {
+            every: every.max(1),
+            kept: (0..keep)
+                .map(|_| Kept {
+                    frame: None,
+                    snapshot: RuntimeSnapshot::new(),
+                    parts: Vec::new(),
+                })
+                .collect(),
+        });
+    }
+
+    /// The kept snapshot and checksum parts of checked frame `frame`, if still kept.
+    pub(crate) fn checked_frame(
+        &self,
+        frame: Frame,
+    ) -> Option<(&RuntimeSnapshot, &[(&'static str, u64)])> {
+        let f = self.forensics.as_ref()?;
+        f.kept
+            .iter()
+            .find(|k| k.frame == Some(frame))
+            .map(|k| (&k.snapshot, &k.parts[..]))
+    }
+
+    /// Takes the kept snapshot of checked frame `frame` out (a fresh one takes its
+    /// place), if still kept.
+    pub(crate) fn take_checked_frame(&mut self, frame: Frame) -> Option<RuntimeSnapshot> {
+        let f = self.forensics.as_mut()?;
+        let kept = f.kept.iter_mut().find(|k| k.frame == Some(frame))?;
+        kept.frame = None;
+        Some(std::mem::take(&mut kept.snapshot))
     }
 
     /// From now on, keeps the inputs of the last frames run (more than the rollback

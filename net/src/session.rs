@@ -5,7 +5,6 @@
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -70,14 +69,25 @@ pub enum NetEvent<A> {
     /// differ (a non-deterministic system, a state outside the snapshot, other code, or
     /// a peer that sends what it likes). The session goes on; what to do (end the match,
     /// report it) is the game's choice.
+    ///
+    /// `types` names the component types (and resources, message types) whose values
+    /// differ there, told by the peer's checksum alone; the state this peer had at that
+    /// frame is [`NetSession::desync_snapshot`] (see the crate docs' "Desync reports"
+    /// for how to find the entities).
     Desync {
         /// The frame whose state differs.
         frame: u64,
-        /// Our checksum ([`World::checksum`](runsync::World::checksum), in ggrs's 128
-        /// bits).
+        /// Our checksum as ggrs compares it: [`World::checksum`](runsync::World::checksum)
+        /// in the low 64 bits, the frame's packed
+        /// [checksum parts](runsync::World::checksum_parts) in the high 64.
         local: u128,
-        /// The peer's, as it sent it (the high 64 bits are 0 from an honest peer).
+        /// The peer's, as it sent it.
         remote: u128,
+        /// The parts whose digests differ: `"entities"` (entities spawned, despawned or
+        /// stored differently), then type names, as
+        /// [`World::checksum_parts`](runsync::World::checksum_parts) names them. Empty
+        /// when the peer sent no parts (another build) or the digests do not tell.
+        types: Vec<&'static str>,
         /// The peer.
         peer: A,
     },
@@ -151,6 +161,7 @@ pub struct NetSessionBuilder<A> {
     players: usize,
     local: Vec<PlayerHandle>,
     remote: Vec<(PlayerHandle, A)>,
+    spectators: Vec<A>,
     input_delay: usize,
     max_prediction: usize,
     fps: usize,
@@ -160,6 +171,7 @@ pub struct NetSessionBuilder<A> {
     allow_unchecksummed: bool,
     check_packets: bool,
     record: bool,
+    desync_snapshots: usize,
 }
 
 impl<A: Address> NetSessionBuilder<A> {
@@ -171,6 +183,7 @@ impl<A: Address> NetSessionBuilder<A> {
             players,
             local: Vec::new(),
             remote: Vec::new(),
+            spectators: Vec::new(),
             input_delay: 2,
             max_prediction: 8,
             fps: 60,
@@ -180,6 +193,7 @@ impl<A: Address> NetSessionBuilder<A> {
             allow_unchecksummed: false,
             check_packets: true,
             record: false,
+            desync_snapshots: 2,
         }
     }
 
@@ -189,9 +203,29 @@ impl<A: Address> NetSessionBuilder<A> {
         self
     }
 
-    /// Player `handle` plays on the peer at `addr`.
+    /// Player `handle` plays on the peer at `addr`. Players at one address are one peer
+    /// playing them all. Every peer of a match must be given the same player count and
+    /// each player at one place; a peer set up otherwise is named when its inputs arrive
+    /// ([`NetError::PeerSetup`]).
     pub fn remote_player(mut self, handle: PlayerHandle, addr: A) -> Self {
         self.remote.push((handle, addr));
+        self
+    }
+
+    /// A spectator at `addr` ([`NetSpectator`](crate::NetSpectator)): this peer, its
+    /// host, sends it every player's confirmed inputs, and it runs the game without
+    /// playing. Spectators get ggrs handles from `players` on, in the order added (for
+    /// [`NetSession::network_stats`] and [`NetSession::disconnect_player`]).
+    ///
+    /// The game starts once every player *and* spectator has done the handshake (ggrs
+    /// waits for them all). After that a spectator never holds the players back: one
+    /// that falls silent for the [disconnect timeout](Self::disconnect_timeout), or
+    /// leaves more than 128 frames of inputs unacknowledged (about 2 s at 60 fps), is
+    /// dropped ([`NetEvent::Disconnected`] with its address) and the game goes on. What a
+    /// spectator may send is checked as a peer's is: no inputs, no checksum reports, no
+    /// acknowledgement of a frame not yet sent.
+    pub fn spectator(mut self, addr: A) -> Self {
+        self.spectators.push(addr);
         self
     }
 
@@ -248,6 +282,15 @@ impl<A: Address> NetSessionBuilder<A> {
         self
     }
 
+    /// How many of the last checked frames (every
+    /// [`desync_interval`](Self::desync_interval)-th) keep a snapshot of their own for a
+    /// desync report ([`NetSession::desync_snapshot`]); default 2, 0 keeps none. Each
+    /// costs a snapshot every `desync_interval` frames and the memory of one.
+    pub fn desync_snapshots(mut self, frames: usize) -> Self {
+        self.desync_snapshots = frames;
+        self
+    }
+
     /// Records the match as a runsync [`Replay`]: a save of the runtime at the start,
     /// then each frame as it becomes final ([`ConfirmedFrame`]) with every player's
     /// confirmed input and its checksum, in frame order, whatever was predicted and
@@ -288,7 +331,8 @@ impl<A: Address> NetSessionBuilder<A> {
     /// - [`NetError::Save`]: with [`record_replay`](Self::record_replay), the game
     ///   cannot be saved (the type is named);
     /// - [`NetError::Ggrs`]: a bad player set-up (a handle twice or out of range, a
-    ///   player missing, a 0 frame rate), a desync interval of 0 or over 2^20 frames, or
+    ///   player missing: the message names the player and where it was given), a 0 frame
+    ///   rate, a desync interval of 0 or over 2^20 frames, or
     ///   a rollback window and input delay too long for ggrs's input queue
     ///   (`2 × (max_prediction + input_delay)` over 119 frames).
     pub fn start<I: NetInput>(
@@ -300,6 +344,7 @@ impl<A: Address> NetSessionBuilder<A> {
             check_checksummed(&rt)?;
         }
         let mut rollback = Rollback::new(rt, self.players, self.max_prediction)?;
+        rollback.keep_checked_frames(self.desync_interval, self.desync_snapshots);
         let replay = if self.record {
             let mut start = Vec::new();
             rollback
@@ -312,6 +357,9 @@ impl<A: Address> NetSessionBuilder<A> {
             None
         };
         let invalid = |info: String| Err(NetError::Ggrs(GgrsError::InvalidRequest { info }));
+        if let Err(info) = crate::setup::check_players(self.players, &self.local, &self.remote) {
+            return invalid(info);
+        }
         if !(1..=1 << 20).contains(&self.desync_interval) {
             return invalid(format!(
                 "the desync interval must be 1 to 2^20 frames, got {}",
@@ -343,9 +391,21 @@ impl<A: Address> NetSessionBuilder<A> {
             b = b.add_player(PlayerType::Local, h)?;
         }
         let mut remotes = HashMap::new();
+        let mut claims = HashMap::<A, Vec<PlayerHandle>>::new();
         for (h, addr) in self.remote {
             *remotes.entry(addr.clone()).or_insert(0) += 1;
+            claims.entry(addr.clone()).or_default().push(h);
             b = b.add_player(PlayerType::Remote(addr), h)?;
+        }
+        for (i, addr) in self.spectators.iter().enumerate() {
+            // ggrs makes one connection per address and kind: a second at the same
+            // address would share its messages.
+            if remotes.contains_key(addr) || self.spectators[..i].contains(addr) {
+                return invalid(format!(
+                    "the spectator at {addr:?} is already a player or a spectator"
+                ));
+            }
+            b = b.add_player(PlayerType::Spectator(addr.clone()), self.players + i)?;
         }
         let rules = Rules {
             players: self.players,
@@ -354,14 +414,18 @@ impl<A: Address> NetSessionBuilder<A> {
             max_prediction: self.max_prediction,
             remotes,
             locals: self.local.clone(),
+            spectators: self.spectators,
+            spectating: false,
         };
         let shared = Shared::new();
-        let socket = Guard::new(socket, rules, shared.clone(), self.check_packets);
+        let socket =
+            Guard::new(socket, rules, shared.clone(), self.check_packets).with_claims(claims);
         let session = b.start_p2p_session(socket)?;
         Ok(NetSession {
             session,
             shared,
             replay,
+            desync_snapshots: Vec::new(),
             rollback,
             local: self.local,
             input_delay: self.input_delay,
@@ -374,6 +438,32 @@ impl<A: Address> NetSessionBuilder<A> {
         })
     }
 }
+
+/// The parts whose digests differ between two checksums of ggrs frame `frame` (see
+/// `forensics.rs`): named by the kept frame's parts, or the world's now (the same names
+/// while the game registers no new type).
+fn differing_types<I: NetInput>(
+    rollback: &Rollback<I>,
+    frame: Frame,
+    local: u128,
+    remote: u128,
+) -> Vec<&'static str> {
+    let (ours, theirs) = ((local >> 64) as u64, (remote >> 64) as u64);
+    if theirs == 0 {
+        return Vec::new();
+    }
+    match rollback.checked_frame(frame) {
+        Some((_, parts)) => crate::forensics::differing(parts, ours, theirs),
+        None => {
+            let parts = rollback.runtime().world().checksum_parts();
+            crate::forensics::differing(&parts, ours, theirs)
+        }
+    }
+}
+
+/// How many desync frames' states a session keeps for good
+/// ([`NetSession::desync_snapshot`]).
+pub const PINNED_DESYNCS: usize = 4;
 
 /// [`NetError::Unchecksummed`] if `rt`'s world has types a checksum cannot see.
 pub(crate) fn check_checksummed(rt: &Runtime) -> Result<(), NetError> {
@@ -436,6 +526,8 @@ pub struct NetSession<I: NetInput, A: Address = SocketAddr> {
     shared: Arc<Shared<A>>,
     /// The recording, with [`NetSessionBuilder::record_replay`].
     replay: Option<Replay>,
+    /// The states of the first desync frames (see `pin_desync_snapshot`).
+    desync_snapshots: Vec<(u64, runsync::RuntimeSnapshot)>,
     rollback: Rollback<I>,
     local: Vec<PlayerHandle>,
     input_delay: usize,
@@ -494,8 +586,12 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     /// - [`NetError::FrameMismatch`]: the runtime was moved outside the session;
     /// - [`NetError::PeerPanic`]: ggrs panicked handling a peer's packets (the peer is
     ///   named; the game's state is the one before the tick);
+    /// - [`NetError::PeerSetup`]: a peer's messages show it set up for another game
+    ///   (another player count, another input size, other players than it plays here:
+    ///   two peers claiming one player); the peer and the difference are named, a
+    ///   second or so after its first inputs arrive;
     /// - [`NetError::Ggrs`]: an input for a handle that is not local, or one missing;
-    /// - [`NetError::Stopped`]: an earlier error of the first three kinds stopped the
+    /// - [`NetError::Stopped`]: an earlier error of the first four kinds stopped the
     ///   session.
     pub fn tick_players(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
         if let Some(e) = &self.stopped {
@@ -505,7 +601,10 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         let tick = self.tick_steps(inputs).inspect_err(|e| {
             if matches!(
                 e,
-                NetError::Frame(_) | NetError::FrameMismatch { .. } | NetError::PeerPanic { .. }
+                NetError::Frame(_)
+                    | NetError::FrameMismatch { .. }
+                    | NetError::PeerPanic { .. }
+                    | NetError::PeerSetup { .. }
             ) {
                 self.stopped = Some(e.clone());
             }
@@ -537,26 +636,21 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         f: impl FnOnce(&mut P2PSession<NetConfig<I, A>>) -> R,
     ) -> Result<R, NetError> {
         self.shared.set_frame(self.session.current_frame());
-        let session = &mut self.session;
-        catch_unwind(AssertUnwindSafe(|| f(session))).map_err(|payload| {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_owned())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "a panic without a message".to_owned());
-            let peers = self.shared.delivered();
-            NetError::PeerPanic {
-                peers: peers.iter().map(|a| format!("{a:?}")).collect(),
-                message,
-            }
-        })
+        guard::contained(&self.shared, &mut self.session, f)
     }
 
     /// Step 1: packets in and out, events.
     fn poll(&mut self) -> Result<(), NetError> {
         self.contained(|s| s.poll_remote_clients())?;
         self.take_events();
-        Ok(())
+        let running = self.session.current_state() == SessionState::Running;
+        match self.shared.setup.verdict(running) {
+            Some((peer, mismatch)) => Err(NetError::PeerSetup {
+                peer: format!("{peer:?}"),
+                mismatch,
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Step 2: the local inputs to ggrs, its requests fulfilled.
@@ -622,8 +716,9 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
 
     /// Moves ggrs's events into ours.
     fn take_events(&mut self) {
-        let rollback = &self.rollback;
-        for e in self.session.events() {
+        let events: Vec<_> = self.session.events().collect();
+        for e in events {
+            let rollback = &self.rollback;
             let event = match e {
                 GgrsEvent::Synchronizing { addr, total, count } => NetEvent::Synchronizing {
                     peer: addr,
@@ -652,15 +747,53 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
                     addr,
                 } => {
                     self.stats.desyncs += 1;
+                    let types = differing_types(rollback, frame, local_checksum, remote_checksum);
+                    let frame = rollback.runsync_frame(frame);
+                    self.pin_desync_snapshot(frame);
                     NetEvent::Desync {
-                        frame: rollback.runsync_frame(frame),
+                        frame,
                         local: local_checksum,
                         remote: remote_checksum,
+                        types,
                         peer: addr,
                     }
                 }
             };
             self.events.push(event);
+        }
+    }
+
+    /// The state this peer had at frame `frame` (runsync's number) of a
+    /// [`NetEvent::Desync`]: kept for good for the first [`PINNED_DESYNCS`] desyncs, and
+    /// for any checked frame while the last
+    /// [`desync_snapshots`](NetSessionBuilder::desync_snapshots) hold it. Restore
+    /// it into a runtime of the same game to save it, or to compare it with the peer's
+    /// ([`World::differences`](runsync::World::differences)).
+    pub fn desync_snapshot(&self, frame: u64) -> Option<&runsync::RuntimeSnapshot> {
+        if let Some((_, snapshot)) = self.desync_snapshots.iter().find(|(f, _)| *f == frame) {
+            return Some(snapshot);
+        }
+        let g = Frame::try_from(frame.checked_sub(self.rollback.start_frame())?).ok()?;
+        self.rollback.checked_frame(g).map(|(snapshot, _)| snapshot)
+    }
+
+    /// Keeps the snapshot of desync frame `frame` (runsync's number) for good, if the
+    /// checked frames still hold it: the first [`PINNED_DESYNCS`] desyncs' states stay
+    /// readable however long the session goes on after them.
+    fn pin_desync_snapshot(&mut self, frame: u64) {
+        if self.desync_snapshots.len() >= PINNED_DESYNCS
+            || self.desync_snapshots.iter().any(|(f, _)| *f == frame)
+        {
+            return;
+        }
+        let Some(g) = frame
+            .checked_sub(self.rollback.start_frame())
+            .and_then(|g| Frame::try_from(g).ok())
+        else {
+            return;
+        };
+        if let Some(snapshot) = self.rollback.take_checked_frame(g) {
+            self.desync_snapshots.push((frame, snapshot));
         }
     }
 

@@ -68,6 +68,10 @@ fn attacks(magic: u16, start: i32) -> Vec<(&'static str, Vec<u8>)> {
             "a checksum report for frame i32::MIN",
             forge::with_crc(forge::checksum_report(magic, i32::MIN)),
         ),
+        (
+            "a quality reply from the start of the epoch",
+            forge::with_crc(forge::quality_reply(magic, 0)),
+        ),
     ]
 }
 

@@ -288,20 +288,23 @@ fn a_desync_is_reported_to_both_peers_and_both_games_go_on() {
         let desyncs: Vec<_> = p
             .events
             .iter()
-            .filter_map(|e| match *e {
+            .filter_map(|e| match e {
                 NetEvent::Desync {
                     frame,
                     local,
                     remote,
+                    types,
                     peer,
-                } => Some((frame, local, remote, peer)),
+                } => Some((*frame, *local, *remote, types.clone(), *peer)),
                 _ => None,
             })
             .collect();
-        let (frame, local, remote, peer) = *desyncs.first().expect("a Desync event");
-        assert!((100..130).contains(&frame), "first desync at {frame}");
+        let (frame, local, remote, types, peer) = desyncs.first().expect("a Desync event");
+        assert!((100..130).contains(frame), "first desync at {frame}");
         assert_ne!(local, remote);
-        assert_eq!(peer, PeerId(1 - p.me as u32));
+        assert_eq!(*peer, PeerId(1 - p.me as u32));
+        // The peer's checksum alone says which type differs.
+        assert_eq!(types, &[std::any::type_name::<game::Score>()]);
         // Frames before the cheat agree with the truth; the confirmed checksums after it
         // are each peer's own game's.
         assert_matches_truth(&format!("peer {}", p.me), &p.confirmed, &truth, 99);
@@ -310,4 +313,28 @@ fn a_desync_is_reported_to_both_peers_and_both_games_go_on() {
     }
     assert_eq!(peers[0].confirmed[150].checksum, truth[150]);
     assert_ne!(peers[1].confirmed[150].checksum, truth[150]);
+    // Both peers kept their state of the first reported frame: side by side, the two
+    // name each ship's score, with both values.
+    let frame = peers[0]
+        .events
+        .iter()
+        .find_map(|e| match e {
+            NetEvent::Desync { frame, .. } => Some(*frame),
+            _ => None,
+        })
+        .unwrap();
+    let state = |p: &Peer| {
+        let mut rt = cheat(u64::MAX);
+        let snapshot = p.session.desync_snapshot(frame).expect("kept");
+        rt.try_restore(snapshot).unwrap();
+        rt
+    };
+    let (honest, cheater) = (state(&peers[0]), state(&peers[1]));
+    let differences = honest.world().differences(cheater.world(), 10);
+    assert_eq!(differences.len(), 2, "{differences:?}");
+    for d in &differences {
+        assert_eq!(d.component(), Some(std::any::type_name::<game::Score>()));
+        let (ours, theirs) = d.values().unwrap();
+        assert_ne!(ours, theirs);
+    }
 }

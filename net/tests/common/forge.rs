@@ -6,6 +6,8 @@
 
 /// The `Input` variant's index in ggrs's `MessageBody`.
 const INPUT: u32 = 2;
+/// The `QualityReply` variant's index.
+const QUALITY_REPLY: u32 = 5;
 /// The `ChecksumReport` variant's index.
 const CHECKSUM_REPORT: u32 = 6;
 
@@ -63,6 +65,16 @@ pub(crate) fn checksum_report(magic: u16, frame: i32) -> Vec<u8> {
     m.extend_from_slice(&CHECKSUM_REPORT.to_le_bytes());
     m.extend_from_slice(&0u128.to_le_bytes());
     m.extend_from_slice(&frame.to_le_bytes());
+    m
+}
+
+/// A `QualityReply` echoing `pong` (the clock, in ms since the epoch, of the report it
+/// answers), without the CRC.
+pub(crate) fn quality_reply(magic: u16, pong: u128) -> Vec<u8> {
+    let mut m = Vec::new();
+    m.extend_from_slice(&magic.to_le_bytes());
+    m.extend_from_slice(&QUALITY_REPLY.to_le_bytes());
+    m.extend_from_slice(&pong.to_le_bytes());
     m
 }
 
