@@ -322,3 +322,51 @@ fn two_duel_processes_over_a_simulated_bad_network_agree_on_every_confirmed_fram
         assert!(both(counter) > 0, "{counter}: {done_a}\n{done_b}");
     }
 }
+
+/// `duel --desync-at`: one peer's game nudges its ship in frame 120. Both processes see
+/// the desync, exit with status 3, and report it: the type (from the peer's checksum
+/// alone) and, with both saves in `--desync-dir`, the entity and both values.
+#[test]
+fn a_forced_desync_makes_both_duel_processes_exit_3_naming_the_type_and_the_entity() {
+    let deadline = Instant::now() + DEADLINE;
+    let dir = std::env::temp_dir().join(format!("runsync-desync-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let d = dir.display().to_string();
+    let key = Some("two_processes.rs: desync");
+    let (mut a, rx_a) = spawn_with(0, 2, key, &["--desync-dir", &d]);
+    let (mut b, rx_b) = spawn_with(1, 2, key, &["--desync-dir", &d, "--desync-at", "120"]);
+    let bound = |rx: &mpsc::Receiver<String>| {
+        let l = line(rx, deadline).expect("a `bound` line");
+        l.strip_prefix("bound ")
+            .expect("`bound ADDR` first")
+            .to_owned()
+    };
+    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
+    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
+    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    for rx in [&rx_a, &rx_b] {
+        while line(rx, deadline).is_some() {}
+    }
+    let (status_a, status_b) = (a.0.wait().unwrap(), b.0.wait().unwrap());
+    assert_eq!((status_a.code(), status_b.code()), (Some(3), Some(3)));
+    for (me, other) in [(0, 1), (1, 0)] {
+        let report = std::fs::read_to_string(dir.join(format!("duel-{me}-report.txt"))).unwrap();
+        assert!(report.starts_with("duel: desync at frame 1"), "{report}");
+        assert!(
+            report.contains("types that differ: duel::game::Pos\n"),
+            "{report}"
+        );
+        let entity = report
+            .lines()
+            .find(|l| l.trim_start().starts_with("entity "))
+            .unwrap_or_else(|| panic!("no entity named: {report}"));
+        // The nudged ship is player 1's; each side shows its own value first.
+        assert!(entity.contains("component `duel::game::Pos`"), "{entity}");
+        assert!(
+            entity.contains("Pos { x: ") && entity.contains(" vs Pos { x: "),
+            "{entity}"
+        );
+        assert!(report.contains(&format!("duel-{other}-frame-")), "{report}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

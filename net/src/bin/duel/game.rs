@@ -147,6 +147,18 @@ pub(crate) fn build(workers: usize) -> Runtime {
 /// each ship at its spawn point, the systems `steer`, `fly`, `hit`, `respawn`. With 2
 /// players it is the game of every earlier version, checksum for checksum.
 pub(crate) fn build_players(workers: usize, players: usize) -> Runtime {
+    build_with(workers, players, None)
+}
+
+/// [`build_players`], except that in frame `at` the `steer` system of this build also
+/// nudges player `player`'s ship one unit right: a game that parts from every other
+/// peer's there, for testing desync reports (`duel --desync-at`). The same systems in
+/// the same order, so until that frame its states are the other builds', bit for bit.
+pub(crate) fn build_perturbed(workers: usize, players: usize, player: usize, at: u64) -> Runtime {
+    build_with(workers, players, Some((player, at)))
+}
+
+fn build_with(workers: usize, players: usize, perturb: Option<(usize, u64)>) -> Runtime {
     assert!(
         (2..=MAX_PLAYERS).contains(&players),
         "a duel has 2 to {MAX_PLAYERS} players, not {players}"
@@ -174,7 +186,19 @@ pub(crate) fn build_players(workers: usize, players: usize) -> Runtime {
         .workers(workers)
         .fixed_hz(60)
         .build(world);
-    rt.add_system_named("steer", steer);
+    match perturb {
+        None => rt.add_system_named("steer", steer),
+        Some((player, at)) => rt.add_system_named("steer", move |w: &World, out: &mut Output| {
+            steer(w, out);
+            if w.resource::<Time>().frame == at {
+                for (e, (ship,)) in w.query::<(&Ship,)>() {
+                    if usize::from(ship.player) == player {
+                        out.write::<Pos>(e, (1, 0));
+                    }
+                }
+            }
+        }),
+    };
     rt.add_system_named("fly", fly);
     rt.add_system_named("hit", hit);
     rt.add_system_named("respawn", respawn);

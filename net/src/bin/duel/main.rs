@@ -74,6 +74,13 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    is dropped; every peer must give the same key. Without it, anyone
                    who can send datagrams from the peer's address reaches the session
   --new-key        print a fresh random key and exit
+  --desync-at F    a test switch: in frame F this peer's game nudges its own ship one
+                   unit, so it parts from the others'; every peer then reports the
+                   desync on stderr and exits with status 3
+  --desync-dir DIR on a desync, write this peer's save of the frame that differs to
+                   DIR (and its report); with the other peer's save there too (the
+                   same DIR on one machine), the report names the entities and values
+                   that differ
   --record FILE    write the match to FILE as a replay of its confirmed frames (every
                    player's input and the checksum after each frame), when it ends
   --replay FILE    no network: play a recorded match and print its `confirmed FRAME
@@ -113,6 +120,8 @@ struct Args {
     net_sim: Option<NetSimConfig>,
     record: Option<String>,
     replay: Option<String>,
+    desync_at: Option<u64>,
+    desync_dir: Option<std::path::PathBuf>,
     spectators: Vec<SocketAddr>,
     spectate: String,
 }
@@ -135,6 +144,8 @@ fn parse() -> Result<Args, String> {
         new_key: false,
         net_sim: None,
         record: None,
+        desync_at: None,
+        desync_dir: None,
         replay: None,
         spectators: Vec::new(),
         spectate: String::new(),
@@ -167,6 +178,8 @@ fn parse() -> Result<Args, String> {
                 a.net_sim = Some(value.parse().map_err(|e| format!("--net-sim {e}"))?);
             }
             "--record" => a.record = Some(value),
+            "--desync-at" => a.desync_at = Some(num(&value)?),
+            "--desync-dir" => a.desync_dir = Some(value.into()),
             "--spectate" => a.spectate = value,
             "--spectators" => {
                 for e in value.split(',') {
@@ -390,7 +403,10 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     }
     // The simulated network wraps the transport (keyed or not) as the session's socket:
     // a second socket type, so each branch starts the session itself.
-    let game = game::build_players(args.workers, args.players);
+    let game = match args.desync_at {
+        Some(at) => game::build_perturbed(args.workers, args.players, args.local, at),
+        None => game::build_players(args.workers, args.players),
+    };
     let (started, sim) = match args.net_sim {
         Some(config) => {
             let socket = NetSim::new(socket, config);
@@ -617,19 +633,44 @@ fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, Stri
     let mut out = std::io::stdout().lock();
     let mut next = Instant::now();
     let mut done_at: Option<Instant> = None;
+    // The first desync: its frame, the types the peer's checksum says differ, the peer,
+    // and when it was seen (the report waits a moment for the peer's save).
+    let mut desync: Option<(u64, Vec<&'static str>, SocketAddr, Instant)> = None;
     loop {
         let pad = game::scripted(args.local, session.input_frame());
         session.tick(pad).map_err(|e| e.to_string())?;
         for event in session.events() {
             match event {
                 NetEvent::Desync {
-                    frame,
-                    local,
-                    remote,
-                    ..
-                } => eprintln!("duel: desync at frame {frame}: {local:016x} vs {remote:016x}"),
+                    frame, types, peer, ..
+                } => {
+                    if desync.is_none() {
+                        if let Some(dir) = &args.desync_dir {
+                            save_desync(args, session, dir, frame)?;
+                        }
+                        desync = Some((frame, types, peer, Instant::now()));
+                    }
+                }
                 NetEvent::Disconnected { peer } => eprintln!("duel: {peer} disconnected"),
                 _ => {}
+            }
+        }
+        if let Some((frame, types, peer, seen)) = &desync {
+            let theirs = args
+                .desync_dir
+                .as_deref()
+                .and_then(|dir| other_save(args, dir, *frame));
+            // Lingering keeps our packets going, so the peer sees the desync too.
+            if seen.elapsed() >= args.linger && (theirs.is_some() || seen.elapsed() >= DESYNC_WAIT)
+            {
+                let report = desync_report(args, *frame, types, peer, theirs.as_deref());
+                eprint!("{report}");
+                if let Some(dir) = &args.desync_dir {
+                    let path = dir.join(format!("duel-{}-report.txt", args.local));
+                    std::fs::write(&path, &report)
+                        .map_err(|e| format!("--desync-dir: {}: {e}", path.display()))?;
+                }
+                return Ok(ExitCode::from(3));
             }
         }
         for c in session.confirmed_frames() {
@@ -662,6 +703,93 @@ fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, Stri
             next = now; // far behind (a stall): do not run a burst of ticks to catch up
         }
     }
+}
+
+/// How long a peer that saw a desync waits for the other peer's save before it reports
+/// without it.
+const DESYNC_WAIT: Duration = Duration::from_secs(5);
+
+/// The file this peer's save of desync frame `frame` goes to in `dir`.
+fn desync_save_path(dir: &std::path::Path, local: usize, frame: u64) -> std::path::PathBuf {
+    dir.join(format!("duel-{local}-frame-{frame}.save"))
+}
+
+/// Writes this peer's state at desync frame `frame` (kept by the session) to
+/// `--desync-dir`, as a runtime save any duel can load.
+fn save_desync(
+    args: &Args,
+    session: &NetSession<Pad>,
+    dir: &std::path::Path,
+    frame: u64,
+) -> Result<(), String> {
+    let Some(snapshot) = session.desync_snapshot(frame) else {
+        eprintln!("duel: the state of desync frame {frame} was not kept");
+        return Ok(());
+    };
+    let mut scratch = game::build_players(1, args.players);
+    scratch.try_restore(snapshot).map_err(|e| e.to_string())?;
+    std::fs::create_dir_all(dir).map_err(|e| format!("--desync-dir {}: {e}", dir.display()))?;
+    let path = desync_save_path(dir, args.local, frame);
+    let mut file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    scratch
+        .save(&mut file)
+        .map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Another peer's save of desync frame `frame` in `dir`, if one is there.
+fn other_save(args: &Args, dir: &std::path::Path, frame: u64) -> Option<std::path::PathBuf> {
+    (0..args.players)
+        .filter(|&k| k != args.local)
+        .map(|k| desync_save_path(dir, k, frame))
+        .find(|p| p.is_file())
+}
+
+/// The desync report: the frame, the types that differ, and where both saves are at
+/// hand, the entities and values that differ.
+fn desync_report(
+    args: &Args,
+    frame: u64,
+    types: &[&'static str],
+    peer: &SocketAddr,
+    theirs: Option<&std::path::Path>,
+) -> String {
+    use std::fmt::Write as _;
+    let mut r = format!("duel: desync at frame {frame} with {peer}\n");
+    if types.is_empty() {
+        r += "  types that differ: not told (the peer's checksum carries no parts)\n";
+    } else {
+        let _ = writeln!(r, "  types that differ: {}", types.join(", "));
+    }
+    let Some(dir) = &args.desync_dir else {
+        r += "  entities: give every peer --desync-dir DIR to compare their saves\n";
+        return r;
+    };
+    let ours = desync_save_path(dir, args.local, frame);
+    let _ = writeln!(r, "  this peer's save: {}", ours.display());
+    let Some(theirs) = theirs else {
+        r += "  entities: the other peer's save did not appear; compare the saves when it does\n";
+        return r;
+    };
+    let _ = writeln!(r, "  the peer's save: {}", theirs.display());
+    let load = |path: &std::path::Path| -> Result<runsync::Runtime, String> {
+        let mut rt = game::build_players(1, args.players);
+        let mut file = std::fs::File::open(path).map_err(|e| e.to_string())?;
+        rt.load(&mut file).map_err(|e| e.to_string())?;
+        Ok(rt)
+    };
+    match (load(&ours), load(theirs)) {
+        (Ok(a), Ok(b)) => {
+            let differences = a.world().differences(b.world(), 8);
+            let _ = writeln!(r, "  differences (this peer's value vs the peer's):");
+            for d in &differences {
+                let _ = writeln!(r, "    {d}");
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            let _ = writeln!(r, "  the saves could not be compared: {e}");
+        }
+    }
+    r
 }
 
 /// Keyboard play in the terminal: raw mode through `stty`, the arena drawn each tick.
