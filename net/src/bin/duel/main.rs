@@ -643,13 +643,11 @@ fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, Stri
             match event {
                 NetEvent::Desync {
                     frame, types, peer, ..
-                } => {
-                    if desync.is_none() {
-                        if let Some(dir) = &args.desync_dir {
-                            save_desync(args, session, dir, frame)?;
-                        }
-                        desync = Some((frame, types, peer, Instant::now()));
+                } if desync.is_none() => {
+                    if let Some(dir) = &args.desync_dir {
+                        save_desync(args, session, dir, frame)?;
                     }
+                    desync = Some((frame, types, peer, Instant::now()));
                 }
                 NetEvent::Disconnected { peer } => eprintln!("duel: {peer} disconnected"),
                 _ => {}
