@@ -28,6 +28,17 @@ pub enum NetError {
         /// The types' names, as `unchecksummed` lists them.
         types: Vec<&'static str>,
     },
+    /// The game cannot roll back: every registered type a snapshot would refuse
+    /// ([`World::unsnapshotted`](runsync::World::unsnapshotted)), and with them every type
+    /// the checksum does not see (unless `allow_unchecksummed`), so that one error names
+    /// everything to opt in. Found when a session or spectator starts.
+    NotRollbackReady {
+        /// Types not opted into snapshots, as `unsnapshotted` lists them.
+        unsnapshotted: Vec<&'static str>,
+        /// Types not opted into the checksum, as `unchecksummed` lists them (empty with
+        /// `allow_unchecksummed`).
+        unchecksummed: Vec<&'static str>,
+    },
     /// A frame failed (a system, a merge or a hook panicked): the session cannot go on,
     /// since the other peers ran that frame. The world is as the
     /// [`FrameError`] describes.
@@ -104,6 +115,31 @@ impl fmt::Display for NetError {
                  `allow_unchecksummed()`",
                 types.join(", ")
             ),
+            NetError::NotRollbackReady {
+                unsnapshotted,
+                unchecksummed,
+            } => {
+                write!(
+                    f,
+                    "runsync-net: the game cannot roll back: snapshots do not take [{}]; opt \
+                     each in: a component with `world.snapshotting::<T>()` (or \
+                     `#[component(snapshot)]`), a resource with \
+                     `world.snapshotting_resource::<T>()`, a message type with \
+                     `world.snapshotting_message::<T>()`",
+                    unsnapshotted.join(", ")
+                )?;
+                if !unchecksummed.is_empty() {
+                    write!(
+                        f,
+                        "; and the checksum peers compare does not see [{}]: a component \
+                         with `world.checksumming::<T>()` (or `#[component(checksum)]`), a \
+                         resource with `world.checksumming_resource::<T>()`, or accept them \
+                         with `allow_unchecksummed()`",
+                        unchecksummed.join(", ")
+                    )?;
+                }
+                Ok(())
+            }
             NetError::Frame(e) => write!(f, "runsync-net: a frame failed: {e}"),
             NetError::Save(e) => write!(f, "runsync-net: the online replay: {e}"),
             NetError::PeerPanic { peers, message } => write!(

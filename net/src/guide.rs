@@ -34,7 +34,7 @@
 //! opted in and the delivered messages; a restore brings back exactly that. So:
 //! - every component type is opted in: `world.snapshotting::<C>()`, or `snapshot` in
 //!   `#[component(..)]`. A type that is not makes the session (and the sync test) fail
-//!   to start, naming it ([`NetError::Snapshot`]);
+//!   to start, naming it and every other type left out ([`NetError::NotRollbackReady`]);
 //! - a resource systems write (`register_resource`) is opted in with
 //!   `snapshotting_resource` (also checked at start); so is any other resource whose
 //!   value changes during the game. Resources never opted in (assets, configuration)
@@ -117,5 +117,5 @@
 //! [`PlayerInputs`]: crate::PlayerInputs
 //! [`NetInput`]: crate::NetInput
 //! [`PodInput`]: crate::PodInput
-//! [`NetError::Snapshot`]: crate::NetError::Snapshot
+//! [`NetError::NotRollbackReady`]: crate::NetError::NotRollbackReady
 //! [`NetError::Unchecksummed`]: crate::NetError::Unchecksummed

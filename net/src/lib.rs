@@ -5,7 +5,7 @@
 //! 1. **Correct rollback or a clear error.** What ggrs asks is done exactly (a save is
 //!    the state of that frame, a load brings it back bit for bit, an advance runs the
 //!    frame with that frame's inputs); what cannot roll back is named when the session
-//!    starts ([`NetError::Snapshot`], [`NetError::Unchecksummed`]), not at the first
+//!    starts ([`NetError::NotRollbackReady`], [`NetError::Unchecksummed`]), not at the first
 //!    rollback; a peer's trouble is an event, never a panic.
 //! 2. **Any runsync game, unchanged.** Systems read every player's input as
 //!    [`PlayerInputs`] through runsync's [`Input`](runsync::Input) resource; no separate

@@ -324,8 +324,8 @@ impl<A: Address> NetSessionBuilder<A> {
     /// the peers runs in the first ticks ([`Tick::Synchronizing`]).
     ///
     /// # Errors
-    /// - [`NetError::Snapshot`]: a type, resource or message type is not opted into
-    ///   snapshots (named);
+    /// - [`NetError::NotRollbackReady`]: types, resources or message types not opted into
+    ///   snapshots (all named, with the types the checksum does not see);
     /// - [`NetError::Unchecksummed`]: registered types a checksum cannot see (named),
     ///   unless [`allow_unchecksummed`](Self::allow_unchecksummed);
     /// - [`NetError::Save`]: with [`record_replay`](Self::record_replay), the game
@@ -340,9 +340,7 @@ impl<A: Address> NetSessionBuilder<A> {
         rt: Runtime,
         socket: impl NonBlockingSocket<A> + 'static,
     ) -> Result<NetSession<I, A>, NetError> {
-        if !self.allow_unchecksummed {
-            check_checksummed(&rt)?;
-        }
+        check_ready(&rt, self.allow_unchecksummed)?;
         let mut rollback = Rollback::new(rt, self.players, self.max_prediction)?;
         rollback.keep_checked_frames(self.desync_interval, self.desync_snapshots);
         let replay = if self.record {
@@ -465,13 +463,26 @@ fn differing_types<I: NetInput>(
 /// ([`NetSession::desync_snapshot`]).
 pub const PINNED_DESYNCS: usize = 4;
 
-/// [`NetError::Unchecksummed`] if `rt`'s world has types a checksum cannot see.
-pub(crate) fn check_checksummed(rt: &Runtime) -> Result<(), NetError> {
-    let types = rt.world().unchecksummed();
-    if types.is_empty() {
-        Ok(())
+/// Whether `rt`'s game can roll back: [`NetError::NotRollbackReady`] naming every type
+/// a snapshot would refuse (and every type the checksum does not see, unless
+/// `allow_unchecksummed`); else [`NetError::Unchecksummed`] naming every type the
+/// checksum does not see, unless allowed.
+pub(crate) fn check_ready(rt: &Runtime, allow_unchecksummed: bool) -> Result<(), NetError> {
+    let unsnapshotted = rt.world().unsnapshotted();
+    let unchecksummed = if allow_unchecksummed {
+        Vec::new()
     } else {
-        Err(NetError::Unchecksummed { types })
+        rt.world().unchecksummed()
+    };
+    match (unsnapshotted.is_empty(), unchecksummed.is_empty()) {
+        (true, true) => Ok(()),
+        (true, false) => Err(NetError::Unchecksummed {
+            types: unchecksummed,
+        }),
+        (false, _) => Err(NetError::NotRollbackReady {
+            unsnapshotted,
+            unchecksummed,
+        }),
     }
 }
 

@@ -16,7 +16,7 @@ use runsync::Runtime;
 
 use crate::config::{Address, NetConfig};
 use crate::guard::{self, Guard, Rules, Shared};
-use crate::session::check_checksummed;
+use crate::session::check_ready;
 use crate::{ConfirmedFrame, NetError, NetEvent, NetInput, Rollback};
 
 /// What a [`NetSpectator::tick`] did.
@@ -151,8 +151,8 @@ impl<A: Address> NetSpectatorBuilder<A> {
     /// first ticks ([`SpectatorTick::Synchronizing`]).
     ///
     /// # Errors
-    /// - [`NetError::Snapshot`]: a type is not opted into snapshots (as the players'
-    ///   sessions refuse it, they cannot have started);
+    /// - [`NetError::NotRollbackReady`]: types not opted into snapshots (as the
+    ///   players' sessions refuse them, they cannot have started);
     /// - [`NetError::Unchecksummed`]: as [`NetSessionBuilder::start`](crate::NetSessionBuilder::start);
     /// - [`NetError::Ggrs`]: 0 players, a 0 frame rate, a catch-up speed of 0 or over
     ///   59, a `max_frames_behind` of 0 or over 59.
@@ -161,9 +161,7 @@ impl<A: Address> NetSpectatorBuilder<A> {
         rt: Runtime,
         socket: impl NonBlockingSocket<A> + 'static,
     ) -> Result<NetSpectator<I, A>, NetError> {
-        if !self.allow_unchecksummed {
-            check_checksummed(&rt)?;
-        }
+        check_ready(&rt, self.allow_unchecksummed)?;
         let invalid = |info: String| Err(NetError::Ggrs(GgrsError::InvalidRequest { info }));
         let buffer = guard::SPECTATOR_BUFFER as usize;
         if !(1..buffer).contains(&self.catchup_speed) {

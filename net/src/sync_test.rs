@@ -11,7 +11,7 @@ use ggrs::{GgrsError, GgrsRequest, SessionBuilder};
 use runsync::Runtime;
 
 use crate::config::NetConfig;
-use crate::session::check_checksummed;
+use crate::session::check_ready;
 use crate::{NetError, NetInput, Rollback};
 
 /// What a passing [`sync_test`](fn@sync_test) did.
@@ -119,9 +119,7 @@ impl<G: Fn() -> Runtime> SyncTest<G> {
         mut input: impl FnMut(u64, usize) -> I,
     ) -> Result<SyncTestReport, NetError> {
         let rt = (self.game)();
-        if !self.allow_unchecksummed {
-            check_checksummed(&rt)?;
-        }
+        check_ready(&rt, self.allow_unchecksummed)?;
         let window = self.check_distance + 1;
         let mut rb = Rollback::<I>::new(rt, self.players, window)?;
         let mut session = SessionBuilder::<NetConfig<I, SocketAddr>>::new()

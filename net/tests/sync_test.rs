@@ -162,14 +162,11 @@ fn a_type_outside_snapshots_is_named_at_start_before_any_frame() {
         .allow_unchecksummed()
         .run(|_, _| 0u8)
         .unwrap_err();
-    let NetError::Snapshot(runsync::SnapshotError::NotSnapshotting { type_name }) = &err else {
+    let NetError::NotRollbackReady { unsnapshotted, .. } = &err else {
         panic!("{err}");
     };
-    assert!(type_name.ends_with("Secret"), "{err}");
-    assert!(
-        err.to_string().contains("snapshotting::<Secret>()"),
-        "{err}"
-    );
+    assert!(unsnapshotted.len() == 1 && unsnapshotted[0].ends_with("Secret"), "{err}");
+    assert!(err.to_string().contains("snapshotting::<T>()"), "{err}");
     // A session refuses it too, at `start`: no frame has run, nothing was sent.
     let net = MemoryNetwork::new(0, runsync_net::LinkConfig::PERFECT);
     let socket = net.socket(PeerId(0));
@@ -180,9 +177,59 @@ fn a_type_outside_snapshots_is_named_at_start_before_any_frame() {
         .allow_unchecksummed()
         .start::<u8>(game(), socket)
         .unwrap_err();
-    assert!(matches!(err, NetError::Snapshot(_)), "{err}");
+    let NetError::NotRollbackReady { unsnapshotted, .. } = &err else {
+        panic!("{err}");
+    };
+    assert!(
+        unsnapshotted.len() == 1 && unsnapshotted[0].ends_with("Secret"),
+        "{err}"
+    );
     assert_eq!(ran.load(std::sync::atomic::Ordering::Relaxed), 0);
     assert_eq!(probe.stats().sent, 0);
+}
+
+/// A game missing several opt-ins hears of all of them at once: both types outside
+/// snapshots and the one outside the checksum, each with the call that opts it in.
+#[test]
+fn a_session_names_every_missing_opt_in_at_once() {
+    let mut w = World::new();
+    w.register::<Gold>(|g: &mut Gold, d: &[i32]| g.0 += d.iter().sum::<i32>());
+    w.snapshotting::<Gold>();
+    w.register::<Secret>(merge::last);
+    w.register::<Unsummed>(merge::last);
+    let net = MemoryNetwork::new(0, runsync_net::LinkConfig::PERFECT);
+    let err = NetSession::builder(2)
+        .local_player(0)
+        .remote_player(1, PeerId(1))
+        .start::<u8>(
+            Runtime::builder().workers(1).build(w),
+            net.socket(PeerId(0)),
+        )
+        .unwrap_err();
+    let NetError::NotRollbackReady {
+        unsnapshotted,
+        unchecksummed,
+    } = &err
+    else {
+        panic!("{err}");
+    };
+    let short = |names: &[&str]| {
+        names
+            .iter()
+            .map(|n| n.rsplit("::").next().unwrap().to_owned())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(short(unsnapshotted), ["Secret", "Unsummed"], "{err}");
+    assert_eq!(
+        short(unchecksummed),
+        ["Gold", "Secret", "Unsummed"],
+        "{err}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.contains("snapshotting::<T>()") && text.contains("checksumming::<T>()"),
+        "{text}"
+    );
 }
 
 #[test]

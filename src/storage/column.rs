@@ -370,6 +370,8 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
+    /// Whether the type was opted into snapshots.
+    fn is_snapshotting(&self) -> bool;
     /// How the type is opted into save files, if it is.
     fn save_encoding(&self) -> Option<Encoding>;
     /// Appends the values of column `col` (in its [`Encoding`]), or says why not.
@@ -602,6 +604,10 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn is_checksummed(&self) -> bool {
         self.ops.checksum.is_some()
+    }
+
+    fn is_snapshotting(&self) -> bool {
+        self.ops.clone.is_some()
     }
 
     fn save_encoding(&self) -> Option<Encoding> {

@@ -222,6 +222,53 @@ struct SavedResource {
 impl World {
     /// The first resource registered for systems to write, by registration order, that
     /// is not opted into snapshots.
+    /// Every registered type a [`snapshot`](Self::snapshot) would refuse, not only the
+    /// first: the component types not opted in with [`snapshotting`](Self::snapshotting)
+    /// (by registration order), then the resources systems write not opted in with
+    /// [`snapshotting_resource`](Self::snapshotting_resource), then the message types not
+    /// opted in with [`snapshotting_message`](Self::snapshotting_message). Empty when a
+    /// snapshot can be taken. For a setup check that names everything to fix at once.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// #[derive(Component, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last, snapshot)]
+    /// struct Pos(f32);
+    /// #[derive(Component, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last)]
+    /// struct Cooldown(u32);
+    /// #[derive(Component, Clone, Copy, Debug)]
+    /// #[component(merge = merge::last)]
+    /// struct Ammo(u8);
+    /// let mut world = World::new();
+    /// world.register_default::<Pos>();
+    /// world.register_default::<Cooldown>();
+    /// world.register_default::<Ammo>();
+    /// assert_eq!(
+    ///     world.unsnapshotted(),
+    ///     [std::any::type_name::<Cooldown>(), std::any::type_name::<Ammo>()]
+    /// );
+    /// ```
+    pub fn unsnapshotted(&self) -> Vec<&'static str> {
+        let s = &self.storage;
+        let components = (0..s.registry().len())
+            .map(|i| crate::component::ComponentId(i as u32))
+            .filter(|&id| !s.columns(id).is_snapshotting())
+            .map(|id| s.type_name(id));
+        let resources = self
+            .resource_folds
+            .iter()
+            .filter(|f| !self.resource_hooks.iter().any(|h| h.type_id == f.type_id()))
+            .map(|f| f.type_name());
+        let messages = self
+            .messages
+            .inboxes()
+            .iter()
+            .filter(|i| !i.snapshotting())
+            .map(|i| i.name());
+        components.chain(resources).chain(messages).collect()
+    }
+
     fn written_resource_not_snapshotting(&self) -> Option<&'static str> {
         self.resource_folds
             .iter()
