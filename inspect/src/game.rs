@@ -47,6 +47,9 @@ struct ResimStatus {
 /// The game-thread side; see the module docs.
 pub(crate) struct GameSide {
     pub(crate) paused: bool,
+    /// Watching a game this inspector must not steer (a networked one): pause, step,
+    /// resume and rewind are refused.
+    pub(crate) read_only: bool,
     step: Option<PendingStep>,
     ring: Ring,
     timeline: Timeline,
@@ -70,6 +73,7 @@ impl GameSide {
     pub(crate) fn new(ring: usize, timeline: usize, paused: bool) -> GameSide {
         GameSide {
             paused,
+            read_only: false,
             step: None,
             ring: Ring::new(ring),
             timeline: Timeline::new(timeline),
@@ -215,6 +219,20 @@ impl GameSide {
 
     /// Answers `call` (a step answers when its frames have run).
     pub(crate) fn handle(&mut self, rt: &mut Runtime, call: Call) {
+        if self.read_only
+            && matches!(
+                call.command,
+                Command::Pause | Command::Resume | Command::Step { .. } | Command::Rewind(_)
+            )
+        {
+            let _ = call.reply.send(Response::error(
+                403,
+                "this inspector watches a game it must not steer (a networked game runs on \
+                 every peer): it shows the frames, entities, pictures and provenance, but \
+                 cannot pause, step, resume or rewind",
+            ));
+            return;
+        }
         let response = match call.command {
             Command::Status => self.status(rt),
             Command::Timeline { since } => {
@@ -563,6 +581,7 @@ impl GameSide {
         struct Status<'a> {
             frame: u64,
             paused: bool,
+            read_only: bool,
             stepping: u32,
             workers: usize,
             entities: usize,
@@ -603,6 +622,7 @@ impl GameSide {
             &Status {
                 frame: rt.frame_count(),
                 paused: self.paused,
+                read_only: self.read_only,
                 stepping: self.step.as_ref().map_or(0, |s| s.left),
                 workers: rt.workers(),
                 entities: world.len(),

@@ -338,6 +338,7 @@ pub struct InspectorBuilder {
     queue: usize,
     per_frame: usize,
     paused: bool,
+    read_only: bool,
     allowed_hosts: Vec<String>,
     /// Records the game's input type (see [`input`](Self::input)).
     input: Option<fn(&mut GameSide)>,
@@ -485,6 +486,18 @@ impl InspectorBuilder {
         self
     }
 
+    /// Watches a game this inspector must not steer, such as a networked one (whose
+    /// frames run on every peer): the timeline, entities, pictures, plots and
+    /// provenance (`explain`) are served, but pause, step, resume and rewind are refused
+    /// (`403`), and `status` says `"read_only": true`. Feed it the game's confirmed
+    /// frames: `runsync-net`'s duel runs a runtime of its own on them
+    /// (`duel --inspect ADDR`).
+    pub fn read_only(mut self) -> Self {
+        self.read_only = true;
+        self.paused = false;
+        self
+    }
+
     /// Starts paused: the first [`Inspector::frame`] waits for a step or resume.
     pub fn paused(mut self, paused: bool) -> Self {
         self.paused = paused;
@@ -533,7 +546,8 @@ impl InspectorBuilder {
             }
         };
         let server = Server::start(listener, self.limits, access, Arc::new(handler))?;
-        let mut game = GameSide::new(self.ring, self.timeline, self.paused);
+        let mut game = GameSide::new(self.ring, self.timeline, self.paused && !self.read_only);
+        game.read_only = self.read_only;
         game.set_hooks(self.hooks);
         if let Some(input_type) = self.input {
             input_type(&mut game);
@@ -621,6 +635,7 @@ impl Inspector {
             queue: 32,
             per_frame: 8,
             paused: false,
+            read_only: false,
             allowed_hosts: Vec::new(),
             input: None,
             hooks: Hooks::default(),

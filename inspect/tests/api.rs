@@ -480,3 +480,35 @@ fn the_page_is_served_and_self_contained() {
         "no external resources"
     );
 }
+
+/// A read-only inspector (a networked game's) serves the views but never pauses, steps,
+/// resumes or rewinds the game, and says so.
+#[test]
+fn a_read_only_inspector_shows_the_game_and_refuses_to_steer_it() {
+    let game = Game::start(1, Inspector::builder().ring(8).read_only());
+    while game.frames() < 20 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let status = game.status();
+    assert_eq!(status["read_only"], true, "{status}");
+    assert_eq!(status["paused"], false, "{status}");
+    for (path, body) in [
+        ("/api/pause", None),
+        ("/api/resume", None),
+        ("/api/step", None),
+        ("/api/rewind", Some(r#"{"frame": 5}"#)),
+    ] {
+        let (code, v) = game.post(path, body);
+        assert_eq!(code, 403, "POST {path}: {v}");
+        assert!(v.to_string().contains("cannot pause, step, resume or rewind"), "{v}");
+    }
+    // Still running, and its views answer.
+    let before = game.frames();
+    while game.frames() < before + 10 {
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let (code, v) = game.get("/api/timeline");
+    assert_eq!(code, 200, "{v}");
+    let (code, v) = game.get("/api/entities");
+    assert_eq!(code, 200, "{v}");
+}

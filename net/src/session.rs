@@ -171,6 +171,7 @@ pub struct NetSessionBuilder<A> {
     allow_unchecksummed: bool,
     check_packets: bool,
     record: bool,
+    keep_inputs: bool,
     desync_snapshots: usize,
 }
 
@@ -193,6 +194,7 @@ impl<A: Address> NetSessionBuilder<A> {
             allow_unchecksummed: false,
             check_packets: true,
             record: false,
+            keep_inputs: false,
             desync_snapshots: 2,
         }
     }
@@ -308,6 +310,15 @@ impl<A: Address> NetSessionBuilder<A> {
         self
     }
 
+    /// Keeps the inputs of the last frames run, so that each frame's confirmed inputs can
+    /// be read as it becomes final ([`NetSession::confirmed_inputs`]): what a runtime
+    /// that follows the match needs (an inspector's, a recorder of one's own).
+    /// [`record_replay`](Self::record_replay) keeps them too.
+    pub fn keep_confirmed_inputs(mut self) -> Self {
+        self.keep_inputs = true;
+        self
+    }
+
     /// Hands ggrs every message that decodes, unchecked: a test switch, for tests of what
     /// happens when something gets past the checks (a panic inside ggrs ends the session
     /// with [`NetError::PeerPanic`]). Never for a game: one hostile datagram then crashes
@@ -343,6 +354,9 @@ impl<A: Address> NetSessionBuilder<A> {
         check_ready(&rt, self.allow_unchecksummed)?;
         let mut rollback = Rollback::new(rt, self.players, self.max_prediction)?;
         rollback.keep_checked_frames(self.desync_interval, self.desync_snapshots);
+        if self.keep_inputs {
+            rollback.keep_inputs();
+        }
         let replay = if self.record {
             let mut start = Vec::new();
             rollback
@@ -843,6 +857,34 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
             return None;
         }
         self.rollback.saved_snapshot(g)
+    }
+
+    /// The inputs (every player's, confirmed) that made the state of confirmed frame
+    /// `frame` (runsync's number, as in [`ConfirmedFrame`]): run them on a runtime of the
+    /// same game at frame `frame - 1` and it reaches that state, checksum and all. Kept
+    /// with [`keep_confirmed_inputs`](NetSessionBuilder::keep_confirmed_inputs) (or
+    /// [`record_replay`](NetSessionBuilder::record_replay)) for the last frames run: read
+    /// each as it comes out of [`confirmed_frames`](Self::confirmed_frames).
+    ///
+    /// ```no_run
+    /// # use runsync::prelude::*;
+    /// # use runsync_net::NetSession;
+    /// # fn game() -> Runtime { Runtime::builder().build(World::new()) }
+    /// # fn f(session: &mut NetSession<u8>) {
+    /// let mut follower = game(); // the same game, at the session's start
+    /// for c in session.confirmed_frames() {
+    ///     let inputs = session.confirmed_inputs(c.frame).expect("kept").clone();
+    ///     follower.frame_with(inputs);
+    ///     assert_eq!(follower.world().checksum(), c.checksum);
+    /// }
+    /// # }
+    /// ```
+    pub fn confirmed_inputs(&self, frame: u64) -> Option<&PlayerInputs<I>> {
+        let g = Frame::try_from(frame.checked_sub(self.rollback.start_frame())?).ok()?;
+        if g < 1 || g > self.reported {
+            return None;
+        }
+        self.rollback.inputs_of(g - 1)
     }
 
     /// The replay recorded so far ([`NetSessionBuilder::record_replay`]): every final

@@ -370,3 +370,89 @@ fn a_forced_desync_makes_both_duel_processes_exit_3_naming_the_type_and_the_enti
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `duel --inspect ADDR`: the inspector watches the match read-only. Its runtime runs the
+/// confirmed frames (status, entities and picture answer, the frame count grows), it
+/// refuses to pause the match, and the match's confirmed lines are those of a match
+/// without it.
+#[test]
+fn a_duel_process_serves_a_read_only_inspector_of_the_match() {
+    let deadline = Instant::now() + DEADLINE;
+    let key = Some("two_processes.rs: inspect");
+    let (mut a, rx_a) = spawn_with(0, 2, key, &["--inspect", "127.0.0.1:0"]);
+    let (mut b, rx_b) = spawn_with(1, 2, key, &[]);
+    let bound = |rx: &mpsc::Receiver<String>| {
+        let l = line(rx, deadline).expect("a `bound` line");
+        l.strip_prefix("bound ")
+            .expect("`bound ADDR` first")
+            .to_owned()
+    };
+    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
+    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
+    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    let url = line(&rx_a, deadline).expect("an `inspector URL` line");
+    let host = url
+        .strip_prefix("inspector http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("{url}"))
+        .to_owned();
+    let http = |method: &str, path: &str| -> (u16, String) {
+        let mut s = std::net::TcpStream::connect(&host).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+        let raw = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        );
+        s.write_all(raw.as_bytes()).unwrap();
+        let mut reply = String::new();
+        std::io::Read::read_to_string(&mut s, &mut reply).unwrap();
+        let code = reply[9..12].parse().unwrap();
+        let body = reply
+            .split_once("\r\n\r\n")
+            .map_or("", |(_, b)| b)
+            .to_owned();
+        (code, body)
+    };
+    // The inspector's runtime follows the confirmed frames.
+    let mut seen = 0;
+    let mut confirmed_a = Vec::new();
+    while seen < 100 {
+        let l = line(&rx_a, deadline).expect("the match goes on");
+        // The inspector's runtime reaches every confirmed frame's checksum.
+        assert!(!l.starts_with("inspector differs"), "{l}");
+        if l.starts_with("confirmed ") {
+            confirmed_a.push(l);
+        }
+        let (code, status) = http("GET", "/api/status");
+        assert_eq!(code, 200, "{status}");
+        assert!(status.contains("\"read_only\":true"), "{status}");
+        let frame: u64 = status
+            .split("\"frame\":")
+            .nth(1)
+            .and_then(|r| r.split([',', '}']).next())
+            .and_then(|f| f.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{status}"));
+        seen = seen.max(frame);
+    }
+    for path in ["/api/entities", "/api/picture", "/api/timeline"] {
+        let (code, body) = http("GET", path);
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    let (code, body) = http("POST", "/api/pause");
+    assert_eq!(code, 403, "{body}");
+    // The match was not paused: both processes finish it, with the same lines.
+    while let Some(l) = line(&rx_a, deadline) {
+        assert!(!l.starts_with("inspector differs"), "{l}");
+        if l.starts_with("confirmed ") {
+            confirmed_a.push(l);
+        }
+    }
+    let mut confirmed_b = Vec::new();
+    while let Some(l) = line(&rx_b, deadline) {
+        if l.starts_with("confirmed ") {
+            confirmed_b.push(l);
+        }
+    }
+    assert!(a.0.wait().unwrap().success() && b.0.wait().unwrap().success());
+    assert_eq!(confirmed_a.len(), FRAMES as usize);
+    assert_eq!(confirmed_a, confirmed_b);
+}

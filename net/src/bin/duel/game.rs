@@ -150,6 +150,20 @@ pub(crate) fn build_players(workers: usize, players: usize) -> Runtime {
     build_with(workers, players, None)
 }
 
+/// Opts every component type of the duel into `Debug` text (an inspector's entity view
+/// and provenance show them).
+#[cfg_attr(not(feature = "inspect"), allow(dead_code))]
+pub(crate) fn show_types(world: &mut World) {
+    world
+        .debugging::<Ship>()
+        .debugging::<Pos>()
+        .debugging::<Facing>()
+        .debugging::<Cooldown>()
+        .debugging::<Hp>()
+        .debugging::<Score>()
+        .debugging::<Bullet>();
+}
+
 /// [`build_players`], except that in frame `at` the `steer` system of this build also
 /// nudges player `player`'s ship one unit right: a game that parts from every other
 /// peer's there, for testing desync reports (`duel --desync-at`). The same systems in

@@ -81,6 +81,9 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    DIR (and its report); with the other peer's save there too (the
                    same DIR on one machine), the report names the entities and values
                    that differ
+  --inspect ADDR   serve the live inspector at ADDR (127.0.0.1:0: a free port on
+                   loopback), watching the match read-only: a runtime of its own runs
+                   every confirmed frame (timeline, entities, picture, who wrote what)
   --record FILE    write the match to FILE as a replay of its confirmed frames (every
                    player's input and the checksum after each frame), when it ends
   --replay FILE    no network: play a recorded match and print its `confirmed FRAME
@@ -122,6 +125,7 @@ struct Args {
     replay: Option<String>,
     desync_at: Option<u64>,
     desync_dir: Option<std::path::PathBuf>,
+    inspect: Option<String>,
     spectators: Vec<SocketAddr>,
     spectate: String,
 }
@@ -146,6 +150,7 @@ fn parse() -> Result<Args, String> {
         record: None,
         desync_at: None,
         desync_dir: None,
+        inspect: None,
         replay: None,
         spectators: Vec::new(),
         spectate: String::new(),
@@ -180,6 +185,7 @@ fn parse() -> Result<Args, String> {
             "--record" => a.record = Some(value),
             "--desync-at" => a.desync_at = Some(num(&value)?),
             "--desync-dir" => a.desync_dir = Some(value.into()),
+            "--inspect" => a.inspect = Some(value),
             "--spectate" => a.spectate = value,
             "--spectators" => {
                 for e in value.split(',') {
@@ -401,6 +407,9 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     if args.record.is_some() {
         builder = builder.record_replay();
     }
+    if args.inspect.is_some() {
+        builder = builder.keep_confirmed_inputs();
+    }
     // The simulated network wraps the transport (keyed or not) as the session's socket:
     // a second socket type, so each branch starts the session itself.
     let game = match args.desync_at {
@@ -416,10 +425,14 @@ fn run(args: &Args) -> Result<ExitCode, String> {
         None => (builder.start::<Pad>(game, socket), None),
     };
     let mut session = started.map_err(|e| e.to_string())?;
+    let mut follower = match &args.inspect {
+        Some(addr) => Some(Follower::start(args.players, addr, args.headless)?),
+        None => None,
+    };
     let code = if args.headless {
-        headless(args, &mut session)?
+        headless(args, &mut session, &mut follower)?
     } else {
-        interactive(args, &mut session)?
+        interactive(args, &mut session, &mut follower)?
     };
     if let Some(path) = &args.record {
         let mut file = std::fs::File::create(path).map_err(|e| format!("--record {path}: {e}"))?;
@@ -628,7 +641,11 @@ fn micros(total: Duration, n: u64) -> f64 {
 
 /// Scripted play: tick at the session's pace until `--frames` frames are confirmed (or
 /// the timeout), printing each confirmed frame's checksum, then linger.
-fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+fn headless(
+    args: &Args,
+    session: &mut NetSession<Pad>,
+    follower: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut out = std::io::stdout().lock();
     let mut next = Instant::now();
@@ -672,6 +689,9 @@ fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, Stri
             }
         }
         for c in session.confirmed_frames() {
+            if let Some(f) = follower {
+                f.follow(session, c);
+            }
             if c.frame <= args.frames {
                 writeln!(out, "confirmed {} {:016x}", c.frame, c.checksum)
                     .map_err(|e| e.to_string())?;
@@ -701,6 +721,102 @@ fn headless(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, Stri
             next = now; // far behind (a stall): do not run a burst of ticks to catch up
         }
     }
+}
+
+/// `--inspect`: a runtime of the duel that runs every confirmed frame of the match with
+/// its confirmed inputs, served by a read-only inspector (it never pauses or steers the
+/// match; its frames are the ones every peer agrees on).
+struct Follower {
+    #[cfg(feature = "inspect")]
+    rt: runsync::Runtime,
+    #[cfg(feature = "inspect")]
+    inspector: runsync_inspect::Inspector,
+    /// Whether a frame's checksum differed from the match's (said once).
+    #[cfg(feature = "inspect")]
+    warned: bool,
+    #[cfg(feature = "inspect")]
+    headless: bool,
+}
+
+impl Follower {
+    #[cfg(feature = "inspect")]
+    fn start(players: usize, addr: &str, headless: bool) -> Result<Follower, String> {
+        use runsync_inspect::{Color, Inspector};
+        let mut rt = game::build_players(1, players);
+        game::show_types(rt.world_mut());
+        let inspector = Inspector::builder()
+            .read_only()
+            .ring(120)
+            .input::<runsync_net::PlayerInputs<Pad>>()
+            .picture(|world, picture| {
+                picture.bounds([0.0, 0.0], [game::WIDTH as f32, game::HEIGHT as f32]);
+                picture.y_down();
+                let (ships, bullets) = game::scene(world);
+                for (x, y) in bullets {
+                    picture.dot(
+                        [x as f32 + 0.5, y as f32 + 0.5],
+                        3.0,
+                        Color::rgb(90, 90, 90),
+                    );
+                }
+                for (player, x, y, ..) in ships {
+                    let (x, y) = (x as f32 + 0.5, y as f32 + 0.5);
+                    let color = [(200, 60, 60), (52, 120, 200), (60, 160, 80), (200, 150, 40)]
+                        [usize::from(player) % 4];
+                    picture.circle([x, y], 0.6, Color::rgb(color.0, color.1, color.2));
+                    picture.label(
+                        [x, y - 1.0],
+                        format!("{}", char::from(b'A' + player)),
+                        Color::rgb(20, 20, 20),
+                    );
+                }
+            })
+            .bind(addr)
+            .map_err(|e| format!("--inspect {addr}: {e}"))?;
+        if headless {
+            println!("inspector {}", inspector.url());
+        } else {
+            eprintln!("duel: inspector (read-only) at {}", inspector.url());
+        }
+        Ok(Follower {
+            rt,
+            inspector,
+            warned: false,
+            headless,
+        })
+    }
+
+    #[cfg(not(feature = "inspect"))]
+    fn start(_: usize, _: &str, _: bool) -> Result<Follower, String> {
+        Err("--inspect: this duel was built without runsync-net's `inspect` feature".to_owned())
+    }
+
+    /// Runs confirmed frame `c` on the follower, with the match's confirmed inputs.
+    #[cfg(feature = "inspect")]
+    fn follow(&mut self, session: &NetSession<Pad>, c: runsync_net::ConfirmedFrame) {
+        let Some(inputs) = session.confirmed_inputs(c.frame) else {
+            return;
+        };
+        let inputs = inputs.clone();
+        let _ = self.inspector.poll_with(&mut self.rt, move || inputs);
+        if self.rt.world().checksum() != c.checksum && !self.warned {
+            // Headless, on stdout too, where a test reads it.
+            if self.headless {
+                println!("inspector differs at frame {}", c.frame);
+            }
+            eprintln!(
+                "duel: the inspector's copy of the match differs at frame {} (its checksum \
+                 {:016x}, the match's {:016x})",
+                c.frame,
+                self.rt.world().checksum(),
+                c.checksum
+            );
+            self.warned = true;
+        }
+    }
+
+    #[cfg(not(feature = "inspect"))]
+    fn follow(&mut self, _: &NetSession<Pad>, _: runsync_net::ConfirmedFrame) {}
 }
 
 /// How long a peer that saw a desync waits for the other peer's save before it reports
@@ -792,7 +908,11 @@ fn desync_report(
 
 /// Keyboard play in the terminal: raw mode through `stty`, the arena drawn each tick.
 #[cfg(unix)]
-fn interactive(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+fn interactive(
+    args: &Args,
+    session: &mut NetSession<Pad>,
+    follower: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     let _raw = RawTerminal::enter()?;
     let mut stdin = std::io::stdin();
     let mut held = [0u32; 5]; // frames each of up, down, left, right, fire stays held
@@ -850,7 +970,11 @@ fn interactive(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, S
                 _ => {}
             }
         }
-        session.confirmed_frames().for_each(drop);
+        for c in session.confirmed_frames() {
+            if let Some(f) = follower {
+                f.follow(session, c);
+            }
+        }
         draw(args.local, session, &note);
         next += session.recommended_interval();
         let now = Instant::now();
@@ -863,7 +987,11 @@ fn interactive(args: &Args, session: &mut NetSession<Pad>) -> Result<ExitCode, S
 }
 
 #[cfg(not(unix))]
-fn interactive(_: &Args, _: &mut NetSession<Pad>) -> Result<ExitCode, String> {
+fn interactive(
+    _: &Args,
+    _: &mut NetSession<Pad>,
+    _: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     Err("the interactive mode needs a Unix terminal; use --headless".to_owned())
 }
 
