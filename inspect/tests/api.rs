@@ -500,7 +500,11 @@ fn a_read_only_inspector_shows_the_game_and_refuses_to_steer_it() {
     ] {
         let (code, v) = game.post(path, body);
         assert_eq!(code, 403, "POST {path}: {v}");
-        assert!(v.to_string().contains("cannot pause, step, resume or rewind"), "{v}");
+        assert!(
+            v.to_string()
+                .contains("cannot pause, step, resume or rewind"),
+            "{v}"
+        );
     }
     // Still running, and its views answer.
     let before = game.frames();

@@ -165,7 +165,10 @@ fn a_type_outside_snapshots_is_named_at_start_before_any_frame() {
     let NetError::NotRollbackReady { unsnapshotted, .. } = &err else {
         panic!("{err}");
     };
-    assert!(unsnapshotted.len() == 1 && unsnapshotted[0].ends_with("Secret"), "{err}");
+    assert!(
+        unsnapshotted.len() == 1 && unsnapshotted[0].ends_with("Secret"),
+        "{err}"
+    );
     assert!(err.to_string().contains("snapshotting::<T>()"), "{err}");
     // A session refuses it too, at `start`: no frame has run, nothing was sent.
     let net = MemoryNetwork::new(0, runsync_net::LinkConfig::PERFECT);
