@@ -66,6 +66,22 @@ fn spawn_with(
     (Killed(child), rx)
 }
 
+/// Reads each peer's `bound ADDR` line and gives it the other's address (its `--peer -`);
+/// returns the two addresses.
+fn introduce(peers: [(&mut Killed, &mpsc::Receiver<String>); 2], deadline: Instant) -> [String; 2] {
+    let [(a, rx_a), (b, rx_b)] = peers;
+    let bound = |rx: &mpsc::Receiver<String>| {
+        let l = line(rx, deadline).expect("a `bound` line");
+        l.strip_prefix("bound ")
+            .expect("`bound ADDR` first")
+            .to_owned()
+    };
+    let (addr_a, addr_b) = (bound(rx_a), bound(rx_b));
+    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
+    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    [addr_a, addr_b]
+}
+
 /// The next line, or a panic at the deadline.
 fn line(rx: &mpsc::Receiver<String>, deadline: Instant) -> Option<String> {
     let left = deadline.saturating_duration_since(Instant::now());
@@ -91,15 +107,7 @@ fn two_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
     let (ra, rb) = (record(0), record(1));
     let (mut a, rx_a) = spawn_with(0, 0, Some(key), &[&ra[0], &ra[1]]);
     let (mut b, rx_b) = spawn_with(1, 0, Some(key), &[&rb[0], &rb[1]]);
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
-    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
-    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     let collect = |rx: &mpsc::Receiver<String>| {
         let mut confirmed = Vec::new();
         let mut done = None;
@@ -185,15 +193,7 @@ fn garbage_sent_to_a_duel_process_is_counted_and_ignored() {
     let deadline = Instant::now() + DEADLINE;
     let (mut a, rx_a) = spawn(0, 2, None);
     let (mut b, rx_b) = spawn(1, 2, None);
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
-    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
-    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    let [addr_a, _] = introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     // Junk at peer a from a third socket, on loopback only: empty, short, long, random.
     let junk = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     let mut x = 1u32;
@@ -244,15 +244,7 @@ fn two_duel_processes_over_a_simulated_bad_network_agree_on_every_confirmed_fram
     let (sim_a, sim_b) = (sim(11), sim(12));
     let (mut a, rx_a) = spawn_with(0, 0, Some(key), &["--net-sim", &sim_a]);
     let (mut b, rx_b) = spawn_with(1, 0, Some(key), &["--net-sim", &sim_b]);
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
-    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
-    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     let collect = |rx: &mpsc::Receiver<String>| {
         let mut confirmed = Vec::new();
         let mut done = None;
@@ -335,15 +327,7 @@ fn a_forced_desync_makes_both_duel_processes_exit_3_naming_the_type_and_the_enti
     let key = Some("two_processes.rs: desync");
     let (mut a, rx_a) = spawn_with(0, 2, key, &["--desync-dir", &d]);
     let (mut b, rx_b) = spawn_with(1, 2, key, &["--desync-dir", &d, "--desync-at", "120"]);
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
-    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
-    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     for rx in [&rx_a, &rx_b] {
         while line(rx, deadline).is_some() {}
     }
@@ -381,15 +365,7 @@ fn a_duel_process_serves_a_read_only_inspector_of_the_match() {
     let key = Some("two_processes.rs: inspect");
     let (mut a, rx_a) = spawn_with(0, 2, key, &["--inspect", "127.0.0.1:0"]);
     let (mut b, rx_b) = spawn_with(1, 2, key, &[]);
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(&rx_a), bound(&rx_b));
-    writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
-    writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
+    introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     let url = line(&rx_a, deadline).expect("an `inspector URL` line");
     let host = url
         .strip_prefix("inspector http://")
