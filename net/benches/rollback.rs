@@ -1,4 +1,4 @@
-//! What rollback costs per frame (issue 37 item 5), on runsync's arena at 10k agents and 2
+//! What rollback costs per frame, on runsync's arena at 10k and 20k agents and 2
 //! workers (the arena of `runsync-tools`: steering, separation, contacts, projectiles,
 //! deaths and respawns, every type opted into snapshots):
 //!
@@ -7,6 +7,8 @@
 //! - `checksum`: the digest handed to ggrs with each save;
 //! - `save`: both, what every frame pays under ggrs;
 //! - `restore`: a rollback's load;
+//! - `checksum_parts`: the per-type digests a session adds to every
+//!   `desync_interval`-th save (with a second snapshot, kept for a desync report);
 //! - `rollback_8`: a rollback of 8 frames as ggrs asks for it: a restore, then 8 frames
 //!   each saved first (the deepest rollback of ggrs's default window).
 //!
@@ -26,14 +28,13 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use runsync::{Runtime, RuntimeSnapshot};
 use runsync_tools::scenario::{self, ArenaConfig};
 
-const AGENTS: usize = 10_000;
 const WORKERS: usize = 2;
 /// Frames run before measuring: the first waves spawned, projectiles in flight.
 const WARM_UP: u64 = 120;
 
-fn arena() -> Runtime {
+fn arena(agents: usize) -> Runtime {
     let mut rt = scenario::build(ArenaConfig {
-        agents: AGENTS,
+        agents,
         seed: 7,
         workers: WORKERS,
     });
@@ -44,8 +45,14 @@ fn arena() -> Runtime {
 }
 
 fn rollback(c: &mut Criterion) {
-    let mut rt = arena();
-    let mut g = c.benchmark_group("rollback_10k_2w");
+    for agents in [10_000, 20_000] {
+        rollback_at(c, agents);
+    }
+}
+
+fn rollback_at(c: &mut Criterion, agents: usize) {
+    let mut rt = arena(agents);
+    let mut g = c.benchmark_group(format!("rollback_{}k_2w", agents / 1000));
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
@@ -81,6 +88,9 @@ fn rollback(c: &mut Criterion) {
         });
     });
     g.bench_function("restore", |b| b.iter(|| rt.restore(black_box(&at))));
+    g.bench_function("checksum_parts", |b| {
+        b.iter(|| black_box(rt.world().checksum_parts()))
+    });
 
     let mut ring: Vec<RuntimeSnapshot> = (0..9).map(|_| RuntimeSnapshot::new()).collect();
     g.bench_function("rollback_8", |b| {

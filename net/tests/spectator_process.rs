@@ -7,69 +7,27 @@
 #[path = "../src/bin/duel/game.rs"]
 mod game;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+mod process;
+
+use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
+
+use process::{bound, line};
 
 const FRAMES: u64 = 300;
 const DEADLINE: Duration = Duration::from_secs(60);
 const KEY: &str = "spectator_process.rs: a shared passphrase";
 
-/// Kills the child when dropped (a failed assertion included), so no test leaves a
-/// process behind.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A headless duel process with `args`, reading its peer's (or host's) address from
-/// standard input after it prints `bound ADDR`; its output lines come through the
-/// receiver.
-fn spawn(args: &[&str]) -> (Killed, mpsc::Receiver<String>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_duel"))
-        .args(["--headless", "--key", KEY, "--bind", "127.0.0.1:0"])
-        .args(["--frames", &FRAMES.to_string(), "--timeout", "45"])
-        .args(["--workers", "1"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the duel binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (Killed(child), rx)
-}
-
-/// The next line, or a panic at the deadline.
-fn line(rx: &mpsc::Receiver<String>, deadline: Instant) -> Option<String> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    match rx.recv_timeout(left) {
-        Ok(l) => Some(l),
-        Err(mpsc::RecvTimeoutError::Disconnected) => None,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no output before the deadline"),
-    }
-}
-
-/// The address a process printed in its first line, `bound ADDR`.
-fn bound(rx: &mpsc::Receiver<String>, deadline: Instant) -> String {
-    let l = line(rx, deadline).expect("a `bound` line");
-    l.strip_prefix("bound ")
-        .expect("`bound ADDR` first")
-        .to_owned()
+/// A headless duel process with `args` and the match's key, playing `FRAMES` frames.
+fn spawn(args: &[&str]) -> (process::Killed, mpsc::Receiver<String>) {
+    let frames = FRAMES.to_string();
+    let all: Vec<&str> = ["--key", KEY, "--frames", &frames]
+        .iter()
+        .chain(args)
+        .copied()
+        .collect();
+    process::spawn(&all)
 }
 
 /// Every `confirmed FRAME CHECKSUM` line, and the `done` line.

@@ -6,24 +6,17 @@
 #[path = "../src/bin/duel/game.rs"]
 mod game;
 
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, Command, Stdio};
+mod process;
+
+use std::io::Write;
+use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use process::{Killed, bound, line};
+
 const FRAMES: u64 = 300;
 const DEADLINE: Duration = Duration::from_secs(60);
-
-/// Kills the child when dropped (a failed assertion included), so no test leaves a
-/// process behind.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
 
 /// A headless duel peer; with `key`, its datagrams are sealed under it.
 fn spawn(local: usize, delay: u64, key: Option<&str>) -> (Killed, mpsc::Receiver<String>) {
@@ -37,59 +30,25 @@ fn spawn_with(
     key: Option<&str>,
     extra: &[&str],
 ) -> (Killed, mpsc::Receiver<String>) {
-    let key: &[&str] = match &key {
-        Some(k) => &["--key", k],
-        None => &[],
-    };
-    let mut child = Command::new(env!("CARGO_BIN_EXE_duel"))
-        .args(key)
-        .args(extra)
-        .args(["--headless", "--local", &local.to_string()])
-        .args(["--bind", "127.0.0.1:0", "--peer", "-"])
-        .args(["--frames", &FRAMES.to_string(), "--timeout", "45"])
-        .args(["--workers", "1", "--delay", &delay.to_string()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("the duel binary starts");
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (Killed(child), rx)
+    let (local, frames, delay) = (local.to_string(), FRAMES.to_string(), delay.to_string());
+    let mut args = vec![
+        "--local", &local, "--peer", "-", "--frames", &frames, "--delay", &delay,
+    ];
+    if let Some(k) = key {
+        args.extend(["--key", k]);
+    }
+    args.extend(extra);
+    process::spawn(&args)
 }
 
 /// Reads each peer's `bound ADDR` line and gives it the other's address (its `--peer -`);
 /// returns the two addresses.
 fn introduce(peers: [(&mut Killed, &mpsc::Receiver<String>); 2], deadline: Instant) -> [String; 2] {
     let [(a, rx_a), (b, rx_b)] = peers;
-    let bound = |rx: &mpsc::Receiver<String>| {
-        let l = line(rx, deadline).expect("a `bound` line");
-        l.strip_prefix("bound ")
-            .expect("`bound ADDR` first")
-            .to_owned()
-    };
-    let (addr_a, addr_b) = (bound(rx_a), bound(rx_b));
+    let (addr_a, addr_b) = (bound(rx_a, deadline), bound(rx_b, deadline));
     writeln!(a.0.stdin.as_mut().unwrap(), "{addr_b}").unwrap();
     writeln!(b.0.stdin.as_mut().unwrap(), "{addr_a}").unwrap();
     [addr_a, addr_b]
-}
-
-/// The next line, or a panic at the deadline.
-fn line(rx: &mpsc::Receiver<String>, deadline: Instant) -> Option<String> {
-    let left = deadline.saturating_duration_since(Instant::now());
-    match rx.recv_timeout(left) {
-        Ok(l) => Some(l),
-        Err(mpsc::RecvTimeoutError::Disconnected) => None,
-        Err(mpsc::RecvTimeoutError::Timeout) => panic!("no output before the deadline"),
-    }
 }
 
 /// No input delay: a remote input is late for about half a frame (the processes tick

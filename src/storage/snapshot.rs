@@ -167,28 +167,7 @@ impl Storage {
     /// then for each checksummed type (by id) its values in row order. Types not opted in
     /// contribute only which entities have them.
     pub(crate) fn checksum(&self, h: &mut Checksummer) {
-        checksum_entities(&self.entities, h);
-        // In canonical order (when on and current) the tables go in that order too, so
-        // that two worlds with the same contents have the same checksum.
-        let all = self.table_order().all();
-        for i in 0..all.map_or(self.tables.len(), <[_]>::len) {
-            let table = self.tables.get(all.map_or(i as u32, |a| a[i]));
-            if table.len() == 0 {
-                continue;
-            }
-            h.write_u64(table.components().len() as u64);
-            for c in table.components() {
-                h.write_u32(c.0);
-            }
-            h.write_u64(table.len() as u64);
-            for e in &table.entities {
-                h.write_u64(e.to_bits());
-            }
-            for &c in table.components() {
-                let col = table.column(c).expect("table lacks its own column");
-                self.columns[c.index()].checksum_column(col, h);
-            }
-        }
+        self.write_checksum(h, None);
     }
 
     /// [`checksum`](Self::checksum) split into parts that can be compared one by one:
@@ -197,15 +176,34 @@ impl Storage {
     /// equal layouts whose part for a type differs differ in that type's values.
     pub(crate) fn checksum_parts(&self) -> Vec<(Option<ComponentId>, u64)> {
         let mut layout = Checksummer::new();
-        checksum_entities(&self.entities, &mut layout);
         let mut types: Vec<Option<Checksummer>> = (0..self.registry().len())
             .map(|i| {
-                let c = ComponentId(i as u32);
-                self.columns[c.index()]
+                self.columns[ComponentId(i as u32).index()]
                     .is_checksummed()
                     .then(Checksummer::new)
             })
             .collect();
+        self.write_checksum(&mut layout, Some(&mut types));
+        let mut parts = vec![(None, layout.finish())];
+        for (i, h) in types.into_iter().enumerate() {
+            if let Some(h) = h {
+                parts.push((Some(ComponentId(i as u32)), h.finish()));
+            }
+        }
+        parts
+    }
+
+    /// The walk both checksums take: the allocator and the tables' layout into `layout`,
+    /// and each table's values of a checksummed type into `layout` too (`types: None`,
+    /// the world's checksum) or into that type's own hasher, after the table's length.
+    fn write_checksum(
+        &self,
+        layout: &mut Checksummer,
+        mut types: Option<&mut [Option<Checksummer>]>,
+    ) {
+        checksum_entities(&self.entities, layout);
+        // In canonical order (when on and current) the tables go in that order too, so
+        // that two worlds with the same contents have the same checksum.
         let all = self.table_order().all();
         for i in 0..all.map_or(self.tables.len(), <[_]>::len) {
             let table = self.tables.get(all.map_or(i as u32, |a| a[i]));
@@ -221,20 +219,21 @@ impl Storage {
                 layout.write_u64(e.to_bits());
             }
             for &c in table.components() {
-                if let Some(h) = &mut types[c.index()] {
-                    let col = table.column(c).expect("table lacks its own column");
-                    h.write_u64(table.len() as u64);
-                    self.columns[c.index()].checksum_column(col, h);
+                let col = table.column(c).expect("table lacks its own column");
+                let column = &self.columns[c.index()];
+                match types.as_deref_mut() {
+                    None => {
+                        column.checksum_column(col, layout);
+                    }
+                    Some(types) => {
+                        if let Some(h) = &mut types[c.index()] {
+                            h.write_u64(table.len() as u64);
+                            column.checksum_column(col, h);
+                        }
+                    }
                 }
             }
         }
-        let mut parts = vec![(None, layout.finish())];
-        for (i, h) in types.into_iter().enumerate() {
-            if let Some(h) = h {
-                parts.push((Some(ComponentId(i as u32)), h.finish()));
-            }
-        }
-        parts
     }
 
     /// The first difference between two storages with the same registered types, or

@@ -581,13 +581,7 @@ fn watch_headless(args: &Args, watch: &mut NetSpectator<Pad>) -> Result<ExitCode
             );
             return Ok(ExitCode::from(2));
         }
-        next += watch.recommended_interval();
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else if now - next > Duration::from_millis(100) {
-            next = now;
-        }
+        pace(&mut next, watch.recommended_interval(), HEADLESS_LAG);
     }
 }
 
@@ -620,19 +614,30 @@ fn watch_interactive(watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> 
             watch.frames_behind(),
         );
         draw_scene(watch.world(), None, &status);
-        next += watch.recommended_interval();
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        pace(&mut next, watch.recommended_interval(), Duration::ZERO);
     }
 }
 
 #[cfg(not(unix))]
 fn watch_interactive(_: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
     Err("the interactive mode needs a Unix terminal; use --headless".to_owned())
+}
+
+/// How far behind its schedule a headless loop may fall and still catch up with quick
+/// ticks; past it (a stall) it starts its schedule again from now.
+const HEADLESS_LAG: Duration = Duration::from_millis(100);
+
+/// Waits for the next tick of a loop ticking every `interval`: sleeps until `next`, or,
+/// when more than `max_lag` late (a stall), starts the schedule again from now rather
+/// than running a burst of ticks to catch up.
+fn pace(next: &mut Instant, interval: Duration, max_lag: Duration) {
+    *next += interval;
+    let now = Instant::now();
+    if *next > now {
+        std::thread::sleep(*next - now);
+    } else if now - *next > max_lag {
+        *next = now;
+    }
 }
 
 fn micros(total: Duration, n: u64) -> f64 {
@@ -713,13 +718,7 @@ fn headless(
             );
             return Ok(ExitCode::from(2));
         }
-        next += session.recommended_interval();
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else if now - next > Duration::from_millis(100) {
-            next = now; // far behind (a stall): do not run a burst of ticks to catch up
-        }
+        pace(&mut next, session.recommended_interval(), HEADLESS_LAG);
     }
 }
 
@@ -976,13 +975,7 @@ fn interactive(
             }
         }
         draw(args.local, session, &note);
-        next += session.recommended_interval();
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else {
-            next = now;
-        }
+        pace(&mut next, session.recommended_interval(), Duration::ZERO);
     }
 }
 
