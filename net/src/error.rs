@@ -84,8 +84,8 @@ pub enum NetError {
         /// The runtime's (or the snapshot's) frame count.
         actual: u64,
     },
-    /// A sync test found a frame whose re-run ends in another state than its first run:
-    /// the game is not rollback-safe. `difference` says where the two states part, when
+    /// A sync test (or a desync report, running a kept frame again) found a frame whose
+    /// re-run ends in another state than its first run: the game is not rollback-safe. `difference` says where the two states part, when
     /// the test could build a second runtime to compare them.
     SyncTestMismatch {
         /// The frame (runsync's numbering: the state after that many frames) whose

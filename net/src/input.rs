@@ -201,6 +201,19 @@ impl<I: Copy> PlayerInputs<I> {
         self.inputs.iter().copied().enumerate()
     }
 
+    /// Overwrites the inputs in place with a frame's as ggrs hands them over: a
+    /// [disconnected](ggrs::InputStatus::Disconnected) player's input is `I::default()`
+    /// and the player not connected.
+    pub(crate) fn set_from_ggrs(&mut self, inputs: &[(I, ggrs::InputStatus)])
+    where
+        I: Default,
+    {
+        self.set(inputs.iter().map(|&(input, status)| match status {
+            ggrs::InputStatus::Disconnected => (I::default(), false),
+            ggrs::InputStatus::Confirmed | ggrs::InputStatus::Predicted => (input, true),
+        }));
+    }
+
     /// Overwrites the inputs in place (the session's path: no allocation once sized).
     pub(crate) fn set(&mut self, inputs: impl ExactSizeIterator<Item = (I, bool)>) {
         let n = inputs.len();

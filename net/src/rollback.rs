@@ -118,22 +118,55 @@ pub struct Rollback<I: NetInput> {
     /// inputs). Reused slots: no allocation once sized.
     inputs: Option<Vec<(Option<Frame>, PlayerInputs<I>)>>,
     /// Desync forensics: every `every`-th frame's checksum parts go into the high bits
-    /// of the checksum handed to ggrs, and its snapshot into a small ring of its own.
-    forensics: Option<Forensics>,
+    /// of the checksum handed to ggrs, and what it takes to run that frame again (the
+    /// state before it, its inputs) into a small ring of its own.
+    forensics: Option<Forensics<I>>,
     _input: PhantomData<fn(I)>,
 }
 
 /// The frames a desync report can look at (see [`Rollback::keep_checked_frames`]).
-struct Forensics {
+struct Forensics<I> {
     every: u32,
-    kept: Vec<Kept>,
+    /// How many frames before a checked frame its window holds (1 to [`WINDOW`]).
+    window: u32,
+    kept: Vec<Kept<I>>,
 }
 
-/// A checked frame's state, kept after the rollback ring has moved on.
-struct Kept {
+/// The most frames before a checked frame that a desync report runs again: its window
+/// is `min(desync_interval, WINDOW)` frames, from the state right after the checked frame
+/// before it (which both peers agreed on, or a desync would have been reported there).
+const WINDOW: u32 = 64;
+
+/// A checked frame, kept after the rollback ring has moved on: the state at the start of
+/// its window and the inputs of the window's frames, so that the window can be run again
+/// — to rebuild the frame's state, and to record who wrote what on the way
+/// ([`Rollback::rerun`]). Keeping the state before rather than the frame's own costs the
+/// same one snapshot per checked frame.
+struct Kept<I> {
+    /// The checked frame, once saved.
     frame: Option<Frame>,
+    /// The frame whose state `snapshot` holds: `frame - window` once taken; `None` when
+    /// `snapshot` is `frame`'s own (no window before it, as for frame 0).
+    from: Option<Frame>,
     snapshot: RuntimeSnapshot,
+    /// The inputs of frames `from + 1 ..= frame`, in order.
+    inputs: Vec<PlayerInputs<I>>,
+    /// Which of `inputs` were logged since `from`'s state was taken (bit `k`: frame
+    /// `from + 1 + k`).
+    logged: u64,
+    /// The world's checksum at `frame`, which a run again must reach.
+    checksum: u64,
     parts: Vec<(&'static str, u64)>,
+}
+
+/// A checked frame taken out of the kept ring for good (a desync's): what it takes to
+/// run its window again. See [`Rollback::take_checked_frame`].
+pub(crate) struct CheckedFrame<I> {
+    /// The state at the start of the window, and the inputs of its frames in order;
+    /// `None` when the frame had no window before it (the session's first).
+    pub(crate) window: Option<(RuntimeSnapshot, Vec<PlayerInputs<I>>)>,
+    /// The frame's own state.
+    pub(crate) at: RuntimeSnapshot,
 }
 
 impl<I: NetInput> std::fmt::Debug for Rollback<I> {
@@ -265,17 +298,58 @@ impl<I: NetInput> Rollback<I> {
         let Some(f) = &mut self.forensics else {
             return Ok(u128::from(checksum));
         };
-        if frame < 0 || frame % f.every as Frame != 0 {
+        if frame < 0 {
             return Ok(u128::from(checksum));
         }
         let t = Instant::now();
+        let (every, window) = (
+            Frame::try_from(f.every).unwrap_or(Frame::MAX),
+            f.window as Frame,
+        );
+        let len = f.kept.len() as Frame;
+        let place = |checked: Frame| (checked / every % len) as usize;
+        if len > 0 {
+            // The input resource holds what this frame ran with (set by `advance`, or
+            // restored with the state it made): logged for the checked frame ahead if
+            // this frame is in its window.
+            let ahead = match frame % every {
+                0 => frame,
+                rem => (frame - rem).saturating_add(every),
+            };
+            let kept = &mut f.kept[place(ahead)];
+            if ahead - frame < window && kept.from == Some(ahead - window) {
+                let k = (frame - (ahead - window) - 1) as usize;
+                if let Some(now) = self.rt.world().get_resource::<Input<PlayerInputs<I>>>() {
+                    kept.inputs[k].clone_from(&now.0);
+                    kept.logged |= 1 << k;
+                }
+            }
+            // The state at the start of a checked frame's window.
+            if frame.saturating_add(window) % every == 0 {
+                let kept = &mut f.kept[place(frame + window)];
+                kept.frame = None;
+                kept.from = None;
+                self.rt.snapshot_into(&mut kept.snapshot)?;
+                kept.from = Some(frame);
+                kept.logged = 0;
+            }
+        }
+        if frame % every != 0 {
+            self.stats.save_time += t.elapsed();
+            return Ok(u128::from(checksum));
+        }
         let parts = self.rt.world().checksum_parts();
         let high = crate::forensics::pack(&parts);
-        if !f.kept.is_empty() {
-            let len = f.kept.len() as Frame;
-            let kept = &mut f.kept[(frame / f.every as Frame % len) as usize];
+        if len > 0 {
+            let kept = &mut f.kept[place(frame)];
             kept.frame = None;
-            self.rt.snapshot_into(&mut kept.snapshot)?;
+            let all = u64::MAX >> (64 - window);
+            if kept.from != Some(frame - window) || kept.logged != all {
+                // No whole window before it: its own state.
+                kept.from = None;
+                self.rt.snapshot_into(&mut kept.snapshot)?;
+            }
+            kept.checksum = checksum;
             kept.parts.clear();
             kept.parts.extend_from_slice(&parts);
             kept.frame = Some(frame);
@@ -337,16 +411,12 @@ impl<I: NetInput> Rollback<I> {
     /// [`NetError::Frame`] if the frame failed.
     pub fn advance(&mut self, inputs: &[(I, InputStatus)]) -> Result<(), NetError> {
         let t = Instant::now();
-        let each = inputs.iter().map(|&(input, status)| match status {
-            InputStatus::Disconnected => (I::default(), false),
-            InputStatus::Confirmed | InputStatus::Predicted => (input, true),
-        });
         let world = self.rt.world_mut();
         match world.get_resource_mut::<Input<PlayerInputs<I>>>() {
-            Some(slot) => slot.0.set(each),
+            Some(slot) => slot.0.set_from_ggrs(inputs),
             None => {
                 let mut fresh = PlayerInputs::empty(inputs.len());
-                fresh.set(each);
+                fresh.set_from_ggrs(inputs);
                 world.set_input(fresh);
             }
         }
@@ -367,40 +437,140 @@ impl<I: NetInput> Rollback<I> {
 
     /// From now on, every `every`-th frame's saved checksum carries its
     /// [checksum parts](runsync::World::checksum_parts), packed, in the high 64 bits
-    /// ggrs sends peers, and the last `keep` such frames' snapshots are kept: what a
-    /// desync report reads.
+    /// ggrs sends peers, and the last `keep` such frames can be run again (the state at
+    /// the start of their window, the window's inputs): what a desync report reads. One
+    /// place more than `keep` holds the window being filled.
     pub(crate) fn keep_checked_frames(&mut self, every: u32, keep: usize) {
+        let (players, every) = (self.players, every.max(1));
+        let window = every.min(WINDOW);
+        let places = if keep == 0 { 0 } else { keep + 1 };
         self.forensics = Some(Forensics {
-            every: every.max(1),
-            kept: (0..keep)
+            every,
+            window,
+            kept: (0..places)
                 .map(|_| Kept {
                     frame: None,
+                    from: None,
                     snapshot: RuntimeSnapshot::new(),
+                    inputs: (0..window).map(|_| PlayerInputs::empty(players)).collect(),
+                    logged: 0,
+                    checksum: 0,
                     parts: Vec::new(),
                 })
                 .collect(),
         });
     }
 
-    /// The kept snapshot and checksum parts of checked frame `frame`, if still kept.
-    pub(crate) fn checked_frame(
-        &self,
-        frame: Frame,
-    ) -> Option<(&RuntimeSnapshot, &[(&'static str, u64)])> {
+    /// The checksum parts of checked frame `frame`, if still kept.
+    pub(crate) fn checked_parts(&self, frame: Frame) -> Option<&[(&'static str, u64)]> {
         let f = self.forensics.as_ref()?;
         f.kept
             .iter()
             .find(|k| k.frame == Some(frame))
-            .map(|k| (&k.snapshot, &k.parts[..]))
+            .map(|k| &k.parts[..])
     }
 
-    /// Takes the kept snapshot of checked frame `frame` out (a fresh one takes its
-    /// place), if still kept.
-    pub(crate) fn take_checked_frame(&mut self, frame: Frame) -> Option<RuntimeSnapshot> {
-        let f = self.forensics.as_mut()?;
-        let kept = f.kept.iter_mut().find(|k| k.frame == Some(frame))?;
+    /// Takes checked frame `frame` out of the kept ring for good (a fresh place takes
+    /// its place), if still kept, with its state rebuilt by running its window again.
+    ///
+    /// # Errors
+    /// As [`rerun`](Self::rerun); also [`NetError::SyncTestMismatch`] if the run again
+    /// does not reach the checksum the frame had (a game that is not deterministic on
+    /// this peer).
+    pub(crate) fn take_checked_frame(
+        &mut self,
+        frame: Frame,
+    ) -> Result<Option<CheckedFrame<I>>, NetError> {
+        let Some(f) = self.forensics.as_mut() else {
+            return Ok(None);
+        };
+        let Some(kept) = f.kept.iter_mut().find(|k| k.frame == Some(frame)) else {
+            return Ok(None);
+        };
         kept.frame = None;
-        Some(std::mem::take(&mut kept.snapshot))
+        let snapshot = std::mem::take(&mut kept.snapshot);
+        if kept.from.take().is_none() {
+            return Ok(Some(CheckedFrame {
+                window: None,
+                at: snapshot,
+            }));
+        }
+        let (inputs, checksum) = (kept.inputs.clone(), kept.checksum);
+        let mut at = RuntimeSnapshot::new();
+        let sum = self.rerun(&snapshot, &inputs, &[], Some(&mut at))?.0;
+        if sum != checksum {
+            return Err(NetError::SyncTestMismatch {
+                frame: self.runsync_frame(frame),
+                first: checksum,
+                again: sum,
+                difference: None,
+            });
+        }
+        Ok(Some(CheckedFrame {
+            window: Some((snapshot, inputs)),
+            at,
+        }))
+    }
+
+    /// Runs frames again, aside: from state `start`, one frame per entry of `inputs`,
+    /// recording the write provenance of `watch` in each
+    /// ([`Runtime::provenance`](runsync::Runtime::provenance)), and (with `into`) taking
+    /// the last frame's state; then puts the runtime back where it was, bit for bit.
+    /// Returns the last frame's checksum and the non-empty records, in frame order, then
+    /// in the order of `watch`.
+    ///
+    /// # Errors
+    /// [`NetError::Snapshot`] if a state cannot be taken or restored; [`NetError::Frame`]
+    /// if a frame fails. The runtime is put back either way.
+    pub(crate) fn rerun(
+        &mut self,
+        start: &RuntimeSnapshot,
+        inputs: &[PlayerInputs<I>],
+        watch: &[runsync::Entity],
+        into: Option<&mut RuntimeSnapshot>,
+    ) -> Result<(u64, Vec<runsync::Provenance>), NetError> {
+        let mut now = RuntimeSnapshot::new();
+        self.rt.snapshot_into(&mut now)?;
+        let fresh: Vec<_> = watch
+            .iter()
+            .filter(|&&e| self.rt.provenance(e).is_none())
+            .copied()
+            .collect();
+        let result = self.run_aside(start, inputs, watch, into);
+        for &e in &fresh {
+            self.rt.unwatch(e);
+        }
+        self.rt.try_restore(&now)?;
+        result
+    }
+
+    fn run_aside(
+        &mut self,
+        start: &RuntimeSnapshot,
+        inputs: &[PlayerInputs<I>],
+        watch: &[runsync::Entity],
+        into: Option<&mut RuntimeSnapshot>,
+    ) -> Result<(u64, Vec<runsync::Provenance>), NetError> {
+        self.rt.try_restore(start)?;
+        for &e in watch {
+            self.rt.watch(e);
+        }
+        let mut records = Vec::new();
+        for each in inputs {
+            self.rt.world_mut().set_input(each.clone());
+            self.rt.try_frame()?;
+            records.extend(
+                watch
+                    .iter()
+                    .filter_map(|&e| self.rt.provenance(e))
+                    .filter(|p| !p.is_empty())
+                    .cloned(),
+            );
+        }
+        if let Some(into) = into {
+            self.rt.snapshot_into(into)?;
+        }
+        Ok((self.rt.world().checksum(), records))
     }
 
     /// From now on, keeps the inputs of the last frames run (more than the rollback

@@ -16,6 +16,7 @@ use runsync::{Replay, Runtime};
 
 use crate::config::{Address, NetConfig};
 use crate::guard::{self, Guard, Rules, Shared};
+use crate::rollback::CheckedFrame;
 use crate::{NetError, NetInput, PlayerInputs, Rollback, RollbackStats};
 
 /// Something that happened on the network, from [`NetSession::events`]. Frames are
@@ -72,8 +73,9 @@ pub enum NetEvent<A> {
     ///
     /// `types` names the component types (and resources, message types) whose values
     /// differ there, told by the peer's checksum alone; the state this peer had at that
-    /// frame is [`NetSession::desync_snapshot`] (see the crate docs' "Desync reports"
-    /// for how to find the entities).
+    /// frame is [`NetSession::desync_snapshot`], and [`NetSession::desync_provenance`]
+    /// names the systems that wrote an entity's values in the frames before it (see the
+    /// crate docs' "Desync reports" for how to find the entities).
     Desync {
         /// The frame whose state differs.
         frame: u64,
@@ -285,9 +287,12 @@ impl<A: Address> NetSessionBuilder<A> {
     }
 
     /// How many of the last checked frames (every
-    /// [`desync_interval`](Self::desync_interval)-th) keep a snapshot of their own for a
-    /// desync report ([`NetSession::desync_snapshot`]); default 2, 0 keeps none. Each
-    /// costs a snapshot every `desync_interval` frames and the memory of one.
+    /// [`desync_interval`](Self::desync_interval)-th) are kept for a desync report
+    /// ([`NetSession::desync_snapshot`], [`NetSession::desync_provenance`]): the state at
+    /// the start of the frames since the checked frame before (at most 64 frames) and
+    /// their inputs. Default 2, 0 keeps none. Costs one snapshot every `desync_interval`
+    /// frames, and the memory of `frames + 1` snapshots (one more for the frames being
+    /// logged).
     pub fn desync_snapshots(mut self, frames: usize) -> Self {
         self.desync_snapshots = frames;
         self
@@ -464,8 +469,8 @@ fn differing_types<I: NetInput>(
     if theirs == 0 {
         return Vec::new();
     }
-    match rollback.checked_frame(frame) {
-        Some((_, parts)) => crate::forensics::differing(parts, ours, theirs),
+    match rollback.checked_parts(frame) {
+        Some(parts) => crate::forensics::differing(parts, ours, theirs),
         None => {
             let parts = rollback.runtime().world().checksum_parts();
             crate::forensics::differing(&parts, ours, theirs)
@@ -551,8 +556,8 @@ pub struct NetSession<I: NetInput, A: Address = SocketAddr> {
     shared: Arc<Shared<A>>,
     /// The recording, with [`NetSessionBuilder::record_replay`].
     replay: Option<Replay>,
-    /// The states of the first desync frames (see `pin_desync_snapshot`).
-    desync_snapshots: Vec<(u64, runsync::RuntimeSnapshot)>,
+    /// The first desync frames, by runsync's number (see `pin_desync_snapshot`).
+    desync_snapshots: Vec<(u64, CheckedFrame<I>)>,
     rollback: Rollback<I>,
     local: Vec<PlayerHandle>,
     input_delay: usize,
@@ -646,7 +651,7 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     fn tick_steps(&mut self, inputs: &[(PlayerHandle, I)]) -> Result<Tick, NetError> {
         self.poll()?;
         let tick = self.advance(inputs)?;
-        self.take_events();
+        self.take_events()?;
         self.confirm()?;
         Ok(tick)
     }
@@ -667,7 +672,7 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
     /// Step 1: packets in and out, events.
     fn poll(&mut self) -> Result<(), NetError> {
         self.contained(|s| s.poll_remote_clients())?;
-        self.take_events();
+        self.take_events()?;
         let running = self.session.current_state() == SessionState::Running;
         match self.shared.setup.verdict(running) {
             Some((peer, mismatch)) => Err(NetError::PeerSetup {
@@ -739,9 +744,15 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
         Ok(())
     }
 
-    /// Moves ggrs's events into ours.
-    fn take_events(&mut self) {
+    /// Moves ggrs's events into ours, keeping the states of desync frames.
+    ///
+    /// # Errors
+    /// [`NetError::SyncTestMismatch`] if a desync frame, run again from this peer's state
+    /// before it, does not reach its checksum (this peer's game is not deterministic:
+    /// the likely cause of the desync); the events are all taken first.
+    fn take_events(&mut self) -> Result<(), NetError> {
         let events: Vec<_> = self.session.events().collect();
+        let mut failed = Ok(());
         for e in events {
             let rollback = &self.rollback;
             let event = match e {
@@ -774,7 +785,9 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
                     self.stats.desyncs += 1;
                     let types = differing_types(rollback, frame, local_checksum, remote_checksum);
                     let frame = rollback.runsync_frame(frame);
-                    self.pin_desync_snapshot(frame);
+                    if let (Err(e), Ok(())) = (self.pin_desync_snapshot(frame), &failed) {
+                        failed = Err(e);
+                    }
                     NetEvent::Desync {
                         frame,
                         local: local_checksum,
@@ -786,40 +799,75 @@ impl<I: NetInput, A: Address> NetSession<I, A> {
             };
             self.events.push(event);
         }
+        failed
     }
 
     /// The state this peer had at frame `frame` (runsync's number) of a
-    /// [`NetEvent::Desync`]: kept for good for the first [`PINNED_DESYNCS`] desyncs, and
-    /// for any checked frame while the last
-    /// [`desync_snapshots`](NetSessionBuilder::desync_snapshots) hold it. Restore
-    /// it into a runtime of the same game to save it, or to compare it with the peer's
-    /// ([`World::differences`](runsync::World::differences)).
+    /// [`NetEvent::Desync`], kept for good for the first [`PINNED_DESYNCS`] desyncs.
+    /// Restore it into a runtime of the same game to save it, or to compare it with the
+    /// peer's ([`World::differences`](runsync::World::differences)); then
+    /// [`desync_provenance`](Self::desync_provenance) tells which systems wrote the
+    /// values that differ.
     pub fn desync_snapshot(&self, frame: u64) -> Option<&runsync::RuntimeSnapshot> {
-        if let Some((_, snapshot)) = self.desync_snapshots.iter().find(|(f, _)| *f == frame) {
-            return Some(snapshot);
-        }
-        let g = Frame::try_from(frame.checked_sub(self.rollback.start_frame())?).ok()?;
-        self.rollback.checked_frame(g).map(|(snapshot, _)| snapshot)
+        self.desync_snapshots
+            .iter()
+            .find(|(f, _)| *f == frame)
+            .map(|(_, kept)| &kept.at)
     }
 
-    /// Keeps the snapshot of desync frame `frame` (runsync's number) for good, if the
-    /// checked frames still hold it: the first [`PINNED_DESYNCS`] desyncs' states stay
-    /// readable however long the session goes on after them.
-    fn pin_desync_snapshot(&mut self, frame: u64) {
+    /// Who wrote what to `entities` in desync frame `frame` (runsync's number, as
+    /// [`NetEvent::Desync`] gives it): the frame is run again, aside, from this peer's
+    /// state before it with the inputs it ran with, every one of `entities` watched
+    /// ([`Runtime::watch`](runsync::Runtime::watch)); then the runtime is put back as it
+    /// was. One [`Provenance`](runsync::Provenance) per entity, in order: for each of
+    /// its component types the frame wrote, the systems that wrote it in merge order,
+    /// with the values (for types opted in with
+    /// [`World::debugging`](runsync::World::debugging)). Pass the entities whose values
+    /// differ ([`World::differences`](runsync::World::differences) of the two peers'
+    /// [`desync_snapshot`](Self::desync_snapshot)s): the systems that wrote a differing
+    /// value last are where the two games parted. A component that differs but has no
+    /// write here took its value from an earlier frame.
+    ///
+    /// `None` if this session did not keep the frame (not among the first
+    /// [`PINNED_DESYNCS`] desyncs, or the session's first frame, which has no frame
+    /// before it).
+    ///
+    /// # Errors
+    /// [`NetError::Frame`] if the frame fails when run again; [`NetError::Snapshot`] if
+    /// a state cannot be restored.
+    pub fn desync_provenance(
+        &mut self,
+        frame: u64,
+        entities: &[runsync::Entity],
+    ) -> Option<Result<Vec<runsync::Provenance>, NetError>> {
+        let (_, kept) = self.desync_snapshots.iter().find(|(f, _)| *f == frame)?;
+        let (start, inputs) = kept.window.as_ref()?;
+        Some(
+            self.rollback
+                .rerun(start, inputs, entities, None)
+                .map(|(_, provenance)| provenance),
+        )
+    }
+
+    /// Keeps desync frame `frame` (runsync's number) for good, if the checked frames
+    /// still hold it: the first [`PINNED_DESYNCS`] desyncs stay readable however long
+    /// the session goes on after them. Rebuilds its state by running it again.
+    fn pin_desync_snapshot(&mut self, frame: u64) -> Result<(), NetError> {
         if self.desync_snapshots.len() >= PINNED_DESYNCS
             || self.desync_snapshots.iter().any(|(f, _)| *f == frame)
         {
-            return;
+            return Ok(());
         }
         let Some(g) = frame
             .checked_sub(self.rollback.start_frame())
             .and_then(|g| Frame::try_from(g).ok())
         else {
-            return;
+            return Ok(());
         };
-        if let Some(snapshot) = self.rollback.take_checked_frame(g) {
-            self.desync_snapshots.push((frame, snapshot));
+        if let Some(kept) = self.rollback.take_checked_frame(g)? {
+            self.desync_snapshots.push((frame, kept));
         }
+        Ok(())
     }
 
     /// The events since the last call, oldest first. The iterator owns them: the

@@ -3,7 +3,7 @@
 //!
 //! See [`NetSpectator`] for what a tick does.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use runsync::Runtime;
 use crate::config::{Address, NetConfig};
 use crate::guard::{self, Guard, Rules, Shared};
 use crate::session::check_ready;
-use crate::{ConfirmedFrame, NetError, NetEvent, NetInput, Rollback};
+use crate::{ConfirmedFrame, NetError, NetEvent, NetInput, PlayerInputs, Rollback};
 
 /// What a [`NetSpectator::tick`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +84,7 @@ pub struct NetSpectatorBuilder<A> {
     disconnect_timeout: Duration,
     disconnect_notify_delay: Duration,
     allow_unchecksummed: bool,
+    keep_inputs: bool,
 }
 
 impl<A: Address> NetSpectatorBuilder<A> {
@@ -101,6 +102,7 @@ impl<A: Address> NetSpectatorBuilder<A> {
             disconnect_timeout: Duration::from_millis(2000),
             disconnect_notify_delay: Duration::from_millis(500),
             allow_unchecksummed: false,
+            keep_inputs: false,
         }
     }
 
@@ -143,6 +145,21 @@ impl<A: Address> NetSpectatorBuilder<A> {
     /// [`NetSessionBuilder::allow_unchecksummed`](crate::NetSessionBuilder::allow_unchecksummed).
     pub fn allow_unchecksummed(mut self) -> Self {
         self.allow_unchecksummed = true;
+        self
+    }
+
+    /// Keeps the inputs of the frames run, so that each frame's (every player's,
+    /// confirmed) can be read as it comes out of
+    /// [`confirmed_frames`](NetSpectator::confirmed_frames)
+    /// ([`NetSpectator::confirmed_inputs`]): what a runtime that follows the match
+    /// beside the spectator's needs (an inspector's, a recorder of one's own), as
+    /// [`NetSessionBuilder::keep_confirmed_inputs`](crate::NetSessionBuilder::keep_confirmed_inputs)
+    /// for a player. Costs a copy of a frame's inputs per frame, in reused memory; a
+    /// frame's are dropped once a later call of `confirmed_frames` hands out later
+    /// frames (so a spectator that never calls it keeps them all, as it keeps its
+    /// [`ConfirmedFrame`]s).
+    pub fn keep_confirmed_inputs(mut self) -> Self {
+        self.keep_inputs = true;
         self
     }
 
@@ -202,6 +219,7 @@ impl<A: Address> NetSpectatorBuilder<A> {
             fps: self.fps,
             events: Vec::new(),
             confirmed: Vec::new(),
+            inputs: self.keep_inputs.then(InputLog::default),
             stats: SpectatorStats::default(),
             host_left: false,
             stopped: None,
@@ -227,6 +245,16 @@ impl<A: Address> NetSpectatorBuilder<A> {
 /// acknowledged (about 2 s at 60 fps), or is silent for the host's disconnect timeout,
 /// is dropped by the host (the players go on) and hears of it as
 /// [`NetEvent::Disconnected`] ([`SpectatorTick::Disconnected`] from then on).
+///
+/// # Following it
+///
+/// With [`keep_confirmed_inputs`](NetSpectatorBuilder::keep_confirmed_inputs), each
+/// frame's inputs can be read as the frame comes out of
+/// [`confirmed_frames`](NetSpectator::confirmed_frames)
+/// ([`confirmed_inputs`](NetSpectator::confirmed_inputs)), so that a second runtime
+/// of the game (an inspector's, say) runs the same frames to the same checksums, while
+/// the spectator's own runtime is never paused or steered by it (`duel --spectate HOST
+/// --inspect ADDR`).
 ///
 /// # Example
 /// ```no_run
@@ -258,10 +286,32 @@ pub struct NetSpectator<I: NetInput, A: Address = SocketAddr> {
     fps: usize,
     events: Vec<NetEvent<A>>,
     confirmed: Vec<ConfirmedFrame>,
+    /// With [`NetSpectatorBuilder::keep_confirmed_inputs`]: the inputs of the frames run
+    /// (see [`NetSpectator::confirmed_inputs`]).
+    inputs: Option<InputLog<I>>,
     stats: SpectatorStats,
     /// The host was reported disconnected.
     host_left: bool,
     stopped: Option<NetError>,
+}
+
+/// The inputs each frame ran with, for [`NetSpectator::confirmed_inputs`]: from the
+/// first frame the last [`NetSpectator::confirmed_frames`] handed out to the last frame
+/// run, without a gap.
+struct InputLog<I> {
+    /// `(frame, inputs)`, oldest first: the state of `frame` was made by `inputs`.
+    frames: VecDeque<(u64, PlayerInputs<I>)>,
+    /// Entries dropped from `frames`, reused: a steady frame allocates nothing.
+    spare: Vec<PlayerInputs<I>>,
+}
+
+impl<I> Default for InputLog<I> {
+    fn default() -> Self {
+        InputLog {
+            frames: VecDeque::new(),
+            spare: Vec::new(),
+        }
+    }
 }
 
 impl<I: NetInput, A: Address> std::fmt::Debug for NetSpectator<I, A> {
@@ -349,6 +399,12 @@ impl<I: NetInput, A: Address> NetSpectator<I, A> {
                         frame,
                         checksum: rt.world().checksum(),
                     });
+                    if let Some(log) = &mut self.inputs {
+                        // As `Rollback::advance` set them for the frame.
+                        let mut kept = log.spare.pop().unwrap_or_default();
+                        kept.set_from_ggrs(&inputs);
+                        log.frames.push_back((frame, kept));
+                    }
                 }
                 // A spectator session asks for nothing else; fulfilled all the same.
                 other => {
@@ -437,7 +493,49 @@ impl<I: NetInput, A: Address> NetSpectator<I, A> {
     /// [`NetSession::confirmed_frames`](crate::NetSession::confirmed_frames) report for
     /// it. The iterator owns them.
     pub fn confirmed_frames(&mut self) -> std::vec::IntoIter<ConfirmedFrame> {
+        // The inputs of the frames an earlier call handed out are no longer needed.
+        if let (Some(log), Some(first)) = (&mut self.inputs, self.confirmed.first()) {
+            while log.frames.front().is_some_and(|&(f, _)| f < first.frame) {
+                if let Some((_, old)) = log.frames.pop_front() {
+                    log.spare.push(old);
+                }
+            }
+        }
         std::mem::take(&mut self.confirmed).into_iter()
+    }
+
+    /// The inputs (every player's, confirmed) that made the state of frame `frame`
+    /// (runsync's number, as in [`ConfirmedFrame`]): run them on a runtime of the same
+    /// game at frame `frame - 1` and it reaches that state, checksum and all, as with
+    /// [`NetSession::confirmed_inputs`](crate::NetSession::confirmed_inputs). Kept with
+    /// [`keep_confirmed_inputs`](NetSpectatorBuilder::keep_confirmed_inputs), from the
+    /// frame's run until a later call of [`confirmed_frames`](Self::confirmed_frames)
+    /// hands out later frames: read each as it comes out of `confirmed_frames`. `None`
+    /// for a frame not run yet, no longer kept, or without `keep_confirmed_inputs`.
+    ///
+    /// A runtime of its own that follows the spectator this way (an inspector's) leaves
+    /// the spectator's untouched: it cannot pause or steer it.
+    ///
+    /// ```no_run
+    /// # use runsync::prelude::*;
+    /// # use runsync_net::NetSpectator;
+    /// # fn game() -> Runtime { Runtime::builder().build(World::new()) }
+    /// # fn f(watch: &mut NetSpectator<u8>) {
+    /// let mut follower = game(); // the same game, at the match's start
+    /// watch.tick().unwrap();
+    /// for c in watch.confirmed_frames() {
+    ///     let inputs = watch.confirmed_inputs(c.frame).expect("kept").clone();
+    ///     follower.frame_with(inputs);
+    ///     assert_eq!(follower.world().checksum(), c.checksum);
+    /// }
+    /// # }
+    /// ```
+    pub fn confirmed_inputs(&self, frame: u64) -> Option<&PlayerInputs<I>> {
+        let log = self.inputs.as_ref()?;
+        let &(first, _) = log.frames.front()?;
+        let at = usize::try_from(frame.checked_sub(first)?).ok()?;
+        let (f, inputs) = log.frames.get(at)?;
+        (*f == frame).then_some(inputs)
     }
 
     /// How long to wait until the next tick: one frame at the builder's rate.

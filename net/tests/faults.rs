@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{DELAY, Peer, assert_matches_truth, game, run_until};
 use runsync::prelude::*;
-use runsync_net::{LinkConfig, MemoryNetwork, NetEvent, PeerId, PlayerInputs, Tick};
+use runsync_net::{LinkConfig, MemoryNetwork, NetError, NetEvent, PeerId, PlayerInputs, Tick};
 
 fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
@@ -258,13 +258,14 @@ fn a_departed_peer_is_disconnected_and_the_local_game_goes_on_without_it() {
 #[test]
 fn a_desync_is_reported_to_both_peers_and_both_games_go_on() {
     let net = MemoryNetwork::new(10, LinkConfig::round_trip(Duration::from_millis(20)));
-    // Peer 1 plays other rules from frame 100 on: a point for nothing, once. (Both
-    // peers have the system, so that they differ only in what it does: a system more
-    // would already be another game, as its spawn-id reservations are world state.)
+    // Peer 1 plays other rules from frame 100 on: a point for nothing, every frame.
+    // (Both peers have the system, so that they differ only in what it does: a system
+    // more would already be another game, as its spawn-id reservations are world state.)
     let cheat = |at: u64| {
         let mut rt = game::build(1);
-        rt.add_system(move |w: &World, out: &mut Output| {
-            if w.resource::<Time>().frame == at {
+        rt.world_mut().debugging::<game::Score>();
+        rt.add_system_named("cheat", move |w: &World, out: &mut Output| {
+            if w.resource::<Time>().frame >= at {
                 for (e, _) in w.query::<(&game::Score,)>() {
                     out.write::<game::Score>(e, 1);
                 }
@@ -337,4 +338,107 @@ fn a_desync_is_reported_to_both_peers_and_both_games_go_on() {
         let (ours, theirs) = d.values().unwrap();
         assert_ne!(ours, theirs);
     }
+    // Who wrote the scores in the frames up to that one (since the checked frame
+    // before it, which both agreed on): on the cheater, the `cheat` system, from frame
+    // 100 on, with the point it added; on the honest peer, no one. Each peer runs the
+    // frames again aside, and its game goes on where it was.
+    let ships: Vec<Entity> = differences.iter().filter_map(|d| d.entity()).collect();
+    let score = std::any::type_name::<game::Score>();
+    for (k, p) in peers.iter_mut().enumerate() {
+        let (now, at) = (
+            p.session.world().checksum(),
+            p.session.runtime().frame_count(),
+        );
+        let records = p
+            .session
+            .desync_provenance(frame, &ships)
+            .expect("kept")
+            .expect("runs again");
+        let cheats: Vec<(u64, Entity, Option<&str>)> = records
+            .iter()
+            .flat_map(|r| {
+                r.components()
+                    .iter()
+                    .filter(|c| c.name == score)
+                    .flat_map(|c| &c.writes)
+                    .filter(|w| &*w.system_name == "cheat")
+                    .map(|w| (r.frame().unwrap(), r.entity(), w.value.as_deref()))
+            })
+            .collect();
+        assert!(records.iter().all(|r| r.frame() <= Some(frame)));
+        if k == 1 {
+            assert!(!cheats.is_empty(), "{records:?}");
+            for &(f, e, value) in &cheats {
+                assert!(f >= 100 && ships.contains(&e), "{f} {e}");
+                assert_eq!(value, Some("1"));
+            }
+            // In the desync frame itself, the cheat wrote each ship's score.
+            let last: Vec<Entity> = cheats
+                .iter()
+                .filter(|c| c.0 == frame)
+                .map(|c| c.1)
+                .collect();
+            assert_eq!(last, ships);
+        } else {
+            assert_eq!(cheats, [], "{records:?}");
+        }
+        assert_eq!(p.session.world().checksum(), now);
+        assert_eq!(p.session.runtime().frame_count(), at);
+        assert!(p.session.desync_provenance(frame + 1, &ships).is_none());
+    }
+}
+
+#[test]
+fn a_peer_whose_game_is_not_deterministic_learns_it_from_the_desync() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static DRAWS: AtomicU32 = AtomicU32::new(0);
+    let net = MemoryNetwork::new(11, LinkConfig::round_trip(Duration::from_millis(20)));
+    // Peer 1's game reads a counter outside the world from frame 100 on: each run of a
+    // frame draws another number, so running a frame again gives another state.
+    let game_of = |at: u64| {
+        let mut rt = game::build(1);
+        rt.add_system_named("draw", move |w: &World, out: &mut Output| {
+            if w.resource::<Time>().frame >= at {
+                let n = DRAWS.fetch_add(1, Ordering::Relaxed);
+                for (e, _) in w.query::<(&game::Score,)>() {
+                    out.write::<game::Score>(e, n % 3);
+                }
+            }
+        });
+        rt
+    };
+    let setup = |b: runsync_net::NetSessionBuilder<PeerId>| b.desync_interval(5);
+    let mut peers = [
+        Peer::start(&net, 0, game_of(u64::MAX), setup),
+        Peer::start(&net, 1, game_of(99), setup),
+    ];
+    let start = std::time::Instant::now();
+    let failed = loop {
+        assert!(start.elapsed() < Duration::from_secs(20), "no error");
+        peers[0].tick();
+        match peers[1].try_tick() {
+            Ok(_) => {}
+            Err(e) => break e,
+        }
+        std::thread::sleep(Duration::from_millis(4));
+    };
+    let NetError::SyncTestMismatch {
+        frame,
+        first,
+        again,
+        ..
+    } = failed
+    else {
+        panic!("{failed}");
+    };
+    assert!(frame >= 100, "{frame}");
+    assert_ne!(first, again);
+    // The desync itself was reported first, and the honest peer found nothing odd in
+    // running the frame again.
+    assert!(
+        peers[1]
+            .session
+            .events()
+            .any(|e| matches!(e, NetEvent::Desync { frame: f, .. } if f == frame))
+    );
 }

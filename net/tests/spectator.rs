@@ -13,7 +13,7 @@ use common::forge::{self, Input};
 use common::{DELAY, Peer, assert_matches_truth, game};
 use runsync_net::{
     ConfirmedFrame, LinkConfig, MemoryNetwork, NetError, NetEvent, NetSpectator,
-    NetSpectatorBuilder, PeerId, SpectatorTick,
+    NetSpectatorBuilder, PeerId, PlayerInputs, SpectatorTick,
 };
 
 /// The spectator's address; the host is player 0, at `PeerId(0)`.
@@ -24,6 +24,9 @@ const HOST: PeerId = PeerId(0);
 struct Watcher {
     spectator: NetSpectator<game::Pad, PeerId>,
     confirmed: Vec<ConfirmedFrame>,
+    /// Each of `confirmed`'s inputs, read as it came out of `confirmed_frames`
+    /// (`None` unless `keep_confirmed_inputs`).
+    inputs: Vec<Option<PlayerInputs<game::Pad>>>,
     events: Vec<NetEvent<PeerId>>,
     ticks: Vec<SpectatorTick>,
 }
@@ -39,6 +42,7 @@ impl Watcher {
         Watcher {
             spectator,
             confirmed: Vec::new(),
+            inputs: Vec::new(),
             events: Vec::new(),
             ticks: Vec::new(),
         }
@@ -47,7 +51,11 @@ impl Watcher {
     fn tick(&mut self) -> SpectatorTick {
         let tick = self.spectator.tick().unwrap();
         self.events.extend(self.spectator.events());
-        self.confirmed.extend(self.spectator.confirmed_frames());
+        for c in self.spectator.confirmed_frames() {
+            self.inputs
+                .push(self.spectator.confirmed_inputs(c.frame).cloned());
+            self.confirmed.push(c);
+        }
         self.ticks.push(tick);
         tick
     }
@@ -197,6 +205,10 @@ fn a_spectator_runs_every_frame_the_players_confirm_over_a_lossy_link() {
     assert_eq!(s.frames, watcher.confirmed.len() as u64);
     assert_eq!(s.confirmed, watcher.confirmed_to());
     assert_eq!(watcher.spectator.runtime().frame_count(), s.confirmed);
+    assert!(
+        watcher.inputs.iter().all(Option::is_none),
+        "no inputs kept without keep_confirmed_inputs"
+    );
     for p in &peers {
         let st = p.session.stats();
         assert_eq!(
@@ -305,6 +317,55 @@ fn pause_and_catch_up(pause: Duration, seed: u64) {
 #[test]
 fn a_spectator_that_stops_ticking_for_1_5_s_catches_up() {
     pause_and_catch_up(Duration::from_millis(1500), 12);
+}
+
+/// With `keep_confirmed_inputs`, every frame's inputs can be read as it comes out of
+/// `confirmed_frames`, catch-up ticks of several frames included, and a fresh runtime of
+/// the game run on them from the start reaches every confirmed frame's checksum: how
+/// `duel --spectate HOST --inspect ADDR` follows the match, read-only.
+#[test]
+fn a_spectators_confirmed_inputs_run_from_the_start_reach_every_checksum() {
+    let net = MemoryNetwork::new(13, LinkConfig::round_trip(Duration::from_millis(60)));
+    let mut peers = players(&net, Duration::from_secs(2));
+    let mut watcher = Watcher::start(&net, |b| b.keep_confirmed_inputs().catchup_speed(4));
+    run(
+        &mut peers,
+        &mut watcher,
+        Duration::from_secs(30),
+        |_| true,
+        |_, w| w.confirmed_to() >= 30,
+    );
+    // A 0.5 s pause leaves it about 30 frames behind: it catches up, several frames a
+    // tick.
+    let paused_at = watcher.confirmed_to();
+    run(
+        &mut peers,
+        &mut watcher,
+        Duration::from_secs(30),
+        |t| t >= Duration::from_millis(500),
+        |_, w| w.confirmed_to() >= paused_at + 120,
+    );
+    let s = watcher.spectator.stats();
+    assert!(s.catchups > 0, "{s:?}");
+    let n = watcher.confirmed_to() as usize;
+    assert_same_frames(&peers, &watcher, n);
+    assert_eq!(watcher.inputs.len(), n);
+    let mut follower = game::build(1);
+    for (c, inputs) in watcher.confirmed.iter().zip(&watcher.inputs) {
+        let inputs = inputs
+            .clone()
+            .unwrap_or_else(|| panic!("frame {}: its inputs were not kept", c.frame));
+        follower.frame_with(inputs);
+        assert_eq!(follower.frame_count(), c.frame);
+        assert_eq!(follower.world().checksum(), c.checksum, "frame {}", c.frame);
+    }
+    // Kept until later frames are handed out: the last ones' are still there, the first
+    // frame's are gone, and a frame not run yet has none.
+    let spectator = &watcher.spectator;
+    assert!(spectator.confirmed_inputs(n as u64).is_some());
+    assert!(spectator.confirmed_inputs(1).is_none());
+    assert!(spectator.confirmed_inputs(n as u64 + 1).is_none());
+    assert!(spectator.confirmed_inputs(0).is_none());
 }
 
 #[test]

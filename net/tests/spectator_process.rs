@@ -13,7 +13,7 @@ use std::io::Write;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use process::{bound, line};
+use process::{bound, http, inspector_host, line, status_frame};
 
 const FRAMES: u64 = 300;
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -81,4 +81,89 @@ fn a_spectator_process_prints_the_players_confirmed_frames() {
     for done in [&done_w, &done_h, &done_g] {
         assert!(done.contains(" rejected=0 "), "{done}");
     }
+}
+
+/// `duel --spectate HOST --inspect ADDR`: the inspector watches the match from the
+/// spectator, read-only. Its runtime runs the spectator's confirmed frames with their
+/// inputs (its checksum never parts from the match's: no `inspector differs` line; the
+/// status's frame count grows), it refuses to pause, and the spectator's confirmed lines
+/// are still the players'.
+#[test]
+fn a_spectator_process_serves_a_read_only_inspector_of_the_match() {
+    const FRAMES: u64 = 180;
+    let deadline = Instant::now() + DEADLINE;
+    let frames = FRAMES.to_string();
+    let (mut watcher, rx_w) = spawn(&[
+        "--spectate",
+        "-",
+        "--inspect",
+        "127.0.0.1:0",
+        "--frames",
+        &frames,
+    ]);
+    let addr_w = bound(&rx_w, deadline);
+    let (mut host, rx_h) = spawn(&[
+        "--local",
+        "0",
+        "--peer",
+        "-",
+        "--spectators",
+        &addr_w,
+        "--frames",
+        &frames,
+    ]);
+    let (mut guest, rx_g) = spawn(&["--local", "1", "--peer", "-", "--frames", &frames]);
+    let (addr_h, addr_g) = (bound(&rx_h, deadline), bound(&rx_g, deadline));
+    writeln!(host.0.stdin.as_mut().unwrap(), "{addr_g}").unwrap();
+    writeln!(guest.0.stdin.as_mut().unwrap(), "{addr_h}").unwrap();
+    writeln!(watcher.0.stdin.as_mut().unwrap(), "{addr_h}").unwrap();
+    let url = line(&rx_w, deadline).expect("an `inspector URL` line");
+    let inspector = inspector_host(&url);
+    // The inspector's runtime follows the spectator's confirmed frames; asked while the
+    // spectator has frames to go (it ends with the last, the inspector with it).
+    let mut seen = 0;
+    let mut confirmed_w = Vec::new();
+    while seen < 60 {
+        let l = line(&rx_w, deadline).expect("the spectator goes on");
+        assert!(!l.starts_with("inspector differs"), "{l}");
+        if l.starts_with("confirmed ") {
+            confirmed_w.push(l);
+        }
+        let (code, status) = http(&inspector, "GET", "/api/status");
+        assert_eq!(code, 200, "{status}");
+        assert!(status.contains("\"read_only\":true"), "{status}");
+        seen = seen.max(status_frame(&status));
+    }
+    for path in ["/api/entities", "/api/picture", "/api/timeline"] {
+        let (code, body) = http(&inspector, "GET", path);
+        assert_eq!(code, 200, "{path}: {body}");
+    }
+    let (code, body) = http(&inspector, "POST", "/api/pause");
+    assert_eq!(code, 403, "{body}");
+    // The spectator was not paused: it runs to the last frame, with the players' lines.
+    let mut done_w = String::new();
+    while let Some(l) = line(&rx_w, deadline) {
+        assert!(!l.starts_with("inspector differs"), "{l}");
+        if l.starts_with("confirmed ") {
+            confirmed_w.push(l);
+        } else if l.starts_with("done ") {
+            done_w = l;
+        }
+    }
+    let lines = |rx: &mpsc::Receiver<String>| {
+        let mut confirmed = Vec::new();
+        while let Some(l) = line(rx, deadline) {
+            if l.starts_with("confirmed ") {
+                confirmed.push(l);
+            }
+        }
+        confirmed
+    };
+    let (confirmed_h, confirmed_g) = (lines(&rx_h), lines(&rx_g));
+    let status = [&mut watcher, &mut host, &mut guest].map(|c| c.0.wait().unwrap());
+    assert!(status.iter().all(|s| s.success()), "{status:?}");
+    assert!(done_w.contains(" rejected=0 "), "{done_w}");
+    assert_eq!(confirmed_w.len(), FRAMES as usize);
+    assert_eq!(confirmed_w, confirmed_h);
+    assert_eq!(confirmed_w, confirmed_g);
 }

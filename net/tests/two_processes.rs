@@ -13,7 +13,7 @@ use std::process::Command;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use process::{Killed, bound, line};
+use process::{Killed, bound, http, inspector_host, line, status_frame};
 
 const FRAMES: u64 = 300;
 const DEADLINE: Duration = Duration::from_secs(60);
@@ -276,7 +276,8 @@ fn two_duel_processes_over_a_simulated_bad_network_agree_on_every_confirmed_fram
 
 /// `duel --desync-at`: one peer's game nudges its ship in frame 120. Both processes see
 /// the desync, exit with status 3, and report it: the type (from the peer's checksum
-/// alone) and, with both saves in `--desync-dir`, the entity and both values.
+/// alone) and, with both saves in `--desync-dir`, the entity, both values, and the
+/// systems that wrote the value in the frames before.
 #[test]
 fn a_forced_desync_makes_both_duel_processes_exit_3_naming_the_type_and_the_entity() {
     let deadline = Instant::now() + DEADLINE;
@@ -310,6 +311,19 @@ fn a_forced_desync_makes_both_duel_processes_exit_3_naming_the_type_and_the_enti
             "{entity}"
         );
         assert!(report.contains(&format!("duel-{other}-frame-")), "{report}");
+        // Provenance: the frames up to the desync run again, the ship watched. Only the
+        // nudging peer's steer wrote the ship's position twice in a frame (its move,
+        // then the nudge of one unit right).
+        let history = report
+            .split_once("    Pos of ")
+            .unwrap_or_else(|| panic!("no provenance: {report}"))
+            .1;
+        assert!(history.contains("      frame "), "{report}");
+        assert_eq!(
+            history.contains(", steer #1: (1, 0)"),
+            me == 1,
+            "peer {me}: {report}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -326,27 +340,8 @@ fn a_duel_process_serves_a_read_only_inspector_of_the_match() {
     let (mut b, rx_b) = spawn_with(1, 2, key, &[]);
     introduce([(&mut a, &rx_a), (&mut b, &rx_b)], deadline);
     let url = line(&rx_a, deadline).expect("an `inspector URL` line");
-    let host = url
-        .strip_prefix("inspector http://")
-        .and_then(|rest| rest.split('/').next())
-        .unwrap_or_else(|| panic!("{url}"))
-        .to_owned();
-    let http = |method: &str, path: &str| -> (u16, String) {
-        let mut s = std::net::TcpStream::connect(&host).unwrap();
-        s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        let raw = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        );
-        s.write_all(raw.as_bytes()).unwrap();
-        let mut reply = String::new();
-        std::io::Read::read_to_string(&mut s, &mut reply).unwrap();
-        let code = reply[9..12].parse().unwrap();
-        let body = reply
-            .split_once("\r\n\r\n")
-            .map_or("", |(_, b)| b)
-            .to_owned();
-        (code, body)
-    };
+    let host = inspector_host(&url);
+    let http = |method: &str, path: &str| http(&host, method, path);
     // The inspector's runtime follows the confirmed frames.
     let mut seen = 0;
     let mut confirmed_a = Vec::new();
@@ -360,13 +355,7 @@ fn a_duel_process_serves_a_read_only_inspector_of_the_match() {
         let (code, status) = http("GET", "/api/status");
         assert_eq!(code, 200, "{status}");
         assert!(status.contains("\"read_only\":true"), "{status}");
-        let frame: u64 = status
-            .split("\"frame\":")
-            .nth(1)
-            .and_then(|r| r.split([',', '}']).next())
-            .and_then(|f| f.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{status}"));
-        seen = seen.max(frame);
+        seen = seen.max(status_frame(&status));
     }
     for path in ["/api/entities", "/api/picture", "/api/timeline"] {
         let (code, body) = http("GET", path);

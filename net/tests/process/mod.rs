@@ -3,10 +3,11 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Kills the child when dropped (a failed assertion included), so no test leaves a
 /// process behind.
@@ -62,4 +63,41 @@ pub(crate) fn bound(rx: &mpsc::Receiver<String>, deadline: Instant) -> String {
     l.strip_prefix("bound ")
         .expect("`bound ADDR` first")
         .to_owned()
+}
+
+/// The inspector's `HOST:PORT`, from the line a process with `--inspect` printed,
+/// `inspector http://HOST:PORT/...`.
+pub(crate) fn inspector_host(line: &str) -> String {
+    line.strip_prefix("inspector http://")
+        .and_then(|rest| rest.split('/').next())
+        .unwrap_or_else(|| panic!("not an `inspector URL` line: {line}"))
+        .to_owned()
+}
+
+/// `METHOD PATH` to the inspector at `host` (`HOST:PORT`): the status code and the body.
+pub(crate) fn http(host: &str, method: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(host).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let raw = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    );
+    s.write_all(raw.as_bytes()).unwrap();
+    let mut reply = String::new();
+    s.read_to_string(&mut reply).unwrap();
+    let code = reply[9..12].parse().unwrap();
+    let body = reply
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .to_owned();
+    (code, body)
+}
+
+/// The frame the inspector's `/api/status` body `status` reports.
+pub(crate) fn status_frame(status: &str) -> u64 {
+    status
+        .split("\"frame\":")
+        .nth(1)
+        .and_then(|r| r.split([',', '}']).next())
+        .and_then(|f| f.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no frame in the status: {status}"))
 }

@@ -152,7 +152,6 @@ pub(crate) fn build_players(workers: usize, players: usize) -> Runtime {
 
 /// Opts every component type of the duel into `Debug` text (an inspector's entity view
 /// and provenance show them).
-#[cfg_attr(not(feature = "inspect"), allow(dead_code))]
 pub(crate) fn show_types(world: &mut World) {
     world
         .debugging::<Ship>()

@@ -28,6 +28,11 @@
 //! every confirmed input; `duel --spectate HOST_ADDR --bind ADDR` watches (`--headless`:
 //! prints the players' `confirmed FRAME CHECKSUM` lines). The game starts once the
 //! spectators are there too.
+//!
+//! `--inspect ADDR` serves the live inspector, read-only, on a player or a spectator: a
+//! runtime of its own runs every confirmed frame with the match's confirmed inputs
+//! (headless: prints `inspector URL`, and `inspector differs at frame N` if its checksum
+//! ever parts from the match's).
 
 mod game;
 
@@ -82,8 +87,10 @@ usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
                    same DIR on one machine), the report names the entities and values
                    that differ
   --inspect ADDR   serve the live inspector at ADDR (127.0.0.1:0: a free port on
-                   loopback), watching the match read-only: a runtime of its own runs
-                   every confirmed frame (timeline, entities, picture, who wrote what)
+                   loopback), watching the match read-only, from a player or a
+                   spectator (--spectate): a runtime of its own runs every confirmed
+                   frame (timeline, entities, picture, who wrote what); it never
+                   pauses or steers the match, or the spectator's own runtime
   --record FILE    write the match to FILE as a replay of its confirmed frames (every
                    player's input and the checksum after each frame), when it ends
   --replay FILE    no network: play a recorded match and print its `confirmed FRAME
@@ -412,10 +419,14 @@ fn run(args: &Args) -> Result<ExitCode, String> {
     }
     // The simulated network wraps the transport (keyed or not) as the session's socket:
     // a second socket type, so each branch starts the session itself.
-    let game = match args.desync_at {
+    let mut game = match args.desync_at {
         Some(at) => game::build_perturbed(args.workers, args.players, args.local, at),
         None => game::build_players(args.workers, args.players),
     };
+    if args.desync_dir.is_some() {
+        // Values as text in the desync report's provenance.
+        game::show_types(game.world_mut());
+    }
     let (started, sim) = match args.net_sim {
         Some(config) => {
             let socket = NetSim::new(socket, config);
@@ -513,13 +524,21 @@ fn spectate(
     probe: TransportProbe,
 ) -> Result<ExitCode, String> {
     let game = game::build_players(args.workers, args.players);
-    let mut watch = NetSpectator::builder(args.players, host)
+    let mut builder = NetSpectator::builder(args.players, host);
+    if args.inspect.is_some() {
+        builder = builder.keep_confirmed_inputs();
+    }
+    let mut watch = builder
         .start::<Pad>(game, socket)
         .map_err(|e| e.to_string())?;
+    let mut follower = match &args.inspect {
+        Some(addr) => Some(Follower::start(args.players, addr, args.headless)?),
+        None => None,
+    };
     let code = if args.headless {
-        watch_headless(args, &mut watch)?
+        watch_headless(args, &mut watch, &mut follower)?
     } else {
-        watch_interactive(&mut watch)?
+        watch_interactive(&mut watch, &mut follower)?
     };
     let s = watch.stats();
     let t = probe.stats();
@@ -552,7 +571,11 @@ fn spectate(
 
 /// Headless watching: tick at the game's pace, printing each frame's checksum, until
 /// `--frames` ran; status 2 if the host leaves or the timeout passes first.
-fn watch_headless(args: &Args, watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+fn watch_headless(
+    args: &Args,
+    watch: &mut NetSpectator<Pad>,
+    follower: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     let start = Instant::now();
     let mut out = std::io::stdout().lock();
     let mut next = Instant::now();
@@ -564,6 +587,9 @@ fn watch_headless(args: &Args, watch: &mut NetSpectator<Pad>) -> Result<ExitCode
             }
         }
         for c in watch.confirmed_frames() {
+            if let Some(f) = follower {
+                f.follow(c, watch.confirmed_inputs(c.frame));
+            }
             if c.frame <= args.frames {
                 writeln!(out, "confirmed {} {:016x}", c.frame, c.checksum)
                     .map_err(|e| e.to_string())?;
@@ -587,7 +613,10 @@ fn watch_headless(args: &Args, watch: &mut NetSpectator<Pad>) -> Result<ExitCode
 
 /// Watching in the terminal: the arena drawn each tick, q quits.
 #[cfg(unix)]
-fn watch_interactive(watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+fn watch_interactive(
+    watch: &mut NetSpectator<Pad>,
+    follower: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     let _raw = RawTerminal::enter()?;
     let mut stdin = std::io::stdin();
     let mut next = Instant::now();
@@ -607,7 +636,11 @@ fn watch_interactive(watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> 
             SpectatorTick::Disconnected => note = "the host left".to_owned(),
         }
         watch.events().for_each(drop);
-        watch.confirmed_frames().for_each(drop);
+        for c in watch.confirmed_frames() {
+            if let Some(f) = follower {
+                f.follow(c, watch.confirmed_inputs(c.frame));
+            }
+        }
         let status = format!(
             "frame {}  behind {}  {note}\x1b[K\r\nwatching; q quits\x1b[K",
             watch.runtime().frame_count(),
@@ -619,7 +652,10 @@ fn watch_interactive(watch: &mut NetSpectator<Pad>) -> Result<ExitCode, String> 
 }
 
 #[cfg(not(unix))]
-fn watch_interactive(_: &mut NetSpectator<Pad>) -> Result<ExitCode, String> {
+fn watch_interactive(
+    _: &mut NetSpectator<Pad>,
+    _: &mut Option<Follower>,
+) -> Result<ExitCode, String> {
     Err("the interactive mode needs a Unix terminal; use --headless".to_owned())
 }
 
@@ -683,7 +719,7 @@ fn headless(
             // Lingering keeps our packets going, so the peer sees the desync too.
             if seen.elapsed() >= args.linger && (theirs.is_some() || seen.elapsed() >= DESYNC_WAIT)
             {
-                let report = desync_report(args, *frame, types, peer, theirs.as_deref());
+                let report = desync_report(args, session, *frame, types, peer, theirs.as_deref());
                 eprint!("{report}");
                 if let Some(dir) = &args.desync_dir {
                     let path = dir.join(format!("duel-{}-report.txt", args.local));
@@ -695,7 +731,7 @@ fn headless(
         }
         for c in session.confirmed_frames() {
             if let Some(f) = follower {
-                f.follow(session, c);
+                f.follow(c, session.confirmed_inputs(c.frame));
             }
             if c.frame <= args.frames {
                 writeln!(out, "confirmed {} {:016x}", c.frame, c.checksum)
@@ -724,7 +760,9 @@ fn headless(
 
 /// `--inspect`: a runtime of the duel that runs every confirmed frame of the match with
 /// its confirmed inputs, served by a read-only inspector (it never pauses or steers the
-/// match; its frames are the ones every peer agrees on).
+/// match; its frames are the ones every peer agrees on). One serves a player (fed from
+/// `NetSession::confirmed_inputs`) or a spectator (`NetSpectator::confirmed_inputs`)
+/// alike.
 struct Follower {
     #[cfg(feature = "inspect")]
     rt: runsync::Runtime,
@@ -790,10 +828,17 @@ impl Follower {
         Err("--inspect: this duel was built without runsync-net's `inspect` feature".to_owned())
     }
 
-    /// Runs confirmed frame `c` on the follower, with the match's confirmed inputs.
+    /// Runs confirmed frame `c` on the follower with `inputs`, the match's confirmed
+    /// inputs of that frame (a player's or a spectator's `confirmed_inputs(c.frame)`).
+    /// Without them (not kept) it runs nothing: the follower falls a frame behind, which
+    /// the next frame's checksum shows.
     #[cfg(feature = "inspect")]
-    fn follow(&mut self, session: &NetSession<Pad>, c: runsync_net::ConfirmedFrame) {
-        let Some(inputs) = session.confirmed_inputs(c.frame) else {
+    fn follow(
+        &mut self,
+        c: runsync_net::ConfirmedFrame,
+        inputs: Option<&runsync_net::PlayerInputs<Pad>>,
+    ) {
+        let Some(inputs) = inputs else {
             return;
         };
         let inputs = inputs.clone();
@@ -815,7 +860,12 @@ impl Follower {
     }
 
     #[cfg(not(feature = "inspect"))]
-    fn follow(&mut self, _: &NetSession<Pad>, _: runsync_net::ConfirmedFrame) {}
+    fn follow(
+        &mut self,
+        _: runsync_net::ConfirmedFrame,
+        _: Option<&runsync_net::PlayerInputs<Pad>>,
+    ) {
+    }
 }
 
 /// How long a peer that saw a desync waits for the other peer's save before it reports
@@ -858,9 +908,11 @@ fn other_save(args: &Args, dir: &std::path::Path, frame: u64) -> Option<std::pat
 }
 
 /// The desync report: the frame, the types that differ, and where both saves are at
-/// hand, the entities and values that differ.
+/// hand, the entities and values that differ, and which systems wrote those values in
+/// that frame (the frame run again on this peer, the entities watched).
 fn desync_report(
     args: &Args,
+    session: &mut NetSession<Pad>,
     frame: u64,
     types: &[&'static str],
     peer: &SocketAddr,
@@ -896,6 +948,52 @@ fn desync_report(
             let _ = writeln!(r, "  differences (this peer's value vs the peer's):");
             for d in &differences {
                 let _ = writeln!(r, "    {d}");
+            }
+            let entities: Vec<_> = differences.iter().filter_map(|d| d.entity()).collect();
+            match session.desync_provenance(frame, &entities) {
+                Some(Ok(records)) => {
+                    let first = records.iter().filter_map(|p| p.frame()).min();
+                    let _ = writeln!(
+                        r,
+                        "  written on this peer in the frames up to {frame} (since the last \
+                         frame both peers agreed on):"
+                    );
+                    for d in &differences {
+                        let (Some(e), Some(name)) = (d.entity(), d.component()) else {
+                            continue;
+                        };
+                        let short = name.rsplit("::").next().unwrap_or(name);
+                        let _ = writeln!(r, "    {short} of {e}:");
+                        let mut any = false;
+                        for p in records.iter().filter(|p| p.entity() == e) {
+                            let writes: Vec<String> = p
+                                .components()
+                                .iter()
+                                .filter(|c| c.name == name)
+                                .flat_map(|c| &c.writes)
+                                .map(|w| {
+                                    let value = w.value.as_deref().unwrap_or("?");
+                                    format!("{} #{}: {value}", w.system_name, w.index)
+                                })
+                                .collect();
+                            if let (Some(f), false) = (p.frame(), writes.is_empty()) {
+                                let _ = writeln!(r, "      frame {f}: {}", writes.join(", "));
+                                any = true;
+                            }
+                        }
+                        if !any {
+                            let _ = writeln!(
+                                r,
+                                "      not written (its value is older than frame {})",
+                                first.unwrap_or(frame)
+                            );
+                        }
+                    }
+                }
+                Some(Err(e)) => {
+                    let _ = writeln!(r, "  the frames could not be run again: {e}");
+                }
+                None => {}
             }
         }
         (Err(e), _) | (_, Err(e)) => {
@@ -971,7 +1069,7 @@ fn interactive(
         }
         for c in session.confirmed_frames() {
             if let Some(f) = follower {
-                f.follow(session, c);
+                f.follow(c, session.confirmed_inputs(c.frame));
             }
         }
         draw(args.local, session, &note);
