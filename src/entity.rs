@@ -286,6 +286,16 @@ impl Clone for Entities {
 }
 
 impl Entities {
+    /// Slots `range`, each as one word of the checksum: `generation << 1 | live`.
+    pub(crate) fn slot_words(
+        &self,
+        range: std::ops::Range<usize>,
+    ) -> impl ExactSizeIterator<Item = u64> + '_ {
+        self.slots[range]
+            .iter()
+            .map(|s| u64::from(s.generation.get()) << 1 | u64::from(s.location != Location::NONE))
+    }
+
     /// Every slot's generation and whether it holds a live entity, by index (for
     /// checksums and desync reports).
     pub(crate) fn slot_states(&self) -> impl ExactSizeIterator<Item = (NonZeroU32, bool)> + '_ {

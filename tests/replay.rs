@@ -371,17 +371,19 @@ fn replay_version_2(file: &[u8]) -> Vec<u8> {
 }
 
 /// Version 2 had no integrity checks: its replays still read and play, divergence
-/// reports (which load keyframes) included.
+/// reports (which load keyframes) included. Its checksums are of digest version 1.
 #[test]
 fn a_version_2_replay_still_plays() {
-    let (file, _) = record_file(2, 20, 1);
+    let (mut file, _) = record_file(2, 20, 1);
+    let sums = v1_sums(20);
+    for (k, sum) in sums.iter().enumerate() {
+        let at = checksum_at(&file, k);
+        file[at..at + 8].copy_from_slice(&sum.to_le_bytes());
+    }
     let v2 = replay_version_2(&file);
-    let (replay, original) = (
-        Replay::read(&mut v2.as_slice()).unwrap(),
-        Replay::read(&mut file.as_slice()).unwrap(),
-    );
-    assert_eq!(replay.len(), 20);
-    assert!((0..20).all(|i| replay.checksum(i) == original.checksum(i)));
+    let replay = Replay::read(&mut v2.as_slice()).unwrap();
+    assert_eq!((replay.len(), replay.checksum_version()), (20, 1));
+    assert!((0..20).all(|i| replay.checksum(i) == Some(sums[i])));
     assert_eq!(&replay.start_save()[8..12], 2u32.to_le_bytes());
     let report = game(1, Arc::default()).play_replay::<Pad>(&replay).unwrap();
     assert!(report.is_identical(), "{:?}", report.divergence);
@@ -392,4 +394,58 @@ fn a_version_2_replay_still_plays() {
         .unwrap();
     assert_eq!(d.frame, 8);
     assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
+}
+
+/// The checksums of digest version 1 ([`World::checksum_v1`]) after each frame of
+/// [`record_file`]'s game: what a replay of the same frames written before digest
+/// version 2 recorded.
+fn v1_sums(frames: u64) -> Vec<u64> {
+    let mut rt = game(1, Arc::default());
+    rt.frame_with(pad(0));
+    (1..=frames)
+        .map(|f| {
+            rt.frame_with(pad(f));
+            rt.world().checksum_v1()
+        })
+        .collect()
+}
+
+/// A replay written by runsync before digest version 2 (format version 4, recorded from
+/// this file's game with `record_file(2, 24, 8)`): its checksums are of version 1. It
+/// reads, plays identical (checked with `checksum_v1`), and a divergence in it is still
+/// found, with the values.
+#[test]
+fn a_replay_recorded_with_the_first_checksum_still_plays() {
+    let file = include_bytes!("data/replay-checksum-v1.bin");
+    assert_eq!(file[8..12], 4u32.to_le_bytes());
+    let replay = Replay::read(&mut &file[..]).unwrap();
+    assert_eq!((replay.len(), replay.checksum_version()), (24, 1));
+    assert_eq!(replay.checksum(23), Some(0xe2f4_2f2b_6618_c12c));
+    assert_eq!(
+        (0..24)
+            .map(|i| replay.checksum(i).unwrap())
+            .collect::<Vec<_>>(),
+        v1_sums(24)
+    );
+    for workers in [1, 4] {
+        let mut rt = game(workers, Arc::default());
+        let report = rt.play_replay::<Pad>(&replay).unwrap();
+        assert!(report.is_identical(), "{:?}", report.divergence);
+        assert_eq!(rt.world().checksum_v1(), 0xe2f4_2f2b_6618_c12c);
+        assert_ne!(rt.world().checksum(), 0xe2f4_2f2b_6618_c12c);
+    }
+    let d = game(1, Arc::new(AtomicBool::new(true)))
+        .play_replay::<Pad>(&replay)
+        .unwrap()
+        .divergence
+        .unwrap();
+    assert_eq!(d.frame, 8);
+    assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
+    // Written again, it keeps its version (its checksums are version 1's).
+    let mut again = Vec::new();
+    replay.write(&mut again).unwrap();
+    assert_eq!(again, file);
+    // A replay recorded now is of version 2.
+    let (new, _) = record(1, 3, 1);
+    assert_eq!(new.checksum_version(), 2);
 }

@@ -519,7 +519,7 @@ impl GameSide {
         if let Err(err) = rt.snapshot_into(&mut self.scratch) {
             return Response::error(409, format!("cannot snapshot the present: {err}"));
         }
-        let want = rt.world().checksum();
+        let want = rt.checksum();
         let alive_now = rt.world().is_alive(e);
         if let Err(err) = self.ring.restore(rt, last) {
             return Response::error(500, format!("the restore failed: {err}"));
@@ -535,7 +535,7 @@ impl GameSide {
             rt.watch(e);
         }
         let (result, _) = self.run(rt, true, None);
-        let same = rt.frame_count() == now && rt.world().checksum() == want;
+        let same = rt.frame_count() == now && rt.checksum() == want;
         let provenance = rt.provenance(e).map(ProvenanceJson::new);
         if added {
             rt.unwatch(e);

@@ -113,7 +113,7 @@ impl Ring {
         }
         let frame = rt.frame_count();
         let want = self.slot(frame)?.checksum?;
-        let same = rt.world().checksum() == want;
+        let same = rt.checksum() == want;
         if !same {
             self.drop_after(frame - 1);
         }
@@ -131,7 +131,7 @@ impl Ring {
             self.record(rt);
             let present = &mut self.slots[(now % len) as usize];
             if present.valid {
-                present.checksum = Some(rt.world().checksum());
+                present.checksum = Some(rt.checksum());
             }
         }
         let later: Vec<usize> = (0..self.slots.len())
@@ -146,7 +146,7 @@ impl Ring {
                 result = Err(e.to_string());
                 break;
             }
-            self.slots[i].checksum = Some(rt.world().checksum());
+            self.slots[i].checksum = Some(rt.checksum());
         }
         if result.is_ok() {
             let slot = self

@@ -338,7 +338,7 @@ impl<I: NetInput> Rollback<I> {
             self.stats.save_time += t.elapsed();
             return Ok(u128::from(checksum));
         }
-        let parts = self.rt.world().checksum_parts();
+        let parts = self.rt.checksum_parts();
         let high = crate::forensics::pack(&parts);
         if len > 0 {
             let kept = &mut f.kept[place(frame)];
@@ -373,7 +373,7 @@ impl<I: NetInput> Rollback<I> {
         let saved = &mut self.ring[slot];
         saved.frame = None;
         self.rt.snapshot_into(&mut saved.snapshot)?;
-        saved.checksum = self.rt.world().checksum();
+        saved.checksum = self.rt.checksum();
         saved.frame = Some(frame);
         self.stats.saves += 1;
         self.stats.save_time += t.elapsed();
@@ -570,7 +570,7 @@ impl<I: NetInput> Rollback<I> {
         if let Some(into) = into {
             self.rt.snapshot_into(into)?;
         }
-        Ok((self.rt.world().checksum(), records))
+        Ok((self.rt.checksum(), records))
     }
 
     /// From now on, keeps the inputs of the last frames run (more than the rollback

@@ -397,7 +397,7 @@ impl<I: NetInput, A: Address> NetSpectator<I, A> {
                     self.stats.confirmed = frame;
                     self.confirmed.push(ConfirmedFrame {
                         frame,
-                        checksum: rt.world().checksum(),
+                        checksum: rt.checksum(),
                     });
                     if let Some(log) = &mut self.inputs {
                         // As `Rollback::advance` set them for the frame.

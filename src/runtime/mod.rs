@@ -31,6 +31,7 @@ use crate::fixed_step::FixedStep;
 use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{AdvanceStats, FrameStats};
+use crate::storage::snapshot::Piece;
 use crate::system::SystemSlot;
 use crate::world::World;
 use replay::file::Recorder;
@@ -75,6 +76,8 @@ pub struct Runtime {
     watches: Watches,
     /// The replay being recorded, if any.
     recorder: Option<Box<Recorder>>,
+    /// The checksum's blocks, reused by [`checksum`](Runtime::checksum).
+    digests: std::sync::Mutex<Vec<(Piece, u64)>>,
 }
 
 impl fmt::Debug for Runtime {

@@ -5,6 +5,7 @@
 use super::Runtime;
 use super::builder::Time;
 use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
+use crate::storage::snapshot::{Digested, Piece, Plan};
 use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
@@ -49,7 +50,68 @@ impl RuntimeSnapshot {
     }
 }
 
+/// Below this many rows in all, [`Runtime::checksum`] digests on the calling thread:
+/// handing blocks to the workers costs more than it saves.
+const PARALLEL_ROWS: usize = 16 * 1024;
+
 impl Runtime {
+    /// The world's [checksum](World::checksum), its blocks (4096 rows of a column, a
+    /// table's entities or the allocator's slots) digested on the runtime's workers and
+    /// combined in the fixed order: the same value as `self.world().checksum()` at any
+    /// worker count, in about `1 / workers` of its time on a large world. What rollback
+    /// (`runsync-net`), replays and the inspector's ring compare.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// let mut world = World::new();
+    /// world.spawn_batch((0..50_000u32).map(|_| ()));
+    /// let rt = Runtime::builder().workers(4).build(world);
+    /// assert_eq!(rt.checksum(), rt.world().checksum());
+    /// ```
+    ///
+    /// # Panics
+    /// If a [`Checksum`](crate::Checksum) implementation panics (the panic is passed on).
+    pub fn checksum(&self) -> u64 {
+        let plan = self.digest_blocks();
+        self.world.digest_with(&mut Digested(plan.iter()))
+    }
+
+    /// [`World::checksum_parts`], its blocks digested on the workers as
+    /// [`checksum`](Self::checksum) does: the same parts.
+    ///
+    /// # Panics
+    /// As [`checksum`](Self::checksum).
+    pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
+        let plan = self.digest_blocks();
+        self.world.parts_with(&mut Digested(plan.iter()))
+    }
+
+    /// Lists the checksum's blocks and digests them: on the workers for a large world.
+    fn digest_blocks(&self) -> std::sync::MutexGuard<'_, Vec<(Piece, u64)>> {
+        let storage = self.world.storage();
+        // Poisoned only by a panicking `Checksum`; the list is cleared first anyway.
+        let mut plan = self
+            .digests
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        plan.clear();
+        storage.digest_walk(&mut Plan(&mut plan), |_, _| {});
+        let rows: usize = plan.iter().map(|(p, _)| p.rows()).sum();
+        if self.pool.threads() > 1 && plan.len() > 1 && rows >= PARALLEL_ROWS {
+            let digest = |_: usize, (piece, digest): &mut (Piece, u64)| {
+                *digest = storage.digest_piece(*piece);
+            };
+            if let Err(p) = self.pool.for_each_mut(&mut plan, &digest) {
+                std::panic::resume_unwind(p.payload);
+            }
+        } else {
+            for (piece, digest) in plan.iter_mut() {
+                *digest = storage.digest_piece(*piece);
+            }
+        }
+        plan
+    }
+
     /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]
     /// resource: [`restore`](Self::restore) makes the runtime continue exactly as it did
     /// from this frame.

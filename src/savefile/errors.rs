@@ -426,7 +426,7 @@ impl From<LoadError> for ColumnError {
     }
 }
 
-/// The versions a reader whose newest is `supported` reads, as text: "2 and 4" (a
+/// The versions a reader whose newest is `supported` reads, as text: "2, 4 and 8" (a
 /// replay), "2, 4 and 5" (a save).
 fn readable(supported: u32) -> String {
     if supported > VERSION {

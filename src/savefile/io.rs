@@ -3,7 +3,7 @@
 //! slice ([`Reader`]).
 
 use super::errors::{LoadError, SaveError};
-use super::version::{STAGED_VERSION, UNCHECKED_VERSION, VERSION};
+use super::version::{REPLAY_VERSION, STAGED_VERSION, UNCHECKED_VERSION, VERSION};
 
 /// Appends little-endian fields to a buffer.
 pub(crate) trait Put {
@@ -186,9 +186,10 @@ impl<'a> Reader<'a> {
         })
     }
 
-    /// Checks the magic and the version (which says whether sections end in trailers):
-    /// the start of the first section.
-    pub(crate) fn header(&mut self, magic: &[u8; 8]) -> Result<(), LoadError> {
+    /// Checks a replay's magic and version (which says whether sections end in trailers,
+    /// and which checksum its frames hold: [`REPLAY_VERSION`]'s or the older ones'): the
+    /// start of the first section. Returns the version.
+    pub(crate) fn replay_header(&mut self, magic: &[u8; 8]) -> Result<u32, LoadError> {
         let found = &self.rest[..self.rest.len().min(8)];
         if found != magic {
             return Err(LoadError::BadMagic {
@@ -196,8 +197,18 @@ impl<'a> Reader<'a> {
             });
         }
         self.take(8, "the magic")?;
-        self.checked = check_version(self.u32("the version")?, false)?;
-        Ok(())
+        let version = self.u32("the version")?;
+        self.checked = match version {
+            REPLAY_VERSION => true,
+            VERSION | UNCHECKED_VERSION => check_version(version, false)?,
+            found => {
+                return Err(LoadError::Version {
+                    found,
+                    supported: REPLAY_VERSION,
+                });
+            }
+        };
+        Ok(version)
     }
 
     /// The input must end here.

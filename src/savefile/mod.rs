@@ -48,6 +48,12 @@
 //! 2 (`010`): a flipped bit cannot make a checked file an unchecked one. A 4 flipped to 5
 //! (or back) is a checked version still, and the header's own check refuses it.
 //!
+//! Replays have one more: 8 (`1000`) is version 4's layout with checksums of
+//! [`World::checksum`]'s digest version 2, where a replay of version 4 (or 2) holds
+//! those of version 1 ([`World::checksum_v1`]), and is checked with it. 8 is two bits
+//! from 2 and from 4, three from 5; one flipped bit makes 0, 9, 10, 12, 24, ...: all
+//! refused.
+//!
 //! A file is written as version 4 unless it holds the stage parts: a [`World`]'s save,
 //! and a runtime's save with one stage (or before its first frame), are exactly the
 //! version-4 bytes. Version 5 is version 4 with two additions, inside the sections they
@@ -67,6 +73,8 @@
 //! layer read is at least 4 bytes of the file, each segment 20.
 //!
 //! [`World`]: crate::World
+//! [`World::checksum`]: crate::World::checksum
+//! [`World::checksum_v1`]: crate::World::checksum_v1
 
 use std::fmt;
 
@@ -79,7 +87,7 @@ pub(crate) use codec::{decode_pod, decode_serde, decode_values, encode_pod, enco
 pub(crate) use errors::ColumnError;
 pub use errors::{LoadError, SaveError};
 pub(crate) use io::{Found, Put, Reader, SaveSource, Sink, seal};
-pub(crate) use version::{SAVE_MAGIC, STAGED_VERSION, VERSION};
+pub(crate) use version::{REPLAY_VERSION, SAVE_MAGIC, STAGED_VERSION, VERSION};
 
 /// How a component type's values are laid out in a save: written after its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

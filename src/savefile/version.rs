@@ -9,5 +9,12 @@ pub(crate) const VERSION: u32 = 4;
 /// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
 /// its layers of change marks and, per message type, its segments (see "Versions").
 pub(crate) const STAGED_VERSION: u32 = 5;
+/// The version of a replay whose checksums are of [`World::checksum`]'s digest version
+/// 2 (sections as [`VERSION`]). Replays of [`VERSION`] and [`UNCHECKED_VERSION`] hold
+/// checksums of digest version 1 ([`World::checksum_v1`]), and are checked with it.
+///
+/// [`World::checksum`]: crate::World::checksum
+/// [`World::checksum_v1`]: crate::World::checksum_v1
+pub(crate) const REPLAY_VERSION: u32 = 8;
 /// The older version this build still reads: as [`VERSION`], with no integrity check.
 pub(crate) const UNCHECKED_VERSION: u32 = 2;

@@ -18,6 +18,9 @@ pub(crate) struct TypeOps<C> {
     clone: Option<CloneColumns<C>>,
     /// Writes one value into a checksum.
     checksum: Option<fn(&C, &mut Checksummer)>,
+    /// The [lane digest](crate::checksum::digest_values) of a block of values, set with
+    /// `checksum`: the value's `Checksum` inlined into the lanes' loop.
+    digest: Option<fn(&[C]) -> u64>,
     /// Formats one value (`Debug`).
     debug: Option<DebugFn<C>>,
     /// Encodes and decodes values for save files (serde).
@@ -83,6 +86,7 @@ impl<C> Default for TypeOps<C> {
         TypeOps {
             clone: None,
             checksum: None,
+            digest: None,
             debug: None,
             serde: None,
         }
@@ -102,6 +106,11 @@ fn clone_columns<C: Clone>(dst: &mut Vec<Vec<C>>, src: &[Vec<C>]) {
 
 fn checksum_value<C: Checksum>(v: &C, h: &mut Checksummer) {
     v.checksum(h);
+}
+
+/// The lane digest of a block of `C`s (see [`TypeOps::digest`]).
+fn digest_block<C: Checksum>(values: &[C]) -> u64 {
+    crate::checksum::digest_values(values, C::checksum)
 }
 
 /// A `Debug` formatter of `T`, as a plain `fn` pointer (kept by an opt-in).
@@ -163,6 +172,7 @@ impl<C: Component> TypedColumns<C> {
         C: Checksum + fmt::Debug,
     {
         self.ops.checksum = Some(checksum_value::<C>);
+        self.ops.digest = Some(digest_block::<C>);
         self.enable_debug();
     }
 
@@ -368,6 +378,9 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     /// Writes every value of column `col` into `h`, in row order; `false` (nothing
     /// written) if the type was not opted into checksums.
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
+    /// The lane digest of rows `rows` of column `col` (one block of the world's
+    /// checksum); `None` if the type was not opted into checksums.
+    fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64>;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
     /// Whether the type was opted into snapshots.
@@ -602,6 +615,10 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         true
     }
 
+    fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64> {
+        Some((self.ops.digest?)(&self.columns[col as usize][rows]))
+    }
+
     fn is_checksummed(&self) -> bool {
         self.ops.checksum.is_some()
     }
@@ -691,6 +708,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             ops: TypeOps {
                 clone: self.ops.clone,
                 checksum: self.ops.checksum,
+                digest: self.ops.digest,
                 debug: self.ops.debug,
                 serde: self.ops.serde,
             },

@@ -14,7 +14,7 @@ use std::any::{Any, TypeId};
 
 use super::Storage;
 use super::table::TableId;
-use crate::checksum::{Checksummer, Desync};
+use crate::checksum::{BLOCK, Checksummer, Desync, digest_values, digest_words};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity};
 
@@ -162,77 +162,110 @@ impl Storage {
         }
     }
 
-    /// Writes the whole storage into `h` in the world's deterministic order: the entity
-    /// allocator, then each non-empty table in creation order — its types, its entities,
+    /// The first checksum's walk (digest version 1, kept to check replays recorded with
+    /// it): the whole storage into one chain `h` in the world's deterministic order — the
+    /// entity allocator, then each non-empty table in order: its types, its entities,
     /// then for each checksummed type (by id) its values in row order. Types not opted in
     /// contribute only which entities have them.
-    pub(crate) fn checksum(&self, h: &mut Checksummer) {
-        self.write_checksum(h, None);
-    }
-
-    /// [`checksum`](Self::checksum) split into parts that can be compared one by one:
-    /// the entity allocator and every table's types and entities (`None`), then each
-    /// checksummed type (by id) with its values in the same order. Two storages with
-    /// equal layouts whose part for a type differs differ in that type's values.
-    pub(crate) fn checksum_parts(&self) -> Vec<(Option<ComponentId>, u64)> {
-        let mut layout = Checksummer::new();
-        let mut types: Vec<Option<Checksummer>> = (0..self.registry().len())
-            .map(|i| {
-                self.columns[ComponentId(i as u32).index()]
-                    .is_checksummed()
-                    .then(Checksummer::new)
-            })
-            .collect();
-        self.write_checksum(&mut layout, Some(&mut types));
-        let mut parts = vec![(None, layout.finish())];
-        for (i, h) in types.into_iter().enumerate() {
-            if let Some(h) = h {
-                parts.push((Some(ComponentId(i as u32)), h.finish()));
-            }
-        }
-        parts
-    }
-
-    /// The walk both checksums take: the allocator and the tables' layout into `layout`,
-    /// and each table's values of a checksummed type into `layout` too (`types: None`,
-    /// the world's checksum) or into that type's own hasher, after the table's length.
-    fn write_checksum(
-        &self,
-        layout: &mut Checksummer,
-        mut types: Option<&mut [Option<Checksummer>]>,
-    ) {
-        checksum_entities(&self.entities, layout);
-        // In canonical order (when on and current) the tables go in that order too, so
-        // that two worlds with the same contents have the same checksum.
-        let all = self.table_order().all();
-        for i in 0..all.map_or(self.tables.len(), <[_]>::len) {
-            let table = self.tables.get(all.map_or(i as u32, |a| a[i]));
+    pub(crate) fn checksum_v1(&self, h: &mut Checksummer) {
+        checksum_entities(&self.entities, h);
+        for t in self.tables_in_order() {
+            let table = self.tables.get(t);
             if table.len() == 0 {
                 continue;
             }
-            layout.write_u64(table.components().len() as u64);
-            for c in table.components() {
-                layout.write_u32(c.0);
-            }
-            layout.write_u64(table.len() as u64);
+            write_table_types(table.components(), table.len(), h);
             for e in &table.entities {
-                layout.write_u64(e.to_bits());
+                h.write_u64(e.to_bits());
             }
             for &c in table.components() {
                 let col = table.column(c).expect("table lacks its own column");
-                let column = &self.columns[c.index()];
-                match types.as_deref_mut() {
-                    None => {
-                        column.checksum_column(col, layout);
-                    }
-                    Some(types) => {
-                        if let Some(h) = &mut types[c.index()] {
-                            h.write_u64(table.len() as u64);
-                            column.checksum_column(col, h);
-                        }
-                    }
+                self.columns[c.index()].checksum_column(col, h);
+            }
+        }
+    }
+
+    /// The tables in the checksum's order: canonical order when that is on and current,
+    /// so that two worlds with the same contents have the same checksum; else creation
+    /// order.
+    fn tables_in_order(&self) -> impl Iterator<Item = u32> + '_ {
+        let all = self.table_order().all();
+        (0..all.map_or(self.tables.len(), <[_]>::len)).map(move |i| all.map_or(i as u32, |a| a[i]))
+    }
+
+    /// The checksum's walk (digest version 2), the one definition of what it covers and
+    /// in which order. It hands `part` the parts in order — the layout (`None`), then each
+    /// checksummed type by id (`Some`) — each a [`Checksummer`] digest of:
+    ///
+    /// - the layout: the allocator's live, retired and slot counts; the digest of each
+    ///   block of [`BLOCK`] slots (generation and liveness); the free list's length and
+    ///   digest; the spawn reservations; then each non-empty table in order: its type
+    ///   count, its type ids, its length and the digest of each block of its entities;
+    /// - a type: the digest of each block of each of its non-empty columns, in table order.
+    ///
+    /// A block's digest is [`digest_values`] of its rows: on its own, so `pieces` may
+    /// compute them on any thread beforehand ([`Plan`], then [`Digested`]) or as the walk
+    /// reaches them ([`Inline`]); the result is the same.
+    pub(crate) fn digest_walk(
+        &self,
+        pieces: &mut impl Pieces,
+        mut part: impl FnMut(Option<ComponentId>, u64),
+    ) {
+        let mut layout = Checksummer::new();
+        let e = &self.entities;
+        layout.write_u64(e.len() as u64);
+        layout.write_u64(e.retired() as u64);
+        layout.write_u64(e.slots() as u64);
+        for start in (0..e.slots()).step_by(BLOCK) {
+            let end = (start + BLOCK).min(e.slots());
+            layout.write_u64(pieces.digest(self, Piece::Slots { start, end }));
+        }
+        layout.write_u64(e.free_list().len() as u64);
+        layout.write_u64(digest_values(e.free_list(), |&f, h| h.write_u32(f)));
+        write_reservations(e, &mut layout);
+        for table in self.tables_in_order() {
+            let t = self.tables.get(table);
+            if t.len() == 0 {
+                continue;
+            }
+            write_table_types(t.components(), t.len(), &mut layout);
+            for start in (0..t.len()).step_by(BLOCK) {
+                let end = (start + BLOCK).min(t.len());
+                layout.write_u64(pieces.digest(self, Piece::Rows { table, start, end }));
+            }
+        }
+        part(None, layout.finish());
+        for i in 0..self.registry().len() {
+            let c = ComponentId(i as u32);
+            if !self.columns[c.index()].is_checksummed() {
+                continue;
+            }
+            let mut h = Checksummer::new();
+            for table in self.tables_in_order() {
+                let t = self.tables.get(table);
+                let Some(col) = t.column(c).filter(|_| t.len() > 0) else {
+                    continue;
+                };
+                for start in (0..t.len()).step_by(BLOCK) {
+                    let end = (start + BLOCK).min(t.len());
+                    h.write_u64(pieces.digest(self, Piece::Values { c, col, start, end }));
                 }
             }
+            part(Some(c), h.finish());
+        }
+    }
+
+    /// The digest of one piece of the [walk](Self::digest_walk).
+    pub(crate) fn digest_piece(&self, piece: Piece) -> u64 {
+        match piece {
+            Piece::Slots { start, end } => digest_words(self.entities.slot_words(start..end)),
+            Piece::Rows { table, start, end } => {
+                let entities = &self.tables.get(table).entities[start..end];
+                digest_values(entities, |e, h| h.write_u64(e.to_bits()))
+            }
+            Piece::Values { c, col, start, end } => self.columns[c.index()]
+                .digest_rows(col, start..end)
+                .unwrap_or(0),
         }
     }
 
@@ -407,6 +440,11 @@ fn checksum_entities(entities: &Entities, h: &mut Checksummer) {
     for &f in entities.free_list() {
         h.write_u32(f);
     }
+    write_reservations(entities, h);
+}
+
+/// The spawn reservations, into a checksum (both versions).
+fn write_reservations(entities: &Entities, h: &mut Checksummer) {
     h.write_u64(entities.reservations().len() as u64);
     for (ids, spawned_last) in entities.reservations() {
         h.write_u64(ids.len() as u64);
@@ -414,6 +452,86 @@ fn checksum_entities(entities: &Entities, h: &mut Checksummer) {
             h.write_u32(i);
         }
         h.write_u32(spawned_last);
+    }
+}
+
+/// A table's type count, type ids and length, into a checksum (both versions).
+fn write_table_types(types: &[ComponentId], len: usize, h: &mut Checksummer) {
+    h.write_u64(types.len() as u64);
+    for c in types {
+        h.write_u32(c.0);
+    }
+    h.write_u64(len as u64);
+}
+
+/// One piece of the checksum's [walk](Storage::digest_walk): a block of rows, digested on
+/// its own (on any thread).
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Piece {
+    /// Slots `start..end` of the allocator.
+    Slots { start: usize, end: usize },
+    /// Rows `start..end` of table `table`'s entity list.
+    Rows {
+        table: u32,
+        start: usize,
+        end: usize,
+    },
+    /// Rows `start..end` of column `col` of type `c`.
+    Values {
+        c: ComponentId,
+        col: u32,
+        start: usize,
+        end: usize,
+    },
+}
+
+impl Piece {
+    /// How many rows it covers.
+    pub(crate) fn rows(&self) -> usize {
+        match *self {
+            Piece::Slots { start, end }
+            | Piece::Rows { start, end, .. }
+            | Piece::Values { start, end, .. } => end - start,
+        }
+    }
+}
+
+/// Where the [walk](Storage::digest_walk) gets each piece's digest.
+pub(crate) trait Pieces {
+    /// The digest of `piece` of `storage`.
+    fn digest(&mut self, storage: &Storage, piece: Piece) -> u64;
+}
+
+/// Digests each piece as the walk reaches it.
+pub(crate) struct Inline;
+
+impl Pieces for Inline {
+    fn digest(&mut self, storage: &Storage, piece: Piece) -> u64 {
+        storage.digest_piece(piece)
+    }
+}
+
+/// Lists the pieces, in the walk's order, with digests left at 0: to be digested
+/// anywhere, then handed back by [`Digested`].
+pub(crate) struct Plan<'a>(pub(crate) &'a mut Vec<(Piece, u64)>);
+
+impl Pieces for Plan<'_> {
+    fn digest(&mut self, _: &Storage, piece: Piece) -> u64 {
+        self.0.push((piece, 0));
+        0
+    }
+}
+
+/// Hands out the digests of a [`Plan`]'s pieces, in order (the same walk over the same
+/// storage asks for the same pieces).
+pub(crate) struct Digested<'a>(pub(crate) std::slice::Iter<'a, (Piece, u64)>);
+
+impl Pieces for Digested<'_> {
+    fn digest(&mut self, storage: &Storage, piece: Piece) -> u64 {
+        match self.0.next() {
+            Some(&(_, digest)) => digest,
+            None => storage.digest_piece(piece),
+        }
     }
 }
 

@@ -5,10 +5,11 @@ use std::any::TypeId;
 use std::fmt;
 
 use super::World;
-use crate::checksum::{Checksum, Checksummer, Desync};
+use crate::checksum::{CHECKSUM_VERSION, Checksum, Checksummer, Desync};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::resource::ResourceSum;
+use crate::storage::snapshot::{Inline, Pieces};
 
 impl World {
     /// Opts component type `C` into [`checksum`](Self::checksum) (its values count, in
@@ -114,20 +115,32 @@ impl World {
     /// component type ids and entities, then, for each type opted in with
     /// [`checksumming`](Self::checksumming), its values in row order; last, the resources
     /// opted in with [`checksumming_resource`](Self::checksumming_resource), in opt-in
-    /// order. Types not opted in count only through which entities have them; other
-    /// resources do not count. Change marks ([`Changed`](crate::Changed)) do not count
-    /// either: the checksum is of component state, so a world loaded by spawning (all
-    /// marked added) and the same world after a frame (marks cleared) agree. A difference
-    /// in marks alone (one run wrote a value equal to the old one, the other did not)
-    /// shows only once it changes a value.
+    /// order, and the message types opted in. Types not opted in count only through which
+    /// entities have them; other resources do not count. Change marks
+    /// ([`Changed`](crate::Changed)) do not count either: the checksum is of component
+    /// state, so a world loaded by spawning (all marked added) and the same world after a
+    /// frame (marks cleared) agree. A difference in marks alone (one run wrote a value
+    /// equal to the old one, the other did not) shows only once it changes a value.
     ///
-    /// The hash is [`Checksummer`] (fixed, documented), so the digest is the same for the
-    /// same state at any worker count, with or without `single-threaded`, and across runs
-    /// and builds. Equal worlds have equal checksums; worlds that differ in one value of
-    /// a checksummed type almost surely do not — use
+    /// The hash is built from [`Checksummer`] (fixed, documented), so the digest is the
+    /// same for the same state at any worker count, with or without `single-threaded`,
+    /// and across runs and builds. Equal worlds have equal checksums; worlds that differ
+    /// in one value of a checksummed type almost surely do not — use
     /// [`first_difference`](Self::first_difference) to find where.
     ///
-    /// Cost: one pass over the slots and every checksummed value (a few ns per word).
+    /// How (digest version 2): the state is cut into parts — the layout (allocator and
+    /// tables), each checksummed type, each resource, each message type: exactly the
+    /// [`checksum_parts`](Self::checksum_parts) — and the checksum is a [`Checksummer`]
+    /// over the version (2), then each part's digest in that order. The big parts are
+    /// cut again into blocks of 4096 rows (slots, a table's entities, a column's values),
+    /// each digested on four independent [`Checksummer`] chains (row `i` into chain
+    /// `i % 4`; the block's digest mixes its row count and the four results), so that a
+    /// core overlaps the chains' multiplies and blocks can go to different workers
+    /// ([`Runtime::checksum`](crate::Runtime::checksum) does). The digest of version 1,
+    /// one chain over every word, is [`checksum_v1`](Self::checksum_v1).
+    ///
+    /// Cost: one pass over the slots and every checksummed value, about a nanosecond per
+    /// word on one core for plain fields.
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -140,8 +153,45 @@ impl World {
     /// assert_ne!(a.checksum(), b.checksum());
     /// ```
     pub fn checksum(&self) -> u64 {
+        self.digest_with(&mut Inline)
+    }
+
+    /// [`checksum`](Self::checksum) with the storage's blocks digested by `pieces` (on
+    /// the calling thread, or beforehand on a pool: see `Runtime::checksum`).
+    pub(crate) fn digest_with(&self, pieces: &mut impl Pieces) -> u64 {
         let mut h = Checksummer::new();
-        self.storage.checksum(&mut h);
+        h.write_u64(CHECKSUM_VERSION);
+        self.storage
+            .digest_walk(pieces, |_, digest| h.write_u64(digest));
+        self.value_parts(|_, digest| h.write_u64(digest));
+        h.finish()
+    }
+
+    /// The parts after the storage's, in order: each resource opted in with
+    /// [`checksumming_resource`](Self::checksumming_resource), then each message type
+    /// opted in, each digested on its own.
+    fn value_parts(&self, mut part: impl FnMut(&'static str, u64)) {
+        for r in &self.resource_sums {
+            let mut h = Checksummer::new();
+            (r.sum)(&self.resources, &mut h);
+            part(r.name, h.finish());
+        }
+        for inbox in self.messages.inboxes() {
+            let mut h = Checksummer::new();
+            if inbox.checksum(&mut h) {
+                part(inbox.name(), h.finish());
+            }
+        }
+    }
+
+    /// The world's checksum as runsync computed it before digest version 2 (one
+    /// multiply chain over every word, in the order [`checksum`](Self::checksum)
+    /// documents; 4 to 8 times slower): what replays recorded with it hold, and what
+    /// [`Runtime::play_replay`](crate::Runtime::play_replay) compares them with. A new
+    /// recording never needs it.
+    pub fn checksum_v1(&self) -> u64 {
+        let mut h = Checksummer::new();
+        self.storage.checksum_v1(&mut h);
         for r in &self.resource_sums {
             (r.sum)(&self.resources, &mut h);
         }
@@ -189,23 +239,17 @@ impl World {
     ///
     /// Cost: one pass like [`checksum`](Self::checksum)'s.
     pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
-        let mut parts: Vec<(&'static str, u64)> = self
-            .storage
-            .checksum_parts()
-            .into_iter()
-            .map(|(c, digest)| (c.map_or("entities", |c| self.storage.type_name(c)), digest))
-            .collect();
-        for r in &self.resource_sums {
-            let mut h = Checksummer::new();
-            (r.sum)(&self.resources, &mut h);
-            parts.push((r.name, h.finish()));
-        }
-        for inbox in self.messages.inboxes() {
-            let mut h = Checksummer::new();
-            if inbox.checksum(&mut h) {
-                parts.push((inbox.name(), h.finish()));
-            }
-        }
+        self.parts_with(&mut Inline)
+    }
+
+    /// [`checksum_parts`](Self::checksum_parts) with the storage's blocks digested by
+    /// `pieces` (see [`digest_with`](Self::digest_with)).
+    pub(crate) fn parts_with(&self, pieces: &mut impl Pieces) -> Vec<(&'static str, u64)> {
+        let mut parts = Vec::new();
+        self.storage.digest_walk(pieces, |c, digest| {
+            parts.push((c.map_or("entities", |c| self.storage.type_name(c)), digest));
+        });
+        self.value_parts(|name, digest| parts.push((name, digest)));
         parts
     }
 

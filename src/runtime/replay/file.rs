@@ -19,7 +19,7 @@ use std::fmt;
 use crate::checksum::Desync;
 use crate::provenance::Provenance;
 use crate::resource::Resources;
-use crate::savefile::{LoadError, Put, Reader, SaveError, VERSION, seal};
+use crate::savefile::{LoadError, Put, REPLAY_VERSION, Reader, SaveError, VERSION, seal};
 use crate::stats::FrameError;
 
 /// The first bytes of a replay.
@@ -43,6 +43,9 @@ pub struct Replay {
     pub(crate) frames: Vec<ReplayFrame>,
     /// `(frames run since the start, save)`, ascending.
     pub(crate) keyframes: Vec<(u64, Vec<u8>)>,
+    /// The version of the world checksum its checksums are of: 2, or 1 for a file
+    /// written before it ([`World::checksum_v1`](crate::World::checksum_v1)).
+    pub(crate) digest: u32,
 }
 
 impl Replay {
@@ -59,7 +62,7 @@ impl Replay {
     pub fn read(r: &mut impl std::io::Read) -> Result<Replay, LoadError> {
         let bytes = crate::savefile::read_all(r)?;
         let mut r = Reader::new(&bytes);
-        r.header(&REPLAY_MAGIC)?;
+        let version = r.replay_header(&REPLAY_MAGIC)?;
         let input_type = r.name("the input type")?.to_owned();
         let start = r.bytes("the start save")?.to_vec();
         r.end_section(|| "the replay's header and start save".into())?;
@@ -107,6 +110,7 @@ impl Replay {
             start,
             frames,
             keyframes,
+            digest: if version == REPLAY_VERSION { 2 } else { 1 },
         })
     }
 
@@ -142,7 +146,16 @@ impl Replay {
             start,
             frames: Vec::new(),
             keyframes: Vec::new(),
+            digest: 2,
         }
+    }
+
+    /// The version of [`World::checksum`](crate::World::checksum)'s definition its
+    /// recorded checksums are of: 2 for replays written by this runsync, 1 for those
+    /// written before digest version 2 ([`World::checksum_v1`](crate::World::checksum_v1)),
+    /// which [`Runtime::play_replay`](crate::Runtime::play_replay) checks with that one.
+    pub fn checksum_version(&self) -> u32 {
+        self.digest
     }
 
     /// Appends a frame to a replay made with [`new`](Self::new): the input it ran with
@@ -191,7 +204,13 @@ impl Replay {
     pub fn write(&self, w: &mut impl std::io::Write) -> Result<(), SaveError> {
         let mut out = Vec::with_capacity(self.start.len() + 32 * self.frames.len());
         out.extend_from_slice(&REPLAY_MAGIC);
-        out.put_u32(VERSION);
+        // A replay read from an older file keeps its version: its checksums are of
+        // digest version 1.
+        out.put_u32(if self.digest == 2 {
+            REPLAY_VERSION
+        } else {
+            VERSION
+        });
         out.put_bytes(self.input_type.as_bytes());
         out.put_bytes(&self.start);
         seal(&mut out, 0);

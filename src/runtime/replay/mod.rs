@@ -73,6 +73,7 @@ impl Runtime {
                 start,
                 frames: Vec::new(),
                 keyframes: Vec::new(),
+                digest: 2,
             },
             encode: |res, out| match res.get::<crate::input::Input<I>>() {
                 None => Ok(false),
@@ -124,9 +125,20 @@ impl Runtime {
         };
     }
 
+    /// The world's checksum as a replay of digest version `digest` recorded it.
+    fn checksum_of_version(&self, digest: u32) -> u64 {
+        match digest {
+            1 => self.world.checksum_v1(),
+            _ => self.checksum(),
+        }
+    }
+
     /// After a recorded frame that counts as done: its input, checksum and keyframe.
     pub(in crate::runtime) fn record_frame(&mut self) {
-        let checksum = self.world.checksum();
+        if self.recorder.is_none() {
+            return;
+        }
+        let checksum = self.checksum();
         let Some(rec) = &mut self.recorder else {
             return;
         };
@@ -210,7 +222,7 @@ impl Runtime {
             // The frame's number (from 1), as `stats().frame` and provenance give it.
             let frame = self.frame + 1;
             self.replay_frame::<I>(replay, i)?;
-            let replayed = self.world.checksum();
+            let replayed = self.checksum_of_version(replay.digest);
             let recorded = replay.frames[i].checksum;
             if replayed == recorded {
                 continue;
@@ -236,7 +248,10 @@ impl Runtime {
                 // compared included), so its checksum is a true one, and it must be the
                 // one recorded for its frame.
                 let recorded = replay.frames[*at as usize - 1].checksum;
-                let keyframe = recorded_world.checksum();
+                let keyframe = match replay.digest {
+                    1 => recorded_world.checksum_v1(),
+                    _ => recorded_world.checksum(),
+                };
                 if d.difference.is_none() && keyframe != recorded {
                     return Err(ReplayError::Contradiction {
                         frame: start + at,

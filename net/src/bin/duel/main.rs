@@ -843,7 +843,7 @@ impl Follower {
         };
         let inputs = inputs.clone();
         let _ = self.inspector.poll_with(&mut self.rt, move || inputs);
-        if self.rt.world().checksum() != c.checksum && !self.warned {
+        if self.rt.checksum() != c.checksum && !self.warned {
             // Headless, on stdout too, where a test reads it.
             if self.headless {
                 println!("inspector differs at frame {}", c.frame);
@@ -852,7 +852,7 @@ impl Follower {
                 "duel: the inspector's copy of the match differs at frame {} (its checksum \
                  {:016x}, the match's {:016x})",
                 c.frame,
-                self.rt.world().checksum(),
+                self.rt.checksum(),
                 c.checksum
             );
             self.warned = true;
