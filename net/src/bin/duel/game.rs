@@ -47,7 +47,7 @@ impl Pad {
     }
 
     /// The direction held, each axis -1, 0 or 1.
-    fn dir(self) -> (i32, i32) {
+    pub(crate) fn dir(self) -> (i32, i32) {
         let axis = |neg, pos| i32::from(self.held(pos)) - i32::from(self.held(neg));
         (axis(Pad::LEFT, Pad::RIGHT), axis(Pad::UP, Pad::DOWN))
     }
