@@ -76,9 +76,10 @@ struct Args {
     /// component, both values) and exit with status 1.
     #[arg(long)]
     check_determinism: bool,
-    /// Every frame, after it ran: save a snapshot, restore the one from N frames back and
-    /// re-simulate those N frames (saving each again), as rollback netcode does; check the
-    /// world comes out bit-identical and report the cost per frame. 0 = off.
+    /// Every frame, after it ran: save it (a snapshot and its checksum), restore the one
+    /// from N frames back and re-simulate those N frames (saving each again), as rollback
+    /// netcode does; check the world comes out bit-identical and report the cost per
+    /// frame, with the snapshots' and the checksums' shares. 0 = off.
     #[arg(long, default_value_t = 0, value_name = "N")]
     rollback: u64,
     /// Make one system (`FailAt`, added for this) panic in frame N (the first frame is 1,
@@ -197,6 +198,8 @@ struct Rollback {
     total: std::time::Duration,
     /// Of `total`, the time in `snapshot_into` and `restore`.
     copying: std::time::Duration,
+    /// Of `total`, the time in the checksum of each save (`Runtime::checksum`).
+    checksumming: std::time::Duration,
     worst: std::time::Duration,
     rollbacks: u64,
     /// The first frame whose re-simulation did not reproduce it, with the difference.
@@ -210,6 +213,7 @@ impl Rollback {
             ring: (0..=n).map(|_| RuntimeSnapshot::new()).collect(),
             total: std::time::Duration::ZERO,
             copying: std::time::Duration::ZERO,
+            checksumming: std::time::Duration::ZERO,
             worst: std::time::Duration::ZERO,
             rollbacks: 0,
             mismatch: None,
@@ -221,13 +225,23 @@ impl Rollback {
         &mut self.ring[(frame % len) as usize]
     }
 
+    /// A save as rollback netcode makes it: the snapshot, then the checksum it hands the
+    /// other peers.
+    fn save(&mut self, rt: &runsync::Runtime, frame: u64) {
+        let t = Instant::now();
+        rt.snapshot_into(self.slot(frame))
+            .expect("the arena's types are all opted into snapshots");
+        let copied = Instant::now();
+        std::hint::black_box(rt.checksum());
+        self.copying += copied - t;
+        self.checksumming += copied.elapsed();
+    }
+
     /// After a frame: save it; once `n` frames are saved, restore the oldest and re-run.
     fn after_frame(&mut self, rt: &mut runsync::Runtime, config: ArenaConfig) {
         let start = Instant::now();
         let now = rt.frame_count();
-        rt.snapshot_into(self.slot(now))
-            .expect("the arena's types are all opted into snapshots");
-        self.copying += start.elapsed();
+        self.save(rt, now);
         if now <= self.n {
             self.total += start.elapsed();
             return;
@@ -243,10 +257,7 @@ impl Rollback {
             let f = rt.frame_count();
             // The slot of `now` keeps the first run's state, to compare with.
             if f != now {
-                let t = Instant::now();
-                rt.snapshot_into(self.slot(f))
-                    .expect("the arena's types are all opted into snapshots");
-                self.copying += t.elapsed();
+                self.save(rt, f);
             }
         }
         let spent = start.elapsed();
@@ -268,11 +279,13 @@ impl Rollback {
     fn report(&self, frames: u64) -> String {
         let per = self.total.as_secs_f64() * 1e3 / frames.max(1) as f64;
         let copy = self.copying.as_secs_f64() * 1e3 / frames.max(1) as f64;
+        let sums = self.checksumming.as_secs_f64() * 1e3 / frames.max(1) as f64;
         match &self.mismatch {
             Some(m) => m.clone(),
             None => format!(
-                "{per:.3} ms/frame (of which save + restore {copy:.3} ms, the rest {n} \
-                 re-simulated frames; worst {:.3} ms; {} rollbacks, all bit-identical)",
+                "{per:.3} ms/frame (of which snapshots + restore {copy:.3} ms, checksums \
+                 {sums:.3} ms, the rest {n} re-simulated frames; worst {:.3} ms; {} \
+                 rollbacks, all bit-identical)",
                 self.worst.as_secs_f64() * 1e3,
                 self.rollbacks,
                 n = self.n
