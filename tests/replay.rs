@@ -349,6 +349,18 @@ fn a_recording_that_contradicts_itself_is_corrupt() {
     );
 }
 
+/// Played with the cheat on, `replay` diverges at frame 8, in entity 3 (which a
+/// keyframe shows).
+fn assert_the_cheat_is_found(replay: &Replay) {
+    let d = game(1, Arc::new(AtomicBool::new(true)))
+        .play_replay::<Pad>(replay)
+        .unwrap()
+        .divergence
+        .unwrap();
+    assert_eq!(d.frame, 8);
+    assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
+}
+
 /// The replay file as version 2 wrote it: no trailers, in the file or in its saves.
 fn replay_version_2(file: &[u8]) -> Vec<u8> {
     let s = sections(file).unwrap();
@@ -387,13 +399,7 @@ fn a_version_2_replay_still_plays() {
     assert_eq!(&replay.start_save()[8..12], 2u32.to_le_bytes());
     let report = game(1, Arc::default()).play_replay::<Pad>(&replay).unwrap();
     assert!(report.is_identical(), "{:?}", report.divergence);
-    let d = game(1, Arc::new(AtomicBool::new(true)))
-        .play_replay::<Pad>(&replay)
-        .unwrap()
-        .divergence
-        .unwrap();
-    assert_eq!(d.frame, 8);
-    assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
+    assert_the_cheat_is_found(&replay);
 }
 
 /// The checksums of digest version 1 ([`World::checksum_v1`]) after each frame of
@@ -434,13 +440,7 @@ fn a_replay_recorded_with_the_first_checksum_still_plays() {
         assert_eq!(rt.world().checksum_v1(), 0xe2f4_2f2b_6618_c12c);
         assert_ne!(rt.world().checksum(), 0xe2f4_2f2b_6618_c12c);
     }
-    let d = game(1, Arc::new(AtomicBool::new(true)))
-        .play_replay::<Pad>(&replay)
-        .unwrap()
-        .divergence
-        .unwrap();
-    assert_eq!(d.frame, 8);
-    assert_eq!(d.difference.unwrap().entity().map(|e| e.index()), Some(3));
+    assert_the_cheat_is_found(&replay);
     // Written again, it keeps its version (its checksums are version 1's).
     let mut again = Vec::new();
     replay.write(&mut again).unwrap();

@@ -35,7 +35,8 @@ impl Component for Handle {
     type Output = ();
 }
 
-fn world() -> World {
+/// A world with `Pos` and `Hp` registered, opted into snapshots and checksums.
+fn registered() -> World {
     let mut w = World::new();
     w.register::<Pos>(merge::last);
     w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
@@ -43,6 +44,11 @@ fn world() -> World {
         .snapshotting::<Hp>()
         .checksumming::<Pos>()
         .checksumming::<Hp>();
+    w
+}
+
+fn world() -> World {
+    let mut w = registered();
     for i in 0..100 {
         let p = Pos(i as f32, -(i as f32));
         if i % 3 == 0 {
@@ -337,13 +343,7 @@ fn a_written_resource_not_opted_in_is_an_error_not_a_silent_skip() {
 /// A world of `n` entities in three tables (`Pos`; `Pos, Hp`; `Hp`) with values drawn
 /// from `seed`, and every seventh entity despawned (slots freed, a free list).
 fn big_world(n: usize, seed: u64) -> World {
-    let mut w = World::new();
-    w.register::<Pos>(merge::last);
-    w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
-    w.snapshotting::<Pos>()
-        .snapshotting::<Hp>()
-        .checksumming::<Pos>()
-        .checksumming::<Hp>();
+    let mut w = registered();
     let mut x = seed | 1;
     let mut next = move || {
         x ^= x << 13;
