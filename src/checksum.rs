@@ -12,6 +12,9 @@ use std::fmt;
 
 use crate::entity::Entity;
 
+#[cfg(feature = "glam")]
+mod glam;
+
 /// The fixed multiplier of the word mixer (FxHash's 64-bit constant).
 const K: u64 = 0x51_7c_c1_b7_27_22_0a_95;
 
@@ -166,8 +169,12 @@ impl Checksummer {
 ///
 /// Implemented for integers, `bool`, `char`, floats (by bits), [`Entity`] (by
 /// [`to_bits`](Entity::to_bits)), `()`, `Option`, arrays, slices, `Vec`, `str`, `String`
-/// and tuples up to eight. Implement it for a component by writing its fields in order,
-/// then opt the type in with [`World::checksumming`](crate::World::checksumming):
+/// and tuples up to eight; with the `glam` feature, for glam's vectors, quaternions,
+/// matrices and affine transforms, each written as its fields would be by hand: `x, y,
+/// z, w` in that order, a matrix column by column, an affine transform's matrix then its
+/// translation (`Vec3A`'s padding lane is not written). Implement it for a component by
+/// writing its fields in order, then opt the type in with
+/// [`World::checksumming`](crate::World::checksumming):
 ///
 /// ```
 /// use runsync::{Checksum, Checksummer};
