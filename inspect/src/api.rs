@@ -378,35 +378,25 @@ impl Query {
     }
 }
 
-/// Percent-decoding (and `+` as space) of a query component.
+/// Percent-decoding (and `+` as space) of a query component, into UTF-8. A `%` not
+/// followed by two hex digits is refused (`percent-encoding` would pass it through as it
+/// is), and so are bytes that decode to something other than UTF-8.
 fn decode(s: &str) -> Result<String, Response> {
     let bad = || Response::error(400, "bad percent-encoding in the query");
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' => {
-                // Two hex digits (`from_str_radix` alone would take `%+f`).
-                let hex = bytes.get(i + 1..i + 3).ok_or_else(bad)?;
-                if !hex.iter().all(u8::is_ascii_hexdigit) {
-                    return Err(bad());
-                }
-                let hex = std::str::from_utf8(hex).map_err(|_| bad())?;
-                out.push(u8::from_str_radix(hex, 16).map_err(|_| bad())?);
-                i += 3;
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
+    let escapes_whole = s.split('%').skip(1).all(|after| {
+        after
+            .as_bytes()
+            .get(..2)
+            .is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit))
+    });
+    if !escapes_whole {
+        return Err(bad());
     }
-    String::from_utf8(out).map_err(|_| bad())
+    // `+` first: an escaped one (`%2B`) stays a `+`.
+    percent_encoding::percent_decode_str(&s.replace('+', " "))
+        .decode_utf8()
+        .map(|decoded| decoded.into_owned())
+        .map_err(|_| bad())
 }
 
 /// A type name without its module paths: `my_game::Health`, `glam::Vec2` in
@@ -485,6 +475,28 @@ mod tests {
             Query::parse("with=%+f", &["with"]).err().unwrap().status,
             400
         );
+    }
+
+    /// `+` is a space and `%2B` a plus; an escape must be whole (two hex digits, either
+    /// case) and the result UTF-8, else the query is refused.
+    #[test]
+    fn decoding_takes_whole_escapes_to_utf8_only() {
+        for (raw, want) in [
+            ("a+b", "a b"),
+            ("a%2Bb", "a+b"),
+            ("%2b%2B", "++"),
+            ("%e2%82%AC", "\u{20ac}"),
+            ("%41%42", "AB"),
+            ("", ""),
+            ("plain", "plain"),
+        ] {
+            assert_eq!(decode(raw).ok().as_deref(), Some(want), "{raw}");
+        }
+        for bad in [
+            "%", "%4", "a%", "%%41", "%41%", "%g1", "%1g", "% 1", "%ff", "%c3%28",
+        ] {
+            assert_eq!(decode(bad).unwrap_err().status, 400, "{bad}");
+        }
     }
 
     #[test]

@@ -156,6 +156,7 @@ pub(crate) type Handler = dyn Fn(Request) -> Response + Send + Sync;
 
 /// The running server; dropping it stops accepting (connections in flight finish by
 /// themselves, within their timeouts).
+// Hand-written on purpose: a few hundred lines of std, no async runtime, bounded reads.
 pub(crate) struct Server {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,

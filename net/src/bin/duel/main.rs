@@ -36,82 +36,164 @@
 
 mod game;
 
-use std::io::{BufRead, Read, Write};
+use std::io::{BufRead, Write};
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+use clap::error::ErrorKind;
+use clap::{CommandFactory, Parser};
 use game::Pad;
 use runsync_net::{
     NetEvent, NetSession, NetSim, NetSimConfig, NetSpectator, SessionKey, SpectatorTick, Tick,
     TransportProbe, UdpTransport,
 };
 
-const USAGE: &str = "\
-usage: duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
+/// The command line: every option with its help line; the rules between options (which
+/// are required together, which exclude each other) are `parse`'s.
+#[derive(Parser)]
+#[command(
+    name = "duel",
+    about = "A game of two to four players over UDP, one process per player, with rollback \
+             netcode",
+    long_about = None,
+    override_usage = "\
+duel --local <0|1> --bind <ADDR> --peer <ADDR|-> [options]
        duel --players N --local K --bind <ADDR> --peers <ADDR0,ADDR1,..|-> [options]
        duel --spectate <HOST_ADDR|-> --bind <ADDR> [--players N] [options]
        duel --truth [--players N] [--frames N] [--delay N]
        duel --new-key
-       duel --replay FILE [--workers N]
+       duel --replay FILE [--workers N]",
+    // A later option overrides an earlier one (the tests put defaults first).
+    args_override_self = true
+)]
+struct Cli {
+    /// players in the game, 2 to 4, one process each; every process of a match must be
+    /// given the same N
+    #[arg(long, value_name = "N", default_value_t = 2, value_parser = players)]
+    players: usize,
+    /// which player this process plays (0 to N-1)
+    #[arg(long, value_name = "K")]
+    local: Option<usize>,
+    /// the UDP address to bind (127.0.0.1:0 picks a free port)
+    #[arg(long, value_name = "ADDR")]
+    bind: Option<String>,
+    /// two players: the other player's address; `-` reads it from the first line of
+    /// standard input, after printing `bound ADDR`
+    #[arg(long, value_name = "ADDR")]
+    peer: Option<String>,
+    /// every player's address in player order, comma-separated, this process's own
+    /// (entry K, where the others reach it: --bind's address) included, one address per
+    /// player; the same list for every process. `-` reads the list from the first line of
+    /// standard input, after printing `bound ADDR`
+    #[arg(long, value_name = "LIST")]
+    peers: Option<String>,
+    /// host spectators: their addresses, comma-separated; this player forwards every
+    /// confirmed input to each (each runs --spectate with this process's address). The
+    /// game starts once they are there too
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = address)]
+    spectators: Vec<SocketAddr>,
+    /// watch without playing, through the player at ADDR (the host, whose --spectators
+    /// lists this process's --bind address); `-` reads ADDR from the first line of
+    /// standard input, after printing `bound ADDR`. --headless prints the players'
+    /// `confirmed` lines, up to --frames; exit code 2 if the host leaves or --timeout
+    /// passes first
+    #[arg(long, value_name = "ADDR")]
+    spectate: Option<String>,
+    /// the match's shared key (64 hex digits from --new-key, or a passphrase): every
+    /// datagram is sealed with it, and one that is not is dropped; every peer must give
+    /// the same key. Without it, anyone who can send datagrams from the peer's address
+    /// reaches the session
+    #[arg(long, value_name = "KEY", value_parser = key, allow_hyphen_values = true)]
+    key: Option<SessionKey>,
+    /// print a fresh random key and exit
+    #[arg(long)]
+    new_key: bool,
+    /// a test switch: in frame F this peer's game nudges its own ship one unit, so it
+    /// parts from the others'; every peer then reports the desync on stderr and exits
+    /// with status 3
+    #[arg(long, value_name = "F")]
+    desync_at: Option<u64>,
+    /// on a desync, write this peer's save of the frame that differs to DIR (and its
+    /// report); with the other peer's save there too (the same DIR on one machine), the
+    /// report names the entities and values that differ
+    #[arg(long, value_name = "DIR")]
+    desync_dir: Option<std::path::PathBuf>,
+    /// serve the live inspector at ADDR (127.0.0.1:0: a free port on loopback), watching
+    /// the match read-only, from a player or a spectator (--spectate): a runtime of its
+    /// own runs every confirmed frame (timeline, entities, picture, who wrote what); it
+    /// never pauses or steers the match, or the spectator's own runtime
+    #[arg(long, value_name = "ADDR")]
+    inspect: Option<String>,
+    /// write the match to FILE as a replay of its confirmed frames (every player's input
+    /// and the checksum after each frame), when it ends
+    #[arg(long, value_name = "FILE")]
+    record: Option<String>,
+    /// no network: play a recorded match and print its `confirmed FRAME CHECKSUM` lines
+    /// (each checked against the recording); exit code 3 and a report on stderr if the
+    /// game here plays it differently
+    #[arg(long, value_name = "FILE")]
+    replay: Option<String>,
+    /// play scripted inputs; print `confirmed FRAME CHECKSUM` per confirmed frame
+    #[arg(long)]
+    headless: bool,
+    /// headless: stop after N confirmed frames
+    #[arg(long, value_name = "N", default_value_t = 600)]
+    frames: u64,
+    /// input delay in frames
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    delay: usize,
+    /// worker threads of the runtime
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    workers: usize,
+    /// headless: give up after S seconds, exit code 2
+    #[arg(long, value_name = "S", default_value = "60", value_parser = seconds)]
+    timeout: Duration,
+    /// headless: keep ticking S seconds after the last frame, so the peer gets our last
+    /// inputs
+    #[arg(long, value_name = "S", default_value = "1", value_parser = seconds)]
+    linger: Duration,
+    /// play over a bad network: what this peer receives is delayed, jittered, lost,
+    /// duplicated and reordered as SPEC says,
+    /// `latency=MS,jitter=MS,loss=PCT,dup=PCT,reorder=PCT,seed=N` (any of them; MS up to
+    /// 10000, PCT 0 to 100); the `done` line adds its counts
+    #[arg(long, value_name = "SPEC")]
+    net_sim: Option<NetSimConfig>,
+    /// no network: print the `confirmed` lines of every player's script played in one
+    /// process (what the headless peers must print; with --players N, for N players)
+    #[arg(long)]
+    truth: bool,
+}
 
-  --players N      players in the game, 2 to 4 (default 2), one process each; every
-                   process of a match must be given the same N
-  --local K        which player this process plays (0 to N-1)
-  --bind ADDR      the UDP address to bind (127.0.0.1:0 picks a free port)
-  --peer ADDR      two players: the other player's address; `-` reads it from the first
-                   line of standard input, after printing `bound ADDR`
-  --peers LIST     every player's address in player order, comma-separated, this
-                   process's own (entry K, where the others reach it: --bind's address)
-                   included, one address per player; the same list for every process.
-                   `-` reads the list from the first line of standard input, after
-                   printing `bound ADDR`
-  --spectators LIST  host spectators: their addresses, comma-separated; this player
-                   forwards every confirmed input to each (each runs --spectate with
-                   this process's address). The game starts once they are there too
-  --spectate ADDR  watch without playing, through the player at ADDR (the host, whose
-                   --spectators lists this process's --bind address); `-` reads ADDR
-                   from the first line of standard input, after printing `bound ADDR`.
-                   --headless prints the players' `confirmed` lines, up to --frames;
-                   exit code 2 if the host leaves or --timeout passes first
-  --key KEY        the match's shared key (64 hex digits from --new-key, or a
-                   passphrase): every datagram is sealed with it, and one that is not
-                   is dropped; every peer must give the same key. Without it, anyone
-                   who can send datagrams from the peer's address reaches the session
-  --new-key        print a fresh random key and exit
-  --desync-at F    a test switch: in frame F this peer's game nudges its own ship one
-                   unit, so it parts from the others'; every peer then reports the
-                   desync on stderr and exits with status 3
-  --desync-dir DIR on a desync, write this peer's save of the frame that differs to
-                   DIR (and its report); with the other peer's save there too (the
-                   same DIR on one machine), the report names the entities and values
-                   that differ
-  --inspect ADDR   serve the live inspector at ADDR (127.0.0.1:0: a free port on
-                   loopback), watching the match read-only, from a player or a
-                   spectator (--spectate): a runtime of its own runs every confirmed
-                   frame (timeline, entities, picture, who wrote what); it never
-                   pauses or steers the match, or the spectator's own runtime
-  --record FILE    write the match to FILE as a replay of its confirmed frames (every
-                   player's input and the checksum after each frame), when it ends
-  --replay FILE    no network: play a recorded match and print its `confirmed FRAME
-                   CHECKSUM` lines (each checked against the recording); exit code 3
-                   and a report on stderr if the game here plays it differently
-  --headless       play scripted inputs; print `confirmed FRAME CHECKSUM` per
-                   confirmed frame
-  --frames N       headless: stop after N confirmed frames (default 600)
-  --delay N        input delay in frames (default 2)
-  --workers N      worker threads of the runtime (default 2)
-  --timeout S      headless: give up after S seconds (default 60), exit code 2
-  --linger S       headless: keep ticking S seconds after the last frame, so the peer
-                   gets our last inputs (default 1)
-  --net-sim SPEC   play over a bad network: what this peer receives is delayed,
-                   jittered, lost, duplicated and reordered as SPEC says,
-                   `latency=MS,jitter=MS,loss=PCT,dup=PCT,reorder=PCT,seed=N` (any of
-                   them; MS up to 10000, PCT 0 to 100); the `done` line adds its counts
-  --truth          no network: print the `confirmed` lines of every player's script
-                   played in one process (what the headless peers must print; with
-                   --players N, for N players)";
+/// `--players`: 2 to [`game::MAX_PLAYERS`].
+fn players(v: &str) -> Result<usize, String> {
+    let n: usize = v.parse().map_err(|e| format!("{e}"))?;
+    if !(2..=game::MAX_PLAYERS).contains(&n) {
+        return Err(format!("a duel has 2 to {} players", game::MAX_PLAYERS));
+    }
+    Ok(n)
+}
 
+/// An entry of `--spectators`, spaces around it allowed.
+fn address(v: &str) -> Result<SocketAddr, std::net::AddrParseError> {
+    v.trim().parse()
+}
+
+/// `--key`: 64 hex digits are the key itself; anything else is a passphrase.
+fn key(v: &str) -> Result<SessionKey, String> {
+    if v.len() == 64 {
+        SessionKey::from_hex(v)
+    } else {
+        Ok(SessionKey::derive(v))
+    }
+}
+
+/// `--timeout`, `--linger`: whole seconds.
+fn seconds(v: &str) -> Result<Duration, std::num::ParseIntError> {
+    v.parse().map(Duration::from_secs)
+}
+
+/// The options, checked together.
 struct Args {
     players: usize,
     local: usize,
@@ -137,127 +219,97 @@ struct Args {
     spectate: String,
 }
 
-fn parse() -> Result<Args, String> {
-    let mut a = Args {
-        players: 2,
-        local: usize::MAX,
-        bind: String::new(),
-        peer: String::new(),
-        peers: String::new(),
-        headless: false,
-        truth: false,
-        frames: 600,
-        delay: 2,
-        workers: 2,
-        timeout: Duration::from_secs(60),
-        linger: Duration::from_secs(1),
-        key: None,
-        new_key: false,
-        net_sim: None,
-        record: None,
-        desync_at: None,
-        desync_dir: None,
-        inspect: None,
-        replay: None,
-        spectators: Vec::new(),
-        spectate: String::new(),
+/// The command line parsed and its rules between options checked; an error (or the
+/// help) is clap's, ready to print.
+fn parse() -> Result<Args, clap::Error> {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] of `args` (the program's name first).
+fn parse_from(
+    args: impl IntoIterator<Item = impl Into<std::ffi::OsString> + Clone>,
+) -> Result<Args, clap::Error> {
+    let cli = Cli::try_parse_from(args)?;
+    let a = Args {
+        players: cli.players,
+        local: cli.local.unwrap_or(usize::MAX),
+        bind: cli.bind.unwrap_or_default(),
+        peer: cli.peer.unwrap_or_default(),
+        peers: cli.peers.unwrap_or_default(),
+        headless: cli.headless,
+        truth: cli.truth,
+        frames: cli.frames,
+        delay: cli.delay,
+        workers: cli.workers,
+        timeout: cli.timeout,
+        linger: cli.linger,
+        key: cli.key,
+        new_key: cli.new_key,
+        net_sim: cli.net_sim,
+        record: cli.record,
+        replay: cli.replay,
+        desync_at: cli.desync_at,
+        desync_dir: cli.desync_dir,
+        inspect: cli.inspect,
+        spectators: cli.spectators,
+        spectate: cli.spectate.unwrap_or_default(),
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "--headless" || flag == "--truth" || flag == "--new-key" {
-            a.headless |= flag == "--headless";
-            a.truth |= flag == "--truth";
-            a.new_key |= flag == "--new-key";
-            continue;
-        }
-        if flag == "--help" || flag == "-h" {
-            return Err(String::new());
-        }
-        let value = it.next().ok_or(format!("{flag} needs a value"))?;
-        let num = |v: &str| v.parse::<u64>().map_err(|e| format!("{flag} {v}: {e}"));
-        match flag.as_str() {
-            "--players" => a.players = num(&value)? as usize,
-            "--local" => a.local = num(&value)? as usize,
-            "--bind" => a.bind = value,
-            "--peer" => a.peer = value,
-            "--peers" => a.peers = value,
-            "--frames" => a.frames = num(&value)?,
-            "--delay" => a.delay = num(&value)? as usize,
-            "--workers" => a.workers = num(&value)? as usize,
-            "--timeout" => a.timeout = Duration::from_secs(num(&value)?),
-            "--linger" => a.linger = Duration::from_secs(num(&value)?),
-            "--net-sim" => {
-                a.net_sim = Some(value.parse().map_err(|e| format!("--net-sim {e}"))?);
-            }
-            "--record" => a.record = Some(value),
-            "--desync-at" => a.desync_at = Some(num(&value)?),
-            "--desync-dir" => a.desync_dir = Some(value.into()),
-            "--inspect" => a.inspect = Some(value),
-            "--spectate" => a.spectate = value,
-            "--spectators" => {
-                for e in value.split(',') {
-                    let addr = e
-                        .trim()
-                        .parse()
-                        .map_err(|err| format!("--spectators {e:?}: {err}"))?;
-                    a.spectators.push(addr);
-                }
-            }
-            "--replay" => a.replay = Some(value),
-            "--key" => {
-                a.key = Some(if value.len() == 64 {
-                    SessionKey::from_hex(&value).map_err(|e| format!("--key: {e}"))?
-                } else {
-                    SessionKey::derive(&value)
-                });
-            }
-            _ => return Err(format!("unknown option {flag}")),
-        }
-    }
-    if !(2..=game::MAX_PLAYERS).contains(&a.players) {
-        return Err(format!(
-            "--players {}: a duel has 2 to {} players",
-            a.players,
-            game::MAX_PLAYERS
-        ));
-    }
+    let error = |kind, message: String| Err(Cli::command().error(kind, message));
     if a.truth || a.new_key || a.replay.is_some() {
         return Ok(a);
     }
     if !a.spectate.is_empty() {
         if a.bind.is_empty() {
-            return Err("--spectate needs --bind".to_owned());
+            return error(
+                ErrorKind::MissingRequiredArgument,
+                "--spectate needs --bind".to_owned(),
+            );
         }
         if a.local != usize::MAX || !a.spectators.is_empty() {
-            return Err("a spectator (--spectate) plays no player and hosts no one".to_owned());
+            return error(
+                ErrorKind::ArgumentConflict,
+                "a spectator (--spectate) plays no player and hosts no one".to_owned(),
+            );
         }
         return Ok(a);
     }
     let n = a.players;
     if a.local != usize::MAX && a.local >= n {
-        return Err(format!(
-            "--local {}: a game of {n} players has players 0 to {}",
-            a.local,
-            n - 1
-        ));
+        return error(
+            ErrorKind::ValueValidation,
+            format!(
+                "--local {}: a game of {n} players has players 0 to {}",
+                a.local,
+                n - 1
+            ),
+        );
     }
     if a.local >= n || a.bind.is_empty() || (a.peer.is_empty() && a.peers.is_empty()) {
-        return Err(format!(
-            "--local (0 to {}), --bind and --peer (two players) or --peers (every \
-             player's address) are required",
-            n - 1
-        ));
+        return error(
+            ErrorKind::MissingRequiredArgument,
+            format!(
+                "--local (0 to {}), --bind and --peer (two players) or --peers (every \
+                 player's address) are required",
+                n - 1
+            ),
+        );
     }
     if !a.peer.is_empty() && !a.peers.is_empty() {
-        return Err("give --peer (two players) or --peers (every player), not both".to_owned());
+        return error(
+            ErrorKind::ArgumentConflict,
+            "give --peer (two players) or --peers (every player), not both".to_owned(),
+        );
     }
     if !a.peer.is_empty() && n != 2 {
-        return Err(format!(
-            "--peer is the two-player form; with --players {n} give --peers \
-             ADDR0,..,ADDR{}: every player's address in player order, this process's own \
-             included",
-            n - 1
-        ));
+        return error(
+            ErrorKind::ArgumentConflict,
+            format!(
+                "--peer is the two-player form; with --players {n} give --peers \
+                 ADDR0,..,ADDR{}: every player's address in player order, this process's \
+                 own included",
+                n - 1
+            ),
+        );
     }
     Ok(a)
 }
@@ -309,11 +361,10 @@ fn main() -> ExitCode {
     let args = match parse() {
         Ok(a) => a,
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("duel: {e}");
-            }
-            eprintln!("{USAGE}");
-            return ExitCode::from(if e.is_empty() { 0 } else { 64 });
+            let _ = e.print();
+            // `--help` on standard output, status 0; a usage error on standard error,
+            // status 64 (EX_USAGE).
+            return ExitCode::from(if e.use_stderr() { 64 } else { 0 });
         }
     };
     match run(&args) {
@@ -618,14 +669,11 @@ fn watch_interactive(
     follower: &mut Option<Follower>,
 ) -> Result<ExitCode, String> {
     let _raw = RawTerminal::enter()?;
-    let mut stdin = std::io::stdin();
     let mut next = Instant::now();
     let mut note = String::from("connecting...");
     print!("\x1b[2J\x1b[?25l");
     loop {
-        let mut buf = [0u8; 64];
-        let n = stdin.read(&mut buf).unwrap_or(0);
-        if buf[..n].iter().any(|b| matches!(b, b'q' | b'Q' | 3)) {
+        if keys().contains(&Key::Quit) {
             return Ok(ExitCode::SUCCESS);
         }
         match watch.tick().map_err(|e| e.to_string())? {
@@ -1003,7 +1051,7 @@ fn desync_report(
     r
 }
 
-/// Keyboard play in the terminal: raw mode through `stty`, the arena drawn each tick.
+/// Keyboard play in the terminal: raw mode through crossterm, the arena drawn each tick.
 #[cfg(unix)]
 fn interactive(
     args: &Args,
@@ -1011,7 +1059,6 @@ fn interactive(
     follower: &mut Option<Follower>,
 ) -> Result<ExitCode, String> {
     let _raw = RawTerminal::enter()?;
-    let mut stdin = std::io::stdin();
     let mut held = [0u32; 5]; // frames each of up, down, left, right, fire stays held
     let mut next = Instant::now();
     let mut note = String::from("connecting...");
@@ -1019,33 +1066,11 @@ fn interactive(
     loop {
         // Terminals send key repeats, not key states: a key counts as held for a few
         // frames after each press or repeat.
-        let mut buf = [0u8; 64];
-        let n = stdin.read(&mut buf).unwrap_or(0);
-        let mut i = 0;
-        while i < n {
-            let key = match &buf[i..n] {
-                [0x1b, b'[', c, ..] => {
-                    i += 2;
-                    match c {
-                        b'A' => Some(0),
-                        b'B' => Some(1),
-                        b'D' => Some(2),
-                        b'C' => Some(3),
-                        _ => None,
-                    }
-                }
-                [b'w' | b'W', ..] => Some(0),
-                [b's' | b'S', ..] => Some(1),
-                [b'a' | b'A', ..] => Some(2),
-                [b'd' | b'D', ..] => Some(3),
-                [b' ', ..] => Some(4),
-                [b'q' | b'Q' | 3, ..] => return Ok(ExitCode::SUCCESS),
-                _ => None,
-            };
-            if let Some(k) = key {
-                held[k] = 30;
+        for key in keys() {
+            match key {
+                Key::Quit => return Ok(ExitCode::SUCCESS),
+                Key::Held(k) => held[k] = 30,
             }
-            i += 1;
         }
         let bits = [Pad::UP, Pad::DOWN, Pad::LEFT, Pad::RIGHT, Pad::FIRE];
         let mut pad = Pad(0);
@@ -1140,43 +1165,186 @@ fn draw_scene(world: &runsync::World, me: Option<usize>, status: &str) {
     let _ = out.flush();
 }
 
-/// The terminal in raw mode (no line buffering, no echo, reads that do not wait) while
-/// this lives; the saved settings come back when it drops, panics included.
+/// The terminal in raw mode (no line buffering, no echo, no signal keys: Ctrl-C is read
+/// as a key) while this lives; the saved settings come back when it drops, panics
+/// included.
 #[cfg(unix)]
-struct RawTerminal {
-    saved: String,
-}
+struct RawTerminal;
 
 #[cfg(unix)]
 impl RawTerminal {
-    fn stty(args: &[&str]) -> Result<String, String> {
-        let out = std::process::Command::new("stty")
-            .args(args)
-            .stdin(std::process::Stdio::inherit())
-            .output()
-            .map_err(|e| format!("stty: {e}"))?;
-        if !out.status.success() {
-            return Err(format!(
-                "stty {}: {} (is standard input a terminal? use --headless otherwise)",
-                args.join(" "),
-                String::from_utf8_lossy(&out.stderr).trim()
-            ));
-        }
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
-    }
-
     fn enter() -> Result<Self, String> {
-        let saved = Self::stty(&["-g"])?;
-        Self::stty(&["-icanon", "-echo", "-isig", "min", "0", "time", "0"])?;
-        Ok(RawTerminal { saved })
+        crossterm::terminal::enable_raw_mode().map_err(|e| {
+            format!("the terminal's raw mode: {e} (is there a terminal? use --headless otherwise)")
+        })?;
+        Ok(RawTerminal)
     }
 }
 
 #[cfg(unix)]
 impl Drop for RawTerminal {
     fn drop(&mut self) {
-        let _ = Self::stty(&[&self.saved]);
+        let _ = crossterm::terminal::disable_raw_mode();
         print!("\x1b[?25h\r\n");
         let _ = std::io::stdout().flush();
+    }
+}
+
+/// A key the interactive modes act on.
+#[cfg(unix)]
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Key {
+    /// Holds one of up, down, left, right, fire (0 to 4) for a few frames.
+    Held(usize),
+    /// q or Ctrl-C.
+    Quit,
+}
+
+/// The keys pressed (or repeated by the terminal) since the last call, in order, without
+/// waiting for one. Other keys and events are dropped.
+#[cfg(unix)]
+fn keys() -> Vec<Key> {
+    use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
+    let mut keys = Vec::new();
+    while event::poll(Duration::ZERO).unwrap_or(false) {
+        let key = match event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => key,
+            Ok(_) => continue,
+            Err(_) => break,
+        };
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        keys.extend(match key.code {
+            KeyCode::Char('c' | 'C') if ctrl => Some(Key::Quit),
+            _ if ctrl => None,
+            KeyCode::Char('q' | 'Q') => Some(Key::Quit),
+            KeyCode::Up | KeyCode::Char('w' | 'W') => Some(Key::Held(0)),
+            KeyCode::Down | KeyCode::Char('s' | 'S') => Some(Key::Held(1)),
+            KeyCode::Left | KeyCode::Char('a' | 'A') => Some(Key::Held(2)),
+            KeyCode::Right | KeyCode::Char('d' | 'D') => Some(Key::Held(3)),
+            KeyCode::Char(' ') => Some(Key::Held(4)),
+            _ => None,
+        });
+    }
+    keys
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> Result<Args, clap::Error> {
+        parse_from(std::iter::once("duel").chain(line.split_whitespace()))
+    }
+
+    fn refused(line: &str) -> String {
+        match args(line) {
+            Ok(_) => panic!("`{line}` was accepted"),
+            Err(e) => {
+                assert!(e.use_stderr(), "`{line}`: {e}");
+                e.to_string()
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults_and_later_options_override_earlier_ones() {
+        let a = args("--truth").unwrap();
+        assert_eq!((a.players, a.frames, a.delay, a.workers), (2, 600, 2, 2));
+        assert_eq!(
+            (a.timeout, a.linger),
+            (Duration::from_secs(60), Duration::from_secs(1))
+        );
+        assert_eq!(a.local, usize::MAX);
+        assert!(a.bind.is_empty() && a.peer.is_empty() && a.spectate.is_empty());
+        // As the multi-process tests use it: their defaults first, then the test's own.
+        let a = args(
+            "--headless --bind 127.0.0.1:0 --timeout 45 --workers 1 --local 1 \
+             --bind 127.0.0.1:7001 --peer 127.0.0.1:7000 --workers 3 --headless",
+        )
+        .unwrap();
+        assert_eq!(a.bind, "127.0.0.1:7001");
+        assert_eq!((a.local, a.workers, a.timeout.as_secs()), (1, 3, 45));
+        assert!(a.headless && !a.truth);
+    }
+
+    #[test]
+    fn spectators_are_a_list_that_adds_up() {
+        let a = parse_from([
+            "duel",
+            "--local",
+            "0",
+            "--bind",
+            "127.0.0.1:7000",
+            "--peer",
+            "127.0.0.1:7001",
+            "--spectators",
+            "127.0.0.1:7002, 127.0.0.1:7003",
+            "--spectators",
+            "127.0.0.1:7004",
+        ])
+        .unwrap();
+        let ports: Vec<u16> = a.spectators.iter().map(SocketAddr::port).collect();
+        assert_eq!(ports, [7002, 7003, 7004]);
+        assert!(refused("--truth --spectators 127.0.0.1:1,x").contains("'x'"));
+    }
+
+    #[test]
+    fn keys_are_hex_or_a_passphrase() {
+        let hex = "ab".repeat(32);
+        let a = args(&format!("--truth --key {hex}")).unwrap();
+        assert_eq!(a.key.unwrap().to_hex(), hex);
+        let a = args("--truth --key -a-passphrase").unwrap();
+        assert!(a.key.unwrap() == SessionKey::derive("-a-passphrase"));
+        assert!(refused(&format!("--truth --key {}", "z".repeat(64))).contains("--key"));
+    }
+
+    /// Each bad value is refused with the option, the value and why.
+    #[test]
+    fn bad_values_are_refused_with_what_is_wrong() {
+        for (line, says) in [
+            ("--frames abc --truth", "invalid digit"),
+            ("--frames --truth", "--frames"),
+            ("--players 5 --truth", "a duel has 2 to 4 players"),
+            ("--players 1 --truth", "a duel has 2 to 4 players"),
+            ("--timeout 1.5 --truth", "--timeout"),
+            (
+                "--net-sim loss=200 --truth",
+                "a percentage must be from 0 to 100",
+            ),
+            ("--nonsense", "--nonsense"),
+            ("--spectate 127.0.0.1:1", "--spectate needs --bind"),
+            (
+                "--spectate - --bind 127.0.0.1:0 --local 0",
+                "a spectator (--spectate) plays no player and hosts no one",
+            ),
+            (
+                "--local 2 --bind b --peer p",
+                "--local 2: a game of 2 players has players 0 to 1",
+            ),
+            ("--local 0 --bind b", "are required"),
+            ("--local 0 --bind b --peer p --peers q", "not both"),
+            (
+                "--players 3 --local 0 --bind b --peer p",
+                "--peer is the two-player form",
+            ),
+        ] {
+            let shown = refused(line);
+            assert!(shown.contains(says), "`{line}`: {shown}");
+        }
+    }
+
+    #[test]
+    fn help_is_not_an_error() {
+        for line in ["--help", "-h"] {
+            let e = args(line).err().unwrap();
+            assert!(!e.use_stderr(), "{line}");
+            let help = e.to_string();
+            assert!(help.contains("--net-sim <SPEC>") && help.contains("[default: 600]"));
+        }
     }
 }
