@@ -6,7 +6,8 @@
 //! The constants (the spawner's templates, waves every 60 frames, steering 6, drag 0.6,
 //! separation 30, bounce at the field's edges, cells of 2), the per-frame `dt` (1/60 s),
 //! the grid (a plain port of `runsync_systems`' `Grid` and `TeamBlocks`, built once a frame
-//! and read by Separation and Contact in the next, as runsync's `SpatialGrid` is), the
+//! and read by Separation and Contact in the next, as runsync's `SpatialGrid` is; built in
+//! parallel as runsync's `BuildGrid` builds it, with the same parts, bands and jobs), the
 //! spawner (the same PCG generator, reseeded from the seed and the frame, drawn in the same
 //! order), the queries and the arithmetic of every system, and the systems themselves, one
 //! bevy system per runsync system with the same name.
@@ -15,9 +16,11 @@
 //!
 //! One [`Schedule`] on bevy's multi-threaded executor, over a `ComputeTaskPool` of
 //! `workers` threads; every per-entity pass that runsync splits into parallel chunks is a
-//! `par_iter_mut` (or `par_iter`); components are written in place; spawns and despawns
-//! are `Commands` (`spawn_batch` for a wave and a frame's shots, `ParallelCommands` in
-//! Expire's parallel pass); turrets are `ChildOf` children, despawned with their ship.
+//! `par_iter_mut` (or `par_iter`), and every parallel step of runsync's grid build a task
+//! in a `ComputeTaskPool` scope ([`Jobs`]); components are written in place; spawns and
+//! despawns are `Commands` (`spawn_batch` for a wave and a frame's shots,
+//! `ParallelCommands` in Expire's parallel pass); turrets are `ChildOf` children,
+//! despawned with their ship.
 //! Commands are applied once, after all systems (no sync point inside the frame: runsync
 //! also applies structure in its Sync), and the grid built this frame is swapped in for
 //! the next between frames.
@@ -68,7 +71,10 @@ pub use components::{
     ArenaRules, ArenaTime, Collider, Damage, Deaths, GlobalTransform, Health, Lifetime, NextGrid,
     Position, Projectile, SharedGrid, Team, Transform, Velocity,
 };
-pub use grid::{BODY, Built, Grid, GridItem, TEAM_MASK, TeamBlocks, VICTIM};
+pub use grid::{
+    BODY, Built, Grid, GridItem, GridPart, Jobs, MAX_GRID_PARTS, TEAM_MASK, TeamBlocks, VICTIM,
+};
+pub use systems::{Collidable, index_colliders, index_colliders_serially};
 pub use timing::{SYSTEM_NAMES, SystemTimes};
 
 /// The arena's systems, one set each, for the ordering constraints (see the module docs).

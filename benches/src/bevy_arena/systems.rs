@@ -11,13 +11,14 @@ use bevy_ecs::hierarchy::ChildOf;
 use bevy_ecs::query::{Has, With, Without};
 use bevy_ecs::system::{Commands, Local, ParallelCommands, Query, Res, ResMut};
 use bevy_ecs::utils::Parallel;
+use bevy_tasks::ComputeTaskPool;
 use runsync_systems::glam::Vec2;
 
 use super::components::{
     ArenaRules, ArenaTime, Collider, Damage, Deaths, GlobalTransform, Health, Lifetime, NextGrid,
     Position, Projectile, SharedGrid, Team, Transform, Velocity,
 };
-use super::grid::{BODY, Built, TEAM_MASK, VICTIM};
+use super::grid::{BODY, Built, Jobs, MAX_GRID_PARTS, TEAM_MASK, VICTIM};
 use super::timing::{SystemTimes, id};
 
 /// The shared grid if it is current: built during the previous frame (runsync's
@@ -31,7 +32,7 @@ fn current<'a>(shared: &'a SharedGrid, time: &ArenaTime) -> Option<&'a Built> {
 
 /// The entities BuildGrid indexes (`Has` reads no data, so it orders nothing against the
 /// systems that write `Velocity` and `Health`).
-type Collidable = (
+pub type Collidable = (
     Entity,
     &'static Position,
     &'static Collider,
@@ -41,17 +42,90 @@ type Collidable = (
     Has<Projectile>,
 );
 
+/// Rows per part below which BuildGrid gathers no more parts (runsync's
+/// `GATHER_MIN_PART`).
+const GATHER_MIN_PART: usize = 2048;
+
 /// `BuildGrid`: indexes bodies and victims (tagged with team and flags) into the grid the
-/// next frame reads; one thread, a counting sort, then the team blocks.
+/// next frame reads, in parallel on the `ComputeTaskPool` as runsync's on its workers
+/// ([`index_colliders`]).
 pub(crate) fn build_grid(
     time: Res<ArenaTime>,
     colliders: Query<Collidable>,
     mut next: ResMut<NextGrid>,
     times: Res<SystemTimes>,
 ) {
-    let _t = times.start(id::BUILD_GRID);
+    let timed = times.start(id::BUILD_GRID);
     let built = &mut next.0;
     built.frame = Some(time.frame);
+    let jobs = Jobs::new(ComputeTaskPool::get()).timed(&timed);
+    index_colliders(&colliders, built, jobs);
+}
+
+/// BuildGrid's work, as runsync's `BuildGrid` does it: the colliders cut into at most
+/// [`MAX_GRID_PARTS`] parts of consecutive rows (by count only, at least 2,048 rows each,
+/// so the grid is the same at every thread count), each gathered by a job a table at a
+/// time (`contiguous_iter`: which optional components a table has is decided once, not
+/// per row), the grid placed and sorted by cell in parallel
+/// ([`Grid::rebuild_parallel`](super::Grid::rebuild_parallel)), then the teams per block,
+/// a band of block rows per job. The grid is [`index_colliders_serially`]'s, bit for bit.
+///
+/// # Panics
+/// If the query is not dense (a component of [`Collidable`] stored in a sparse set).
+pub fn index_colliders(colliders: &Query<Collidable>, built: &mut Built, jobs: Jobs<'_>) {
+    let tables = || {
+        colliders
+            .contiguous_iter()
+            .expect("BuildGrid's components are stored in tables")
+    };
+    let rows: usize = tables().map(|(entities, ..)| entities.len()).sum();
+    let per = rows.div_ceil(MAX_GRID_PARTS).max(GATHER_MIN_PART);
+    let parts = rows.div_ceil(per);
+    built.grid.rebuild_parallel(jobs, parts, |k, part| {
+        let (from, to) = (k * per, (k + 1) * per);
+        let mut at = 0;
+        for (entities, pos, collider, team, vel, health, shot) in tables() {
+            // This table's rows in the part, if any.
+            let (start, end) = (at, at + entities.len());
+            at = end;
+            if end <= from {
+                continue;
+            }
+            if start >= to {
+                break;
+            }
+            let rows = from.max(start) - start..to.min(end) - start;
+            let body = vel && !shot;
+            let victim = team.is_some() && health;
+            if !(body || victim) {
+                continue;
+            }
+            let flags = if body { BODY } else { 0 } | if victim { VICTIM } else { 0 };
+            let items = entities[rows.clone()]
+                .iter()
+                .zip(&pos[rows.clone()])
+                .zip(&collider[rows.clone()]);
+            match team {
+                Some(team) => {
+                    for (((&e, p), c), t) in items.zip(&team[rows]) {
+                        part.push(e, p.0, c.radius, flags | u32::from(t.0));
+                    }
+                }
+                None => {
+                    for ((&e, p), c) in items {
+                        part.push(e, p.0, c.radius, flags);
+                    }
+                }
+            }
+        }
+    });
+    built.teams.rebuild_parallel(&built.grid, jobs);
+}
+
+/// [`index_colliders`] on one thread, in one pass over the query
+/// ([`Grid::rebuild`](super::Grid::rebuild), then the team blocks): the same grid, what
+/// the port built before its BuildGrid was parallel, kept as the reference.
+pub fn index_colliders_serially(colliders: &Query<Collidable>, built: &mut Built) {
     built.grid.rebuild(
         colliders
             .iter()

@@ -99,7 +99,14 @@ pub(crate) struct Timed<'a> {
     start: Instant,
 }
 
-impl Timed<'_> {
+impl<'a> Timed<'a> {
+    /// Where a batch of this system's parallel loops adds its time
+    /// ([`SystemTimes::chunk`]'s arguments), for loops that make their own batches.
+    #[inline]
+    pub(crate) fn chunk_of(&self) -> (&'a SystemTimes, usize) {
+        (self.times, self.id)
+    }
+
     /// Runs the system's parallel loop `f`, whose batches time themselves
     /// ([`SystemTimes::chunk`]), leaving its wall time out of the serial work.
     #[inline]
