@@ -22,9 +22,10 @@
 //! imports a module of a higher layer. From the bottom:
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
-//!   registry), `input` (the per-frame input resource), `ids`, `profile` (Tracy zones;
-//!   nothing without `tracy`), `erased` (the one type-erased buffer: a box and its
-//!   `TypeId`, one checked downcast); then `merge`, `checksum`, `stats` (frame
+//!   registry), `input` (the per-frame input resource), `ids`, `profile` (Tracy zones and
+//!   `tracing` spans; nothing without `tracy` or `tracing`), `trace` (trace files: a
+//!   frame's timeline as Chrome trace-event JSON), `erased` (the one type-erased buffer: a
+//!   box and its `TypeId`, one checked downcast); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
 //!   errors) and `hierarchy` (the `ChildOf` / `Children` components and their checks),
 //!   which know only those.
@@ -117,7 +118,7 @@
 //!
 //! <!-- layers: checked by `cargo xtask layers` -->
 //! ```text
-//! 0 base:     entity component input ids profile erased
+//! 0 base:     entity component input ids profile trace erased
 //! 1 leaves:   merge checksum stats fixed_step savefile hierarchy
 //! 2 storage:  storage
 //! 3 values:   bundle resource message
@@ -142,6 +143,7 @@ mod erased;
 mod ids;
 mod input;
 mod profile;
+mod trace;
 // Leaves over those.
 mod checksum;
 mod fixed_step;

@@ -1,4 +1,7 @@
-//! Tracy profiling, behind the `tracy` feature.
+//! Tracy profiling, behind the `tracy` feature, and `tracing` spans, behind the `tracing`
+//! feature; either, both or neither (then nothing is compiled). The frame's call sites use
+//! one macro each ([`zone!`], [`zone_named!`], [`enter!`]), whose guard ([`Phase`],
+//! [`Job`]) holds the Tracy zone and the entered span.
 //!
 //! What a Tracy user sees, and where it comes from:
 //!
@@ -64,10 +67,33 @@
 //! module interns the zones' locations by system, type and call site, and has everything
 //! else (phases, plots, frame marks, messages).
 //!
+//! What a `tracing` subscriber sees (the `tracing` feature), from the same call sites:
+//!
+//! - One **tree per frame**: a span `frame` (field `frame`: its number; once it ends,
+//!   `entities`, `writes`, `commands`, `merged`, `dropped`, `spawned`, `despawned`,
+//!   `messages`, the figures of [`FrameStats`](crate::FrameStats)), with several stages a
+//!   span `stage` per stage (`stage = name`), then `Run` (`systems`: how many are enabled)
+//!   and `Sync` (`merged`, `dropped`, `spawned`, `despawned`, `messages`), and under Sync
+//!   its steps, `gather` ... `deliver_messages`. Those are entered on the frame thread.
+//! - A span `system` per system run (`system = name`; `writes`, `own_us` once it ends)
+//!   and `fold` per type's merge (`component = type name`; `merged`, `dropped`), entered
+//!   on whichever thread runs the job, with an **explicit parent**: the frame thread's
+//!   current span when the batch started ([`current`]: Run, or Sync's `fold_all`),
+//!   handed to the jobs, since a worker has no current span of the frame's. A system's
+//!   own `tracing` events and spans are then in its span. Spans are not split when a
+//!   thread helps (a job run while waiting is a span of its own, under its own parent).
+//! - Levels: `frame`, `stage`, `Run`, `Sync` and `system` at `INFO`; Sync's steps and the
+//!   folds at `DEBUG`. Targets are the modules (`runsync::runtime::frame`,
+//!   `runsync::sync`, `runsync::run`, `runsync::fold`).
+//! - An `ERROR` **event** per failed frame (`frame`, `error`: the
+//!   [`FrameError`](crate::FrameError)'s message), in the frame's span.
+//!
 //! **Zero cost when off.** Without the feature, [`Zone`], [`JobZone`], [`ZoneSite`] (and
 //! the pool's `ChunkSite` and `Suspended`) are field-less unit structs, the macros expand
 //! to them, and every hook is an empty `#[inline(always)]` function: the call sites
-//! compile to nothing and no type gains a byte.
+//! compile to nothing and no type gains a byte. Without `tracing`, [`Entered`] and
+//! [`Parent`] are unit structs too, and the fields' values are wrapped in closures never
+//! called (type-checked, not evaluated).
 
 #[cfg(feature = "tracy")]
 mod imp {
@@ -633,12 +659,205 @@ impl Plot {
 }
 
 pub(crate) use imp::{
-    ProfileSettings, RuntimeProfile, Zone, ZoneSite, enter, message, name_frame_thread,
-    runtime_plot, zone, zone_named,
+    ProfileSettings, RuntimeProfile, Zone, ZoneSite, message, name_frame_thread, runtime_plot,
 };
+pub(crate) use imp::{enter as tracy_enter, zone as tracy_zone, zone_named as tracy_zone_named};
 #[cfg(feature = "tracy")]
 pub use imp::{frame_mark, frame_marks, plot_name, plot_names, zone_sites};
 #[cfg(feature = "tracy")]
 pub(crate) use imp::{intern, intern_at, site_locations};
 /// The job zones, their chunks and their visited rows: the pool's (`runsync_pool::profile`).
 pub(crate) use runsync_pool::profile::{JobZone, visited};
+
+/// `tracing` spans, behind the `tracing` feature (see the module docs): the span type a
+/// guard holds, the parent a worker's span is made under, and the macros that make and
+/// fill spans.
+#[cfg(feature = "tracing")]
+mod spans {
+    /// An entered `tracing` span; exited when dropped.
+    pub(crate) type Entered = tracing::span::EnteredSpan;
+
+    /// The span that jobs on other threads hang from ([`current`]).
+    pub(crate) type Parent = tracing::Span;
+
+    /// The calling thread's current span: taken on the frame thread before a batch, and
+    /// handed to its jobs as their spans' explicit parent (a worker has no current span
+    /// of the frame's).
+    #[inline]
+    pub(crate) fn current() -> Parent {
+        tracing::Span::current()
+    }
+
+    /// Makes and enters a span at `$level` (`INFO`, `DEBUG`, ...) named `$name`, under
+    /// `parent: $parent` if it comes first (else the current span), with `$field = $value`
+    /// fields and, after `;`, fields to [`record!`] later.
+    macro_rules! entered {
+        (parent: $parent:expr, $level:ident, $name:literal $(, $field:ident = $value:expr)*
+         $(; $($later:ident),+)?) => {
+            ::tracing::span!(
+                parent: $parent,
+                ::tracing::Level::$level,
+                $name
+                $(, $field = $value)*
+                $($(, $later = ::tracing::field::Empty)+)?
+            )
+            .entered()
+        };
+        ($level:ident, $name:literal $(, $field:ident = $value:expr)*
+         $(; $($later:ident),+)?) => {
+            ::tracing::span!(
+                ::tracing::Level::$level,
+                $name
+                $(, $field = $value)*
+                $($(, $later = ::tracing::field::Empty)+)?
+            )
+            .entered()
+        };
+    }
+    pub(crate) use entered;
+
+    /// Records fields declared after `;` in [`entered!`] on an entered span (a guard's
+    /// `span`).
+    macro_rules! record {
+        ($span:expr, $($field:ident = $value:expr),+ $(,)?) => {{
+            let span: &$crate::profile::Entered = &$span;
+            $(span.record(stringify!($field), $value);)+
+        }};
+    }
+    pub(crate) use record;
+
+    /// An error event for a failed frame, in the frame's span.
+    #[cold]
+    pub(crate) fn frame_failed(frame: u64, error: &dyn std::fmt::Display) {
+        tracing::error!(frame, error = %error, "runsync: frame failed");
+    }
+}
+
+/// Nothing: `tracing` is off.
+#[cfg(not(feature = "tracing"))]
+mod spans {
+    /// Nothing: `tracing` is off.
+    pub(crate) struct Entered;
+
+    /// Nothing: `tracing` is off.
+    pub(crate) struct Parent;
+
+    /// Nothing: `tracing` is off.
+    #[inline(always)]
+    pub(crate) fn current() -> Parent {
+        Parent
+    }
+
+    /// Nothing: `tracing` is off (the values are wrapped in closures never called, so
+    /// they are type-checked but not evaluated).
+    macro_rules! entered {
+        (parent: $parent:expr, $level:ident, $name:literal $($rest:tt)*) => {{
+            let _: &$crate::profile::Parent = $parent;
+            $crate::profile::entered!($level, $name $($rest)*)
+        }};
+        ($level:ident, $name:literal $(, $field:ident = $value:expr)*
+         $(; $($later:ident),+)?) => {{
+            $(let _ = || $value;)*
+            $crate::profile::Entered
+        }};
+    }
+    pub(crate) use entered;
+
+    /// Nothing: `tracing` is off (the values are not evaluated).
+    macro_rules! record {
+        ($span:expr, $($field:ident = $value:expr),+ $(,)?) => {{
+            let _: &$crate::profile::Entered = &$span;
+            $(let _ = || $value;)+
+        }};
+    }
+    pub(crate) use record;
+
+    /// Nothing: `tracing` is off.
+    #[inline(always)]
+    pub(crate) fn frame_failed(_frame: u64, _error: &dyn std::fmt::Display) {}
+}
+
+pub(crate) use spans::{Entered, Parent, current, entered, frame_failed, record};
+
+/// A phase's guard (the frame thread's: Run, Sync, a step of Sync, a stage): its Tracy
+/// zone (with `tracy`) and its entered `tracing` span (with `tracing`); both end when it
+/// is dropped, the span first. Without either feature it has no field.
+pub(crate) struct Phase {
+    pub(crate) span: Entered,
+    /// Held for its drop.
+    pub(crate) _zone: Zone,
+}
+
+/// Opens a phase ([`Phase`]): a Tracy zone named `$name` whose source location is this
+/// call site (as `tracy_client::span!`), and a `tracing` span of the same name at `$level`
+/// (`INFO` if not given) with the given fields (see [`entered!`]).
+macro_rules! zone {
+    ($level:ident, $name:literal $($fields:tt)*) => {
+        $crate::profile::Phase {
+            _zone: $crate::profile::tracy_zone!($name),
+            span: $crate::profile::entered!($level, $name $($fields)*),
+        }
+    };
+    ($name:literal $($fields:tt)*) => {
+        $crate::profile::zone!(INFO, $name $($fields)*)
+    };
+}
+pub(crate) use zone;
+
+/// Opens a stage's phase ([`Phase`]): a Tracy zone named `$name` (known only at run time)
+/// at this call site, its location built once per site (a `&mut ZoneSite`), and a
+/// `tracing` span `stage` with the field `stage = $name`.
+macro_rules! zone_named {
+    ($site:expr, $name:expr) => {
+        $crate::profile::Phase {
+            _zone: $crate::profile::tracy_zone_named!($site, $name),
+            span: $crate::profile::entered!(INFO, "stage", stage = &*$name),
+        }
+    };
+}
+pub(crate) use zone_named;
+
+/// A job's guard (a system's run, a type's merge, on whichever thread runs it): its
+/// Tracy job zone (with `tracy`) and its entered `tracing` span (with `tracing`).
+pub(crate) struct Job {
+    pub(crate) span: Entered,
+    pub(crate) zone: JobZone,
+}
+
+impl Job {
+    /// Rows visited by the job so far (with `tracy`; see [`visited`]).
+    #[inline(always)]
+    pub(crate) fn visited(&self) -> u64 {
+        self.zone.visited()
+    }
+
+    /// Ends the span, then the zone with `text` (the job's counts) on its last piece: in
+    /// the reverse order of opening, as Tracy needs if a `tracing` layer also feeds it
+    /// (`tracing-tracy`).
+    #[inline(always)]
+    // Without `tracing` the span is a unit struct.
+    #[cfg_attr(not(feature = "tracing"), allow(clippy::drop_non_drop))]
+    pub(crate) fn end(self, text: std::fmt::Arguments<'_>) {
+        let Job { span, zone } = self;
+        drop(span);
+        zone.end(text);
+    }
+}
+
+/// Enters a job ([`Job`]): the Tracy job zone kept in `$site` (a `&mut ZoneSite`) named
+/// `$name`, and a `tracing` span named `$span` at `$level` with the field
+/// `$field = $name`, under `parent` (the frame thread's span when the batch started:
+/// jobs run on workers, which have no current span of the frame's), with fields to
+/// [`record!`] after `;`.
+macro_rules! enter {
+    ($level:ident, $site:expr, $name:expr, $span:literal, $field:ident, parent: $parent:expr
+     $(; $($later:ident),+)?) => {
+        $crate::profile::Job {
+            zone: $crate::profile::tracy_enter!($site, $name),
+            span: $crate::profile::entered!(
+                parent: $parent, $level, $span, $field = &*$name $(; $($later),+)?
+            ),
+        }
+    };
+}
+pub(crate) use enter;

@@ -7,6 +7,7 @@ use crate::pool::clock::{Clock, Tick};
 use crate::output::Output;
 use crate::pool::{Cost, Panicked, Pool};
 use crate::system::SystemSlot;
+use crate::trace::{Interval, Timeline};
 use crate::world::World;
 
 /// Runs every enabled system of one stage once: `systems`, which sit at `base..` among the
@@ -17,7 +18,11 @@ use crate::world::World;
 ///
 /// A system's time is its own: work its thread did for *other* systems while waiting for
 /// its own parallel parts (see [`Pool::helped`]) is subtracted.
-pub(crate) fn run(
+///
+/// In a traced frame (`T::ON`), each slot keeps where and when its system ran
+/// (`SystemSlot::traced`). With `tracing`, each system runs in a span `system` whose parent
+/// is the caller's current span (the frame's Run), whichever thread runs it.
+pub(crate) fn run<T: Timeline>(
     world: &World,
     systems: &mut [SystemSlot],
     base: usize,
@@ -28,12 +33,16 @@ pub(crate) fn run(
     // thousands of small systems the clock was a fifth of the frame).
     let clock = Clock::get();
     let run = clock.now();
+    let parent = crate::profile::current();
     pool.for_each_mut(systems, &|s, slot| {
         slot.ran = slot.enabled;
         if !slot.enabled {
             return;
         }
-        let zone = crate::profile::enter!(&mut slot.zone, slot.name);
+        let zone = crate::profile::enter!(
+            INFO, &mut slot.zone, slot.name, "system", system, parent: &parent;
+            writes, own_us
+        );
         let helped_before = Pool::helped();
         // `take`: a system this thread runs while the current one waits (helping) finds no
         // end to chain from and reads the clock; chaining it from the system before the
@@ -55,12 +64,21 @@ pub(crate) fn run(
         let end = clock.now();
         LAST_END.with(|c| c.set(Some(end)));
         slot.time = clock.between(start, end).saturating_sub(helped);
+        if T::ON {
+            let thread = Pool::worker_index() as u32;
+            slot.traced = Interval { start, end, thread };
+        }
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
         }
         // On the zone's last piece, what a reader needs per run (Tracy counts pieces):
         // outputs written, rows visited, and the run's own time, helping excluded.
         let visited = zone.visited();
+        crate::profile::record!(
+            zone.span,
+            writes = slot.writes,
+            own_us = slot.time.as_micros() as u64,
+        );
         zone.end(format_args!(
             "writes={} entities={} own_us={}",
             slot.writes,

@@ -223,7 +223,7 @@ impl Pool {
                 let shared = Arc::clone(&shared);
                 thread::Builder::new()
                     .name(worker_name(i))
-                    .spawn(move || worker_main(&shared))
+                    .spawn(move || worker_main(&shared, i))
                     .expect("runsync: failed to spawn a worker thread")
             })
             .collect();
@@ -233,6 +233,14 @@ impl Pool {
     /// Threads that run jobs, counting the caller.
     pub fn threads(&self) -> usize {
         self.handles.len() + 1
+    }
+
+    /// The calling thread's place in its pool: `i + 1` on worker `runsync-w{i}`, 0 on any
+    /// other thread (the one that starts batches, which runs jobs too). A thread-local
+    /// read; what trace files number their threads by.
+    #[inline]
+    pub fn worker_index() -> usize {
+        WORKER.with(Cell::get)
     }
 
     /// Runs `f(i)` for every `i in 0..count`, spread over the pool; returns when all have
@@ -415,6 +423,8 @@ thread_local! {
     /// What the batches started by the code being measured on this thread added up (see
     /// [`Cost::measure`]).
     static NESTED: Cell<Nested> = const { Cell::new(Nested::ZERO) };
+    /// This thread's [`Pool::worker_index`].
+    static WORKER: Cell<usize> = const { Cell::new(0) };
 }
 
 /// The work and the span of a piece of computation, in clock ticks (`clock.rs`;
@@ -589,8 +599,10 @@ impl Drop for Pool {
 /// interpreted: idle workers of the tests' pools spun through most of CI's Miri time).
 const IDLE_ROUNDS: u32 = if cfg!(loom) || cfg!(miri) { 0 } else { 64 };
 
-fn worker_main(shared: &Shared) {
+/// Worker `i`'s loop.
+fn worker_main(shared: &Shared, i: usize) {
     crate::profile::name_worker();
+    WORKER.with(|w| w.set(i + 1));
     let backoff = Backoff::new();
     let mut idle = 0;
     loop {
@@ -844,6 +856,37 @@ mod tests {
             seen.contains("runsync-w0") && seen.contains("runsync-w1"),
             "{seen:?}"
         );
+    }
+
+    /// Worker `runsync-w{i}` is `i + 1`; the thread that starts the batch, 0.
+    #[test]
+    fn worker_indices_follow_the_names() {
+        let threads = if cfg!(feature = "single-threaded") {
+            1
+        } else {
+            3
+        };
+        let pool = Pool::new(3);
+        let seen = Mutex::new(std::collections::BTreeSet::new());
+        let go = AtomicUsize::new(0);
+        pool.for_each_index(threads, &|_| {
+            go.fetch_add(1, Ordering::SeqCst);
+            while go.load(Ordering::SeqCst) < threads {
+                std::hint::spin_loop();
+            }
+            let name = std::thread::current().name().map(str::to_owned);
+            let name = name.filter(|n| n.starts_with("runsync-w"));
+            seen.lock().insert((Pool::worker_index(), name));
+        })
+        .ok()
+        .unwrap();
+        let mut want = vec![(0, None)];
+        if threads == 3 {
+            want.push((1, Some("runsync-w0".to_owned())));
+            want.push((2, Some("runsync-w1".to_owned())));
+        }
+        assert_eq!(seen.into_inner().into_iter().collect::<Vec<_>>(), want);
+        assert_eq!(Pool::worker_index(), 0);
     }
 }
 

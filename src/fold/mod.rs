@@ -80,8 +80,9 @@ pub(crate) trait AnyFold: Send + Sync {
     fn swap_columns(&mut self, storage: &mut dyn AnyColumns);
     /// Folds the inbox into the lent columns. Large types fold in parallel parts on
     /// `pool`. If the merge panics, the panic goes on; [`failed_at`](Self::failed_at)
-    /// then says where.
-    fn fold(&mut self, pool: &Pool) -> FoldCounts;
+    /// then says where. With `tracing`, in a span `fold` under `parent` (Sync's
+    /// `fold_all`, whichever thread folds).
+    fn fold(&mut self, pool: &Pool, parent: &crate::profile::Parent) -> FoldCounts;
     /// Where the last [`fold`](Self::fold)'s merge panicked (`None` if it did not).
     fn failed_at(&self) -> Option<FailedAt>;
     /// Hands every buffer back, emptied (capacity kept), with its system index.
@@ -115,8 +116,11 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             .swap_with(&mut self.columns, &mut self.marks);
     }
 
-    fn fold(&mut self, pool: &Pool) -> FoldCounts {
-        let zone = crate::profile::enter!(&mut self.zone, std::any::type_name::<C>());
+    fn fold(&mut self, pool: &Pool, parent: &crate::profile::Parent) -> FoldCounts {
+        let zone = crate::profile::enter!(
+            DEBUG, &mut self.zone, std::any::type_name::<C>(), "fold", component,
+            parent: parent; merged, dropped
+        );
         let counts = paths::fold(
             &self.merge,
             &mut self.columns,
@@ -126,6 +130,7 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
             pool,
             &mut self.failed,
         );
+        crate::profile::record!(zone.span, merged = counts.merged, dropped = counts.dropped);
         zone.end(format_args!(
             "merged={} dropped={} sources={}",
             counts.merged,

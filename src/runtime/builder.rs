@@ -255,6 +255,7 @@ impl RuntimeBuilder {
             sync_scratch: Default::default(),
             watches: Watches::default(),
             recorder: None,
+            trace: None,
             digests: Default::default(),
         };
         for name in self.stages {

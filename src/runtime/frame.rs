@@ -1,7 +1,9 @@
 //! The frame loop: [`Runtime::frame`] and its variants run the frame's stages in order,
 //! each a Run of its systems then a Sync of their outputs (`run_frame`, `stage`), and
 //! keep the frame's figures ([`FrameStats`]); while a replay is recorded, each frame's
-//! input and checksum are recorded around it (`replay`).
+//! input and checksum are recorded around it (`replay`); while a trace is recorded, the
+//! frame writes its timeline into it (`trace`: the frame's code is generic over a
+//! [`Timeline`], chosen once per frame).
 
 use std::ops::Range;
 use std::time::{Duration, Instant};
@@ -12,6 +14,7 @@ use crate::pool::Cost;
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemRun};
 use crate::sync::StageSync;
 use crate::system::{StageId, SystemSlot};
+use crate::trace::{Timeline, Untraced};
 
 impl Runtime {
     /// Runs one frame: Run, then Sync (for each stage, in order).
@@ -106,20 +109,51 @@ impl Runtime {
     /// stages' changes applied. The frame stops at the stage that failed. Other failures
     /// are described on [`FrameError`].
     pub fn try_frame(&mut self) -> Result<(), FrameError> {
-        if self.recorder.is_none() {
-            return self.run_frame();
+        if self.recorder.is_none() && self.trace.is_none() {
+            return self.run_frame(&mut Untraced);
         }
         self.record_input();
         let counted = self.frame;
-        let result = self.run_frame();
+        let result = match self.trace.take() {
+            Some(mut trace) => {
+                let result = self.traced_frame(&mut trace);
+                self.trace = Some(trace);
+                result
+            }
+            None => self.run_frame(&mut Untraced),
+        };
         if self.frame != counted {
             self.record_frame();
         }
         result
     }
 
-    /// One frame, Run then Sync ([`try_frame`](Self::try_frame) without recording).
-    fn run_frame(&mut self) -> Result<(), FrameError> {
+    /// One frame, Run then Sync ([`try_frame`](Self::try_frame) without recording), its
+    /// timeline written to `timeline`; with `tracing`, in a span `frame` whose counts are
+    /// set once it ends.
+    pub(super) fn run_frame<T: Timeline>(&mut self, timeline: &mut T) -> Result<(), FrameError> {
+        let span = crate::profile::entered!(
+            INFO, "frame", frame = self.frame + 1;
+            entities, writes, commands, merged, dropped, spawned, despawned, messages
+        );
+        let result = self.frame_stages(timeline);
+        let stats = &self.stats;
+        crate::profile::record!(
+            span,
+            entities = stats.entities,
+            writes = stats.systems.iter().map(|s| s.writes).sum::<usize>(),
+            commands = stats.systems.iter().map(|s| s.commands).sum::<usize>(),
+            merged = stats.merged,
+            dropped = stats.dropped,
+            spawned = stats.spawned,
+            despawned = stats.despawned,
+            messages = stats.messages,
+        );
+        result
+    }
+
+    /// The frame's stages, in order ([`run_frame`](Self::run_frame)).
+    fn frame_stages<T: Timeline>(&mut self, timeline: &mut T) -> Result<(), FrameError> {
         let time = Time {
             dt: self.dt,
             frame: self.frame,
@@ -163,7 +197,13 @@ impl Runtime {
             // A zone per stage, only if there are several (one stage: the frame's zones
             // as they always were).
             let _zone = zones.then(|| crate::profile::zone_named!(&mut stage.zone, stage.name));
-            let result = self.stage(StageId(k as u32), start..end, first, stages);
+            if zones {
+                timeline.open_named(&stage.name, "stage");
+            }
+            let result = self.stage(StageId(k as u32), start..end, first, stages, timeline);
+            if zones {
+                timeline.close(Vec::new);
+            }
             first = false;
             if let Err(error) = result {
                 return Err(self.stage_failed(k, error));
@@ -180,12 +220,13 @@ impl Runtime {
 
     /// One stage: the Run of the systems at `places`, then their Sync. Its figures go to
     /// the frame's stats, added to those of the stages before.
-    fn stage(
+    fn stage<T: Timeline>(
         &mut self,
         stage: StageId,
         places: Range<usize>,
         first: bool,
         stages: usize,
+        timeline: &mut T,
     ) -> Result<(), FrameError> {
         // Canonical order (when on): tables and rows sorted before the Run reads them.
         self.world.storage_mut().canonicalize();
@@ -194,29 +235,56 @@ impl Runtime {
         self.world
             .storage_mut()
             .reserve_for_stage(self.systems.len(), places.clone());
-        self.run_stage(stage, places.clone())?;
+        self.run_stage(stage, places.clone(), timeline)?;
         let at = StageSync {
             stage,
             base: places.start,
             first,
             stages,
         };
-        self.sync_stage(at, places)
+        self.sync_stage(at, places, timeline)
     }
 
     /// A stage's Run: the systems at `places`, all at once, and their figures. If one
     /// panicked, every output of the stage is discarded and its spawn ids taken back.
-    fn run_stage(&mut self, stage: StageId, places: Range<usize>) -> Result<(), FrameError> {
+    fn run_stage<T: Timeline>(
+        &mut self,
+        stage: StageId,
+        places: Range<usize>,
+        timeline: &mut T,
+    ) -> Result<(), FrameError> {
         let base = places.start;
         let systems = &mut self.systems[places];
         let run_start = Instant::now();
+        timeline.open("Run", "phase");
         let (run, cost) = Cost::measure(|| {
-            let _zone = crate::profile::zone!("Run");
-            crate::run::run(&self.world, systems, base, &self.pool)
+            let _zone = crate::profile::zone!(
+                "Run",
+                systems = systems.iter().filter(|s| s.enabled).count()
+            );
+            crate::run::run::<T>(&self.world, systems, base, &self.pool)
         });
         let time = run_start.elapsed();
+        timeline.close(|| {
+            let ran = systems.iter().filter(|s| s.ran).count();
+            let us = |d: Duration| d.as_micros() as u64;
+            vec![
+                ("systems", ran.into()),
+                ("work_us", us(cost.work_time()).into()),
+                ("span_us", us(cost.span_time()).into()),
+            ]
+        });
         for slot in systems.iter() {
             self.stats.record_system(slot.id, system_run(slot));
+            if T::ON && slot.ran {
+                timeline.system(&slot.name, slot.traced, || {
+                    vec![
+                        ("writes", slot.writes.into()),
+                        ("commands", slot.out.commands.len().into()),
+                        ("own_us", (slot.time.as_micros() as u64).into()),
+                    ]
+                });
+            }
         }
         self.stats
             .add_run(stage, time, cost.work_time(), cost.span_time());
@@ -236,22 +304,50 @@ impl Runtime {
     }
 
     /// A stage's Sync, `at`, of the systems at `places`, and its figures.
-    fn sync_stage(&mut self, at: StageSync, places: Range<usize>) -> Result<(), FrameError> {
+    fn sync_stage<T: Timeline>(
+        &mut self,
+        at: StageSync,
+        places: Range<usize>,
+        timeline: &mut T,
+    ) -> Result<(), FrameError> {
         let systems = &mut self.systems[places];
         let sync_start = Instant::now();
+        timeline.open("Sync", "phase");
         let (report, cost) = Cost::measure(|| {
-            let _zone = crate::profile::zone!("Sync");
-            crate::sync::sync(
+            let zone = crate::profile::zone!(
+                "Sync";
+                merged, dropped, spawned, despawned, messages
+            );
+            let report = crate::sync::sync(
                 &mut self.world,
                 systems,
                 at,
                 &self.pool,
                 &mut self.sync_scratch,
                 &mut self.watches,
-            )
+                timeline,
+            );
+            crate::profile::record!(
+                zone.span,
+                merged = report.merged,
+                dropped = report.dropped + report.commands.dropped,
+                spawned = report.commands.spawned,
+                despawned = report.commands.despawned,
+                messages = report.messages,
+            );
+            report
         });
         let time = sync_start.elapsed();
         let (figures, result) = report.into_result(at.stage);
+        timeline.close(|| {
+            vec![
+                ("merged", figures.merged.into()),
+                ("dropped", figures.dropped.into()),
+                ("spawned", figures.spawned.into()),
+                ("despawned", figures.despawned.into()),
+                ("messages", figures.messages.into()),
+            ]
+        });
         self.stats
             .add_sync(at.stage, time, cost.work_time(), cost.span_time(), figures);
         result
@@ -287,14 +383,16 @@ impl Runtime {
         }
     }
 
-    /// Ends a failed frame: a Tracy message saying why (with `tracy`), then the frame's
-    /// plots and mark, so the failure sits in its frame on the timeline.
+    /// Ends a failed frame: a Tracy message saying why (with `tracy`) and an error event
+    /// in the frame's span (with `tracing`), then the frame's plots and mark, so the
+    /// failure sits in its frame on the timeline.
     #[cold]
     fn frame_failed(&self, error: FrameError) -> FrameError {
         crate::profile::message(format_args!(
             "runsync: frame {} failed: {error}",
             self.stats.frame
         ));
+        crate::profile::frame_failed(self.stats.frame, &error);
         self.profile_frame_end();
         error
     }

@@ -11,7 +11,9 @@
 //! - `persist` — snapshots ([`RuntimeSnapshot`](crate::RuntimeSnapshot)) and save files;
 //! - `replay` — recording and playing replays; `replay::file` is the replay file and the
 //!   reports, which know no `Runtime` (a lower layer: see `lib.rs`);
-//! - `watch` — write provenance of watched entities.
+//! - `watch` — write provenance of watched entities;
+//! - `trace` — trace files ([`Runtime::start_trace`]): the frames' timeline as Chrome
+//!   trace-event JSON.
 //!
 //! The children import this module (for `Runtime`) and this module imports none of them
 //! but `replay::file`, so they form no import cycle.
@@ -22,6 +24,7 @@ mod frame;
 pub(crate) mod persist;
 pub(crate) mod replay;
 mod systems;
+mod trace;
 mod watch;
 
 use std::fmt;
@@ -76,6 +79,8 @@ pub struct Runtime {
     watches: Watches,
     /// The replay being recorded, if any.
     recorder: Option<Box<Recorder>>,
+    /// The trace being recorded, if any ([`Runtime::start_trace`]).
+    trace: Option<Box<crate::trace::Trace>>,
     /// The checksum's blocks, reused by [`checksum`](Runtime::checksum).
     digests: std::sync::Mutex<Vec<(Piece, u64)>>,
 }

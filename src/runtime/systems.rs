@@ -87,6 +87,7 @@ impl Runtime {
                 out: SystemOutputs::default(),
                 // Tracy's "go to source" opens where the user added the system.
                 zone: crate::profile::ZoneSite::at(std::panic::Location::caller()),
+                traced: Default::default(),
             },
         );
         for s in &mut self.stages[k..] {

@@ -2,8 +2,9 @@
 //! commands. A frame has one Sync per [stage](crate::Runtime::add_stage), after that
 //! stage's Run, over that stage's systems only.
 //!
-//! Sync runs seven named steps, in order, each a function of this module (and a Tracy zone
-//! of the same name, but for the first):
+//! Sync runs seven named steps, in order, each a function of this module (and a Tracy zone,
+//! a `tracing` span at `DEBUG` and, in a traced frame, a trace file's event of the same
+//! name, but for the first):
 //!
 //! 0. [`begin_marks`] — forgets the change marks this stage's previous Sync made: with
 //!    one stage, every mark (what `Changed<C>` / `Added<C>` report is what the last Sync
@@ -52,6 +53,7 @@ use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{FrameError, MergeTarget, SyncFigures};
 use crate::system::{StageId, SystemSlot};
+use crate::trace::Timeline;
 use crate::world::{SyncParts, World};
 
 /// What Sync keeps across frames (capacity only).
@@ -134,45 +136,53 @@ pub(crate) struct StageSync {
     pub(crate) stages: usize,
 }
 
-/// Runs the whole Sync phase for the systems of one stage (`systems`), those that ran.
-pub(crate) fn sync(
+/// Runs the whole Sync phase for the systems of one stage (`systems`), those that ran;
+/// each step's event goes to `timeline`.
+pub(crate) fn sync<T: Timeline>(
     world: &mut World,
     systems: &mut [SystemSlot],
     at: StageSync,
     pool: &Pool,
     scratch: &mut SyncScratch,
     watches: &mut Watches,
+    timeline: &mut T,
 ) -> SyncReport {
     let mut report = SyncReport::default();
     begin_marks(world, at.stage, at.stages);
     {
-        let _zone = crate::profile::zone!("gather");
+        let _zone = crate::profile::zone!(DEBUG, "gather");
+        let _step = timeline.step("gather");
         gather(world, systems);
     }
     if !watches.is_empty() {
         watches.record_writes(world, systems, at.stage, at.first);
     }
     {
-        let _zone = crate::profile::zone!("fold_all");
+        let _zone = crate::profile::zone!(DEBUG, "fold_all");
+        let _step = timeline.step("fold_all");
         fold_all(world, pool, &mut report);
     }
     if !watches.is_empty() {
         watches.record_after(world, at.stage);
     }
     {
-        let _zone = crate::profile::zone!("fold_resources");
+        let _zone = crate::profile::zone!(DEBUG, "fold_resources");
+        let _step = timeline.step("fold_resources");
         fold_resources(world, systems, &mut report);
     }
     {
-        let _zone = crate::profile::zone!("return_buffers");
+        let _zone = crate::profile::zone!(DEBUG, "return_buffers");
+        let _step = timeline.step("return_buffers");
         return_buffers(world, systems);
     }
     {
-        let _zone = crate::profile::zone!("commands");
+        let _zone = crate::profile::zone!(DEBUG, "commands");
+        let _step = timeline.step("commands");
         apply_commands(world, systems, at.base, &mut scratch.commands, &mut report);
     }
     if world.sync_parts().messages.len() > 0 {
-        let _zone = crate::profile::zone!("deliver_messages");
+        let _zone = crate::profile::zone!(DEBUG, "deliver_messages");
+        let _step = timeline.step("deliver_messages");
         deliver_messages(world, systems, at.stage, at.stages, &mut report);
     }
     report
@@ -219,9 +229,11 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
     }
     let merged = AtomicU64::new(0);
     let dropped = AtomicU64::new(0);
+    // The folds' spans hang from this step's (with `tracing`), on whichever thread.
+    let parent = crate::profile::current();
     let result = pool.for_each_mut(folds, &|_, fold| {
         if fold.has_sources() {
-            let c = fold.fold(pool);
+            let c = fold.fold(pool, &parent);
             merged.fetch_add(c.merged, Ordering::Relaxed);
             dropped.fetch_add(c.dropped, Ordering::Relaxed);
         }

@@ -126,4 +126,6 @@ pub(crate) struct SystemSlot {
     pub(crate) out: SystemOutputs,
     /// The system's profiling zone location, made once (nothing without `tracy`).
     pub(crate) zone: crate::profile::ZoneSite,
+    /// Where and when it ran in the last traced frame (a trace file's event).
+    pub(crate) traced: crate::trace::Interval,
 }

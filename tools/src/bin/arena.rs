@@ -9,7 +9,8 @@
 //! them than a run of a minute; `--json` lists the records of the last frames only. With `--rollback N`, every frame also rolls back N frames and re-simulates
 //! them, as rollback netcode does on every late input, and reports what that costs.
 //! `--record FILE` records the run as a runsync replay; `--replay FILE` plays one back at
-//! any worker count and reports the first divergence, if any.
+//! any worker count and reports the first divergence, if any. `--trace FILE` writes a
+//! trace of the run (`Runtime::start_trace`) to open in <https://ui.perfetto.dev>.
 //! `cargo run --release -p runsync-tools --bin arena -- --help` for options.
 
 use std::io::{IsTerminal, Write};
@@ -122,6 +123,13 @@ struct Args {
     /// a divergence report shows the values that differ; 0 = none. Each costs a save.
     #[arg(long, value_name = "N", default_value_t = 60, requires = "record")]
     keyframes: u64,
+    /// Write a trace of the run to FILE (`Runtime::start_trace`): Chrome / Perfetto
+    /// trace-event JSON, to open in ui.perfetto.dev (Perfetto) or chrome://tracing. Every
+    /// frame the runtime runs (those `--rollback` re-simulates too), with its figures; Run,
+    /// Sync and Sync's steps on the main thread; each system on the worker that ran it.
+    /// Kept in memory until the run ends: some 3.4 KB a frame.
+    #[arg(long, value_name = "FILE.json", conflicts_with_all = ["replay", "shards"])]
+    trace: Option<PathBuf>,
     /// Replay a recording made with `--record` (the same arena: agents and seed come from
     /// the file) on `--workers` workers, checking every frame's checksum. Prints how many
     /// frames matched, or, at the first frame that differs, the divergence: the frame,
@@ -486,6 +494,7 @@ fn main() -> ExitCode {
         ("chart", &args.chart),
         ("picture", &args.picture),
         ("replay", &args.record),
+        ("trace", &args.trace),
     ] {
         if let Some(path) = path {
             if let Err(e) = std::fs::File::create(path) {
@@ -535,6 +544,9 @@ fn main() -> ExitCode {
         // The arena has no player input: the frames' inputs are `()`, never set.
         rt.record_replay_keyframes::<()>(args.keyframes)
             .expect("the arena's types and resources are all opted into saves");
+    }
+    if args.trace.is_some() {
+        rt.start_trace();
     }
     let mut inspector = match &args.inspect {
         Some(addr) => match inspect::start(
@@ -643,6 +655,27 @@ fn main() -> ExitCode {
         }
         None => None,
     };
+    let traced = match &args.trace {
+        Some(path) => {
+            let written = std::fs::File::create(path).and_then(|f| {
+                let mut w = std::io::BufWriter::new(f);
+                let frames = rt.finish_trace(&mut w)?;
+                w.flush()?;
+                Ok(frames)
+            });
+            match written {
+                Ok(frames) => Some((path, frames)),
+                Err(e) => {
+                    eprintln!(
+                        "arena: could not write the trace to {}: {e}",
+                        path.display()
+                    );
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => None,
+    };
     drop(rt);
 
     let mut determinism: Option<String> = None;
@@ -728,6 +761,12 @@ fn main() -> ExitCode {
                 "replay           {} ({} frames; play it with --replay)",
                 path.display(),
                 args.frames
+            );
+        }
+        if let Some((path, frames)) = traced {
+            println!(
+                "trace            {} ({frames} frames; open it in https://ui.perfetto.dev)",
+                path.display()
             );
         }
         if let Some(d) = &determinism {
