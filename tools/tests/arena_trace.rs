@@ -186,7 +186,7 @@ fn the_trace_nests_systems_in_their_frames_run_and_names_them_all() {
         );
         assert_eq!(ran.len(), names.len());
     }
-    // Both threads are named; the systems ran on both.
+    // Both threads are named; the systems ran on both (with workers).
     let threads: BTreeSet<(u64, &str)> = events
         .iter()
         .filter(|e| e["name"] == "thread_name")
@@ -197,10 +197,20 @@ fn the_trace_nests_systems_in_their_frames_run_and_names_them_all() {
             )
         })
         .collect();
-    assert!(threads.contains(&(1, "runsync-w0")), "{threads:?}");
     assert!(threads.iter().any(|&(tid, _)| tid == 0), "{threads:?}");
     let tids: BTreeSet<u64> = systems.iter().map(|s| s.tid).collect();
-    assert_eq!(tids, BTreeSet::from([0, 1]));
+    // Built `single-threaded`, the pool has no workers: everything is on thread 0.
+    let pooled = runsync::Runtime::builder()
+        .workers(2)
+        .build(runsync::World::new())
+        .workers()
+        > 1;
+    if pooled {
+        assert!(threads.contains(&(1, "runsync-w0")), "{threads:?}");
+        assert_eq!(tids, BTreeSet::from([0, 1]));
+    } else {
+        assert_eq!(tids, BTreeSet::from([0]));
+    }
 }
 
 #[test]
