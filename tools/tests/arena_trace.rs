@@ -186,7 +186,7 @@ fn the_trace_nests_systems_in_their_frames_run_and_names_them_all() {
         );
         assert_eq!(ran.len(), names.len());
     }
-    // Both threads are named; the systems ran on both (with workers).
+    // Both threads are named (with workers); every system ran on one of them.
     let threads: BTreeSet<(u64, &str)> = events
         .iter()
         .filter(|e| e["name"] == "thread_name")
@@ -206,8 +206,10 @@ fn the_trace_nests_systems_in_their_frames_run_and_names_them_all() {
         .workers()
         > 1;
     if pooled {
+        // Which thread takes which system is up to the scheduler (a busy machine may
+        // leave the worker asleep for a short frame): each is on a named thread.
         assert!(threads.contains(&(1, "runsync-w0")), "{threads:?}");
-        assert_eq!(tids, BTreeSet::from([0, 1]));
+        assert!(tids.is_subset(&BTreeSet::from([0, 1])), "{tids:?}");
     } else {
         assert_eq!(tids, BTreeSet::from([0]));
     }
