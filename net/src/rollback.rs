@@ -294,7 +294,13 @@ impl<I: NetInput> Rollback<I> {
     /// [`keep_checked_frames`](Self::keep_checked_frames)) the packed checksum parts in
     /// the high 64, whose snapshot is also kept.
     fn save_tagged(&mut self, frame: Frame) -> Result<u128, NetError> {
-        let checksum = self.save_ring(frame)?;
+        // On a checked frame the parts are digested once, and the checksum is theirs.
+        let checked = self.forensics.as_ref().is_some_and(|f| {
+            frame >= 0 && frame % Frame::try_from(f.every).unwrap_or(Frame::MAX) == 0
+        });
+        let parts = checked.then(|| self.rt.checksum_parts());
+        let of_parts = parts.as_deref().map(runsync::World::checksum_of_parts);
+        let checksum = self.save_ring(frame, of_parts)?;
         let Some(f) = &mut self.forensics else {
             return Ok(u128::from(checksum));
         };
@@ -338,7 +344,7 @@ impl<I: NetInput> Rollback<I> {
             self.stats.save_time += t.elapsed();
             return Ok(u128::from(checksum));
         }
-        let parts = self.rt.checksum_parts();
+        let parts = parts.unwrap_or_else(|| self.rt.checksum_parts());
         let high = crate::forensics::pack(&parts);
         if len > 0 {
             let kept = &mut f.kept[place(frame)];
@@ -358,8 +364,8 @@ impl<I: NetInput> Rollback<I> {
         Ok(u128::from(high) << 64 | u128::from(checksum))
     }
 
-    /// Into the ring: the snapshot and the checksum.
-    fn save_ring(&mut self, frame: Frame) -> Result<u64, NetError> {
+    /// Into the ring: the snapshot and the checksum (`checksum` if the caller has it).
+    fn save_ring(&mut self, frame: Frame, checksum: Option<u64>) -> Result<u64, NetError> {
         let t = Instant::now();
         let expected = self.runsync_frame(frame);
         if frame < 0 || self.rt.frame_count() != expected {
@@ -373,7 +379,7 @@ impl<I: NetInput> Rollback<I> {
         let saved = &mut self.ring[slot];
         saved.frame = None;
         self.rt.snapshot_into(&mut saved.snapshot)?;
-        saved.checksum = self.rt.checksum();
+        saved.checksum = checksum.unwrap_or_else(|| self.rt.checksum());
         saved.frame = Some(frame);
         self.stats.saves += 1;
         self.stats.save_time += t.elapsed();

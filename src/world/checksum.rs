@@ -242,6 +242,25 @@ impl World {
         self.parts_with(&mut Inline)
     }
 
+    /// The checksum that `parts` make, as [`checksum_parts`](Self::checksum_parts) lists
+    /// them: `World::checksum_of_parts(&w.checksum_parts()) == w.checksum()`, so a caller
+    /// that needs both digests the world once.
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// let mut w = World::new();
+    /// w.spawn(());
+    /// assert_eq!(World::checksum_of_parts(&w.checksum_parts()), w.checksum());
+    /// ```
+    pub fn checksum_of_parts(parts: &[(&'static str, u64)]) -> u64 {
+        let mut h = Checksummer::new();
+        h.write_u64(CHECKSUM_VERSION);
+        for &(_, digest) in parts {
+            h.write_u64(digest);
+        }
+        h.finish()
+    }
+
     /// [`checksum_parts`](Self::checksum_parts) with the storage's blocks digested by
     /// `pieces` (see [`digest_with`](Self::digest_with)).
     pub(crate) fn parts_with(&self, pieces: &mut impl Pieces) -> Vec<(&'static str, u64)> {
