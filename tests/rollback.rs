@@ -254,3 +254,276 @@ fn snapshots_of_drop_components_neither_leak_nor_double_drop() {
     drop(w);
     assert_eq!(Arc::strong_count(&token), 1);
 }
+
+/// Snapshots, restores and the runtime's checksum are incremental: a save into a reused
+/// ring slot copies only what changed since the slot was filled, a restore only what
+/// differs from the world it overwrites, and `Runtime::checksum` digests again only the
+/// blocks that changed since its last call. These games check that against full copies
+/// and full digests, as rollback netcode uses them.
+mod incremental {
+    use proptest::prelude::*;
+    use runsync::RuntimeSnapshot;
+    use runsync::prelude::*;
+
+    use super::{Hp, Late, P, Tag, noise};
+
+    /// Never written after its spawn: the columns and table a save should skip.
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Wall(u32);
+    impl Component for Wall {
+        type Output = Wall;
+    }
+    impl Checksum for Wall {
+        fn checksum(&self, h: &mut Checksummer) {
+            self.0.checksum(h);
+        }
+    }
+
+    /// The frame's input, as the test hands it in: predicted or confirmed.
+    #[derive(Clone, Copy)]
+    struct Input(u64);
+
+    const RING: usize = 9;
+
+    #[derive(Clone, Debug)]
+    struct Game {
+        seed: u64,
+        walls: u32,
+        movers: u32,
+        frames: u64,
+        /// Frames whose first run sees a wrong input, each with the number of frames
+        /// until its correction arrives (1..=8, the ring's reach).
+        mispredicted: Vec<(u64, u64)>,
+    }
+
+    fn game() -> impl Strategy<Value = Game> {
+        (
+            any::<u64>(),
+            prop_oneof![0u32..200, 4000u32..9000],
+            1u32..200,
+            20u64..60,
+            proptest::collection::vec((1u64..60, 1u64..=8), 0..8),
+        )
+            .prop_map(|(seed, walls, movers, frames, mut mispredicted)| {
+                mispredicted.retain(|m| m.0 < frames);
+                mispredicted.sort_unstable();
+                mispredicted.dedup_by_key(|m| m.0);
+                Game {
+                    seed,
+                    walls,
+                    movers,
+                    frames,
+                    mispredicted,
+                }
+            })
+    }
+
+    fn build(g: &Game, workers: usize) -> Runtime {
+        let mut w = World::new();
+        w.register::<P>(|p: &mut P, d: &[(f32, f32)]| {
+            if let Some(&(x, y)) = d.last() {
+                *p = P(x, y);
+            }
+        });
+        w.register::<Hp>(|h: &mut Hp, d: &[i32]| h.0 += d.iter().sum::<i32>());
+        w.register::<Tag>(merge::last);
+        w.register::<Late>(merge::last);
+        w.register::<Wall>(merge::last);
+        w.snapshotting::<P>()
+            .snapshotting::<Hp>()
+            .snapshotting::<Tag>()
+            .snapshotting::<Late>()
+            .snapshotting::<Wall>()
+            .checksumming::<P>()
+            .checksumming::<Hp>()
+            .checksumming::<Tag>()
+            .checksumming::<Late>()
+            .checksumming::<Wall>();
+        // Walls share `P` with the movers but sit in their own table, never written.
+        w.spawn_batch((0..g.walls).map(|i| (P(i as f32, -1.0), Wall(i))));
+        w.spawn_batch((0..g.movers).map(|i| (P(0.0, i as f32), Hp(5 + (i % 9) as i32))));
+        w.insert_resource(Input(0));
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        let seed = g.seed;
+        rt.add_system_named("move", move |world: &World, out: &mut Output| {
+            let input = world.resource::<Input>().0;
+            for (e, (p, _)) in world.query::<(&P, &Hp)>() {
+                if noise(e.index(), input ^ seed) % 3 != 0 {
+                    out.write::<P>(e, (p.0 + (input % 5) as f32, p.1 * 0.5));
+                }
+            }
+        });
+        rt.add_system_named("churn", move |world: &World, out: &mut Output| {
+            let input = world.resource::<Input>().0;
+            for (e, (hp, tag, late)) in world.query::<(&Hp, Option<&Tag>, Option<&Late>)>() {
+                let n = noise(e.index(), input ^ seed);
+                if hp.0 <= 0 {
+                    out.despawn(e);
+                    continue;
+                }
+                out.write::<Hp>(e, -((n % 3) as i32));
+                if tag.is_none() && n % 5 == 0 {
+                    out.insert(e, Tag(input as u32));
+                } else if tag.is_some() && n % 7 == 0 {
+                    out.remove::<Tag>(e);
+                }
+                if late.is_none() && n % 13 == 0 {
+                    out.insert(e, Late(input));
+                }
+            }
+            for i in 0..(input % 4) as u32 {
+                out.spawn((P(0.0, i as f32), Hp(3 + i as i32)));
+            }
+        });
+        // Reads the change marks, so a restore must bring them back too.
+        rt.add_system_named("changed", |world: &World, out: &mut Output| {
+            for (e, (late,)) in world.query_filtered::<(&Late,), Changed<Hp>>() {
+                out.write::<Late>(e, Late(late.0.wrapping_add(1)));
+            }
+        });
+        rt
+    }
+
+    /// The confirmed input of frame `f`, and the wrong one a misprediction sees.
+    fn confirmed(g: &Game, f: u64) -> u64 {
+        noise(f as u32, g.seed) % 1000
+    }
+
+    fn run(rt: &mut Runtime, input: u64) {
+        rt.world_mut().insert_resource(Input(input));
+        rt.frame();
+    }
+
+    /// Saves the state before frame `f` into its ring slot, as ggrs asks each frame, and
+    /// checks the runtime's (incremental) checksum against a full digest; returns the
+    /// full digest.
+    fn save(rt: &mut Runtime, ring: &mut [RuntimeSnapshot], f: u64) -> u64 {
+        rt.snapshot_into(&mut ring[f as usize % RING]).unwrap();
+        let full = rt.world().checksum();
+        assert_eq!(rt.checksum(), full, "incremental checksum before frame {f}");
+        full
+    }
+
+    /// Plays `g` as a rollback session does, at `workers`: every frame saved first, the
+    /// mispredicted frames corrected by a rollback to the first wrong one, re-run with
+    /// confirmed inputs, each re-run frame saved again. `reference` holds the full digest
+    /// of the state before each frame of a straight run with confirmed inputs.
+    fn play(g: &Game, workers: usize, reference: &[u64]) -> u64 {
+        let mut rt = build(g, workers);
+        let mut ring: Vec<RuntimeSnapshot> = (0..RING).map(|_| RuntimeSnapshot::new()).collect();
+        let mut saved = vec![0; g.frames as usize + 1];
+        let mut pending: Vec<(u64, u64)> = Vec::new();
+        let mut rollbacks = 0;
+        for f in 0..g.frames {
+            saved[f as usize] = save(&mut rt, &mut ring, f);
+            let wrong = g.mispredicted.iter().find(|m| m.0 == f);
+            match wrong {
+                Some(&m) => {
+                    run(&mut rt, confirmed(g, f) ^ 1);
+                    pending.push(m);
+                }
+                None => run(&mut rt, confirmed(g, f)),
+            }
+            // The correction of the earliest pending frame arrives: roll back to it.
+            let Some(&(first, delay)) = pending.first() else {
+                continue;
+            };
+            if f + 1 < first + delay && f + 1 < g.frames {
+                continue;
+            }
+            pending.clear();
+            rollbacks += 1;
+            rt.restore(&ring[first as usize % RING]);
+            assert_eq!(rt.frame_count(), first);
+            assert_eq!(
+                rt.world().checksum(),
+                saved[first as usize],
+                "restored the state before frame {first} at {workers} workers"
+            );
+            assert_eq!(rt.world().checksum(), reference[first as usize]);
+            for again in first..=f {
+                if again > first {
+                    saved[again as usize] = save(&mut rt, &mut ring, again);
+                }
+                run(&mut rt, confirmed(g, again));
+            }
+            assert_eq!(
+                rt.world().checksum(),
+                reference[f as usize + 1],
+                "after re-running frames {first}..={f} at {workers} workers"
+            );
+            assert_eq!(rt.checksum(), reference[f as usize + 1]);
+        }
+        assert_eq!(rt.world().checksum(), reference[g.frames as usize]);
+        rollbacks
+    }
+
+    /// The full digest before each frame, and at the end, of a straight run.
+    fn straight(g: &Game) -> Vec<u64> {
+        let mut rt = build(g, 1);
+        let mut sums = Vec::new();
+        for f in 0..g.frames {
+            sums.push(rt.world().checksum());
+            run(&mut rt, confirmed(g, f));
+        }
+        sums.push(rt.world().checksum());
+        sums
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: if cfg!(miri) { 1 } else { 12 },
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn incremental_saves_restores_and_checksums_equal_full_ones(g in game()) {
+            let reference = straight(&g);
+            for workers in [1, 2, 8] {
+                let rollbacks = play(&g, workers, &reference);
+                prop_assert_eq!(rollbacks > 0, !g.mispredicted.is_empty());
+            }
+        }
+    }
+
+    /// Restoring every slot of the ring in turn, each a different depth back (1 to 8
+    /// frames, with spawns and despawns in between), gives the state saved there; and a
+    /// world restored from a fresh full snapshot has no difference from it.
+    #[test]
+    fn every_ring_depth_restores_the_state_it_saved() {
+        let g = Game {
+            seed: 11,
+            walls: 5000,
+            movers: 150,
+            frames: 40,
+            mispredicted: Vec::new(),
+        };
+        for workers in [1, 2, 8] {
+            let mut rt = build(&g, workers);
+            let mut ring: Vec<RuntimeSnapshot> =
+                (0..RING).map(|_| RuntimeSnapshot::new()).collect();
+            let mut full: Vec<RuntimeSnapshot> = Vec::new();
+            for f in 0..30 {
+                save(&mut rt, &mut ring, f);
+                full.push(rt.snapshot().unwrap());
+                run(&mut rt, confirmed(&g, f));
+            }
+            let mut other = build(&g, workers);
+            for depth in 1..RING as u64 {
+                let at = 30 - depth;
+                rt.restore(&ring[at as usize % RING]);
+                other.restore(&full[at as usize]);
+                assert_eq!(rt.frame_count(), at);
+                assert_eq!(
+                    rt.world().first_difference(other.world()),
+                    None,
+                    "{depth} frames back at {workers} workers"
+                );
+                // Run on to frame 30 again from there (overwriting nothing).
+                for f in at..30 {
+                    run(&mut rt, confirmed(&g, f));
+                }
+            }
+        }
+    }
+}

@@ -6,19 +6,29 @@
 //!   restore, then the frame, minus `restore` below);
 //! - `frames_8`: a restore, then the 8 frames after it, unsaved: the floor of a rollback
 //!   of 8 (the frames after the warm-up cost a little more than the first one);
-//! - `snapshot_into`: the save's copy into a reused ring slot;
+//! - `snapshot_into`: the save's copy into the ring slot it overwrites, which holds the
+//!   state 9 frames back (saves copy only the columns and entity lists changed since the
+//!   slot was filled);
+//! - `snapshot_cold`: the same copy into a slot filled from another world, so that
+//!   nothing can be skipped: every column copied, as each save did before;
 //! - `checksum`: the digest handed to ggrs with each save (`Runtime::checksum`: blocks
-//!   on the workers);
+//!   on the workers, those unchanged since its digests of 9 frames back reused);
 //! - `checksum_1t`: the same digest on one thread (`World::checksum`);
 //! - `checksum_v1`: digest version 1, one multiply chain (what every save paid before);
-//! - `save`: snapshot and checksum, what every frame pays under ggrs;
-//! - `restore`: a rollback's load;
+//! - `save`: snapshot and checksum, what every frame pays under ggrs (into the slot 9
+//!   frames back, the checksum's digests of 9 frames back kept: blocks unchanged since are
+//!   not digested again);
+//! - `restore`: a rollback's load, 9 frames back;
 //! - `checksum_parts`: the per-type digests a session adds to every
 //!   `desync_interval`-th save;
 //! - `rollback_8`: a rollback of 8 frames as ggrs asks for it: a restore, then 8 frames
 //!   each saved first (the deepest rollback of ggrs's default window).
 //!
-//! After each size, the ratios of one run of its own (medians of alternating rounds):
+//! A fourth group, `rollback_10k_scenery90k_2w`, adds 90k entities of static scenery (a
+//! type no system reads or writes, in a table of its own) to the 10k arena: a level's
+//! geometry, which the incremental save, restore and checksum skip.
+//!
+//! After each group, the ratios of one run of its own (medians of alternating rounds):
 //! `rollback_8 / frame` (the floor is 8.0; the budget 9.0), `rollback_8 / frames_8` and
 //! `save / frame` (the budget 0.10).
 //!
@@ -33,20 +43,52 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{Bencher, Criterion, criterion_group, criterion_main};
+use runsync::prelude::*;
 use runsync::{Runtime, RuntimeSnapshot};
-use runsync_tools::scenario::{self, ArenaConfig};
+use runsync_tools::scenario::{self, ArenaConfig, Rules};
 
 const WORKERS: usize = 2;
 /// Frames run before measuring: the first waves spawned, projectiles in flight.
 const WARM_UP: u64 = 120;
 
-fn arena(agents: usize) -> Runtime {
-    let mut rt = scenario::build(ArenaConfig {
+/// A piece of a level: placed once, never read or written by a system.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Scenery {
+    at: [f32; 2],
+    kind: u32,
+}
+impl Component for Scenery {
+    type Output = Scenery;
+}
+impl Checksum for Scenery {
+    fn checksum(&self, h: &mut Checksummer) {
+        self.at.checksum(h);
+        self.kind.checksum(h);
+    }
+}
+
+/// The arena with `agents` agents and `scenery` pieces of static scenery, warmed up.
+fn arena(agents: usize, scenery: u32) -> Runtime {
+    let config = ArenaConfig {
         agents,
         seed: 7,
         workers: WORKERS,
-    });
+    };
+    let mut world = scenario::world(config);
+    world.register::<Scenery>(merge::last);
+    world.snapshotting::<Scenery>().checksumming::<Scenery>();
+    world.spawn_batch((0..scenery).map(|i| {
+        (Scenery {
+            at: [(i % 300) as f32, (i / 300) as f32],
+            kind: i % 7,
+        },)
+    }));
+    let mut rt = Runtime::builder()
+        .workers(WORKERS)
+        .fixed_hz(60)
+        .build(world);
+    scenario::add_systems(&mut rt, config, Rules::Whole);
     for _ in 0..WARM_UP {
         rt.frame();
     }
@@ -55,8 +97,39 @@ fn arena(agents: usize) -> Runtime {
 
 fn rollback(c: &mut Criterion) {
     for agents in [10_000, 20_000, 100_000] {
-        rollback_at(c, agents);
+        rollback_at(c, agents, 0);
     }
+    rollback_at(c, 10_000, 90_000);
+}
+
+/// Times `routine` alone, each run after an untimed `setup` on the same state (what
+/// criterion's `iter_batched` does, for a setup and a routine that both need the runtime).
+fn prepared<S>(b: &mut Bencher, s: &mut S, setup: impl Fn(&mut S), routine: impl Fn(&mut S)) {
+    b.iter_custom(|iters| {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            setup(s);
+            let t = Instant::now();
+            routine(s);
+            total += t.elapsed();
+        }
+        total
+    });
+}
+
+/// Makes `slot` hold `old` as a ring slot does (saved from the world), and leaves the
+/// world at `now`, its checksum's digests those of `old`: the state in which each frame's
+/// save finds the slot it overwrites.
+fn ring_slot_holding(
+    rt: &mut Runtime,
+    old: &RuntimeSnapshot,
+    now: &RuntimeSnapshot,
+    slot: &mut RuntimeSnapshot,
+) {
+    rt.restore(old);
+    rt.snapshot_into(slot).unwrap();
+    black_box(rt.checksum());
+    rt.restore(now);
 }
 
 /// A rollback of 8 as ggrs asks for it: the restore, then each frame saved (snapshot and
@@ -78,15 +151,26 @@ fn frames_8(rt: &mut Runtime, at: &RuntimeSnapshot) {
     }
 }
 
-fn rollback_at(c: &mut Criterion, agents: usize) {
-    let mut rt = arena(agents);
-    let mut g = c.benchmark_group(format!("rollback_{}k_2w", agents / 1000));
+fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
+    let mut rt = arena(agents, scenery);
+    let name = match scenery {
+        0 => format!("rollback_{}k_2w", agents / 1000),
+        _ => format!("rollback_{}k_scenery{}k_2w", agents / 1000, scenery / 1000),
+    };
+    let mut g = c.benchmark_group(name);
     g.sample_size(20)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
 
     let mut at = RuntimeSnapshot::new();
     rt.snapshot_into(&mut at).unwrap();
+    // The state 9 frames on: what a ring slot holding `at` is overwritten with.
+    let mut later = RuntimeSnapshot::new();
+    for _ in 0..9 {
+        rt.frame();
+    }
+    rt.snapshot_into(&mut later).unwrap();
+    rt.restore(&at);
     println!(
         "arena: {} entities after {WARM_UP} frames, {} workers",
         rt.world().len(),
@@ -102,12 +186,43 @@ fn rollback_at(c: &mut Criterion, agents: usize) {
     g.bench_function("frames_8", |b| b.iter(|| frames_8(&mut rt, &at)));
 
     let mut slot = RuntimeSnapshot::new();
-    rt.restore(&at);
-    rt.snapshot_into(&mut slot).unwrap();
     g.bench_function("snapshot_into", |b| {
-        b.iter(|| rt.snapshot_into(black_box(&mut slot)).unwrap());
+        prepared(
+            b,
+            &mut (&mut rt, &mut slot),
+            |(rt, slot)| ring_slot_holding(rt, &at, &later, slot),
+            |(rt, slot)| rt.snapshot_into(black_box(slot)).unwrap(),
+        );
     });
-    g.bench_function("checksum", |b| b.iter(|| black_box(rt.checksum())));
+    // A slot filled from another world: none of its stamps is this world's.
+    let mut other = arena(agents, scenery);
+    let mut cold = RuntimeSnapshot::new();
+    rt.restore(&later);
+    g.bench_function("snapshot_cold", |b| {
+        prepared(
+            b,
+            &mut (&mut rt, &mut other, &mut cold),
+            |(_, other, cold)| other.snapshot_into(cold).unwrap(),
+            |(rt, _, cold)| rt.snapshot_into(black_box(cold)).unwrap(),
+        );
+    });
+    drop(other);
+    // The digests kept are those of 9 frames back, as in a ring.
+    let digest_at = |rt: &mut Runtime| {
+        rt.restore(&at);
+        black_box(rt.checksum());
+        rt.restore(&later);
+    };
+    g.bench_function("checksum", |b| {
+        prepared(
+            b,
+            &mut rt,
+            |rt| digest_at(rt),
+            |rt| {
+                black_box(rt.checksum());
+            },
+        );
+    });
     g.bench_function("checksum_1t", |b| {
         b.iter(|| black_box(rt.world().checksum()))
     });
@@ -115,14 +230,33 @@ fn rollback_at(c: &mut Criterion, agents: usize) {
         b.iter(|| black_box(rt.world().checksum_v1()))
     });
     g.bench_function("save", |b| {
-        b.iter(|| {
-            rt.snapshot_into(&mut slot).unwrap();
-            black_box(rt.checksum())
-        });
+        prepared(
+            b,
+            &mut (&mut rt, &mut slot),
+            |(rt, slot)| ring_slot_holding(rt, &at, &later, slot),
+            |(rt, slot)| {
+                rt.snapshot_into(slot).unwrap();
+                black_box(rt.checksum());
+            },
+        );
     });
-    g.bench_function("restore", |b| b.iter(|| rt.restore(black_box(&at))));
+    g.bench_function("restore", |b| {
+        prepared(
+            b,
+            &mut rt,
+            |rt| rt.restore(&later),
+            |rt| rt.restore(black_box(&at)),
+        );
+    });
     g.bench_function("checksum_parts", |b| {
-        b.iter(|| black_box(rt.checksum_parts()))
+        prepared(
+            b,
+            &mut rt,
+            |rt| digest_at(rt),
+            |rt| {
+                black_box(rt.checksum_parts());
+            },
+        );
     });
 
     let mut ring: Vec<RuntimeSnapshot> = (0..9).map(|_| RuntimeSnapshot::new()).collect();
@@ -130,7 +264,7 @@ fn rollback_at(c: &mut Criterion, agents: usize) {
         b.iter(|| rollback_8(&mut rt, &at, &mut ring));
     });
     g.finish();
-    ratios(&mut rt, &at, &mut ring, &mut slot);
+    ratios(&mut rt, &at, &later, &mut ring, &mut slot);
 }
 
 /// The budget's ratios, from one run of their own: rounds alternating the four
@@ -138,6 +272,7 @@ fn rollback_at(c: &mut Criterion, agents: usize) {
 fn ratios(
     rt: &mut Runtime,
     at: &RuntimeSnapshot,
+    later: &RuntimeSnapshot,
     ring: &mut [RuntimeSnapshot],
     slot: &mut RuntimeSnapshot,
 ) {
@@ -154,7 +289,7 @@ fn ratios(
         frame.push(time(&mut || rt.frame()));
         eight.push(time(&mut || frames_8(rt, at)) - restore);
         rollback.push(time(&mut || rollback_8(rt, at, ring)));
-        rt.restore(at);
+        ring_slot_holding(rt, at, later, slot);
         save.push(time(&mut || {
             rt.snapshot_into(slot).unwrap();
             black_box(rt.checksum());

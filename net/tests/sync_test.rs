@@ -105,20 +105,28 @@ fn state_outside_the_snapshot_fails_with_the_frame_entity_and_values() {
     );
 }
 
+/// Every depth of the ring, at 1, 2 and 8 workers: with a check distance of 7, each frame
+/// restores the state 1 to 7 frames back (saves and restores copy only what changed since
+/// the slot was filled, with shots spawned and despawned in between) and re-runs; every
+/// re-run frame's checksum must equal its first run's, and every worker count ends equal.
 #[test]
-fn the_sync_test_agrees_at_one_two_and_four_workers() {
-    let sums: Vec<u64> = [1, 2, 4]
+fn the_sync_test_agrees_at_one_two_and_eight_workers_at_every_depth() {
+    let reports: Vec<_> = [1, 2, 8]
         .into_iter()
         .map(|w| {
             SyncTest::new(|| game::build(w), 2)
                 .frames(120)
-                .check_distance(3)
+                .check_distance(7)
                 .run(|f, p| game::scripted(p, f))
                 .unwrap()
-                .checksum
         })
         .collect();
+    let sums: Vec<u64> = reports.iter().map(|r| r.checksum).collect();
     assert!(sums.windows(2).all(|w| w[0] == w[1]), "{sums:x?}");
+    for r in &reports {
+        assert_eq!(r.rollbacks, 120 - 8, "{r:?}");
+        assert!(r.compared >= 6 * (120 - 8), "{r:?}");
+    }
 }
 
 /// Opted into nothing.

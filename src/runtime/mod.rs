@@ -34,7 +34,6 @@ use crate::fixed_step::FixedStep;
 use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{AdvanceStats, FrameStats};
-use crate::storage::snapshot::Piece;
 use crate::system::SystemSlot;
 use crate::world::World;
 use replay::file::Recorder;
@@ -81,8 +80,8 @@ pub struct Runtime {
     recorder: Option<Box<Recorder>>,
     /// The trace being recorded, if any ([`Runtime::start_trace`]).
     trace: Option<Box<crate::trace::Trace>>,
-    /// The checksum's blocks, reused by [`checksum`](Runtime::checksum).
-    digests: std::sync::Mutex<Vec<(Piece, u64)>>,
+    /// The checksum's blocks and their digests, reused by [`checksum`](Runtime::checksum).
+    digests: std::sync::Mutex<crate::storage::snapshot::Digests>,
 }
 
 impl fmt::Debug for Runtime {

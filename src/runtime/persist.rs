@@ -5,7 +5,7 @@
 use super::Runtime;
 use super::builder::Time;
 use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
-use crate::storage::snapshot::{Digested, Piece, Plan};
+use crate::storage::snapshot::{Digested, Digests, Piece, Plan};
 use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
@@ -61,6 +61,11 @@ impl Runtime {
     /// worker count, in about `1 / workers` of its time on a large world. What rollback
     /// (`runsync-net`), replays and the inspector's ring compare.
     ///
+    /// It is incremental: the runtime keeps the digest of each block from its last call,
+    /// and a block whose column (or entity list) has not changed since — the same
+    /// contents, by the stamp snapshots use too (see [`World::snapshot_into`]) — is not
+    /// digested again. Only the allocator's slots are digested every time.
+    ///
     /// ```
     /// # use runsync::prelude::*;
     /// let mut world = World::new();
@@ -72,8 +77,8 @@ impl Runtime {
     /// # Panics
     /// If a [`Checksum`](crate::Checksum) implementation panics (the panic is passed on).
     pub fn checksum(&self) -> u64 {
-        let plan = self.digest_blocks();
-        self.world.digest_with(&mut Digested(plan.iter()))
+        let digests = self.digest_blocks();
+        self.world.digest_with(&mut Digested(digests.plan.iter()))
     }
 
     /// [`World::checksum_parts`], its blocks digested on the workers as
@@ -82,34 +87,57 @@ impl Runtime {
     /// # Panics
     /// As [`checksum`](Self::checksum).
     pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
-        let plan = self.digest_blocks();
-        self.world.parts_with(&mut Digested(plan.iter()))
+        let digests = self.digest_blocks();
+        self.world.parts_with(&mut Digested(digests.plan.iter()))
     }
 
-    /// Lists the checksum's blocks and digests them: on the workers for a large world.
-    fn digest_blocks(&self) -> std::sync::MutexGuard<'_, Vec<(Piece, u64)>> {
+    /// Lists the checksum's blocks and digests them: those whose rows are unchanged
+    /// since the last call from then, the others anew, on the workers for a large world.
+    fn digest_blocks(&self) -> std::sync::MutexGuard<'_, Digests> {
         let storage = self.world.storage();
-        // Poisoned only by a panicking `Checksum`; the list is cleared first anyway.
-        let mut plan = self
+        // Poisoned only by a panicking `Checksum`: the lists are cleared first anyway,
+        // and `known` is replaced only after every block is digested.
+        let mut guard = self
             .digests
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        plan.clear();
-        storage.digest_walk(&mut Plan(&mut plan), |_, _| {});
-        let rows: usize = plan.iter().map(|(p, _)| p.rows()).sum();
-        if self.pool.threads() > 1 && plan.len() > 1 && rows >= PARALLEL_ROWS {
-            let digest = |_: usize, (piece, digest): &mut (Piece, u64)| {
+        let d = &mut *guard;
+        d.plan.clear();
+        storage.digest_walk(&mut Plan(&mut d.plan), |_, _| {});
+        d.stamps.clear();
+        d.stamps
+            .extend(d.plan.iter().map(|&(p, _)| storage.piece_stamp(p)));
+        d.todo.clear();
+        for (i, ((piece, digest), &stamp)) in d.plan.iter_mut().zip(&d.stamps).enumerate() {
+            // `known` holds only stamped blocks, so a match is a stamp, never 0.
+            match d.known.get(piece) {
+                Some(&(was, known)) if was == stamp => *digest = known,
+                _ => d.todo.push((i, *piece, 0)),
+            }
+        }
+        let rows: usize = d.todo.iter().map(|(_, p, _)| p.rows()).sum();
+        if self.pool.threads() > 1 && d.todo.len() > 1 && rows >= PARALLEL_ROWS {
+            let digest = |_: usize, (_, piece, digest): &mut (usize, Piece, u64)| {
                 *digest = storage.digest_piece(*piece);
             };
-            if let Err(p) = self.pool.for_each_mut(&mut plan, &digest) {
+            if let Err(p) = self.pool.for_each_mut(&mut d.todo, &digest) {
                 std::panic::resume_unwind(p.payload);
             }
         } else {
-            for (piece, digest) in plan.iter_mut() {
+            for (_, piece, digest) in d.todo.iter_mut() {
                 *digest = storage.digest_piece(*piece);
             }
         }
-        plan
+        for &(i, _, digest) in &d.todo {
+            d.plan[i].1 = digest;
+        }
+        d.known.clear();
+        for (&(piece, digest), &stamp) in d.plan.iter().zip(&d.stamps) {
+            if stamp != 0 {
+                d.known.insert(piece, (stamp, digest));
+            }
+        }
+        guard
     }
 
     /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]

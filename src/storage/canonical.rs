@@ -126,7 +126,7 @@ impl Canonical {
         let table = tables.get_mut(t);
         if !std::mem::take(&mut table.unsorted)
             || table
-                .entities
+                .entities()
                 .windows(2)
                 .all(|w| w[0].index() < w[1].index())
         {
@@ -143,7 +143,7 @@ impl Canonical {
             ..
         } = self;
         perm.clear();
-        let entities = &table.entities;
+        let entities = table.entities();
         let (lo, hi) = entities.iter().fold((u32::MAX, 0), |(lo, hi), e| {
             (lo.min(e.index()), hi.max(e.index()))
         });
@@ -166,7 +166,7 @@ impl Canonical {
             perm.extend(keys.iter().map(|&k| k as u32));
         }
         swaps_of(perm, placed, swaps);
-        apply_swaps(&mut table.entities, swaps);
+        apply_swaps(table.entities_mut(), swaps);
         inv.clear();
         inv.resize(perm.len(), 0);
         for (i, &p) in perm.iter().enumerate() {
@@ -180,7 +180,7 @@ impl Canonical {
         // Only the rows that moved have new locations.
         for (row, &from) in perm.iter().enumerate() {
             if from as usize != row {
-                let e = table.entities[row];
+                let e = table.entities()[row];
                 locations.set_location(
                     e.index(),
                     Location {

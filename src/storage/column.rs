@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::marks::TypeMarks;
+use super::stamp::{Stamp, same};
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 use crate::erased::Erased;
@@ -14,8 +15,8 @@ use crate::savefile::{ColumnError, Encoding, SaveSource};
 /// ([`World::snapshotting`](crate::World::snapshotting),
 /// [`World::checksumming`](crate::World::checksumming)) as plain `fn` pointers.
 pub(crate) struct TypeOps<C> {
-    /// Clones `src` into `dst`, reusing `dst`'s vectors (`clone_from`).
-    clone: Option<CloneColumns<C>>,
+    /// Clones column `src` into `dst`, reusing `dst`'s memory (`clone_from`).
+    clone: Option<CloneColumn<C>>,
     /// Writes one value into a checksum.
     checksum: Option<fn(&C, &mut Checksummer)>,
     /// The [lane digest](crate::checksum::digest_values) of a block of values, set with
@@ -75,11 +76,12 @@ impl<T: bytemuck::Pod> SaveFns<T> {
     }
 }
 
-/// `fn(dst, src)`: see [`clone_columns`].
-type CloneColumns<C> = fn(&mut Vec<Vec<C>>, &[Vec<C>]);
+/// `fn(dst, src)`: see [`clone_column`].
+type CloneColumn<C> = fn(&mut Vec<C>, &[C]);
 
-/// What a snapshot keeps of one type: its columns and their change marks.
-type Saved<C> = (Vec<Vec<C>>, TypeMarks);
+/// What a snapshot keeps of one type: its columns, their change marks, and the
+/// [stamp](super::stamp) of each column's contents when it was copied.
+type Saved<C> = (Vec<Vec<C>>, TypeMarks, Vec<u64>);
 
 impl<C> Default for TypeOps<C> {
     fn default() -> Self {
@@ -93,15 +95,62 @@ impl<C> Default for TypeOps<C> {
     }
 }
 
-/// Clones columns `src` into `dst` reusing every vector `dst` already has: with the same
-/// shape, no allocation, and a `memcpy` per column for `Copy` types.
-fn clone_columns<C: Clone>(dst: &mut Vec<Vec<C>>, src: &[Vec<C>]) {
+/// Clones column `src` into `dst` reusing `dst`'s memory: with the capacity, no
+/// allocation, and a `memcpy` for `Copy` types.
+fn clone_column<C: Clone>(dst: &mut Vec<C>, src: &[C]) {
+    dst.clear();
+    dst.extend_from_slice(src);
+}
+
+/// Makes `dst` (with the stamps of what it holds, `dst_stamps`) equal to `src` (with
+/// `src_stamps`), copying only the columns whose stamps differ: a snapshot's save, and a
+/// restore. Vectors `dst` has are reused.
+fn copy_changed<C, S: Default + Named>(
+    clone: CloneColumn<C>,
+    dst: &mut Vec<Vec<C>>,
+    dst_stamps: &mut Vec<S>,
+    src: &[Vec<C>],
+    src_stamps: impl Iterator<Item = u64>,
+) {
     dst.truncate(src.len());
-    let kept = dst.len();
-    for (d, s) in dst.iter_mut().zip(src) {
-        d.clone_from(s);
+    dst_stamps.truncate(src.len());
+    for (k, (column, stamp)) in src.iter().zip(src_stamps).enumerate() {
+        if k == dst.len() {
+            dst.push(Vec::new());
+            dst_stamps.push(S::default());
+        }
+        if !same(dst_stamps[k].named(), stamp) {
+            clone(&mut dst[k], column);
+            dst_stamps[k].name(stamp);
+        }
     }
-    dst.extend(src[kept..].iter().cloned());
+}
+
+/// Where [`copy_changed`] reads and writes the destination's stamps: a snapshot's plain
+/// numbers, or a world's [`Stamp`]s.
+trait Named {
+    /// The stamp of what it holds (0: unnamed).
+    fn named(&mut self) -> u64;
+    /// It now holds the contents named `stamp`.
+    fn name(&mut self, stamp: u64);
+}
+
+impl Named for u64 {
+    fn named(&mut self) -> u64 {
+        *self
+    }
+    fn name(&mut self, stamp: u64) {
+        *self = stamp;
+    }
+}
+
+impl Named for Stamp {
+    fn named(&mut self) -> u64 {
+        self.peek()
+    }
+    fn name(&mut self, stamp: u64) {
+        self.set(stamp);
+    }
 }
 
 fn checksum_value<C: Checksum>(v: &C, h: &mut Checksummer) {
@@ -137,6 +186,9 @@ pub(crate) struct TypedColumns<C: Component> {
     columns: Vec<Vec<C>>,
     /// Change marks, one entry per column, row-aligned with it (see `storage::marks`).
     marks: TypeMarks,
+    /// The [stamp](super::stamp) of each column's contents: every method below that
+    /// changes a column, or lends it mutably, touches its stamp.
+    stamps: Vec<Stamp>,
     /// A value on its way into a column (insert or spawn), set by `stage`.
     staged: Option<C>,
     /// Values removed by structural changes, dropped by `flush_graveyard` once the
@@ -150,6 +202,7 @@ impl<C: Component> Default for TypedColumns<C> {
         TypedColumns {
             columns: Vec::new(),
             marks: TypeMarks::default(),
+            stamps: Vec::new(),
             staged: None,
             graveyard: Vec::new(),
             ops: TypeOps::default(),
@@ -163,7 +216,7 @@ impl<C: Component> TypedColumns<C> {
     where
         C: Clone,
     {
-        self.ops.clone = Some(clone_columns::<C>);
+        self.ops.clone = Some(clone_column::<C>);
     }
 
     /// Opts `C` into checksums and desync reports.
@@ -219,6 +272,7 @@ impl<C: Component> TypedColumns<C> {
     /// [`get`](Self::get), mutably (no change mark: the caller marks what it changes).
     #[inline]
     pub(crate) fn get_mut(&mut self, col: u32, row: u32) -> &mut C {
+        self.stamps[col as usize].touch();
         &mut self.columns[col as usize][row as usize]
     }
 
@@ -232,12 +286,14 @@ impl<C: Component> TypedColumns<C> {
     /// caller's to keep row-aligned).
     #[inline]
     pub(crate) fn column_mut(&mut self, col: u32) -> &mut Vec<C> {
+        self.stamps[col as usize].touch();
         &mut self.columns[col as usize]
     }
 
     /// Appends `values` (emptied) to column `col` and marks the new rows added; an empty
     /// column takes the buffer as it is (no copy).
     pub(crate) fn append_added(&mut self, col: u32, values: &mut Vec<C>) {
+        self.stamps[col as usize].touch();
         let column = &mut self.columns[col as usize];
         let from = column.len();
         if column.is_empty() {
@@ -259,15 +315,24 @@ impl<C: Component> TypedColumns<C> {
     /// elements (values change in place; marks stay as Sync left them).
     #[inline]
     pub(crate) fn split_mut(&mut self) -> (&mut Vec<Vec<C>>, &TypeMarks) {
+        self.stamps.iter_mut().for_each(Stamp::touch);
         (&mut self.columns, &self.marks)
     }
 
     /// Swaps the columns and marks with `columns` and `marks`: how Sync lends them to
-    /// a fold and takes them back (the same call, twice).
+    /// a fold and takes them back (the same call, twice). A fold marks every row it
+    /// merges into as changed, so the columns with a changed row are the ones it may
+    /// have written: their stamps are touched (on both calls: the marks that come back
+    /// are the fold's).
     #[inline]
     pub(crate) fn swap_with(&mut self, columns: &mut Vec<Vec<C>>, marks: &mut TypeMarks) {
         std::mem::swap(&mut self.columns, columns);
         std::mem::swap(&mut self.marks, marks);
+        for (k, stamp) in self.stamps.iter_mut().enumerate() {
+            if self.marks.is_changed(k) {
+                stamp.touch();
+            }
+        }
     }
 
     /// Takes the most recently removed value back out of the graveyard.
@@ -383,6 +448,8 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64>;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
+    /// The [stamp](super::stamp) of column `col`'s contents, named now if need be.
+    fn stamp(&self, col: u32) -> u64;
     /// Whether the type was opted into snapshots.
     fn is_snapshotting(&self) -> bool;
     /// How the type is opted into save files, if it is.
@@ -424,11 +491,13 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
 impl<C: Component> AnyColumns for TypedColumns<C> {
     fn add_column(&mut self) -> u32 {
         self.columns.push(Vec::new());
+        self.stamps.push(Stamp::default());
         self.marks.add_column();
         self.columns.len() as u32 - 1
     }
 
     fn remove_row(&mut self, col: u32, row: u32) {
+        self.stamps[col as usize].touch();
         let column = &mut self.columns[col as usize];
         self.marks
             .swap_remove(col as usize, row as usize, column.len());
@@ -439,6 +508,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     fn move_rows(&mut self, src: u32, rows: &[u32], dst: u32) {
         let (src, dst) = (src as usize, dst as usize);
         assert_ne!(src, dst, "moving rows within one column");
+        self.stamps[src].touch();
+        self.stamps[dst].touch();
         // Two distinct columns borrowed at once.
         let (a, b) = if src < dst {
             let (lo, hi) = self.columns.split_at_mut(dst);
@@ -456,6 +527,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn truncate_rows(&mut self, col: u32, len: usize) {
+        self.stamps[col as usize].touch();
         let column = &mut self.columns[col as usize];
         while column.len() > len {
             let last = column.len() - 1;
@@ -466,6 +538,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn remove_rows(&mut self, col: u32, rows: &[u32]) {
+        self.stamps[col as usize].touch();
         let column = &mut self.columns[col as usize];
         self.graveyard.reserve(rows.len());
         for &row in rows {
@@ -482,11 +555,13 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         swaps: &[(u32, u32)],
         scratch: &mut Vec<u64>,
     ) {
+        self.stamps[col as usize].touch();
         super::permute::apply_swaps(&mut self.columns[col as usize], swaps);
         self.marks.permute(col as usize, inv, scratch);
     }
 
     fn push_staged(&mut self, col: u32) {
+        self.stamps[col as usize].touch();
         let v = self.take_staged();
         self.columns[col as usize].push(v);
     }
@@ -505,10 +580,12 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             n <= values.len(),
             "structural commands without their values"
         );
+        self.stamps[col as usize].touch();
         self.columns[col as usize].extend(values.drain(..n));
     }
 
     fn push_staged_marked(&mut self, col: u32, mark: u8) {
+        self.stamps[col as usize].touch();
         let v = self.take_staged();
         let column = &mut self.columns[col as usize];
         let row = column.len();
@@ -517,6 +594,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn replace_staged(&mut self, col: u32, row: u32) {
+        self.stamps[col as usize].touch();
         let v = self.take_staged();
         let old = std::mem::replace(&mut self.columns[col as usize][row as usize], v);
         self.graveyard.push(old);
@@ -567,15 +645,16 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
             return false;
         };
         let reuse = into.as_mut().and_then(|b| b.downcast_mut::<Saved<C>>());
+        let now = self.stamps.iter().map(Stamp::get);
         match reuse {
-            Some((dst, marks)) => {
-                clone(dst, &self.columns);
+            Some((dst, marks, stamps)) => {
+                copy_changed(clone, dst, stamps, &self.columns, now);
                 marks.clone_from(&self.marks);
             }
             None => {
-                let mut dst = Vec::new();
-                clone(&mut dst, &self.columns);
-                *into = Some(Box::new((dst, self.marks.clone())));
+                let (mut dst, mut stamps) = (Vec::new(), Vec::<u64>::new());
+                copy_changed(clone, &mut dst, &mut stamps, &self.columns, now);
+                *into = Some(Box::new((dst, self.marks.clone(), stamps)));
             }
         }
         true
@@ -586,7 +665,7 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
     }
 
     fn load(&mut self, from: &(dyn Any + Send + Sync)) {
-        let (src, marks) = from
+        let (src, marks, saved) = from
             .downcast_ref::<Saved<C>>()
             .expect("a snapshot of another type");
         let clone = self
@@ -596,12 +675,19 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         debug_assert_eq!(self.columns.len(), src.len(), "tables restored first");
         debug_assert!(self.staged.is_none());
         self.graveyard.clear();
-        clone(&mut self.columns, src);
+        copy_changed(
+            clone,
+            &mut self.columns,
+            &mut self.stamps,
+            src,
+            saved.iter().copied(),
+        );
         self.marks.clone_from(marks);
     }
 
     fn truncate_columns(&mut self, n: usize) {
         self.columns.truncate(n);
+        self.stamps.truncate(n);
         self.marks.truncate(n);
     }
 
@@ -621,6 +707,10 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
 
     fn is_checksummed(&self) -> bool {
         self.ops.checksum.is_some()
+    }
+
+    fn stamp(&self, col: u32) -> u64 {
+        self.stamps[col as usize].get()
     }
 
     fn is_snapshotting(&self) -> bool {
@@ -696,6 +786,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         debug_assert_eq!(columns.len(), marks.columns.len());
         self.graveyard.clear();
         self.columns = *columns;
+        self.stamps.clear();
+        self.stamps.resize_with(self.columns.len(), Stamp::default);
         self.marks = marks;
     }
 

@@ -356,6 +356,13 @@ macro_rules! marked_sets {
 }
 
 impl TypeMarks {
+    /// Whether a row of column `col` is marked changed (in the union); `false` for a
+    /// column these marks do not cover.
+    #[inline]
+    pub(crate) fn is_changed(&self, col: usize) -> bool {
+        self.columns.get(col).is_some_and(|c| !c.is_clear())
+    }
+
     /// Column `col`'s marks (the union of the layers, with several stages).
     #[inline]
     pub(crate) fn column(&self, col: usize) -> &ColumnMarks {

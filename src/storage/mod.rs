@@ -52,6 +52,7 @@ mod permute;
 mod required;
 pub(crate) mod save;
 pub(crate) mod snapshot;
+mod stamp;
 mod table;
 mod transfer;
 
@@ -301,7 +302,7 @@ impl Storage {
             .map(|s| s.capacity_bytes())
             .sum::<usize>()
             + (0..self.tables.len())
-                .map(|t| self.tables.get(t as TableId).entities.capacity())
+                .map(|t| self.tables.get(t as TableId).entities_capacity())
                 .sum::<usize>()
                 * std::mem::size_of::<Entity>();
         (self.tables.len(), self.entities.slots(), columns)
@@ -310,7 +311,7 @@ impl Storage {
     /// The entity whose `id` value is at row `row` of column `col`, if there is one.
     pub(crate) fn entity_at(&self, id: ComponentId, col: u32, row: u32) -> Option<Entity> {
         let table = *self.tables_with[id.index()].get(col as usize)?;
-        self.tables.get(table).entities.get(row as usize).copied()
+        self.tables.get(table).entities().get(row as usize).copied()
     }
 
     /// Where `e`'s `id` value is: `(column, row)`, if `e` is alive and has one.
@@ -451,7 +452,7 @@ impl Storage {
     /// to the graveyards): what a batch spawn that unwound appended before its entities.
     fn cut_back(&mut self, table: TableId) {
         let t = self.tables.get(table);
-        let rows = t.entities.len();
+        let rows = t.entities().len();
         for &c in t.components() {
             let col = t.column(c).expect("table lacks its own column");
             self.columns[c.index()].truncate_rows(col, rows);
@@ -495,7 +496,7 @@ impl Storage {
     ) {
         let t = self.table_for(sorted);
         let table = self.tables.get_mut(t);
-        let row = table.entities.len() as u32;
+        let row = table.entities().len() as u32;
         for (k, &c) in table.components().iter().enumerate() {
             let col = table.column(c).expect("table lacks its own column");
             self.columns[c.index()].push_staged_marked(col, mark(k));
@@ -546,7 +547,7 @@ impl Storage {
     /// pushes their ids onto `out`.
     pub(crate) fn push_entities(&mut self, table: TableId, n: usize, out: &mut Vec<Entity>) {
         let t = self.tables.get_mut(table);
-        t.entities.reserve(n);
+        t.entities_mut().reserve(n);
         for _ in 0..n {
             let e = self.entities.alloc();
             let row = t.push(e);

@@ -106,7 +106,7 @@ impl Storage {
                 out.put_u32(c.0);
             }
             out.put_u64(table.len() as u64);
-            for e in &table.entities {
+            for e in table.entities() {
                 out.put_u64(e.to_bits());
             }
         }
@@ -392,7 +392,7 @@ impl Storage {
                 assert_eq!(id as usize, t, "tables are recreated in order");
             }
             let table = self.tables.get_mut(t as u32);
-            table.entities = entities;
+            *table.entities_mut() = entities;
             table.unsorted = true;
         }
         for (c, (decoded, marks)) in self.columns.iter_mut().zip(parsed.columns) {

@@ -9,10 +9,16 @@
 //! the moment the snapshot was taken, and later frames create tables with the same ids as
 //! the original run. Then every vector is overwritten with `clone_from`, which keeps its
 //! capacity: restoring into a storage of the same shape allocates nothing.
+//!
+//! Saves and restores skip the vectors whose contents the other side already holds:
+//! each column and each table's entity list has a [stamp](super::stamp), and the
+//! snapshot keeps the stamp of every vector it copied. The entity allocator and the
+//! change marks are copied every time (a word or two bits per entity).
 
 use std::any::{Any, TypeId};
 
 use super::Storage;
+use super::stamp::same;
 use super::table::TableId;
 use crate::checksum::{BLOCK, Checksummer, Desync, digest_values, digest_words};
 use crate::component::ComponentId;
@@ -24,10 +30,20 @@ pub(crate) struct StorageSnapshot {
     /// The registered types, by id, so a restore can check it has the same ones.
     types: Vec<(TypeId, &'static str)>,
     entities: Entities,
-    /// Per table, in creation order: its sorted types and its entities.
-    tables: Vec<(Vec<ComponentId>, Vec<Entity>)>,
+    /// Per table, in creation order: its sorted types, its entities and their
+    /// [stamp](super::stamp).
+    tables: Vec<SavedTable>,
     /// Per type, by id: a `Vec<Vec<C>>`.
     columns: Vec<Option<Box<dyn Any + Send + Sync>>>,
+}
+
+/// What a snapshot keeps of one table.
+#[derive(Default)]
+struct SavedTable {
+    types: Vec<ComponentId>,
+    entities: Vec<Entity>,
+    /// The stamp of `entities` when they were copied.
+    stamp: u64,
 }
 
 /// Why [`Storage::load`] changed nothing.
@@ -67,17 +83,19 @@ impl Storage {
         into.entities.clone_from(&self.entities);
         let n = self.tables.len();
         into.tables.truncate(n);
-        let kept = into.tables.len();
-        for (t, (types, entities)) in into.tables.iter_mut().enumerate() {
+        into.tables.resize_with(n, SavedTable::default);
+        for (t, saved) in into.tables.iter_mut().enumerate() {
             let table = self.tables.get(t as u32);
-            types.clear();
-            types.extend_from_slice(table.components());
-            entities.clone_from(&table.entities);
-        }
-        for t in kept..n {
-            let table = self.tables.get(t as u32);
-            into.tables
-                .push((table.components().to_vec(), table.entities.clone()));
+            let stamp = table.stamp().get();
+            if saved.types != table.components() {
+                saved.types.clear();
+                saved.types.extend_from_slice(table.components());
+            } else if same(saved.stamp, stamp) {
+                continue;
+            }
+            saved.entities.clear();
+            saved.entities.extend_from_slice(table.entities());
+            saved.stamp = stamp;
         }
         Ok(())
     }
@@ -110,10 +128,15 @@ impl Storage {
         // only in part (a query reads rows unchecked). The guard empties the world then.
         let guard = EmptyOnUnwind(self);
         let this = &mut *guard.0;
-        for (t, (_, entities)) in from.tables.iter().enumerate() {
+        for (t, saved) in from.tables.iter().enumerate() {
             let table = this.tables.get_mut(t as u32);
-            table.entities.clone_from(entities);
-            table.unsorted = true;
+            if !same(saved.stamp, table.peek_stamp()) {
+                let entities = table.entities_mut();
+                entities.clear();
+                entities.extend_from_slice(&saved.entities);
+                table.set_stamp(saved.stamp);
+                table.unsorted = true;
+            }
         }
         this.entities.clone_from(&from.entities);
         for (c, saved) in this.columns.iter_mut().zip(&from.columns) {
@@ -131,7 +154,7 @@ impl Storage {
     fn empty_all_tables(&mut self) {
         for t in 0..self.tables.len() as TableId {
             let table = self.tables.get_mut(t);
-            for e in table.entities.drain(..) {
+            for e in table.entities_mut().drain(..) {
                 self.entities.free(e);
             }
             let table = self.tables.get(t);
@@ -146,7 +169,7 @@ impl Storage {
     /// the snapshot's: keeps the common prefix, drops the rest, creates what is missing.
     fn restore_tables(&mut self, from: &StorageSnapshot) {
         let common = (0..self.tables.len().min(from.tables.len()))
-            .take_while(|&t| self.tables.get(t as u32).components() == from.tables[t].0)
+            .take_while(|&t| self.tables.get(t as u32).components() == from.tables[t].types)
             .count();
         if common < self.tables.len() {
             self.tables.truncate(common);
@@ -156,8 +179,8 @@ impl Storage {
                 columns.truncate_columns(keep);
             }
         }
-        for (t, (types, _)) in from.tables.iter().enumerate().skip(common) {
-            let id = self.table_for(types);
+        for (t, saved) in from.tables.iter().enumerate().skip(common) {
+            let id = self.table_for(&saved.types);
             assert_eq!(id as usize, t, "tables are recreated in order");
         }
     }
@@ -175,7 +198,7 @@ impl Storage {
                 continue;
             }
             write_table_types(table.components(), table.len(), h);
-            for e in &table.entities {
+            for e in table.entities() {
                 h.write_u64(e.to_bits());
             }
             for &c in table.components() {
@@ -260,12 +283,23 @@ impl Storage {
         match piece {
             Piece::Slots { start, end } => digest_words(self.entities.slot_words(start..end)),
             Piece::Rows { table, start, end } => {
-                let entities = &self.tables.get(table).entities[start..end];
+                let entities = &self.tables.get(table).entities()[start..end];
                 digest_values(entities, |e, h| h.write_u64(e.to_bits()))
             }
             Piece::Values { c, col, start, end } => self.columns[c.index()]
                 .digest_rows(col, start..end)
                 .unwrap_or(0),
+        }
+    }
+
+    /// The [stamp](super::stamp) of what `piece` covers: its rows' digest may be reused
+    /// while it is the same. 0 (reuse nothing) for the allocator's slots, which have
+    /// none: they are one word per entity, cheap to digest again.
+    pub(crate) fn piece_stamp(&self, piece: Piece) -> u64 {
+        match piece {
+            Piece::Slots { .. } => 0,
+            Piece::Rows { table, .. } => self.tables.get(table).stamp().get(),
+            Piece::Values { c, col, .. } => self.columns[c.index()].stamp(col),
         }
     }
 
@@ -300,7 +334,7 @@ impl Storage {
         };
         for t in 0..self.tables.len() {
             let table = self.tables.get(t as u32);
-            'entities: for (row, &e) in table.entities.iter().enumerate() {
+            'entities: for (row, &e) in table.entities().iter().enumerate() {
                 let Some(loc) = other.entities.location(e) else {
                     if add(
                         &mut found,
@@ -372,7 +406,7 @@ impl Storage {
             }
         }
         for t in 0..other.tables.len() {
-            for &e in &other.tables.get(t as u32).entities {
+            for &e in other.tables.get(t as u32).entities() {
                 if self.entities.location(e).is_none()
                     && add(
                         &mut found,
@@ -400,8 +434,8 @@ impl Storage {
                 (t < other.tables.len()).then(|| other.tables.get(t as u32)),
             );
             let (ea, eb) = (
-                a.map_or(&[][..], |x| &x.entities[..]),
-                b.map_or(&[][..], |x| &x.entities[..]),
+                a.map_or(&[][..], |x| x.entities()),
+                b.map_or(&[][..], |x| x.entities()),
             );
             let (ta, tb) = (a.map(|x| x.components()), b.map(|x| x.components()));
             if ea != eb || (ta != tb && !ea.is_empty()) {
@@ -466,7 +500,7 @@ fn write_table_types(types: &[ComponentId], len: usize, h: &mut Checksummer) {
 
 /// One piece of the checksum's [walk](Storage::digest_walk): a block of rows, digested on
 /// its own (on any thread).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Piece {
     /// Slots `start..end` of the allocator.
     Slots { start: usize, end: usize },
@@ -520,6 +554,22 @@ impl Pieces for Plan<'_> {
         self.0.push((piece, 0));
         0
     }
+}
+
+/// What `Runtime::checksum` keeps between calls: the blocks of the last walk, and the
+/// digest of each block whose rows had a [stamp](super::stamp) then, reused while the
+/// rows have the same one (the same contents: a column no frame wrote since, a table
+/// nothing moved in or out of).
+#[derive(Default)]
+pub(crate) struct Digests {
+    /// The walk's blocks, in order, with their digests.
+    pub(crate) plan: Vec<(Piece, u64)>,
+    /// The stamp of each block's rows, by index in `plan` (0: none).
+    pub(crate) stamps: Vec<u64>,
+    /// The blocks to digest this time: index in `plan`, the block, its digest.
+    pub(crate) todo: Vec<(usize, Piece, u64)>,
+    /// The last call's digests of stamped blocks: block → (stamp, digest).
+    pub(crate) known: std::collections::HashMap<Piece, (u64, u64)>,
 }
 
 /// Hands out the digests of a [`Plan`]'s pieces, in order (the same walk over the same

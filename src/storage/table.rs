@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use super::mask::Mask;
+use super::stamp::Stamp;
 use crate::component::ComponentId;
 use crate::entity::Entity;
 
@@ -20,8 +21,11 @@ pub(crate) struct Table {
     signature: Mask,
     /// Column index in each type's storage, by component id (`NO_COLUMN` if absent).
     columns: Vec<u32>,
-    /// The entity in each row.
-    pub(super) entities: Vec<Entity>,
+    /// The entity in each row: changed only through `push`, `swap_remove` and
+    /// `entities_mut`, which touch `stamp`.
+    entities: Vec<Entity>,
+    /// The [stamp](super::stamp) of `entities`.
+    stamp: Stamp,
     /// The rows may be out of entity order (canonical order re-checks them): set by
     /// [`push`](Self::push) of an index below the last, a swap-remove that moved a row,
     /// and wholesale replacement (restore, load).
@@ -68,9 +72,42 @@ impl Table {
         &self.entities
     }
 
+    /// Rows the entity list has room for.
+    #[inline]
+    pub(crate) fn entities_capacity(&self) -> usize {
+        self.entities.capacity()
+    }
+
+    /// The entity list, to change (its stamp touched): the rows' order, a restore's or
+    /// load's whole new list. The caller keeps the columns row-aligned.
+    #[inline]
+    pub(crate) fn entities_mut(&mut self) -> &mut Vec<Entity> {
+        self.stamp.touch();
+        &mut self.entities
+    }
+
+    /// The [stamp](super::stamp) of the entity list.
+    #[inline]
+    pub(crate) fn stamp(&self) -> &Stamp {
+        &self.stamp
+    }
+
+    /// The entity list was made equal to the one named `stamp` (by a restore).
+    #[inline]
+    pub(crate) fn set_stamp(&mut self, stamp: u64) {
+        self.stamp.set(stamp);
+    }
+
+    /// The entity list's stamp if it has one, else 0.
+    #[inline]
+    pub(crate) fn peek_stamp(&mut self) -> u64 {
+        self.stamp.peek()
+    }
+
     /// Appends `e` as the last row; returns its row.
     #[inline]
     pub(crate) fn push(&mut self, e: Entity) -> u32 {
+        self.stamp.touch();
         let row = self.entities.len() as u32;
         if self.entities.last().is_some_and(|l| l.index() > e.index()) {
             self.unsorted = true;
@@ -82,6 +119,7 @@ impl Table {
     /// Removes row `row`, the last row taking its place; returns the entity moved there.
     #[inline]
     pub(crate) fn swap_remove(&mut self, row: u32) -> Option<Entity> {
+        self.stamp.touch();
         self.entities.swap_remove(row as usize);
         let moved = self.entities.get(row as usize).copied();
         self.unsorted |= moved.is_some();
@@ -179,6 +217,7 @@ impl Tables {
             signature,
             columns,
             entities: Vec::new(),
+            stamp: Stamp::default(),
             unsorted: false,
             add_edges: Vec::new(),
             remove_edges: Vec::new(),

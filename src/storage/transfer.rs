@@ -210,7 +210,7 @@ impl Storage {
             debug_assert!(placed, "checked free");
             self.entities.set_location(new.index(), loc);
             let table = self.tables.get_mut(loc.table);
-            table.entities[loc.row as usize] = new;
+            table.entities_mut()[loc.row as usize] = new;
             table.unsorted = true;
         }
         self.entities.unlist_placed();
