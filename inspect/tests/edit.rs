@@ -459,6 +459,27 @@ fn a_bad_edit_is_a_400_naming_the_type_and_changes_nothing() {
     assert_eq!(game.entity("0v1")["components"], entity["components"]);
 }
 
+/// The page offers the edit in its entity view: a value as JSON, sent to `insert`, only
+/// while paused and allowed to steer.
+#[test]
+fn the_page_edits_values_in_the_entity_view() {
+    let game = Game::start("127.0.0.1:0", editable());
+    let (code, page) = common::raw_request(
+        game.addr,
+        format!("GET / HTTP/1.1\r\nHost: {}\r\n\r\n", game.addr).as_bytes(),
+    );
+    assert_eq!(code, 200);
+    for part in [
+        "/api/entities/${id}/insert",
+        "/api/entities/${id}/remove",
+        "/api/entities/${id}/despawn",
+        "s.paused && !s.stepping && !s.read_only",
+        "JSON.stringify(c.json)",
+    ] {
+        assert!(page.contains(part), "the page lacks {part:?}");
+    }
+}
+
 #[test]
 fn an_edit_while_running_is_refused() {
     let game = Game::start("127.0.0.1:0", editable().paused(false));
