@@ -107,6 +107,9 @@ impl World {
     /// [`LoadError::BadData`] naming what is wrong; [`LoadError::Decode`] for a value
     /// that does not decode as its type; [`LoadError::NotSaving`] for a type not opted
     /// into saves.
+    ///
+    /// # Panics
+    /// As [`despawn`](Self::despawn), if a hook a despawn fires panics.
     pub fn apply_edit(&mut self, edit: &Edit) -> Result<Option<Entity>, LoadError> {
         match edit {
             Edit::Insert { entity, components } => {
