@@ -194,7 +194,8 @@ impl Track {
     }
 
     /// How many edits are recorded for the frame starting from `start`.
-    pub(crate) fn count(&self, start: u64) -> usize {
+    #[cfg(test)]
+    fn count(&self, start: u64) -> usize {
         self.slot(start).map_or(0, |r| r.edits.len())
     }
 

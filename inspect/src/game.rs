@@ -74,6 +74,9 @@ pub(crate) struct GameSide {
     /// The frame start the present's edits were made at, while no frame has run since
     /// (the ring then holds the state before them).
     edited: Option<u64>,
+    /// How many edits were made since the last frame (the track holds none without a
+    /// ring).
+    edits_next: usize,
 }
 
 impl GameSide {
@@ -95,6 +98,7 @@ impl GameSide {
             editable: Editable::default(),
             edits: edit::Track::new(ring),
             edited: None,
+            edits_next: 0,
         }
     }
 
@@ -164,6 +168,7 @@ impl GameSide {
         }
         // Else edits were made before this frame: the ring took the state before them.
         self.edited = None;
+        self.edits_next = 0;
         let result = rt.try_frame();
         // A frame that failed in Run did not happen (the world is as before).
         let resim = (rt.frame_count() != before)
@@ -394,6 +399,7 @@ impl GameSide {
             // they are recorded, and a re-simulation makes them again.
             let edited = self.edited == Some(now);
             self.edited = None;
+            self.edits_next = 0;
             if let Err(e) = self.ring.rewind(rt, frame, edited) {
                 return Response::error(500, format!("the restore failed: {e}"));
             }
@@ -452,7 +458,9 @@ impl GameSide {
             self.ring.drop_after(start);
             self.edits.forget_from(start);
             self.edited = Some(start);
+            self.edits_next = 0;
         }
+        self.edits_next += 1;
         let target = match &edit {
             Edit::Insert { entity, .. } | Edit::Remove { entity, .. } => Some(*entity),
             _ => made,
@@ -760,10 +768,7 @@ impl GameSide {
                 input,
                 edits: EditStatus {
                     types: self.editable.names(),
-                    next: match self.edited {
-                        Some(start) if start == rt.frame_count() => self.edits.count(start),
-                        _ => 0,
-                    },
+                    next: self.edits_next,
                 },
             },
         )

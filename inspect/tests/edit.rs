@@ -498,6 +498,26 @@ fn an_edit_while_running_is_refused() {
 }
 
 #[test]
+fn without_a_ring_edits_still_make_the_next_frame() {
+    let game = Game::start(
+        "127.0.0.1:0",
+        Inspector::builder().paused(true).editable::<Hp>(),
+    );
+    game.ok(
+        "/api/entities/5v1/insert",
+        json!({"components": {"Hp": {"hp": 300}}}),
+    );
+    assert_eq!(game.status()["edits"]["next"], 1);
+    let s = game.ok("/api/step", Value::Null);
+    assert_eq!(s["edits"]["next"], 0, "{s}");
+    assert_eq!(value(&game.entity("5v1"), "Hp"), json!({"hp": 299}));
+    let ended = game.end();
+    let replay = Replay::read(&mut ended.replay.as_slice()).unwrap();
+    assert_eq!(replay.edits(0).len(), 1);
+    assert!(runtime().play_replay::<()>(&replay).unwrap().is_identical());
+}
+
+#[test]
 fn only_who_may_pause_may_edit() {
     let game = Game::start("0.0.0.0:0", editable());
     let host = format!("Host: {}\r\n", game.addr);
