@@ -229,6 +229,7 @@ pub use stats::{
 pub use system::{StageId, System, SystemId, SystemInfo};
 pub use world::World;
 pub use world::declare::DefaultMerge;
+pub use world::edit::Edit;
 pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::snapshot::{Snapshot, SnapshotError};
 

@@ -58,6 +58,37 @@ pub(crate) enum Command {
         limit: usize,
     },
     Resources,
+    /// A change to the world (only while paused; never read-only).
+    Edit(EditCommand),
+}
+
+/// An edit as the API asks for it: types by name, values as JSON (decoded on the game
+/// thread, which knows the types).
+#[derive(Debug)]
+pub(crate) enum EditCommand {
+    /// Sets components of an entity, inserting those it lacks.
+    Insert {
+        entity: Entity,
+        components: serde_json::Map<String, serde_json::Value>,
+    },
+    /// Removes components from an entity.
+    Remove {
+        entity: Entity,
+        components: Vec<String>,
+    },
+    /// Spawns an entity with these components.
+    Spawn {
+        components: serde_json::Map<String, serde_json::Value>,
+    },
+    Despawn(Entity),
+}
+
+/// The body of `insert` and `spawn`: each component's type (full or short name) and its
+/// value as JSON.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Components {
+    components: serde_json::Map<String, serde_json::Value>,
 }
 
 #[derive(Debug)]
@@ -220,6 +251,51 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
             no_query()?;
             Command::Entity(parse_entity(id)?)
         }
+        ["api", "spawn"] => {
+            method(post, "POST")?;
+            no_query()?;
+            let b = json::<Components>(req, r#"{"components": {"Health": {"hp": 10}}}"#)?;
+            Command::Edit(EditCommand::Spawn {
+                components: b.components,
+            })
+        }
+        ["api", "entities", id, "insert"] => {
+            method(post, "POST")?;
+            no_query()?;
+            let entity = parse_entity(id)?;
+            let b = json::<Components>(req, r#"{"components": {"Health": {"hp": 10}}}"#)?;
+            if b.components.is_empty() {
+                return Err(Response::error(400, "`components` names no component"));
+            }
+            Command::Edit(EditCommand::Insert {
+                entity,
+                components: b.components,
+            })
+        }
+        ["api", "entities", id, "remove"] => {
+            method(post, "POST")?;
+            no_query()?;
+            let entity = parse_entity(id)?;
+            #[derive(Deserialize)]
+            #[serde(deny_unknown_fields)]
+            struct Names {
+                components: Vec<String>,
+            }
+            let b = json::<Names>(req, r#"{"components": ["Health"]}"#)?;
+            if b.components.is_empty() {
+                return Err(Response::error(400, "`components` names no component"));
+            }
+            Command::Edit(EditCommand::Remove {
+                entity,
+                components: b.components,
+            })
+        }
+        ["api", "entities", id, "despawn"] => {
+            method(post, "POST")?;
+            no_query()?;
+            no_body(req)?;
+            Command::Edit(EditCommand::Despawn(parse_entity(id)?))
+        }
         [
             "api",
             "entities",
@@ -243,6 +319,7 @@ pub(crate) fn route(req: &Request, access: &Access) -> Result<Route, Response> {
                     "no such endpoint: {} {} (the API: /api/status, /api/timeline, \
                      /api/pause, /api/resume, /api/step, /api/rewind, /api/entities, \
                      /api/entities/{{id}}, /api/entities/{{id}}/watch|unwatch|explain, \
+                     /api/entities/{{id}}/insert|remove|despawn, /api/spawn, \
                      /api/picture, /api/tree, /api/resources)",
                     req.method, req.path
                 ),

@@ -7,11 +7,12 @@
 use std::sync::mpsc::SyncSender;
 use std::time::{Duration, Instant};
 
-use runsync::{CommandKind, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot, World};
+use runsync::{CommandKind, Edit, Entity, FrameError, Provenance, Runtime, RuntimeSnapshot, World};
 use serde::Serialize;
 
 use crate::MAX_WATCHED;
-use crate::api::{Command, RewindTo, short_name};
+use crate::api::{Command, EditCommand, RewindTo, short_name};
+use crate::edit::{self, Editable};
 use crate::http::Response;
 use crate::inputs::{GameInput, Given, Inputs, Track};
 use crate::picture::Picture;
@@ -66,6 +67,16 @@ pub(crate) struct GameSide {
     hooks: Hooks,
     /// The last picture drawn (its lists reused by the next).
     picture: Picture,
+    /// The types the API may edit (see `edit.rs`).
+    pub(crate) editable: Editable,
+    /// The edits made before each frame of the ring (see `edit.rs`).
+    edits: edit::Track,
+    /// The frame start the present's edits were made at, while no frame has run since
+    /// (the ring then holds the state before them).
+    edited: Option<u64>,
+    /// How many edits were made since the last frame (the track holds none without a
+    /// ring).
+    edits_next: usize,
 }
 
 impl GameSide {
@@ -84,6 +95,10 @@ impl GameSide {
             inputs: None,
             hooks: Hooks::default(),
             picture: Picture::default(),
+            editable: Editable::default(),
+            edits: edit::Track::new(ring),
+            edited: None,
+            edits_next: 0,
         }
     }
 
@@ -145,8 +160,15 @@ impl GameSide {
         } else {
             self.set_input(rt, fresh)
         };
-        self.ring.record(rt);
         let before = rt.frame_count();
+        if self.edited != Some(before) {
+            self.ring.record(rt);
+            // A frame that ran before gets the edits its first run got (see `edit.rs`).
+            self.edits.replay(rt, before);
+        }
+        // Else edits were made before this frame: the ring took the state before them.
+        self.edited = None;
+        self.edits_next = 0;
         let result = rt.try_frame();
         // A frame that failed in Run did not happen (the world is as before).
         let resim = (rt.frame_count() != before)
@@ -222,14 +244,18 @@ impl GameSide {
         if self.read_only
             && matches!(
                 call.command,
-                Command::Pause | Command::Resume | Command::Step { .. } | Command::Rewind(_)
+                Command::Pause
+                    | Command::Resume
+                    | Command::Step { .. }
+                    | Command::Rewind(_)
+                    | Command::Edit(_)
             )
         {
             let _ = call.reply.send(Response::error(
                 403,
                 "this inspector watches a game it must not steer (a networked game runs on \
                  every peer): it shows the frames, entities, pictures and provenance, but \
-                 cannot pause, step, resume or rewind",
+                 cannot pause, step, resume or rewind, nor edit it",
             ));
             return;
         }
@@ -317,6 +343,7 @@ impl GameSide {
             Command::Picture { frame } => self.draw(rt, frame),
             Command::Tree { limit } => Response::json(200, &view::tree(rt.world(), limit)),
             Command::Resources => Response::json(200, &view::resources(&self.hooks, rt.world())),
+            Command::Edit(edit) => self.edit(rt, edit),
         };
         let _ = call.reply.send(response);
     }
@@ -368,14 +395,81 @@ impl GameSide {
         self.finish_step(rt);
         if frame != now {
             // Keeps the present too, so the re-simulation is checked up to it (and the
-            // present can be rewound to).
-            if let Err(e) = self.ring.rewind(rt, frame) {
+            // present can be rewound to) — the state before its edits, if it has some:
+            // they are recorded, and a re-simulation makes them again.
+            let edited = self.edited == Some(now);
+            self.edited = None;
+            self.edits_next = 0;
+            if let Err(e) = self.ring.rewind(rt, frame, edited) {
                 return Response::error(500, format!("the restore failed: {e}"));
             }
         }
         self.paused = true;
         self.resim = ResimStatus::default();
         self.status(rt)
+    }
+
+    /// Answers an edit: checks it whole (paused, the entity alive,
+    /// each type editable and each value one of it) and, if it holds, applies it as an
+    /// input of the next frame (see `edit.rs`). On any error the world is unchanged.
+    fn edit(&mut self, rt: &mut Runtime, command: EditCommand) -> Response {
+        if !self.paused || self.step.is_some() {
+            return Response::error(
+                409,
+                "edits are made while the game is paused, between two frames: POST \
+                 /api/pause first (and wait for a step to finish)",
+            );
+        }
+        let world = rt.world();
+        let alive = |e: Entity| world.is_alive(e).then_some(e).ok_or_else(|| not_alive(e));
+        let bad = |message: String| Response::error(400, message);
+        let edit = match command {
+            EditCommand::Insert { entity, components } => alive(entity).and_then(|entity| {
+                let components = self.editable.values(world, &components).map_err(bad)?;
+                Ok(Edit::Insert { entity, components })
+            }),
+            EditCommand::Remove { entity, components } => alive(entity).and_then(|entity| {
+                let components = self.editable.ids(world, &components).map_err(bad)?;
+                Ok(Edit::Remove { entity, components })
+            }),
+            EditCommand::Spawn { components } => self
+                .editable
+                .values(world, &components)
+                .map(|components| Edit::Spawn { components })
+                .map_err(bad),
+            EditCommand::Despawn(entity) => alive(entity).map(|entity| Edit::Despawn { entity }),
+        };
+        let edit = match edit {
+            Ok(edit) => edit,
+            Err(response) => return response,
+        };
+        let start = rt.frame_count();
+        let first = self.edited != Some(start);
+        if first {
+            // The state before this frame start's edits, as the state the last frame left.
+            self.ring.record(rt);
+        }
+        let made = match rt.edit(&edit) {
+            Ok(made) => made,
+            Err(e) => return Response::error(400, format!("the edit does not apply: {e}")),
+        };
+        if first {
+            // In the past (after a rewind), this starts another history.
+            self.ring.drop_after(start);
+            self.edits.forget_from(start);
+            self.edited = Some(start);
+            self.edits_next = 0;
+        }
+        self.edits_next += 1;
+        let target = match &edit {
+            Edit::Insert { entity, .. } | Edit::Remove { entity, .. } => Some(*entity),
+            _ => made,
+        };
+        self.edits.push(start, edit);
+        match target {
+            Some(e) => self.entity(rt, e),
+            None => self.status(rt),
+        }
     }
 
     fn watch(&mut self, rt: &mut Runtime, e: Entity) -> Response {
@@ -407,6 +501,9 @@ impl GameSide {
             name: &'static str,
             short: String,
             value: Option<String>,
+            /// The value as JSON, for an editable type (`null` otherwise).
+            json: Option<serde_json::Value>,
+            editable: bool,
         }
         #[derive(Serialize)]
         struct Reply {
@@ -417,11 +514,16 @@ impl GameSide {
         }
         let components = ids
             .iter()
-            .map(|&id| Value {
-                id: id.index(),
-                name: names[id.index()],
-                short: short_name(names[id.index()]),
-                value: world.debug_value(e, id),
+            .map(|&id| {
+                let editable = self.editable.get(names[id.index()]);
+                Value {
+                    id: id.index(),
+                    name: names[id.index()],
+                    short: short_name(names[id.index()]),
+                    value: world.debug_value(e, id),
+                    json: editable.and_then(|t| t.json(world, e)),
+                    editable: editable.is_some(),
+                }
             })
             .collect();
         let provenance = rt
@@ -506,6 +608,13 @@ impl GameSide {
         }
         if let Some(err) = self.ring.error() {
             return Response::error(409, err.to_owned());
+        }
+        if self.edited == Some(now) {
+            return Response::error(
+                409,
+                "`explain` re-runs the last frame and compares it with the present, which \
+                 has edits made since: step a frame first (the edits are part of it)",
+            );
         }
         let Some(last) = now.checked_sub(1).filter(|&f| self.ring.holds(f)) else {
             return Response::error(
@@ -593,6 +702,14 @@ impl GameSide {
             watched: Vec<String>,
             timeline_seq: Option<u64>,
             input: Option<InputStatus>,
+            edits: EditStatus,
+        }
+        #[derive(Serialize)]
+        struct EditStatus {
+            /// The editable types' full names.
+            types: Vec<&'static str>,
+            /// Edits made since the last frame (part of the next).
+            next: usize,
         }
         #[derive(Serialize)]
         struct InputStatus {
@@ -649,6 +766,10 @@ impl GameSide {
                 watched: self.watched.iter().map(|e| format!("{e:?}")).collect(),
                 timeline_seq: self.timeline.last_seq(),
                 input,
+                edits: EditStatus {
+                    types: self.editable.names(),
+                    next: self.edits_next,
+                },
             },
         )
     }

@@ -81,6 +81,42 @@
 //! in a snapshot: a system that keeps game state in `self` re-simulates differently, and the
 //! inspector says so at the first frame that differs.
 //!
+//! # Editing
+//!
+//! With the game paused, the page and the API edit its world, in the spirit of bevy's
+//! remote protocol (`bevy/insert`, `bevy/remove`, `bevy/spawn`, `bevy/destroy`): set a
+//! component's value, insert or remove components, spawn an entity, despawn one. Make the
+//! types editable with [`editable`](InspectorBuilder::editable) (values are JSON through
+//! serde, and the type must be opted into saves with
+//! [`World::saving`](runsync::World::saving)):
+//!
+//! ```no_run
+//! # use runsync::prelude::*;
+//! # use runsync_inspect::Inspector;
+//! #[derive(Component, Checksum, Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
+//! #[component(merge = merge::last, save, snapshot, checksum, debug)]
+//! struct Health { hp: i32 }
+//!
+//! let inspector = Inspector::builder().ring(120).editable::<Health>().bind("127.0.0.1:0")?;
+//! // curl -X POST localhost:PORT/api/entities/17v1/insert \
+//! //      -d '{"components": {"Health": {"hp": 100}}}'
+//! # Ok::<(), std::io::Error>(())
+//! ```
+//!
+//! An edit is **an input of the next frame**, as the game's input is. It is checked whole
+//! before anything changes (paused, the entity alive, every type editable, every value
+//! one of its type: else `409`, `404` or a `400` naming the type, and the world is as it
+//! was), then applied at once through [`Runtime::edit`] — the page shows it, and a replay
+//! being recorded ([`Runtime::record_replay`]) holds it before the next frame, so playing
+//! the replay makes it again. The ring keeps the state before the edits as the state the
+//! last frame left, and the edits beside it: a rewind and re-simulation over the frame
+//! makes them again, bit for bit. An edit made after a rewind starts another history
+//! there: what the ring held after that frame, and the edits recorded from it on, are
+//! forgotten. An edit fires no hooks and adds no required components (a despawn fires
+//! its hooks); an entity with a parent or children cannot be edited but can be
+//! despawned. Who may edit is who may pause: loopback, or the token (a read-only
+//! inspector refuses edits, `403`).
+//!
 //! # Showing the game
 //!
 //! Besides its tables, the page shows what the game gives it (all opt-in, on the
@@ -149,7 +185,7 @@
 //! a wrong one (non-loopback binds), `403` a foreign `Host` or `Origin`,
 //! `404` an unknown path, a dead entity or a frame the ring does not hold, `405` the wrong
 //! method, `408` a request not sent in time, `409` what the state forbids (the ring is off,
-//! a step is running, 16 entities watched), `411` a chunked body, `413` a body too large,
+//! a step is running, 16 entities watched, an edit while running), `411` a chunked body, `413` a body too large,
 //! `431` a head too large; `503` when the inspector or the game is busy (retry), `504` when
 //! the game does not call the inspector. Entity ids are
 //! written `{index}v{generation}`, as `Entity`'s `Debug` (`"12v1"`). Checksums are hex
@@ -174,6 +210,10 @@
 //! | `POST /api/entities/{id}/explain` | none | [its provenance in the last frame](#explain), by re-running that frame from the ring with the entity watched; `404` if it is alive neither now nor at the start of that frame |
 //! | `GET /api/picture?frame=K` | | [the game's picture](#picture) of the present, or (with `frame`) of the state with `K` frames completed, drawn from the ring; `404` if the ring does not hold it, `409` if the game gives no picture |
 //! | `GET /api/tree?limit=N` | | [the parent/child forest](#tree), at most `N` nodes (0 to 5000; default 500) |
+//! | `POST /api/entities/{id}/insert` | `{"components": {"Health": {"hp": 100}, …}}` | [the entity](#one-entity), with each component set to its value (inserted if it lacked it; types by full or short name). Paused only (`409`); `400` naming the type for a value that is not one, or a type not [editable](InspectorBuilder::editable); `404` for a dead entity. See [Editing](#editing) |
+//! | `POST /api/entities/{id}/remove` | `{"components": ["Health", …]}` | the entity, without them (`400` if it lacks one) |
+//! | `POST /api/spawn` | `{"components": {"Health": {"hp": 100}, …}}` | the entity spawned (its `id`) |
+//! | `POST /api/entities/{id}/despawn` | none | status, the entity despawned (hooks fire; descendants go too) |
 //! | `GET /api/resources` | | `{"resources": [{"name": "runsync::runtime::Time", "short": "Time", "value": "Time { dt: 0.016666668, frame: 812 }"}, …]}`: the runtime's `Time`, then each resource named with [`resource`](InspectorBuilder::resource) (`value` `null` while the world lacks it) |
 //!
 //! ## Status
@@ -185,6 +225,7 @@
 //!  "ring": {"capacity": 120, "oldest": 693, "newest": 812, "error": null},
 //!  "resim": {"checked": 10, "differed_at": null},
 //!  "watched": ["17v1"], "timeline_seq": 830,
+//!  "edits": {"types": ["my_game::Health"], "next": 0},
 //!  "input": {"type": "my_game::Pad", "oldest": 693, "newest": 811,
 //!            "replay_next": false, "next": null}}
 //! ```
@@ -196,7 +237,8 @@
 //! compared with the first run, and the number of the first that differed. `input` is
 //! `null` without an input type ([Inputs](#inputs)); else the frames whose inputs are held
 //! (by the frame's start, as the ring), and whether the next frame ran before and so reads
-//! its recorded input (`next`, as JSON).
+//! its recorded input (`next`, as JSON). `edits` lists the [editable](#editing) types and
+//! counts the edits made since the last frame (part of the next one).
 //!
 //! ## Timeline
 //!
@@ -232,11 +274,13 @@
 //! ```json
 //! {"id": "17v1", "watched": true,
 //!  "components": [{"id": 0, "name": "runsync_systems::Position", "short": "Position",
-//!                  "value": "Position(Vec2(31.5, 8.25))"}, …],
+//!                  "value": "Position(Vec2(31.5, 8.25))", "json": [31.5, 8.25],
+//!                  "editable": true}, …],
 //!  "provenance": null}
 //! ```
 //!
-//! `value` is `null` for a type not opted in with `debugging`. `provenance` is
+//! `value` is `null` for a type not opted in with `debugging`; `json` is the value as
+//! JSON for an [editable](#editing) type (what `insert` takes), else `null`. `provenance` is
 //! [as below](#explain) if the entity is watched and a frame has run since.
 //!
 //! ## Explain
@@ -283,6 +327,7 @@
 
 mod access;
 mod api;
+mod edit;
 mod game;
 mod http;
 mod inputs;
@@ -306,6 +351,7 @@ use runsync::{FrameError, Runtime};
 
 use crate::access::Access;
 use crate::api::{Command, Route};
+use crate::edit::{EditType, Editable};
 use crate::game::{Call, GameSide};
 use crate::http::{Limits, Request, Response, Server};
 pub use crate::inputs::GameInput;
@@ -342,6 +388,8 @@ pub struct InspectorBuilder {
     allowed_hosts: Vec<String>,
     /// Records the game's input type (see [`input`](Self::input)).
     input: Option<fn(&mut GameSide)>,
+    /// The types the API may edit (see [`editable`](Self::editable)).
+    editable: Editable,
     /// The game's picture, plots and resources.
     hooks: Hooks,
 }
@@ -357,6 +405,20 @@ impl InspectorBuilder {
     /// ring's length kept for it.
     pub fn input<I: GameInput>(mut self) -> Self {
         self.input = Some(GameSide::input_type::<I>);
+        self
+    }
+
+    /// Lets the API and the page edit components of type `C` while paused: set, insert
+    /// and remove them, spawn entities with them ([Editing](crate#editing)). Its values
+    /// are read and written as JSON through serde; `C` must be opted into saves with
+    /// [`World::saving`](runsync::World::saving) (an edit is recorded in the save
+    /// encoding, so that a replay or a rewind makes it again). Costs nothing per frame; a
+    /// `GET /api/entities/{id}` serializes the entity's editable values.
+    pub fn editable<C>(mut self) -> Self
+    where
+        C: runsync::Component + serde::Serialize + serde::de::DeserializeOwned,
+    {
+        self.editable.add(EditType::of::<C>());
         self
     }
 
@@ -549,6 +611,7 @@ impl InspectorBuilder {
         let mut game = GameSide::new(self.ring, self.timeline, self.paused && !self.read_only);
         game.read_only = self.read_only;
         game.set_hooks(self.hooks);
+        game.editable = self.editable;
         if let Some(input_type) = self.input {
             input_type(&mut game);
         }
@@ -638,6 +701,7 @@ impl Inspector {
             read_only: false,
             allowed_hosts: Vec::new(),
             input: None,
+            editable: Editable::default(),
             hooks: Hooks::default(),
         }
     }

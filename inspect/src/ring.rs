@@ -122,12 +122,19 @@ impl Ring {
 
     /// Rewinds to the state with `frame` frames completed (the caller checked
     /// [`holds`](Self::holds)), first recording the present (unless its slot is the one
-    /// rewound to) and the checksums of the states after `frame`, to check the
-    /// re-simulation against. On an error the runtime is left in the present.
-    pub(crate) fn rewind(&mut self, rt: &mut Runtime, frame: u64) -> Result<(), String> {
+    /// rewound to, or `edited`: the present has edits made since the last frame, and the
+    /// ring already holds the state before them) and the checksums of the states after
+    /// `frame`, to check the re-simulation against. On an error the runtime is left in
+    /// the present (before its edits, if `edited`).
+    pub(crate) fn rewind(
+        &mut self,
+        rt: &mut Runtime,
+        frame: u64,
+        edited: bool,
+    ) -> Result<(), String> {
         let now = rt.frame_count();
         let len = self.slots.len() as u64;
-        if frame.abs_diff(now) < len {
+        if frame.abs_diff(now) < len && !edited {
             self.record(rt);
             let present = &mut self.slots[(now % len) as usize];
             if present.valid {
@@ -171,7 +178,7 @@ impl Ring {
     }
 
     /// Forgets the states after `frame` (another history).
-    fn drop_after(&mut self, frame: u64) {
+    pub(crate) fn drop_after(&mut self, frame: u64) {
         for s in &mut self.slots {
             if s.valid && s.snapshot.frame() > frame {
                 s.valid = false;

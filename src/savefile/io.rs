@@ -3,7 +3,9 @@
 //! slice ([`Reader`]).
 
 use super::errors::{LoadError, SaveError};
-use super::version::{REPLAY_VERSION, STAGED_VERSION, UNCHECKED_VERSION, VERSION};
+use super::version::{
+    EDITS_REPLAY_VERSION, REPLAY_VERSION, STAGED_VERSION, UNCHECKED_VERSION, VERSION,
+};
 
 /// Appends little-endian fields to a buffer.
 pub(crate) trait Put {
@@ -199,12 +201,12 @@ impl<'a> Reader<'a> {
         self.take(8, "the magic")?;
         let version = self.u32("the version")?;
         self.checked = match version {
-            REPLAY_VERSION => true,
+            REPLAY_VERSION | EDITS_REPLAY_VERSION => true,
             VERSION | UNCHECKED_VERSION => check_version(version, false)?,
             found => {
                 return Err(LoadError::Version {
                     found,
-                    supported: REPLAY_VERSION,
+                    supported: EDITS_REPLAY_VERSION,
                 });
             }
         };

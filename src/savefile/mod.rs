@@ -87,7 +87,9 @@ pub(crate) use codec::{decode_pod, decode_serde, decode_values, encode_pod, enco
 pub(crate) use errors::ColumnError;
 pub use errors::{LoadError, SaveError};
 pub(crate) use io::{Found, Put, Reader, SaveSource, Sink, seal};
-pub(crate) use version::{REPLAY_VERSION, SAVE_MAGIC, STAGED_VERSION, VERSION};
+pub(crate) use version::{
+    EDITS_REPLAY_VERSION, REPLAY_VERSION, SAVE_MAGIC, STAGED_VERSION, VERSION,
+};
 
 /// How a component type's values are laid out in a save: written after its name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -16,5 +16,12 @@ pub(crate) const STAGED_VERSION: u32 = 5;
 /// [`World::checksum`]: crate::World::checksum
 /// [`World::checksum_v1`]: crate::World::checksum_v1
 pub(crate) const REPLAY_VERSION: u32 = 8;
+/// The version of a replay whose frames also hold edits ([`Edit`]s made between frames
+/// by [`Runtime::edit`]): [`REPLAY_VERSION`], with each frame's edits after its checksum.
+/// A replay without edits is written as [`REPLAY_VERSION`], byte for byte as before.
+///
+/// [`Edit`]: crate::Edit
+/// [`Runtime::edit`]: crate::Runtime::edit
+pub(crate) const EDITS_REPLAY_VERSION: u32 = 9;
 /// The older version this build still reads: as [`VERSION`], with no integrity check.
 pub(crate) const UNCHECKED_VERSION: u32 = 2;

@@ -10,6 +10,7 @@
 mod checksum;
 mod debug;
 pub(crate) mod declare;
+pub(crate) mod edit;
 pub(crate) mod hierarchy;
 mod messages;
 mod required;

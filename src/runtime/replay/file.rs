@@ -7,9 +7,10 @@
 //! File layout (little-endian), in sections each followed by its integrity check (length
 //! and CRC-32C, as in a save: see `src/savefile/`): magic `RSYNPLAY`, version, the input
 //! type's name and the start save (a section); the frame count, per frame the input
-//! (present byte, length-prefixed postcard bytes) and the checksum, then the keyframe
-//! count (a section); then each keyframe (the frame count it follows, a save), a section
-//! each. [`Replay::read`] checks every section, so a damaged keyframe is refused when the
+//! (present byte, length-prefixed postcard bytes), the checksum and (version 9, a replay
+//! with edits) the edits made before it (`world::edit` has their layout), then the
+//! keyframe count (a section); then each keyframe (the frame count it follows, a save), a
+//! section each. [`Replay::read`] checks every section, so a damaged keyframe is refused when the
 //! file is read ([`LoadError::Corrupt`] naming it), not when a divergence needs it. A
 //! keyframe that is sound but contradicts the checksum recorded for its own frame (a file
 //! written that way) is found when played: [`ReplayError::Contradiction`].
@@ -19,17 +20,22 @@ use std::fmt;
 use crate::checksum::Desync;
 use crate::provenance::Provenance;
 use crate::resource::Resources;
-use crate::savefile::{LoadError, Put, REPLAY_VERSION, Reader, SaveError, VERSION, seal};
+use crate::savefile::{
+    EDITS_REPLAY_VERSION, LoadError, Put, REPLAY_VERSION, Reader, SaveError, VERSION, seal,
+};
 use crate::stats::FrameError;
+use crate::world::edit::{Edit, read_edits, write_edits};
 
 /// The first bytes of a replay.
 pub(crate) const REPLAY_MAGIC: [u8; 8] = *b"RSYNPLAY";
 
-/// One frame of a replay: its input (postcard bytes; `None` if no input was set) and
-/// the world's checksum after it.
+/// One frame of a replay: its input (postcard bytes; `None` if no input was set), the
+/// edits made between the frame before and it (applied after its input is set, before
+/// it runs), and the world's checksum after it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ReplayFrame {
     pub(crate) input: Option<Vec<u8>>,
+    pub(crate) edits: Vec<Edit>,
     pub(crate) checksum: u64,
 }
 
@@ -66,16 +72,25 @@ impl Replay {
         let input_type = r.name("the input type")?.to_owned();
         let start = r.bytes("the start save")?.to_vec();
         r.end_section(|| "the replay's header and start save".into())?;
-        // Each frame is at least a presence byte, an input length and a checksum.
-        let n = r.count(17, "the frames")?;
+        let with_edits = version == EDITS_REPLAY_VERSION;
+        // Each frame is at least a presence byte, an input length and a checksum (and an
+        // edit count).
+        let n = r.count(if with_edits { 25 } else { 17 }, "the frames")?;
         let mut frames = Vec::with_capacity(n);
         let mut presence = Vec::with_capacity(n);
         for _ in 0..n {
             presence.push(r.u8("a frame's input")?);
             let input = Some(r.bytes("a frame's input")?.to_vec());
+            let checksum = r.u64("a frame's checksum")?;
+            let edits = if with_edits {
+                read_edits(&mut r)?
+            } else {
+                Vec::new()
+            };
             frames.push(ReplayFrame {
                 input,
-                checksum: r.u64("a frame's checksum")?,
+                edits,
+                checksum,
             });
         }
         // Each keyframe is at least its frame count and a save's length.
@@ -110,7 +125,11 @@ impl Replay {
             start,
             frames,
             keyframes,
-            digest: if version == REPLAY_VERSION { 2 } else { 1 },
+            digest: if with_edits || version == REPLAY_VERSION {
+                2
+            } else {
+                1
+            },
         })
     }
 
@@ -193,7 +212,11 @@ impl Replay {
                 Some(bytes)
             }
         };
-        self.frames.push(ReplayFrame { input, checksum });
+        self.frames.push(ReplayFrame {
+            input,
+            edits: Vec::new(),
+            checksum,
+        });
         Ok(())
     }
 
@@ -205,11 +228,13 @@ impl Replay {
         let mut out = Vec::with_capacity(self.start.len() + 32 * self.frames.len());
         out.extend_from_slice(&REPLAY_MAGIC);
         // A replay read from an older file keeps its version: its checksums are of
-        // digest version 1.
-        out.put_u32(if self.digest == 2 {
-            REPLAY_VERSION
-        } else {
-            VERSION
+        // digest version 1 (and it has no edits). One without edits is written as before
+        // edits existed.
+        let with_edits = self.frames.iter().any(|f| !f.edits.is_empty());
+        out.put_u32(match (self.digest, with_edits) {
+            (2, true) => EDITS_REPLAY_VERSION,
+            (2, false) => REPLAY_VERSION,
+            _ => VERSION,
         });
         out.put_bytes(self.input_type.as_bytes());
         out.put_bytes(&self.start);
@@ -220,6 +245,9 @@ impl Replay {
             out.put_u8(u8::from(f.input.is_some()));
             out.put_bytes(f.input.as_deref().unwrap_or_default());
             out.put_u64(f.checksum);
+            if with_edits {
+                write_edits(&f.edits, &mut out);
+            }
         }
         out.put_u64(self.keyframes.len() as u64);
         seal(&mut out, from);
@@ -260,6 +288,13 @@ impl Replay {
     pub fn checksum(&self, i: usize) -> Option<u64> {
         self.frames.get(i).map(|f| f.checksum)
     }
+
+    /// The edits made right before frame `i` of the replay (from 0), as
+    /// [`Runtime::edit`](crate::Runtime::edit) recorded them (empty if none, or past
+    /// the end).
+    pub fn edits(&self, i: usize) -> &[Edit] {
+        self.frames.get(i).map_or(&[], |f| &f.edits)
+    }
 }
 
 /// Encodes the current input of one type from the resources (`false`: none set).
@@ -273,6 +308,8 @@ pub(crate) struct Recorder {
     pub(crate) keyframe_every: u64,
     /// The input of the frame running now, encoded when it started.
     pub(crate) pending: Option<Vec<u8>>,
+    /// The edits made since the last recorded frame, for the next one.
+    pub(crate) edits: Vec<Edit>,
     /// The first error (a keyframe that could not be saved), reported by `finish`.
     pub(crate) error: Option<SaveError>,
 }
@@ -371,6 +408,14 @@ pub enum ReplayError {
     /// A save inside the replay (the start, or a keyframe) does not load into this
     /// runtime, or a frame's input does not decode.
     Load(LoadError),
+    /// An edit recorded before a frame does not apply (a file written wrong, or damaged
+    /// and sealed again); nothing of that edit was applied.
+    Edit {
+        /// The number of the frame it precedes (from 1).
+        frame: u64,
+        /// Why.
+        error: LoadError,
+    },
     /// A replayed frame failed.
     Frame {
         /// The frame's number (from 1, as in [`FrameStats::frame`](crate::FrameStats::frame)).
@@ -404,6 +449,10 @@ impl fmt::Display for ReplayError {
             ReplayError::Frame { frame, error } => {
                 write!(f, "runsync: replayed frame {frame} failed: {error}")
             }
+            ReplayError::Edit { frame, error } => write!(
+                f,
+                "runsync: an edit recorded before frame {frame} does not apply: {error}"
+            ),
             ReplayError::Contradiction {
                 frame,
                 recorded,

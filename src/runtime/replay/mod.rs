@@ -23,8 +23,10 @@
 pub(crate) mod file;
 
 use super::Runtime;
+use crate::entity::Entity;
 use crate::provenance::Provenance;
 use crate::savefile::{LoadError, SaveError, SaveSource};
+use crate::world::edit::Edit;
 pub use file::{Divergence, Replay, ReplayError, ReplayReport};
 use file::{Recorder, ReplayFrame};
 
@@ -83,6 +85,7 @@ impl Runtime {
             },
             keyframe_every: every,
             pending: None,
+            edits: Vec::new(),
             error: None,
         }));
         Ok(())
@@ -104,6 +107,64 @@ impl Runtime {
     /// Whether a replay is being recorded.
     pub fn is_recording(&self) -> bool {
         self.recorder.is_some()
+    }
+
+    /// Applies `edit` to the world now, between frames ([`World::apply_edit`]: on an
+    /// error nothing changed), and, while a replay is being recorded, records it as part
+    /// of the next frame that counts as done: [`play_replay`](Self::play_replay) applies
+    /// it right before that frame runs (after setting its input), so the replay
+    /// reproduces it. Returns the entity a spawn made. This is how a tool changes a
+    /// running game without making its replay diverge; a change made through
+    /// [`world_mut`](Self::world_mut) is not recorded. Costs what
+    /// [`World::apply_edit`] costs, plus a clone of the edit while recording. Edits made
+    /// after the last frame run are not in the file [`finish_replay`](Self::finish_replay)
+    /// writes (no frame follows them).
+    ///
+    /// ```
+    /// use runsync::prelude::*;
+    /// use runsync::{Edit, Replay};
+    /// #[derive(Component, Checksum, Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+    /// #[component(output = i64, merge = merge::sum, save, checksum)]
+    /// struct X(i64);
+    /// impl std::ops::AddAssign<i64> for X { fn add_assign(&mut self, d: i64) { self.0 += d } }
+    ///
+    /// let game = || {
+    ///     let mut world = World::new();
+    ///     world.register_default::<X>();
+    ///     let mut rt = Runtime::builder().workers(1).build(world);
+    ///     rt.add_system_named("grow", |w: &World, out: &mut Output| {
+    ///         for (e, (_,)) in w.query::<(&X,)>() { out.write::<X>(e, 1); }
+    ///     });
+    ///     rt
+    /// };
+    /// let mut rt = game();
+    /// let e = rt.world_mut().spawn((X(0),));
+    /// rt.record_replay::<()>().unwrap();
+    /// rt.frame();
+    /// let mut value = Vec::new();
+    /// let id = rt.world().encode_component(&X(100), &mut value).unwrap();
+    /// rt.edit(&Edit::Insert { entity: e, components: vec![(id, value)] }).unwrap();
+    /// rt.frame();
+    /// assert_eq!(rt.world().get::<X>(e), Some(&X(101)));
+    /// let mut file = Vec::new();
+    /// rt.finish_replay(&mut file).unwrap();
+    ///
+    /// let replay = Replay::read(&mut file.as_slice()).unwrap();
+    /// let mut again = game();
+    /// assert!(again.play_replay::<()>(&replay).unwrap().is_identical());
+    /// assert_eq!(again.world().get::<X>(e), Some(&X(101)));
+    /// ```
+    ///
+    /// # Errors
+    /// As [`World::apply_edit`].
+    ///
+    /// [`World::apply_edit`]: crate::World::apply_edit
+    pub fn edit(&mut self, edit: &Edit) -> Result<Option<Entity>, LoadError> {
+        let made = self.world.apply_edit(edit)?;
+        if let Some(rec) = &mut self.recorder {
+            rec.edits.push(edit.clone());
+        }
+        Ok(made)
     }
 
     /// Before a recorded frame: its input.
@@ -144,6 +205,7 @@ impl Runtime {
         };
         rec.replay.frames.push(ReplayFrame {
             input: rec.pending.take(),
+            edits: std::mem::take(&mut rec.edits),
             checksum,
         });
         let n = rec.replay.frames.len() as u64;
@@ -299,7 +361,7 @@ impl Runtime {
         })
     }
 
-    /// Runs frame `i` of `replay` with its input.
+    /// Runs frame `i` of `replay` with its input and edits.
     fn replay_frame<I>(&mut self, replay: &Replay, i: usize) -> Result<(), ReplayError>
     where
         I: serde::de::DeserializeOwned + Clone + Send + Sync + 'static,
@@ -321,6 +383,11 @@ impl Runtime {
             }
         }
         let frame = self.frame + 1;
+        for edit in &replay.frames[i].edits {
+            self.world
+                .apply_edit(edit)
+                .map_err(|error| ReplayError::Edit { frame, error })?;
+        }
         self.try_frame()
             .map_err(|error| ReplayError::Frame { frame, error })
     }
