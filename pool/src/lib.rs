@@ -21,6 +21,11 @@
 //! - With the `single-threaded` feature no thread is spawned and every batch runs in index
 //!   order on the calling thread.
 //!
+//! Why not rayon: it reports a panic from whichever job unwinds first (timing decides),
+//! cannot run a batch in index order on the caller for `single-threaded`, and exposes no
+//! per-job work and span or Tracy zones around stolen jobs — the three things above that
+//! runsync's deterministic reports and profiles are built on.
+//!
 //! Its protocol (tickets on the owner's stack, guided claims, the sleep handshake) is
 //! described in the crate's `src/pool.rs` and model-checked with loom:
 //! `RUSTFLAGS="--cfg loom" LOOM_MAX_PREEMPTIONS=3 cargo test -p runsync-pool --release loom_`.
