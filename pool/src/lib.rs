@@ -21,10 +21,10 @@
 //! - With the `single-threaded` feature no thread is spawned and every batch runs in index
 //!   order on the calling thread.
 //!
-//! Why not rayon: it reports a panic from whichever job unwinds first (timing decides),
-//! cannot run a batch in index order on the caller for `single-threaded`, and exposes no
-//! per-job work and span or Tracy zones around stolen jobs — the three things above that
-//! runsync's deterministic reports and profiles are built on.
+//! Why not rayon: when several jobs of a parallel loop panic, which panic it passes on
+//! depends on timing, and it measures no per-job work and span nor ends a profiler zone
+//! around a job a thread helps with — the panic report and the figures above are what
+//! runsync's deterministic errors and its profiles are built on.
 //!
 //! Its protocol (tickets on the owner's stack, guided claims, the sleep handshake) is
 //! described in the crate's `src/pool.rs` and model-checked with loom:
