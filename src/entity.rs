@@ -28,6 +28,8 @@ use std::fmt;
 use std::num::NonZeroU32;
 use std::ops::Range;
 
+use crate::stamp::{Stamp, same};
+
 /// A handle to an entity: a slot index and a generation.
 ///
 /// Handles are cheap to copy, compare and hash. A handle stays valid until its entity is
@@ -170,6 +172,123 @@ struct EntityMeta {
     location: Location,
 }
 
+/// Slots per [stamp](crate::stamp) of the allocator: a block a checksum digests on its
+/// own, and a snapshot copies (or skips) whole.
+pub(crate) const SLOT_BLOCK: usize = 4096;
+
+/// The allocator's slots, in blocks of [`SLOT_BLOCK`] each named by a
+/// [stamp](crate::stamp): every change goes through a method here that touches the
+/// stamp of each block it changes, so a copy ([`clone_from`](Clone::clone_from)) skips
+/// the blocks the destination already holds, and a checksum reuses the digest of a block
+/// of slots no spawn, despawn or move touched.
+#[derive(Debug, Default)]
+struct Slots {
+    metas: Vec<EntityMeta>,
+    /// One per block, `ceil(metas.len() / SLOT_BLOCK)`.
+    stamps: Vec<Stamp>,
+}
+
+impl Slots {
+    fn from_metas(metas: Vec<EntityMeta>) -> Self {
+        let mut s = Slots {
+            metas,
+            stamps: Vec::new(),
+        };
+        s.resized();
+        s
+    }
+
+    #[inline]
+    fn len(&self) -> usize {
+        self.metas.len()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&EntityMeta> {
+        self.metas.get(i)
+    }
+
+    #[inline]
+    fn as_slice(&self) -> &[EntityMeta] {
+        &self.metas
+    }
+
+    /// Slot `i`, to change (its block's stamp touched).
+    #[inline]
+    fn get_mut(&mut self, i: usize) -> &mut EntityMeta {
+        self.stamps[i / SLOT_BLOCK].touch();
+        &mut self.metas[i]
+    }
+
+    /// The stamp of block `b` (named now if need be).
+    fn stamp(&self, b: usize) -> u64 {
+        self.stamps[b].get()
+    }
+
+    /// After the length changed: one stamp per block, the last block's touched (it
+    /// gained or lost slots).
+    fn resized(&mut self) {
+        let blocks = self.metas.len().div_ceil(SLOT_BLOCK);
+        self.stamps.truncate(blocks);
+        self.stamps.resize_with(blocks, Stamp::default);
+        if let Some(last) = self.stamps.last_mut() {
+            last.touch();
+        }
+    }
+
+    fn push(&mut self, meta: EntityMeta) {
+        self.metas.push(meta);
+        if self.metas.len() % SLOT_BLOCK == 1 {
+            self.stamps.push(Stamp::default());
+        } else {
+            self.stamps.last_mut().expect("a block per slot").touch();
+        }
+    }
+
+    fn resize(&mut self, n: usize, meta: EntityMeta) {
+        self.metas.resize(n, meta);
+        self.resized();
+    }
+
+    fn truncate(&mut self, n: usize) {
+        if n < self.metas.len() {
+            self.metas.truncate(n);
+            self.resized();
+        }
+    }
+}
+
+impl Clone for Slots {
+    fn clone(&self) -> Self {
+        let mut s = Slots::default();
+        s.clone_from(self);
+        s
+    }
+
+    /// Copies block by block, skipping each block whose stamp this copy already has.
+    fn clone_from(&mut self, src: &Self) {
+        let n = src.metas.len();
+        self.metas.truncate(n);
+        self.stamps.truncate(src.stamps.len());
+        self.stamps.resize_with(src.stamps.len(), Stamp::default);
+        for (b, (mine, theirs)) in self.stamps.iter_mut().zip(&src.stamps).enumerate() {
+            let name = theirs.get();
+            if same(mine.peek(), name) {
+                continue;
+            }
+            let range = b * SLOT_BLOCK..((b + 1) * SLOT_BLOCK).min(n);
+            if range.end <= self.metas.len() {
+                self.metas[range.clone()].copy_from_slice(&src.metas[range]);
+            } else {
+                self.metas.truncate(range.start);
+                self.metas.extend_from_slice(&src.metas[range]);
+            }
+            mine.set(name);
+        }
+        debug_assert_eq!(self.metas.len(), n);
+    }
+}
+
 /// The largest number of entity slots: index `u32::MAX` is never handed out.
 pub(crate) const MAX_SLOTS: usize = u32::MAX as usize;
 
@@ -218,7 +337,7 @@ impl Clone for Reservation {
 /// spawns during Run.
 #[derive(Default)]
 pub(crate) struct Entities {
-    slots: Vec<EntityMeta>,
+    slots: Slots,
     free: Vec<u32>,
     alive: usize,
     retired: usize,
@@ -291,15 +410,21 @@ impl Entities {
         &self,
         range: std::ops::Range<usize>,
     ) -> impl ExactSizeIterator<Item = u64> + '_ {
-        self.slots[range]
+        self.slots.as_slice()[range]
             .iter()
             .map(|s| u64::from(s.generation.get()) << 1 | u64::from(s.location != Location::NONE))
+    }
+
+    /// The [stamp](crate::stamp) of the slots of block `b` (slots `b * SLOT_BLOCK ..`).
+    pub(crate) fn slot_block_stamp(&self, b: usize) -> u64 {
+        self.slots.stamp(b)
     }
 
     /// Every slot's generation and whether it holds a live entity, by index (for
     /// checksums and desync reports).
     pub(crate) fn slot_states(&self) -> impl ExactSizeIterator<Item = (NonZeroU32, bool)> + '_ {
         self.slots
+            .as_slice()
             .iter()
             .map(|s| (s.generation, s.location != Location::NONE))
     }
@@ -335,7 +460,7 @@ impl Entities {
     fn handle(&self, index: u32) -> Entity {
         Entity {
             index,
-            generation: self.slots[index as usize].generation,
+            generation: self.slots.as_slice()[index as usize].generation,
         }
     }
 
@@ -546,8 +671,8 @@ impl Entities {
     /// Makes the reserved (or overflow) id `e` alive; the caller sets its location.
     pub(crate) fn claim(&mut self, e: Entity) {
         debug_assert!(
-            self.slots[e.index as usize].generation == e.generation
-                && self.slots[e.index as usize].location == Location::NONE,
+            self.slots.as_slice()[e.index as usize].generation == e.generation
+                && self.slots.as_slice()[e.index as usize].location == Location::NONE,
             "claimed {e:?}, which is not a reserved id"
         );
         self.alive += 1;
@@ -604,7 +729,7 @@ impl Entities {
         } else {
             self.placed.push(e.index);
         }
-        self.slots[i].generation = e.generation;
+        self.slots.get_mut(i).generation = e.generation;
         self.alive += 1;
         true
     }
@@ -644,7 +769,7 @@ impl Entities {
     /// one remaining use is given up: a slot, for an iterator that needs no free-list
     /// lookup).
     pub(crate) fn slot_ids(&self) -> impl ExactSizeIterator<Item = Option<Entity>> + '_ {
-        self.slots.iter().enumerate().map(|(i, s)| {
+        self.slots.as_slice().iter().enumerate().map(|(i, s)| {
             (s.location != Location::NONE || s.generation.get() != u32::MAX).then_some(Entity {
                 index: i as u32,
                 generation: s.generation,
@@ -664,7 +789,7 @@ impl Entities {
     /// stale handle.
     pub(crate) fn evict(&mut self, e: Entity) -> Option<Location> {
         let loc = self.location(e)?;
-        self.slots[e.index as usize].location = Location::NONE;
+        self.slots.get_mut(e.index as usize).location = Location::NONE;
         self.alive -= 1;
         Some(loc)
     }
@@ -673,7 +798,7 @@ impl Entities {
     /// nothing) for a stale or never-allocated handle.
     pub(crate) fn free(&mut self, e: Entity) -> Option<Location> {
         let loc = self.location(e)?;
-        let slot = &mut self.slots[e.index as usize];
+        let slot = self.slots.get_mut(e.index as usize);
         slot.location = Location::NONE;
         self.alive -= 1;
         match slot.generation.checked_add(1) {
@@ -705,13 +830,15 @@ impl Entities {
     ) -> Entities {
         let alive = slots.iter().filter(|s| s.1 != Location::NONE).count();
         Entities {
-            slots: slots
-                .into_iter()
-                .map(|(generation, location)| EntityMeta {
-                    generation,
-                    location,
-                })
-                .collect(),
+            slots: Slots::from_metas(
+                slots
+                    .into_iter()
+                    .map(|(generation, location)| EntityMeta {
+                        generation,
+                        location,
+                    })
+                    .collect(),
+            ),
             free,
             alive,
             retired,
@@ -739,7 +866,7 @@ impl Entities {
     /// Sets the location of a live (or just allocated) entity.
     #[inline]
     pub(crate) fn set_location(&mut self, index: u32, location: Location) {
-        self.slots[index as usize].location = location;
+        self.slots.get_mut(index as usize).location = location;
     }
 
     /// Number of live entities.
@@ -768,6 +895,72 @@ impl Entities {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every slot's generation and location, to compare allocators whole.
+    fn metas(e: &Entities) -> Vec<(u32, Location)> {
+        e.slots
+            .as_slice()
+            .iter()
+            .map(|m| (m.generation.get(), m.location))
+            .collect()
+    }
+
+    #[test]
+    fn copies_skip_only_blocks_the_destination_holds_and_equal_full_copies() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: u64| {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng % n
+        };
+        let mut a = Entities::default();
+        let mut live: Vec<Entity> = (0..3 * SLOT_BLOCK as u32 + 100)
+            .map(|_| alive(&mut a))
+            .collect();
+        // Copies of `a` at several points, each refreshed by an incremental copy.
+        let mut ring: Vec<Entities> = (0..3).map(|_| Entities::default()).collect();
+        let mut full: Vec<Vec<(u32, Location)>> = vec![Vec::new(); 3];
+        for round in 0..40 {
+            for _ in 0..next(50) {
+                match next(4) {
+                    0 if !live.is_empty() => {
+                        let e = live.swap_remove(next(live.len() as u64) as usize);
+                        a.free(e).unwrap();
+                    }
+                    1 if !live.is_empty() => {
+                        let e = live[next(live.len() as u64) as usize];
+                        a.set_location(e.index(), Location { table: 1, row: round });
+                    }
+                    _ => live.push(alive(&mut a)),
+                }
+            }
+            if round % 7 == 6 {
+                // Fewer slots than before: the copies shrink.
+                let mut small = Entities::default();
+                live = (0..next(SLOT_BLOCK as u64 * 2) as u32)
+                    .map(|_| alive(&mut small))
+                    .collect();
+                a.clone_from(&small);
+                assert_eq!(metas(&a), metas(&small));
+            }
+            let k = round as usize % 3;
+            ring[k].clone_from(&a);
+            full[k] = metas(&a);
+            for (copy, want) in ring.iter().zip(&full) {
+                assert_eq!(&metas(copy), want, "round {round}");
+            }
+            // Back from an older copy, as a restore: `a` becomes it.
+            if round % 5 == 4 {
+                let j = (k + 1) % 3;
+                if !full[j].is_empty() {
+                    a.clone_from(&ring[j]);
+                    assert_eq!(&metas(&a), &full[j]);
+                    live = a.slot_ids().flatten().filter(|&e| a.location(e).is_some()).collect();
+                }
+            }
+        }
+    }
 
     fn alive(e: &mut Entities) -> Entity {
         let h = e.alloc();

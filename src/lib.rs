@@ -23,7 +23,8 @@
 //!
 //! - **Leaves**: `entity` (handles, the allocator), `component` (the trait, ids, the
 //!   registry), `input` (the per-frame input resource), `ids`, `profile` (Tracy zones and
-//!   `tracing` spans; nothing without `tracy` or `tracing`), `trace` (trace files: a
+//!   `tracing` spans; nothing without `tracy` or `tracing`), `stamp` (names of a
+//!   vector's contents, which let snapshots and checksums skip what did not change), `trace` (trace files: a
 //!   frame's timeline as Chrome trace-event JSON), `erased` (the one type-erased buffer: a
 //!   box and its `TypeId`, one checked downcast); then `merge`, `checksum`, `stats` (frame
 //!   figures and errors), `fixed_step`, `savefile` (the save-file framing and its
@@ -118,7 +119,7 @@
 //!
 //! <!-- layers: checked by `cargo xtask layers` -->
 //! ```text
-//! 0 base:     entity component input ids profile trace erased
+//! 0 base:     entity component input ids profile stamp trace erased
 //! 1 leaves:   merge checksum stats fixed_step savefile hierarchy
 //! 2 storage:  storage
 //! 3 values:   bundle resource message
@@ -143,6 +144,7 @@ mod erased;
 mod ids;
 mod input;
 mod profile;
+mod stamp;
 mod trace;
 // Leaves over those.
 mod checksum;

@@ -62,9 +62,9 @@ impl Runtime {
     /// (`runsync-net`), replays and the inspector's ring compare.
     ///
     /// It is incremental: the runtime keeps the digest of each block from its last call,
-    /// and a block whose column (or entity list) has not changed since — the same
-    /// contents, by the stamp snapshots use too (see [`World::snapshot_into`]) — is not
-    /// digested again. Only the allocator's slots are digested every time.
+    /// and a block whose rows (of a column, an entity list or the allocator's slots) have
+    /// not changed since — the same contents, by the stamp snapshots use too (see
+    /// [`World::snapshot_into`]) — is not digested again.
     ///
     /// ```
     /// # use runsync::prelude::*;

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::marks::TypeMarks;
-use super::stamp::{Stamp, same};
+use crate::stamp::{Stamp, same};
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 use crate::erased::Erased;
@@ -80,7 +80,7 @@ impl<T: bytemuck::Pod> SaveFns<T> {
 type CloneColumn<C> = fn(&mut Vec<C>, &[C]);
 
 /// What a snapshot keeps of one type: its columns, their change marks, and the
-/// [stamp](super::stamp) of each column's contents when it was copied.
+/// [stamp](crate::stamp) of each column's contents when it was copied.
 type Saved<C> = (Vec<Vec<C>>, TypeMarks, Vec<u64>);
 
 impl<C> Default for TypeOps<C> {
@@ -186,7 +186,7 @@ pub(crate) struct TypedColumns<C: Component> {
     columns: Vec<Vec<C>>,
     /// Change marks, one entry per column, row-aligned with it (see `storage::marks`).
     marks: TypeMarks,
-    /// The [stamp](super::stamp) of each column's contents: every method below that
+    /// The [stamp](crate::stamp) of each column's contents: every method below that
     /// changes a column, or lends it mutably, touches its stamp.
     stamps: Vec<Stamp>,
     /// A value on its way into a column (insert or spawn), set by `stage`.
@@ -448,7 +448,7 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64>;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
-    /// The [stamp](super::stamp) of column `col`'s contents, named now if need be.
+    /// The [stamp](crate::stamp) of column `col`'s contents, named now if need be.
     fn stamp(&self, col: u32) -> u64;
     /// Whether the type was opted into snapshots.
     fn is_snapshotting(&self) -> bool;

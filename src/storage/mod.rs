@@ -52,7 +52,7 @@ mod permute;
 mod required;
 pub(crate) mod save;
 pub(crate) mod snapshot;
-mod stamp;
+
 mod table;
 mod transfer;
 

@@ -11,18 +11,19 @@
 //! capacity: restoring into a storage of the same shape allocates nothing.
 //!
 //! Saves and restores skip the vectors whose contents the other side already holds:
-//! each column and each table's entity list has a [stamp](super::stamp), and the
-//! snapshot keeps the stamp of every vector it copied. The entity allocator and the
-//! change marks are copied every time (a word or two bits per entity).
+//! each column and each table's entity list has a [stamp](crate::stamp), and the
+//! snapshot keeps the stamp of every vector it copied; the entity allocator's slots have
+//! one per block of 4096 (see `entity::Slots`). The change marks are copied every time
+//! (two bits per row).
 
 use std::any::{Any, TypeId};
 
 use super::Storage;
-use super::stamp::same;
+use crate::stamp::same;
 use super::table::TableId;
 use crate::checksum::{BLOCK, Checksummer, Desync, digest_values, digest_words};
 use crate::component::ComponentId;
-use crate::entity::{Entities, Entity};
+use crate::entity::{Entities, Entity, SLOT_BLOCK};
 
 /// A copy of a [`Storage`]; see the module docs.
 #[derive(Default)]
@@ -31,7 +32,7 @@ pub(crate) struct StorageSnapshot {
     types: Vec<(TypeId, &'static str)>,
     entities: Entities,
     /// Per table, in creation order: its sorted types, its entities and their
-    /// [stamp](super::stamp).
+    /// [stamp](crate::stamp).
     tables: Vec<SavedTable>,
     /// Per type, by id: a `Vec<Vec<C>>`.
     columns: Vec<Option<Box<dyn Any + Send + Sync>>>,
@@ -292,12 +293,13 @@ impl Storage {
         }
     }
 
-    /// The [stamp](super::stamp) of what `piece` covers: its rows' digest may be reused
-    /// while it is the same. 0 (reuse nothing) for the allocator's slots, which have
-    /// none: they are one word per entity, cheap to digest again.
+    /// The [stamp](crate::stamp) of what `piece` covers: its rows' digest may be reused
+    /// while it is the same.
     pub(crate) fn piece_stamp(&self, piece: Piece) -> u64 {
+        // A block of slots is one block of the allocator's stamps.
+        const _: () = assert!(BLOCK == SLOT_BLOCK);
         match piece {
-            Piece::Slots { .. } => 0,
+            Piece::Slots { start, .. } => self.entities.slot_block_stamp(start / SLOT_BLOCK),
             Piece::Rows { table, .. } => self.tables.get(table).stamp().get(),
             Piece::Values { c, col, .. } => self.columns[c.index()].stamp(col),
         }
@@ -557,7 +559,7 @@ impl Pieces for Plan<'_> {
 }
 
 /// What `Runtime::checksum` keeps between calls: the blocks of the last walk, and the
-/// digest of each block whose rows had a [stamp](super::stamp) then, reused while the
+/// digest of each block whose rows had a [stamp](crate::stamp) then, reused while the
 /// rows have the same one (the same contents: a column no frame wrote since, a table
 /// nothing moved in or out of).
 #[derive(Default)]

@@ -3,7 +3,7 @@
 use std::collections::HashMap;
 
 use super::mask::Mask;
-use super::stamp::Stamp;
+use crate::stamp::Stamp;
 use crate::component::ComponentId;
 use crate::entity::Entity;
 
@@ -24,7 +24,7 @@ pub(crate) struct Table {
     /// The entity in each row: changed only through `push`, `swap_remove` and
     /// `entities_mut`, which touch `stamp`.
     entities: Vec<Entity>,
-    /// The [stamp](super::stamp) of `entities`.
+    /// The [stamp](crate::stamp) of `entities`.
     stamp: Stamp,
     /// The rows may be out of entity order (canonical order re-checks them): set by
     /// [`push`](Self::push) of an index below the last, a swap-remove that moved a row,
@@ -86,7 +86,7 @@ impl Table {
         &mut self.entities
     }
 
-    /// The [stamp](super::stamp) of the entity list.
+    /// The [stamp](crate::stamp) of the entity list.
     #[inline]
     pub(crate) fn stamp(&self) -> &Stamp {
         &self.stamp
