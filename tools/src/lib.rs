@@ -10,3 +10,4 @@ pub mod picture;
 pub mod report;
 pub mod scenario;
 pub mod sharded;
+pub mod trace_picture;

@@ -232,3 +232,39 @@ fn a_failed_frame_carries_its_error() {
     // Every system sits on the one thread, in a Run.
     assert!(spans.iter().all(|s| s.tid == 0));
 }
+
+#[test]
+fn trace_picture_draws_the_written_trace_and_needs_trace() {
+    let dir = std::env::temp_dir().join(format!("runsync-arena-trace-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let svg = dir.join("picture.svg");
+    let (_, stdout) = trace_of_a_run("2", &["--trace-picture", svg.to_str().unwrap()]);
+    assert!(
+        stdout.contains("trace picture") && stdout.contains("the last 3 frames"),
+        "{stdout}"
+    );
+    let text = std::fs::read_to_string(&svg).expect("the picture was written");
+    std::fs::remove_file(&svg).ok();
+    assert!(text.starts_with("<svg"), "{}", &text[..text.len().min(80)]);
+    let frames = FRAMES;
+    for label in [
+        format!("frames {} to {frames}", frames - 2),
+        "runsync-w0".to_owned(),
+        format!("frame {frames}"),
+    ] {
+        assert!(text.contains(&label), "{label} in the picture");
+    }
+
+    let out = Command::new(env!("CARGO_BIN_EXE_arena"))
+        .args(["--frames", "2", "--trace-picture"])
+        .arg(&svg)
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "clap refuses it without --trace"
+    );
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--trace"));
+    assert!(!svg.exists());
+}

@@ -10,7 +10,8 @@
 //! them, as rollback netcode does on every late input, and reports what that costs.
 //! `--record FILE` records the run as a runsync replay; `--replay FILE` plays one back at
 //! any worker count and reports the first divergence, if any. `--trace FILE` writes a
-//! trace of the run (`Runtime::start_trace`) to open in <https://ui.perfetto.dev>.
+//! trace of the run (`Runtime::start_trace`) to open in <https://ui.perfetto.dev>, and
+//! `--trace-picture FILE.svg` draws its last frames.
 //! `cargo run --release -p runsync-tools --bin arena -- --help` for options.
 
 use std::io::{IsTerminal, Write};
@@ -27,8 +28,11 @@ use runsync_tools::report::{FrameRecord, RunStats, Summary, peak_memory_bytes};
 use runsync_tools::scenario::{
     ArenaConfig, TEAMS, arena_side, build, check_agents, recorded_config,
 };
-use runsync_tools::{chart, picture};
+use runsync_tools::{chart, picture, trace_picture};
 use serde::Serialize;
+
+/// How many frames `--trace-picture` draws: the last ones of the trace.
+const TRACE_PICTURE_FRAMES: usize = 3;
 
 /// Teams of agents move, separate, collide, shoot, take damage, die and respawn.
 #[derive(Parser, Debug)]
@@ -130,6 +134,12 @@ struct Args {
     /// Kept in memory until the run ends: some 3.4 KB a frame.
     #[arg(long, value_name = "FILE.json", conflicts_with_all = ["replay", "shards"])]
     trace: Option<PathBuf>,
+    /// With `--trace`: also draw the trace's last 3 frames as a timeline, to this SVG
+    /// file: one lane per thread, a bar per frame, Run, Sync, Sync's step and system,
+    /// labelled where the name fits, on a time axis in milliseconds. Drawn from the
+    /// written trace file, as it would draw any other.
+    #[arg(long, value_name = "FILE.svg", requires = "trace")]
+    trace_picture: Option<PathBuf>,
     /// Replay a recording made with `--record` (the same arena: agents and seed come from
     /// the file) on `--workers` workers, checking every frame's checksum. Prints how many
     /// frames matched, or, at the first frame that differs, the divergence: the frame,
@@ -495,6 +505,7 @@ fn main() -> ExitCode {
         ("picture", &args.picture),
         ("replay", &args.record),
         ("trace", &args.trace),
+        ("trace picture", &args.trace_picture),
     ] {
         if let Some(path) = path {
             if let Err(e) = std::fs::File::create(path) {
@@ -677,6 +688,16 @@ fn main() -> ExitCode {
         None => None,
     };
     drop(rt);
+    if let (Some((trace, _)), Some(path)) = (traced, &args.trace_picture) {
+        let title = format!("arena: {} agents, {workers} workers — trace", args.entities);
+        if let Err(e) = trace_picture::draw(trace, path, TRACE_PICTURE_FRAMES, &title) {
+            eprintln!(
+                "arena: could not draw the trace picture to {}: {e}",
+                path.display()
+            );
+            return ExitCode::from(2);
+        }
+    }
 
     let mut determinism: Option<String> = None;
     if args.check_determinism {
@@ -766,6 +787,12 @@ fn main() -> ExitCode {
         if let Some((path, frames)) = traced {
             println!(
                 "trace            {} ({frames} frames; open it in https://ui.perfetto.dev)",
+                path.display()
+            );
+        }
+        if let Some(path) = &args.trace_picture {
+            println!(
+                "trace picture    {} (the last {TRACE_PICTURE_FRAMES} frames)",
                 path.display()
             );
         }
