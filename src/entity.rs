@@ -930,7 +930,13 @@ mod tests {
                     }
                     1 if !live.is_empty() => {
                         let e = live[next(live.len() as u64) as usize];
-                        a.set_location(e.index(), Location { table: 1, row: round });
+                        a.set_location(
+                            e.index(),
+                            Location {
+                                table: 1,
+                                row: round,
+                            },
+                        );
                     }
                     _ => live.push(alive(&mut a)),
                 }
@@ -956,7 +962,11 @@ mod tests {
                 if !full[j].is_empty() {
                     a.clone_from(&ring[j]);
                     assert_eq!(&metas(&a), &full[j]);
-                    live = a.slot_ids().flatten().filter(|&e| a.location(e).is_some()).collect();
+                    live = a
+                        .slot_ids()
+                        .flatten()
+                        .filter(|&e| a.location(e).is_some())
+                        .collect();
                 }
             }
         }

@@ -5,11 +5,11 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::marks::TypeMarks;
-use crate::stamp::{Stamp, same};
 use crate::checksum::{Checksum, Checksummer};
 use crate::component::Component;
 use crate::erased::Erased;
 use crate::savefile::{ColumnError, Encoding, SaveSource};
+use crate::stamp::{Stamp, same};
 
 /// Per-type operations (opt-ins) that need more than [`Component`]'s bounds, recorded by an opt-in
 /// ([`World::snapshotting`](crate::World::snapshotting),

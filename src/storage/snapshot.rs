@@ -19,11 +19,11 @@
 use std::any::{Any, TypeId};
 
 use super::Storage;
-use crate::stamp::same;
 use super::table::TableId;
 use crate::checksum::{BLOCK, Checksummer, Desync, digest_values, digest_words};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, SLOT_BLOCK};
+use crate::stamp::same;
 
 /// A copy of a [`Storage`]; see the module docs.
 #[derive(Default)]

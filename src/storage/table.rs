@@ -3,9 +3,9 @@
 use std::collections::HashMap;
 
 use super::mask::Mask;
-use crate::stamp::Stamp;
 use crate::component::ComponentId;
 use crate::entity::Entity;
+use crate::stamp::Stamp;
 
 /// Index of a table in [`Tables`], in creation order.
 pub(crate) type TableId = u32;
