@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::api::short_name;
+use crate::by_frame::ByFrame;
 
 /// Decodes a JSON value as the type and encodes it for an [`Edit`].
 type DecodeFn = fn(&World, &serde_json::Value) -> Result<(ComponentId, Vec<u8>), String>;
@@ -164,56 +165,33 @@ impl Editable {
     }
 }
 
-/// The edits of one frame start.
-struct Recorded {
-    start: u64,
-    edits: Vec<Edit>,
-}
-
 /// The edits made before each of the last N frames, by frame start (as the ring).
 pub(crate) struct Track {
-    slots: Vec<Option<Recorded>>,
+    frames: ByFrame<Vec<Edit>>,
 }
 
 impl Track {
     /// Keeps the edits of the last `capacity` frames (0: none; edits still apply once).
     pub(crate) fn new(capacity: usize) -> Track {
         Track {
-            slots: (0..capacity).map(|_| None).collect(),
+            frames: ByFrame::new(capacity),
         }
-    }
-
-    fn slot(&self, start: u64) -> Option<&Recorded> {
-        let len = self.slots.len() as u64;
-        if len == 0 {
-            return None;
-        }
-        self.slots[(start % len) as usize]
-            .as_ref()
-            .filter(|r| r.start == start)
     }
 
     /// How many edits are recorded for the frame starting from `start`.
     #[cfg(test)]
     fn count(&self, start: u64) -> usize {
-        self.slot(start).map_or(0, |r| r.edits.len())
+        self.frames.get(start).map_or(0, Vec::len)
     }
 
     /// Records `edit` as the last edit before the frame starting from `start`.
     pub(crate) fn push(&mut self, start: u64, edit: Edit) {
-        let len = self.slots.len() as u64;
-        if len == 0 {
+        let Some(place) = self.frames.place(start) else {
             return;
-        }
-        let slot = &mut self.slots[(start % len) as usize];
-        match slot {
-            Some(r) if r.start == start => r.edits.push(edit),
-            _ => {
-                *slot = Some(Recorded {
-                    start,
-                    edits: vec![edit],
-                })
-            }
+        };
+        match place {
+            Some((at, edits)) if *at == start => edits.push(edit),
+            _ => *place = Some((start, vec![edit])),
         }
     }
 
@@ -221,8 +199,8 @@ impl Track {
     /// before), in order. One that no longer applies (the re-simulation went another way:
     /// the ring's check says so) is skipped.
     pub(crate) fn replay(&self, rt: &mut Runtime, start: u64) {
-        if let Some(r) = self.slot(start) {
-            for edit in &r.edits {
+        if let Some(edits) = self.frames.get(start) {
+            for edit in edits {
                 let _ = rt.edit(edit);
             }
         }
@@ -230,11 +208,7 @@ impl Track {
 
     /// Forgets the edits of the frames starting from `start` on (another history).
     pub(crate) fn forget_from(&mut self, start: u64) {
-        for s in &mut self.slots {
-            if s.as_ref().is_some_and(|r| r.start >= start) {
-                *s = None;
-            }
-        }
+        self.frames.forget_from(start);
     }
 }
 

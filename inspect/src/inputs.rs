@@ -27,6 +27,8 @@ use runsync::{Input, World};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::by_frame::ByFrame;
+
 /// What a game's input type must be for the inspector to record it, show it and take it
 /// from the API: cloned into the record, and written and read as JSON.
 pub trait GameInput: Clone + Send + Sync + Serialize + DeserializeOwned + 'static {}
@@ -68,15 +70,10 @@ pub(crate) trait Inputs: Send {
     fn as_any(&self) -> &dyn Any;
 }
 
-/// One frame's input: the frame's start and what it read (`None`: no input).
-struct Recorded<I> {
-    start: u64,
-    input: Option<I>,
-}
-
-/// The inputs of input type `I`, in a ring of `capacity` frames.
+/// The inputs of input type `I`, in a ring of `capacity` frames: what each frame read
+/// (`None`: no input).
 pub(crate) struct Track<I> {
-    slots: Vec<Option<Recorded<I>>>,
+    frames: ByFrame<Option<I>>,
 }
 
 impl<I: GameInput> Track<I> {
@@ -84,18 +81,8 @@ impl<I: GameInput> Track<I> {
     /// game still reach the frames).
     pub(crate) fn new(capacity: usize) -> Track<I> {
         Track {
-            slots: (0..capacity).map(|_| None).collect(),
+            frames: ByFrame::new(capacity),
         }
-    }
-
-    fn slot(&self, start: u64) -> Option<&Recorded<I>> {
-        let len = self.slots.len() as u64;
-        if len == 0 {
-            return None;
-        }
-        self.slots[(start % len) as usize]
-            .as_ref()
-            .filter(|r| r.start == start)
     }
 }
 
@@ -105,14 +92,14 @@ impl<I: GameInput> Inputs for Track<I> {
     }
 
     fn holds(&self, start: u64) -> bool {
-        self.slot(start).is_some()
+        self.frames.get(start).is_some()
     }
 
     fn replay(&self, world: &mut World, start: u64) -> bool {
-        let Some(r) = self.slot(start) else {
+        let Some(input) = self.frames.get(start) else {
             return false;
         };
-        match &r.input {
+        match input {
             Some(i) => world.set_input(i.clone()),
             None => {
                 world.remove_resource::<Input<I>>();
@@ -122,33 +109,25 @@ impl<I: GameInput> Inputs for Track<I> {
     }
 
     fn record(&mut self, world: &World, start: u64) {
-        let len = self.slots.len() as u64;
-        if len == 0 {
+        let Some(place) = self.frames.place(start) else {
             return;
-        }
+        };
         let input = world.get_input::<I>();
-        let slot = &mut self.slots[(start % len) as usize];
-        match slot {
+        match place {
             // Written in place: no allocation of the slot once it exists.
-            Some(r) => {
-                r.start = start;
-                match (&mut r.input, input) {
+            Some((at, kept)) => {
+                *at = start;
+                match (kept, input) {
                     (Some(old), Some(new)) => old.clone_from(new),
                     (old, new) => *old = new.cloned(),
                 }
             }
-            None => {
-                *slot = Some(Recorded {
-                    start,
-                    input: input.cloned(),
-                })
-            }
+            None => *place = Some((start, input.cloned())),
         }
     }
 
     fn json(&self, start: u64) -> Option<serde_json::Value> {
-        let r = self.slot(start)?;
-        Some(match &r.input {
+        Some(match self.frames.get(start)? {
             Some(i) => serde_json::to_value(i)
                 .unwrap_or_else(|e| serde_json::Value::String(format!("(not shown as JSON: {e})"))),
             None => serde_json::Value::Null,
@@ -175,8 +154,10 @@ impl<I: GameInput> Inputs for Track<I> {
     }
 
     fn range(&self) -> Option<(u64, u64)> {
-        let starts = self.slots.iter().flatten().map(|r| r.start);
-        let (lo, hi) = starts.fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
+        let (lo, hi) = self
+            .frames
+            .starts()
+            .fold((u64::MAX, 0), |(lo, hi), s| (lo.min(s), hi.max(s)));
         (lo != u64::MAX).then_some((lo, hi))
     }
 

@@ -327,6 +327,7 @@
 
 mod access;
 mod api;
+mod by_frame;
 mod edit;
 mod game;
 mod http;
