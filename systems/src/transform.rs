@@ -107,8 +107,8 @@ impl Component for GlobalTransform {
 /// one is a tree walked by handle, depth first from each child of a root (two entity
 /// lookups and a write by handle per descendant). The outputs are the same at any worker
 /// count: one write per entity, rows in iteration order, the walks' writes in chunk
-/// order. The table and the walk's stack are kept per thread and reused: no allocation
-/// once warm.
+/// order. The table (the system's) and the walk's stack (one per worker thread) are
+/// reused: no allocation once warm.
 ///
 /// ```
 /// use glam::Vec2;
@@ -128,24 +128,46 @@ impl Component for GlobalTransform {
 ///     ChildOf(ship),
 /// ));
 /// let mut rt = Runtime::builder().workers(2).build(world);
-/// rt.add_system(PropagateTransforms);
+/// rt.add_system(PropagateTransforms::new());
 /// rt.frame();
 /// let g = rt.world().get::<GlobalTransform>(turret).unwrap();
 /// assert_eq!(g.translation(), Vec2::new(10.0, 2.0)); // 2 ahead of the turned ship
 /// assert_eq!(g.rotation(), Vec2::Y);
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PropagateTransforms;
+#[derive(Clone, Debug, Default)]
+pub struct PropagateTransforms {
+    /// The running frame's root globals, for their children; kept between frames for
+    /// its memory only.
+    roots: RootGlobals,
+}
+
+impl PropagateTransforms {
+    /// The system, with an empty table (it grows to the world's entity count in the
+    /// first frame).
+    pub fn new() -> PropagateTransforms {
+        PropagateTransforms::default()
+    }
+}
 
 /// The globals of this run's roots, by entity index: what the children of roots read.
 ///
 /// An entry is this run's if its stamp is the table's `pass` (so the table is never
 /// cleared: a run bumps `pass`). A parent whose index has this run's stamp is the root
 /// written there: both are alive, and an index names one live entity at a time.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct RootGlobals {
     pass: u32,
     rows: Vec<(u32, Transform)>,
+}
+
+impl std::fmt::Debug for RootGlobals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The entries are scratch: their number says enough.
+        f.debug_struct("RootGlobals")
+            .field("pass", &self.pass)
+            .field("entries", &self.rows.len())
+            .finish()
+    }
 }
 
 impl RootGlobals {
@@ -185,19 +207,15 @@ impl RootGlobals {
 }
 
 thread_local! {
-    /// The roots' table, taken by the thread that runs the system for the run's length.
-    static ROOTS: RefCell<RootGlobals> = RefCell::default();
     /// The depth-first walk's stack: entities to visit with their parent's global.
     static STACK: RefCell<Vec<(Entity, Transform)>> = const { RefCell::new(Vec::new()) };
 }
 
 impl System for PropagateTransforms {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
-        let mut roots = ROOTS.take();
-        roots.begin(world);
-        write_roots(&mut roots, out);
-        write_children(world, &roots, out);
-        ROOTS.set(roots);
+        self.roots.begin(world);
+        write_roots(&mut self.roots, out);
+        write_children(world, &self.roots, out);
     }
 
     fn name(&self) -> Cow<'static, str> {
@@ -340,7 +358,7 @@ mod tests {
         let want = reference(&forest(40, 6, 3));
         for workers in [1, 2, 8] {
             let mut rt = Runtime::builder().workers(workers).build(forest(40, 6, 3));
-            rt.add_system(PropagateTransforms);
+            rt.add_system(PropagateTransforms::new());
             rt.frame();
             assert_eq!(globals(rt.world()), want, "{workers} workers");
             assert_eq!(rt.stats().dropped, 0);
@@ -371,7 +389,7 @@ mod tests {
         for workers in [1, 2] {
             let (w, leaf) = build();
             let mut rt = Runtime::builder().workers(workers).build(w);
-            rt.add_system(PropagateTransforms);
+            rt.add_system(PropagateTransforms::new());
             rt.frame();
             let g = rt.world().get::<GlobalTransform>(leaf).unwrap();
             assert_eq!(g.translation(), Vec2::new(6.0, 2.0), "{workers} workers");
@@ -381,7 +399,7 @@ mod tests {
     #[test]
     fn a_moved_root_carries_its_tree_the_next_frame() {
         let mut rt = Runtime::builder().workers(2).build(forest(3, 2, 1));
-        rt.add_system(PropagateTransforms);
+        rt.add_system(PropagateTransforms::new());
         rt.frame();
         let root = rt
             .world()
