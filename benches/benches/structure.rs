@@ -272,7 +272,7 @@ fn propagate_10k(c: &mut Criterion) {
             }
         }
         let mut rt = Runtime::builder().workers(1).build(w);
-        rt.add_system(PropagateTransforms);
+        rt.add_system(PropagateTransforms::new());
         rt
     };
     let mut g = c.benchmark_group("propagate_10k");

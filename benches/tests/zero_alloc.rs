@@ -406,7 +406,7 @@ fn hierarchy(workers: usize) -> Runtime {
         }
     }
     let mut rt = Runtime::builder().workers(workers).build(world);
-    rt.add_system(PropagateTransforms);
+    rt.add_system(PropagateTransforms::new());
     rt.add_system(|_: &World, out: &mut Output| {
         out.par_for_each::<(Write<Position>,)>(|_, (mut pos,), _| pos.set(Displace(Vec2::X)));
     });

@@ -28,11 +28,13 @@ pub struct Expire;
 impl System for Expire {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let dt = dt(world);
-        out.par_for_each::<(&Lifetime,)>(|e, (l,), out| {
+        // The entity's own `Lifetime`: its row's output slot (two stores a write, where
+        // a write by handle would be a type check and a target check more).
+        out.par_for_each::<(&Lifetime, Write<Lifetime>)>(|e, (l, mut left), out| {
             if l.0 - dt <= 0.0 {
                 out.despawn(e);
             } else {
-                out.write::<Lifetime>(e, LifetimeDelta(-dt));
+                left.set(LifetimeDelta(-dt));
             }
         });
     }

@@ -699,7 +699,7 @@ mod tests {
             },
             ..config(0.0)
         }));
-        rt.add_system(crate::PropagateTransforms);
+        rt.add_system(crate::PropagateTransforms::new());
         rt.frame(); // the wave: 100 agents, 20 of them ships
         let ships: Vec<Entity> = rt
             .world()

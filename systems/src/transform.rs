@@ -99,11 +99,16 @@ impl Component for GlobalTransform {
 /// previous Sync, like everything a system reads: a change of a local `Transform` shows
 /// in the `GlobalTransform`s one frame later, all of a tree at once.
 ///
-/// Deterministic and parallel over roots: the roots are split into chunks on the worker
-/// pool ([`Output::par_for_each`]); each chunk walks its roots' trees depth first and
-/// writes in that order, and the chunks' writes are merged in root order, so the outputs
-/// are the same at any worker count. A tree is walked by one worker: one huge tree is not
-/// split. The walk's stack is reused (one per worker thread): no allocation once warm.
+/// Cost: each entity's global is computed once, from its own row, into its output slot.
+/// The roots are one pass over their rows on the calling thread, which also keeps each
+/// root's global in a table by entity index; the children of roots are one pass over
+/// theirs, in parallel chunks on the worker pool ([`Output::par_for_each`]), reading
+/// their parent's global from that table (an index, no entity lookup). Only below depth
+/// one is a tree walked by handle, depth first from each child of a root (two entity
+/// lookups and a write by handle per descendant). The outputs are the same at any worker
+/// count: one write per entity, rows in iteration order, the walks' writes in chunk
+/// order. The table (the system's) and the walk's stack (one per worker thread) are
+/// reused: no allocation once warm.
 ///
 /// ```
 /// use glam::Vec2;
@@ -123,14 +128,83 @@ impl Component for GlobalTransform {
 ///     ChildOf(ship),
 /// ));
 /// let mut rt = Runtime::builder().workers(2).build(world);
-/// rt.add_system(PropagateTransforms);
+/// rt.add_system(PropagateTransforms::new());
 /// rt.frame();
 /// let g = rt.world().get::<GlobalTransform>(turret).unwrap();
 /// assert_eq!(g.translation(), Vec2::new(10.0, 2.0)); // 2 ahead of the turned ship
 /// assert_eq!(g.rotation(), Vec2::Y);
 /// ```
-#[derive(Clone, Copy, Debug, Default)]
-pub struct PropagateTransforms;
+#[derive(Clone, Debug, Default)]
+pub struct PropagateTransforms {
+    /// The running frame's root globals, for their children; kept between frames for
+    /// its memory only.
+    roots: RootGlobals,
+}
+
+impl PropagateTransforms {
+    /// The system, with an empty table (it grows to the world's entity count in the
+    /// first frame).
+    pub fn new() -> PropagateTransforms {
+        PropagateTransforms::default()
+    }
+}
+
+/// The globals of this run's roots, by entity index: what the children of roots read.
+///
+/// An entry is this run's if its stamp is the table's `pass` (so the table is never
+/// cleared: a run bumps `pass`). A parent whose index has this run's stamp is the root
+/// written there: both are alive, and an index names one live entity at a time.
+#[derive(Clone, Default)]
+struct RootGlobals {
+    pass: u32,
+    rows: Vec<(u32, Transform)>,
+}
+
+impl std::fmt::Debug for RootGlobals {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The entries are scratch: their number says enough.
+        f.debug_struct("RootGlobals")
+            .field("pass", &self.pass)
+            .field("entries", &self.rows.len())
+            .finish()
+    }
+}
+
+impl RootGlobals {
+    /// Starts a run in `world`: every entry from earlier runs becomes stale, and there is
+    /// an entry for every entity index in use (so `set` never grows the table: a loop
+    /// with no growth path keeps its values in registers).
+    fn begin(&mut self, world: &World) {
+        self.pass = self.pass.wrapping_add(1);
+        if self.pass == 0 {
+            // Stamps from 2^32 runs ago would look current: forget them.
+            self.rows.clear();
+            self.pass = 1;
+        }
+        let slots = world.entity_slots().len();
+        if self.rows.len() < slots {
+            self.rows.resize(slots, (0, Transform::IDENTITY));
+        }
+    }
+
+    /// Keeps `global` as root `e`'s for this run.
+    ///
+    /// # Panics
+    /// If `e` is not an entity of the world `begin` was given.
+    #[inline]
+    fn set(&mut self, e: Entity, global: Transform) {
+        self.rows[e.index() as usize] = (self.pass, global);
+    }
+
+    /// The global of `e` if it is a root of this run.
+    #[inline]
+    fn get(&self, e: Entity) -> Option<&Transform> {
+        match self.rows.get(e.index() as usize) {
+            Some((pass, global)) if *pass == self.pass => Some(global),
+            _ => None,
+        }
+    }
+}
 
 thread_local! {
     /// The depth-first walk's stack: entities to visit with their parent's global.
@@ -139,25 +213,61 @@ thread_local! {
 
 impl System for PropagateTransforms {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
-        out.par_for_each::<(
-            Option<&Position>,
-            &Transform,
-            Option<&Children>,
-            Write<GlobalTransform>,
-            Without<ChildOf>,
-        )>(|_, (pos, local, children, mut global, ()), out| {
-            let origin = Transform::from_translation(pos.map_or(Vec2::ZERO, |p| p.0));
-            let root = origin.then(local);
-            global.set(GlobalTransform(root));
-            if let Some(children) = children {
-                STACK.with_borrow_mut(|stack| walk(world, root, children, stack, out));
-            }
-        });
+        self.roots.begin(world);
+        write_roots(&mut self.roots, out);
+        write_children(world, &self.roots, out);
     }
 
     fn name(&self) -> Cow<'static, str> {
         "PropagateTransforms".into()
     }
+}
+
+/// Writes every root's global (its `Position`, then its `Transform`) and keeps it in
+/// `roots`.
+fn write_roots(roots: &mut RootGlobals, out: &mut Output<'_>) {
+    for (e, (pos, local, mut global, ())) in out.query::<(
+        Option<&Position>,
+        &Transform,
+        Write<GlobalTransform>,
+        Without<ChildOf>,
+    )>() {
+        let origin = Transform::from_translation(pos.map_or(Vec2::ZERO, |p| p.0));
+        let g = origin.then(local);
+        global.set(GlobalTransform(g));
+        roots.set(e, g);
+    }
+}
+
+/// Writes the global of every child of a root (its parent's, then its `Transform`), and
+/// walks the subtree below it, if any.
+fn write_children(world: &World, roots: &RootGlobals, out: &mut Output<'_>) {
+    out.par_for_each::<(
+        &ChildOf,
+        &Transform,
+        Option<&Children>,
+        Write<GlobalTransform>,
+    )>(|_, (parent, local, children, mut global), out| {
+        // Deeper entities are written by the walk from their ancestor here.
+        let Some(parent) = roots.get(parent.0) else {
+            return;
+        };
+        let g = parent.then(local);
+        global.set(GlobalTransform(g));
+        if let Some(children) = children {
+            STACK.with_borrow_mut(|stack| walk(world, g, children, stack, out));
+        }
+    });
+    // A child of a root with a `Transform` and no `GlobalTransform` (against the advice
+    // above) gets no global, but its subtree does, as any walk from the root would.
+    out.par_for_each::<(&ChildOf, &Transform, &Children, Without<GlobalTransform>)>(
+        |_, (parent, local, children, ()), out| {
+            if let Some(parent) = roots.get(parent.0) {
+                let g = parent.then(local);
+                STACK.with_borrow_mut(|stack| walk(world, g, children, stack, out));
+            }
+        },
+    );
 }
 
 /// Writes the `GlobalTransform` of every descendant under `children` (of a parent whose
@@ -248,7 +358,7 @@ mod tests {
         let want = reference(&forest(40, 6, 3));
         for workers in [1, 2, 8] {
             let mut rt = Runtime::builder().workers(workers).build(forest(40, 6, 3));
-            rt.add_system(PropagateTransforms);
+            rt.add_system(PropagateTransforms::new());
             rt.frame();
             assert_eq!(globals(rt.world()), want, "{workers} workers");
             assert_eq!(rt.stats().dropped, 0);
@@ -256,9 +366,40 @@ mod tests {
     }
 
     #[test]
+    fn a_child_without_a_global_still_carries_its_subtree() {
+        let build = || {
+            let mut w = world();
+            w.register_hierarchy();
+            let root = w.spawn((
+                Position(Vec2::new(5.0, 0.0)),
+                Transform::IDENTITY,
+                GlobalTransform::default(),
+            ));
+            let bare = w.spawn((
+                Transform::from_translation(Vec2::new(1.0, 0.0)),
+                ChildOf(root),
+            ));
+            let leaf = w.spawn((
+                Transform::from_translation(Vec2::new(0.0, 2.0)),
+                GlobalTransform::default(),
+                ChildOf(bare),
+            ));
+            (w, leaf)
+        };
+        for workers in [1, 2] {
+            let (w, leaf) = build();
+            let mut rt = Runtime::builder().workers(workers).build(w);
+            rt.add_system(PropagateTransforms::new());
+            rt.frame();
+            let g = rt.world().get::<GlobalTransform>(leaf).unwrap();
+            assert_eq!(g.translation(), Vec2::new(6.0, 2.0), "{workers} workers");
+        }
+    }
+
+    #[test]
     fn a_moved_root_carries_its_tree_the_next_frame() {
         let mut rt = Runtime::builder().workers(2).build(forest(3, 2, 1));
-        rt.add_system(PropagateTransforms);
+        rt.add_system(PropagateTransforms::new());
         rt.frame();
         let root = rt
             .world()

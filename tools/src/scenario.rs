@@ -165,7 +165,7 @@ pub fn add_systems(rt: &mut Runtime, config: ArenaConfig, rules: Rules) {
     rt.add_system(Drag { per_second: 0.6 });
     rt.add_system(Separation::new(30.0));
     rt.add_system(Integrate);
-    rt.add_system(PropagateTransforms);
+    rt.add_system(PropagateTransforms::new());
     rt.add_system(Bounds {
         min,
         max,
