@@ -224,7 +224,7 @@ impl Agreement {
                 }
                 // A tree goes with its root: a spawned child of an entity this world
                 // holds is kept (the ghosts' trees left already).
-                let root = crate::root_of(world, e);
+                let root = crate::partition::root_of(world, e);
                 if root != e && self.spawned(root) {
                     // Its record would name its parent by a provisional id, which the
                     // shards do not share: no agreed order.
