@@ -183,7 +183,20 @@ impl<'w> Output<'w> {
     #[inline(always)]
     #[track_caller]
     pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
-        let i = self.slot::<C>();
+        // The first slot gets a copy of the write path of its own, with the slot's fields
+        // at fixed offsets: a loop writing one type compares one `TypeId` and goes
+        // straight on (no slot index to compute, scale and join on).
+        if self.slots[0].ty == TypeId::of::<C>() {
+            self.write_slot::<C>(0, e, value);
+        } else {
+            let i = self.slot::<C>();
+            self.write_slot::<C>(i, e, value);
+        }
+    }
+
+    /// [`write`](Self::write) through slot `i`, which is `C`'s.
+    #[inline(always)]
+    fn write_slot<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
         let slot = &mut self.slots[i];
         // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
         // `ty` is `C`'s (set together in `remember`, which clears `buf`); the buffer's
