@@ -194,12 +194,12 @@ impl<'w> Output<'w> {
         }
     }
 
-    /// [`write`](Self::write) through slot `i`, which is `C`'s.
+    /// [`write`](Self::write) through slot `i`, whose `ty` the caller found to be `C`'s.
     #[inline(always)]
     fn write_slot<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
         let slot = &mut self.slots[i];
         // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
-        // `ty` is `C`'s (set together in `remember`, which clears `buf`); the buffer's
+        // `ty` is `C`'s (compared by the caller) (set together in `remember`, which clears `buf`); the buffer's
         // box stays in `bufs` for the life of this `Output`; and every other way to the
         // buffers forgets `buf` before the next plain write (see `TypeSlot::buf`).
         let buf = match unsafe { slot.buf.get::<C>() } {
