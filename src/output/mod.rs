@@ -183,10 +183,24 @@ impl<'w> Output<'w> {
     #[inline(always)]
     #[track_caller]
     pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
-        let i = self.slot::<C>();
+        // The first slot gets a copy of the write path of its own, with the slot's fields
+        // at fixed offsets: a loop writing one type compares one `TypeId` and goes
+        // straight on (no slot index to compute, scale and join on).
+        if self.slots[0].ty == TypeId::of::<C>() {
+            self.write_slot::<C>(0, e, value);
+        } else {
+            let i = self.slot::<C>();
+            self.write_slot::<C>(i, e, value);
+        }
+    }
+
+    /// [`write`](Self::write) through slot `i`, whose `ty` the caller found to be `C`'s.
+    #[inline(always)]
+    fn write_slot<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
         let slot = &mut self.slots[i];
         // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
-        // `ty` is `C`'s (set together in `remember`, which clears `buf`); the buffer's
+        // `ty` is `C`'s (the caller compared it; `ty` and `buf` are set together in
+        // `remember`, which clears `buf`); the buffer's
         // box stays in `bufs` for the life of this `Output`; and every other way to the
         // buffers forgets `buf` before the next plain write (see `TypeSlot::buf`).
         let buf = match unsafe { slot.buf.get::<C>() } {
