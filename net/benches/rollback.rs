@@ -15,7 +15,8 @@
 //!   on the workers, those unchanged since its digests of 9 frames back reused);
 //! - `checksum_1t`: the same digest on one thread (`World::checksum`);
 //! - `checksum_v1`: digest version 1, one multiply chain (what every save paid before);
-//! - `save`: snapshot and checksum, what every frame pays under ggrs (into the slot 9
+//! - `save`: snapshot and checksum (`Runtime::save_into`: the copy on one thread while
+//!   the others digest), what every frame pays under ggrs (into the slot 9
 //!   frames back, the checksum's digests of 9 frames back kept: blocks unchanged since are
 //!   not digested again);
 //! - `restore`: a rollback's load, 9 frames back;
@@ -137,8 +138,7 @@ fn ring_slot_holding(
 fn rollback_8(rt: &mut Runtime, at: &RuntimeSnapshot, ring: &mut [RuntimeSnapshot]) {
     rt.restore(at);
     for s in ring.iter_mut().take(8) {
-        rt.snapshot_into(s).unwrap();
-        black_box(rt.checksum());
+        black_box(rt.save_into(s).unwrap());
         rt.frame();
     }
 }
@@ -235,8 +235,7 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
             &mut (&mut rt, &mut slot),
             |(rt, slot)| ring_slot_holding(rt, &at, &later, slot),
             |(rt, slot)| {
-                rt.snapshot_into(slot).unwrap();
-                black_box(rt.checksum());
+                black_box(rt.save_into(slot).unwrap());
             },
         );
     });
@@ -291,8 +290,7 @@ fn ratios(
         rollback.push(time(&mut || rollback_8(rt, at, ring)));
         ring_slot_holding(rt, at, later, slot);
         save.push(time(&mut || {
-            rt.snapshot_into(slot).unwrap();
-            black_box(rt.checksum());
+            black_box(rt.save_into(slot).unwrap());
         }));
     }
     let median = |v: &mut Vec<f64>| {

@@ -378,8 +378,14 @@ impl<I: NetInput> Rollback<I> {
         let slot = self.slot(frame);
         let saved = &mut self.ring[slot];
         saved.frame = None;
-        self.rt.snapshot_into(&mut saved.snapshot)?;
-        saved.checksum = checksum.unwrap_or_else(|| self.rt.checksum());
+        saved.checksum = match checksum {
+            Some(c) => {
+                self.rt.snapshot_into(&mut saved.snapshot)?;
+                c
+            }
+            // Copy and digest at once, on the pool.
+            None => self.rt.save_into(&mut saved.snapshot)?,
+        };
         saved.frame = Some(frame);
         self.stats.saves += 1;
         self.stats.save_time += t.elapsed();
