@@ -95,11 +95,11 @@ impl<C> Default for TypeOps<C> {
     }
 }
 
-/// Clones column `src` into `dst` reusing `dst`'s memory: with the capacity, no
-/// allocation, and a `memcpy` for `Copy` types.
+/// Clones column `src` into `dst` reusing `dst`'s memory, down to each value's
+/// (`Clone::clone_from` on the rows both have): with the capacity, no allocation, and a
+/// `memcpy` for `Copy` types.
 fn clone_column<C: Clone>(dst: &mut Vec<C>, src: &[C]) {
-    dst.clear();
-    dst.extend_from_slice(src);
+    src.clone_into(dst);
 }
 
 /// Makes `dst` (with the stamps of what it holds, `dst_stamps`) equal to `src` (with
