@@ -498,9 +498,10 @@ mod incremental {
     /// world restored from a fresh full snapshot has no difference from it.
     #[test]
     fn every_ring_depth_restores_the_state_it_saved() {
+        // Over 16k rows: the saves' copies and digests run on the workers.
         let g = Game {
             seed: 11,
-            walls: 5000,
+            walls: 20_000,
             movers: 150,
             frames: 40,
             mispredicted: Vec::new(),
@@ -531,6 +532,117 @@ mod incremental {
                     run(&mut rt, confirmed(&g, f));
                 }
             }
+        }
+    }
+}
+
+/// `Runtime::save_into` on a world large enough that its copy and digests run as jobs on
+/// the workers: a `Clone` that panics in one job is passed on, the runtime stays usable
+/// and its next save and checksum are right; a type not opted into snapshots is named.
+mod save_jobs {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use runsync::prelude::*;
+    use runsync::{RuntimeSnapshot, SnapshotError};
+
+    use super::P;
+
+    static BOOM: AtomicBool = AtomicBool::new(false);
+
+    /// Panics when cloned while `BOOM` is set.
+    #[derive(Debug, PartialEq)]
+    struct Fragile(u32);
+    impl Clone for Fragile {
+        fn clone(&self) -> Self {
+            assert!(!BOOM.load(Ordering::Relaxed), "Fragile cloned");
+            Fragile(self.0)
+        }
+    }
+    impl Component for Fragile {
+        type Output = u32;
+    }
+
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    struct Unsaved(u8);
+    impl Component for Unsaved {
+        type Output = Unsaved;
+    }
+
+    fn runtime(workers: usize, unsaved: bool) -> Runtime {
+        let mut w = World::new();
+        w.register::<P>(|p: &mut P, d: &[(f32, f32)]| {
+            if let Some(&(x, y)) = d.last() {
+                *p = P(x, y);
+            }
+        });
+        w.register::<Fragile>(|f: &mut Fragile, v: &[u32]| f.0 += v.iter().sum::<u32>());
+        w.snapshotting::<P>()
+            .checksumming::<P>()
+            .snapshotting::<Fragile>();
+        if unsaved {
+            w.register::<Unsaved>(merge::last);
+        }
+        w.spawn_batch((0..40_000u32).map(|i| (P(i as f32, 0.0), Fragile(i))));
+        if unsaved {
+            w.spawn((Unsaved(1),));
+        }
+        let mut rt = Runtime::builder().workers(workers).build(w);
+        rt.add_system(|world: &World, out: &mut Output| {
+            for (e, (p,)) in world.query::<(&P,)>() {
+                out.write::<P>(e, (p.0 + 1.0, p.1));
+            }
+        });
+        rt
+    }
+
+    #[test]
+    fn a_clone_that_panics_in_a_save_job_is_passed_on_and_the_next_save_is_right() {
+        for workers in [1, 2, 8] {
+            let mut rt = runtime(workers, false);
+            let mut slot = RuntimeSnapshot::new();
+            rt.save_into(&mut slot).unwrap();
+            rt.frame();
+            // `Fragile`'s column has not changed since `slot` was filled: force a copy
+            // by filling the slot from another world first.
+            let mut other = runtime(workers, false);
+            other.frame();
+            other.frame();
+            other.save_into(&mut slot).unwrap();
+            BOOM.store(true, Ordering::Relaxed);
+            let caught =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| rt.save_into(&mut slot)));
+            BOOM.store(false, Ordering::Relaxed);
+            let message = caught.expect_err("the clone panicked");
+            let message = message
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| message.downcast_ref::<&str>().copied());
+            assert_eq!(message, Some("Fragile cloned"), "{workers} workers");
+            // The runtime goes on; its next save copies and digests right.
+            rt.frame();
+            let checksum = rt.save_into(&mut slot).unwrap();
+            assert_eq!(checksum, rt.world().checksum(), "{workers} workers");
+            let frame = rt.frame_count();
+            rt.frame();
+            rt.restore(&slot);
+            assert_eq!(rt.frame_count(), frame);
+            assert_eq!(rt.world().checksum(), checksum, "{workers} workers");
+        }
+    }
+
+    #[test]
+    fn a_save_of_a_type_not_opted_in_names_it_and_the_checksum_stays_right() {
+        for workers in [1, 2, 8] {
+            let mut rt = runtime(workers, true);
+            let mut slot = RuntimeSnapshot::new();
+            match rt.save_into(&mut slot) {
+                Err(e @ SnapshotError::NotSnapshotting { .. }) => {
+                    assert!(e.to_string().contains("Unsaved"), "{e}");
+                }
+                other => panic!("expected NotSnapshotting, got {other:?}"),
+            }
+            rt.frame();
+            assert_eq!(rt.checksum(), rt.world().checksum(), "{workers} workers");
         }
     }
 }

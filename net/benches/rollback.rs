@@ -15,10 +15,11 @@
 //!   on the workers, those unchanged since its digests of 9 frames back reused);
 //! - `checksum_1t`: the same digest on one thread (`World::checksum`);
 //! - `checksum_v1`: digest version 1, one multiply chain (what every save paid before);
-//! - `save`: snapshot and checksum (`Runtime::save_into`: the copy on one thread while
-//!   the others digest), what every frame pays under ggrs (into the slot 9
-//!   frames back, the checksum's digests of 9 frames back kept: blocks unchanged since are
-//!   not digested again);
+//! - `save`: snapshot and checksum (`Runtime::save_into`: the allocator's, the entity
+//!   lists' and each type's copies, biggest first, then the blocks' digests, as jobs on
+//!   the workers), what every frame pays under ggrs (into the slot 9 frames back, the
+//!   checksum's digests of 9 frames back kept: blocks unchanged since are not digested
+//!   again);
 //! - `restore`: a rollback's load, 9 frames back;
 //! - `checksum_parts`: the per-type digests a session adds to every
 //!   `desync_interval`-th save;

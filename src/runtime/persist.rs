@@ -5,7 +5,7 @@
 use super::Runtime;
 use super::builder::Time;
 use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
-use crate::storage::snapshot::{Digested, Digests, Piece, Plan};
+use crate::storage::snapshot::{Digested, Digests, Piece, Plan, SaveJob};
 use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
@@ -54,9 +54,6 @@ impl RuntimeSnapshot {
 /// handing blocks to the workers costs more than it saves.
 const PARALLEL_ROWS: usize = 16 * 1024;
 
-/// The place in the checksum's job list of the job run beside its blocks.
-const BESIDE: usize = usize::MAX;
-
 impl Runtime {
     /// The world's [checksum](World::checksum), its blocks (4096 rows of a column, a
     /// table's entities or the allocator's slots) digested on the runtime's workers and
@@ -80,7 +77,7 @@ impl Runtime {
     /// # Panics
     /// If a [`Checksum`](crate::Checksum) implementation panics (the panic is passed on).
     pub fn checksum(&self) -> u64 {
-        let digests = self.digest_blocks(None);
+        let digests = self.digest_blocks();
         self.world.digest_with(&mut Digested(digests.plan.iter()))
     }
 
@@ -90,22 +87,48 @@ impl Runtime {
     /// # Panics
     /// As [`checksum`](Self::checksum).
     pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
-        let digests = self.digest_blocks(None);
+        let digests = self.digest_blocks();
         self.world.parts_with(&mut Digested(digests.plan.iter()))
     }
 
     /// Lists the checksum's blocks and digests them: those whose rows are unchanged
     /// since the last call from then, the others anew, on the workers for a large world.
-    ///
-    /// `beside`, if given, runs once as one more job of the same batch (on whichever
-    /// thread claims it first): a copy that reads the world while the blocks are digested.
-    fn digest_blocks(
-        &self,
-        beside: Option<&(dyn Fn() + Sync)>,
-    ) -> std::sync::MutexGuard<'_, Digests> {
+    fn digest_blocks(&self) -> std::sync::MutexGuard<'_, Digests> {
         let storage = self.world.storage();
-        // Poisoned only by a panicking `Checksum`: the lists are cleared first anyway,
-        // and `known` is replaced only after every block is digested.
+        let mut d = self.plan_digests();
+        let rows: usize = d.todo.iter().map(|(_, p, _)| p.rows()).sum();
+        if self.parallel(d.todo.len(), rows) {
+            let digest = |_: usize, (_, piece, digest): &mut (usize, Piece, u64)| {
+                *digest = storage.digest_piece(*piece);
+            };
+            if let Err(p) = self.pool.for_each_mut(&mut d.todo, &digest) {
+                std::panic::resume_unwind(p.payload);
+            }
+        } else {
+            for (_, piece, digest) in d.todo.iter_mut() {
+                *digest = storage.digest_piece(*piece);
+            }
+        }
+        let Digests { plan, todo, .. } = &mut *d;
+        for &(i, _, digest) in todo.iter() {
+            plan[i].1 = digest;
+        }
+        Self::keep_digests(&mut d);
+        d
+    }
+
+    /// Whether `jobs` jobs over `rows` rows in all go to the workers: below
+    /// [`PARALLEL_ROWS`], handing them out costs more than it saves.
+    fn parallel(&self, jobs: usize, rows: usize) -> bool {
+        self.pool.threads() > 1 && jobs > 1 && rows >= PARALLEL_ROWS
+    }
+
+    /// The checksum's blocks, in order, with the digests kept for those whose rows are
+    /// unchanged since; the others listed in `todo`, to digest.
+    fn plan_digests(&self) -> std::sync::MutexGuard<'_, Digests> {
+        let storage = self.world.storage();
+        // Poisoned only by a panicking `Checksum` or `Clone`: the lists are cleared first
+        // anyway, and `known` is replaced only after every block is digested.
         let mut guard = self
             .digests
             .lock()
@@ -124,46 +147,17 @@ impl Runtime {
                 _ => d.todo.push((i, *piece, 0)),
             }
         }
-        let rows: usize = match beside {
-            // The copy reads every row: the whole world's worth of work.
-            Some(_) => d.plan.iter().map(|(p, _)| p.rows()).sum(),
-            None => d.todo.iter().map(|(_, p, _)| p.rows()).sum(),
-        };
-        let jobs = d.todo.len() + usize::from(beside.is_some());
-        if self.pool.threads() > 1 && jobs > 1 && rows >= PARALLEL_ROWS {
-            if beside.is_some() {
-                // The copy first, so that it starts at once while the blocks are shared out.
-                d.todo
-                    .insert(0, (BESIDE, Piece::Slots { start: 0, end: 0 }, 0));
-            }
-            let digest = |_: usize, (i, piece, digest): &mut (usize, Piece, u64)| match (*i, beside)
-            {
-                (BESIDE, Some(job)) => job(),
-                _ => *digest = storage.digest_piece(*piece),
-            };
-            if let Err(p) = self.pool.for_each_mut(&mut d.todo, &digest) {
-                std::panic::resume_unwind(p.payload);
-            }
-        } else {
-            if let Some(job) = beside {
-                job();
-            }
-            for (_, piece, digest) in d.todo.iter_mut() {
-                *digest = storage.digest_piece(*piece);
-            }
-        }
-        for &(i, _, digest) in &d.todo {
-            if i != BESIDE {
-                d.plan[i].1 = digest;
-            }
-        }
+        guard
+    }
+
+    /// Keeps the digests of the plan's stamped blocks for the next call.
+    fn keep_digests(d: &mut Digests) {
         d.known.clear();
         for (&(piece, digest), &stamp) in d.plan.iter().zip(&d.stamps) {
             if stamp != 0 {
                 d.known.insert(piece, (stamp, digest));
             }
         }
-        guard
     }
 
     /// A copy of the world ([`World::snapshot`]) plus the frame counter and the [`Time`]
@@ -214,10 +208,11 @@ impl Runtime {
     }
 
     /// [`snapshot_into`](Self::snapshot_into) and [`checksum`](Self::checksum) at once,
-    /// what a rollback session does every frame: the copy runs on one thread of the pool
-    /// while the others digest the checksum's blocks, so on a large world with two or more
-    /// workers the save takes about half the time of the two one after the other. Returns
-    /// the checksum, the same value as [`checksum`](Self::checksum).
+    /// what a rollback session does every frame: one job copies the allocator and the
+    /// tables' entity lists, one per component type copies its columns, and each job then
+    /// digests the checksum's blocks of what it copied while they are in the cache; the
+    /// jobs run on the workers for a large world. Returns the checksum, the same value as
+    /// [`checksum`](Self::checksum).
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -225,10 +220,10 @@ impl Runtime {
     /// let mut world = World::new();
     /// world.spawn_batch((0..50_000u32).map(|_| ()));
     /// let rt = Runtime::builder().workers(2).build(world);
-    /// let mut slot = RuntimeSnapshot::new();
-    /// let checksum = rt.save_into(&mut slot).unwrap();
+    /// let mut saved = RuntimeSnapshot::new();
+    /// let checksum = rt.save_into(&mut saved).unwrap();
     /// assert_eq!(checksum, rt.world().checksum());
-    /// assert_eq!(slot.world().len(), 50_000);
+    /// assert_eq!(saved.world().len(), 50_000);
     /// ```
     ///
     /// # Errors
@@ -237,26 +232,39 @@ impl Runtime {
     /// # Panics
     /// As [`checksum`](Self::checksum), and if a component's `Clone` panics.
     pub fn save_into(&self, into: &mut RuntimeSnapshot) -> Result<u64, SnapshotError> {
-        use std::sync::{Mutex, PoisonError};
-        // Locked once each, by the one job that copies (a panic in it is passed on).
-        let into = Mutex::new(into);
-        let saved = Mutex::new(None);
-        let (world, frame) = (&self.world, self.frame);
-        let copy = || {
-            let mut into = into.lock().unwrap_or_else(PoisonError::into_inner);
-            let result = world.snapshot_into(&mut into.world).map(|()| {
-                into.frame = frame;
-                into.time = world.get_resource::<Time>().copied();
+        let mut d = self.plan_digests();
+        let mut digested = false;
+        let saved = self
+            .world
+            .snapshot_into_with(&mut into.world, |storage, into| {
+                let rows = storage.len() + d.todo.iter().map(|(_, p, _)| p.rows()).sum::<usize>();
+                let parallel = self.parallel(2, rows);
+                let run = |jobs: &mut [SaveJob], job: &(dyn Fn(&mut SaveJob) + Sync)| {
+                    if parallel {
+                        return self
+                            .pool
+                            .for_each_mut(jobs, &|_, j| job(j))
+                            .map_err(|p| p.payload);
+                    }
+                    jobs.iter_mut().for_each(job);
+                    Ok(())
+                };
+                match storage.save_digesting(into, &mut d, &run) {
+                    Ok(saved) => {
+                        digested = true;
+                        saved
+                    }
+                    Err(payload) => std::panic::resume_unwind(payload),
+                }
             });
-            *saved.lock().unwrap_or_else(PoisonError::into_inner) = Some(result);
-        };
-        let digests = self.digest_blocks(Some(&copy));
-        let checksum = self.world.digest_with(&mut Digested(digests.plan.iter()));
-        saved
-            .into_inner()
-            .unwrap_or_else(PoisonError::into_inner)
-            .expect("the copy runs once with the blocks")
-            .map(|()| checksum)
+        // Not digested only if the snapshot was refused before the copy began.
+        if digested {
+            Self::keep_digests(&mut d);
+        }
+        saved?;
+        into.frame = self.frame;
+        into.time = self.world.get_resource::<Time>().copied();
+        Ok(self.world.digest_with(&mut Digested(d.plan.iter())))
     }
 
     /// Brings back a [`snapshot`](Self::snapshot): the world ([`World::restore`]), the

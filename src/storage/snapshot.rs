@@ -40,7 +40,7 @@ pub(crate) struct StorageSnapshot {
 
 /// What a snapshot keeps of one table.
 #[derive(Default)]
-struct SavedTable {
+pub(crate) struct SavedTable {
     types: Vec<ComponentId>,
     entities: Vec<Entity>,
     /// The stamp of `entities` when they were copied.
@@ -70,22 +70,34 @@ impl Storage {
     /// Copies everything into `into`, reusing its vectors. Returns `Err` with the first
     /// type (by id) not opted into snapshots; `into` is then partly overwritten.
     pub(crate) fn save(&self, into: &mut StorageSnapshot) -> Result<(), ComponentId> {
-        into.columns.resize_with(self.columns.len(), || None);
-        for (i, (c, slot)) in self.columns.iter().zip(&mut into.columns).enumerate() {
-            if !c.save(slot) {
+        self.save_types(into);
+        for (i, (c, dst)) in self.columns.iter().zip(&mut into.columns).enumerate() {
+            if !c.save(dst) {
                 return Err(ComponentId(i as u32));
             }
         }
+        into.entities.clone_from(&self.entities);
+        self.save_tables(&mut into.tables);
+        Ok(())
+    }
+
+    /// The registered types into `into`, and a place for each one's columns.
+    fn save_types(&self, into: &mut StorageSnapshot) {
+        into.columns.resize_with(self.columns.len(), || None);
         into.types.clear();
         into.types.extend((0..self.registry.len()).map(|i| {
             let info = self.registry.info(ComponentId(i as u32));
             (info.type_id, info.name)
         }));
-        into.entities.clone_from(&self.entities);
+    }
+
+    /// Each table's type set and entity list (the latter only where its stamp says the
+    /// copy holds other rows).
+    fn save_tables(&self, tables: &mut Vec<SavedTable>) {
         let n = self.tables.len();
-        into.tables.truncate(n);
-        into.tables.resize_with(n, SavedTable::default);
-        for (t, saved) in into.tables.iter_mut().enumerate() {
+        tables.truncate(n);
+        tables.resize_with(n, SavedTable::default);
+        for (t, saved) in tables.iter_mut().enumerate() {
             let table = self.tables.get(t as u32);
             let stamp = table.stamp().get();
             if saved.types != table.components() {
@@ -98,7 +110,86 @@ impl Storage {
             saved.entities.extend_from_slice(table.entities());
             saved.stamp = stamp;
         }
-        Ok(())
+    }
+
+    /// [`save`](Self::save) and the digests of the checksum's blocks to compute
+    /// (`digests.todo`, written back into `digests.plan`) at once, as jobs that `run`
+    /// may spread over threads: one copies the allocator, one the tables' entity lists,
+    /// one per type copies its columns (the biggest copies first), and one per block
+    /// digests it.
+    ///
+    /// # Errors
+    /// `Ok(Err(c))`: type `c` (the first by id) is not opted into snapshots; `into` is
+    /// then partly overwritten, and the digests are all computed all the same. `Err`: a
+    /// job panicked (in a `Clone` or a `Checksum`), with its payload; the digests are not
+    /// written back then.
+    pub(crate) fn save_digesting(
+        &self,
+        into: &mut StorageSnapshot,
+        digests: &mut Digests,
+        run: &RunJobs<'_>,
+    ) -> Result<Result<(), ComponentId>, Panic> {
+        self.save_types(into);
+        let Digests {
+            plan, todo, jobs, ..
+        } = digests;
+        // The copies first, each kept from the last call (a type's or the allocator's
+        // vectors travel between the snapshot and the job); then a job per block.
+        jobs.retain(|j| !matches!(j, SaveJob::Digest { .. }));
+        let types = self.columns.len();
+        if jobs.len() != types + 2 {
+            jobs.clear();
+            jobs.push(SaveJob::Allocator(Entities::default()));
+            jobs.push(SaveJob::Tables(Vec::new()));
+            jobs.extend((0..types).map(|c| SaveJob::Type {
+                c: ComponentId(c as u32),
+                dst: None,
+                saved: false,
+            }));
+        }
+        for j in jobs.iter_mut() {
+            match j {
+                SaveJob::Allocator(e) => std::mem::swap(e, &mut into.entities),
+                SaveJob::Tables(t) => std::mem::swap(t, &mut into.tables),
+                SaveJob::Type { c, dst, .. } => *dst = into.columns[c.index()].take(),
+                SaveJob::Digest { .. } => {}
+            }
+        }
+        let weight = |j: &SaveJob| match j {
+            SaveJob::Allocator(_) => self.entities.slots() * 8,
+            SaveJob::Tables(_) => self.len() * 8,
+            SaveJob::Type { c, .. } => self.columns[c.index()].capacity_bytes(),
+            SaveJob::Digest { .. } => 0,
+        };
+        jobs.sort_unstable_by_key(|j| std::cmp::Reverse(weight(j)));
+        jobs.extend(todo.iter().map(|&(i, piece, _)| SaveJob::Digest {
+            i,
+            piece,
+            digest: 0,
+        }));
+        let ran = run(jobs, &|job: &mut SaveJob| match job {
+            SaveJob::Allocator(e) => e.clone_from(&self.entities),
+            SaveJob::Tables(t) => self.save_tables(t),
+            SaveJob::Type { c, dst, saved } => *saved = self.columns[c.index()].save(dst),
+            SaveJob::Digest { piece, digest, .. } => *digest = self.digest_piece(*piece),
+        });
+        // What the copies hold goes back into the snapshot, whatever happened.
+        let mut unsaved: Option<ComponentId> = None;
+        for j in jobs.iter_mut() {
+            match j {
+                SaveJob::Allocator(e) => std::mem::swap(e, &mut into.entities),
+                SaveJob::Tables(t) => std::mem::swap(t, &mut into.tables),
+                SaveJob::Type { c, dst, saved } => {
+                    into.columns[c.index()] = dst.take();
+                    if !std::mem::take(saved) {
+                        unsaved = Some(unsaved.map_or(*c, |u| u.min(*c)));
+                    }
+                }
+                &mut SaveJob::Digest { i, digest, .. } => plan[i].1 = digest,
+            }
+        }
+        ran?;
+        Ok(unsaved.map_or(Ok(()), Err))
     }
 
     /// Makes this storage equal to `from` (see the module docs), or, if it cannot, says
@@ -572,6 +663,33 @@ pub(crate) struct Digests {
     pub(crate) todo: Vec<(usize, Piece, u64)>,
     /// The last call's digests of stamped blocks: block → (stamp, digest).
     pub(crate) known: std::collections::HashMap<Piece, (u64, u64)>,
+    /// The jobs of [`Storage::save_digesting`], kept for their lists' memory.
+    jobs: Vec<SaveJob>,
+}
+
+/// What a job panicked with.
+pub(crate) type Panic = Box<dyn Any + Send>;
+
+/// Runs a job on each of [`SaveJob`]s, in any order, on any threads; `Err` with the
+/// payload if one panicked (after all have run or been dropped).
+pub(crate) type RunJobs<'a> =
+    dyn Fn(&mut [SaveJob], &(dyn Fn(&mut SaveJob) + Sync)) -> Result<(), Panic> + 'a;
+
+/// One job of [`Storage::save_digesting`].
+pub(crate) enum SaveJob {
+    /// Copy the allocator into the snapshot's, moved here for the copy.
+    Allocator(Entities),
+    /// Copy the tables' entity lists into the snapshot's, moved here for the copy.
+    Tables(Vec<SavedTable>),
+    /// Copy type `c`'s columns into the snapshot's (`dst`, moved here for the copy);
+    /// `saved`: whether it could (`false`: not opted into snapshots).
+    Type {
+        c: ComponentId,
+        dst: Option<Box<dyn Any + Send + Sync>>,
+        saved: bool,
+    },
+    /// Digest block `piece`, number `i` of the plan.
+    Digest { i: usize, piece: Piece, digest: u64 },
 }
 
 /// Hands out the digests of a [`Plan`]'s pieces, in order (the same walk over the same

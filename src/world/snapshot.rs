@@ -47,9 +47,10 @@
 use std::any::TypeId;
 use std::fmt;
 
-use crate::component::Component;
+use crate::component::{Component, ComponentId};
 use crate::message::SavedMessages;
 use crate::resource::{AnyBox, LoadFn, ResourceHook};
+use crate::storage::Storage;
 use crate::storage::snapshot::{RestoreError, StorageSnapshot};
 use crate::world::World;
 
@@ -394,15 +395,25 @@ impl World {
     /// As [`snapshot`](Self::snapshot); `into` is then left unusable for restore until a
     /// later call succeeds.
     pub fn snapshot_into(&self, into: &mut Snapshot) -> Result<(), SnapshotError> {
-        let saved =
-            match self.written_resource_not_snapshotting() {
-                Some(type_name) => Err(SnapshotError::ResourceNotSnapshotting { type_name }),
-                None => self.storage.save(&mut into.storage).map_err(|id| {
-                    SnapshotError::NotSnapshotting {
-                        type_name: self.storage.type_name(id),
-                    }
-                }),
-            };
+        self.snapshot_into_with(into, |storage, into| storage.save(into))
+    }
+
+    /// [`snapshot_into`](Self::snapshot_into), the storage's part copied by `save` (which
+    /// returns the first type not opted into snapshots): the runtime's saves copy it on
+    /// its workers. `save` is not called if a written resource is not opted in.
+    pub(crate) fn snapshot_into_with(
+        &self,
+        into: &mut Snapshot,
+        save: impl FnOnce(&Storage, &mut StorageSnapshot) -> Result<(), ComponentId>,
+    ) -> Result<(), SnapshotError> {
+        let saved = match self.written_resource_not_snapshotting() {
+            Some(type_name) => Err(SnapshotError::ResourceNotSnapshotting { type_name }),
+            None => save(&self.storage, &mut into.storage).map_err(|id| {
+                SnapshotError::NotSnapshotting {
+                    type_name: self.storage.type_name(id),
+                }
+            }),
+        };
         let saved = saved.and_then(|()| self.save_messages(into));
         if let Err(e) = saved {
             into.resources.clear();
