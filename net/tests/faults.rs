@@ -1,4 +1,4 @@
-//! Faults (issue 37 item 6): garbage and corrupted packets, forged messages, a peer that
+//! Faults: garbage and corrupted packets, forged messages, a peer that
 //! stalls, one that leaves, a desync. Each gives a clear event or error, never a panic,
 //! and the local game keeps its state and goes on.
 

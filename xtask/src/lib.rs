@@ -5,8 +5,8 @@
 //!   import graph of runsync's `src/`, its import cycles, and the check against the layer
 //!   list in `src/lib.rs` (its test, `xtask/tests/layers.rs`, runs on every `cargo test`).
 //! - `cargo xtask bench-report [CRITERION_DIR] [SVG_PATH]`: [`bench_report`], the summary
-//!   of the criterion benchmarks of `runsync-benches` (a markdown table, the issue-16
-//!   targets, an SVG chart).
+//!   of the criterion benchmarks of `runsync-benches` (a markdown table, the
+//!   performance targets, an SVG chart).
 
 pub mod bench_report;
 pub mod layers;
