@@ -141,8 +141,8 @@ impl<P: Partition> Cluster<P> {
     }
 
     /// Whether every shard computes its part of [`world_checksum`] after every frame (on
-    /// by default; [`FrameReport::checksum`] is 0 when off). It costs some 15 ns per
-    /// entity (a hash of every checksummed value): what a production run may skip.
+    /// by default; [`FrameReport::checksum`] is 0 when off). It costs a hash of every
+    /// checksummed value of every entity: what a production run may skip.
     pub fn checksums(mut self, on: bool) -> Self {
         self.checksums = on;
         self

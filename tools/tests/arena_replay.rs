@@ -241,8 +241,8 @@ fn with_agents(file: &[u8], agents: u64) -> Vec<u8> {
     join(&parts)
 }
 
-/// A recording whose agent count `--entities` would refuse (2^40 grew the arena by
-/// ~70 MB/s without end; 0 and 3 were played) is refused before anything is built, with
+/// A recording whose agent count `--entities` would refuse (2^40 grew the arena without
+/// end; 0 and 3 were played) is refused before anything is built, with
 /// the command line's own message.
 #[test]
 fn a_recorded_agent_count_the_command_line_refuses_is_refused() {
