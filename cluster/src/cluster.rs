@@ -9,7 +9,11 @@ use std::time::Duration;
 use runsync::{Runtime, World};
 
 #[cfg(doc)]
-use crate::{ClusterError, FrameReport, checkpoint_path, world_checksum};
+use crate::{
+    error::ClusterError,
+    report::{FrameReport, world_checksum},
+    shard::checkpoint_path,
+};
 
 use crate::global::{Global, GlobalValue};
 use crate::handshake;
