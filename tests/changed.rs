@@ -1,5 +1,5 @@
 //! `Changed<C>` / `Added<C>` as a user sees them: what the last Sync wrote is what the next
-//! frame's queries find (issue 9, item 6).
+//! frame's queries find.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};

@@ -158,8 +158,8 @@ fn population() -> impl Strategy<Value = Vec<Initial>> {
     ]
 }
 
-/// About 8 s in debug on a 2-core machine (each case runs three times); `PROPTEST_CASES`
-/// overrides it for longer soaks. The staged cases run a quarter as many.
+/// Few enough cases for a debug run of every `cargo test` (each case runs three times);
+/// `PROPTEST_CASES` overrides it for longer soaks. The staged cases run a quarter as many.
 fn cases() -> u32 {
     let default = if cfg!(miri) { 4 } else { 512 };
     std::env::var("PROPTEST_CASES")

@@ -1,4 +1,4 @@
-//! Failures keep their promises (issue 21): a failed frame, merge, restore or fixed-step
+//! Failures keep their promises: a failed frame, merge, restore or fixed-step
 //! call leaves the world, the clock and the error exactly as their docs say.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};

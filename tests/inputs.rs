@@ -1,4 +1,4 @@
-//! Per-frame inputs (issue 17): `Runtime::frame_with`, `advance_with`, `World::input`, and
+//! Per-frame inputs: `Runtime::frame_with`, `advance_with`, `World::input`, and
 //! inputs in snapshots.
 
 use std::time::Duration;

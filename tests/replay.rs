@@ -1,6 +1,6 @@
-//! Replays (issue 17): recorded at 2 workers, replayed at 1 and 8; a deliberately
+//! Replays: recorded at 2 workers, replayed at 1 and 8; a deliberately
 //! injected divergence reported at the right frame, entity, component and systems.
-//! Files that lie (issue 33): every flipped bit refused when read (a damaged keyframe
+//! Files that lie: every flipped bit refused when read (a damaged keyframe
 //! named), counts that lie refused before anything is allocated by them, a recording
 //! that contradicts itself called corrupt; version 2 (no checks) still plays.
 

@@ -1,6 +1,6 @@
 //! A replay whose divergence is structural (an entity spawned or despawned on one side
 //! only) names the first entity that differs and who spawned or despawned it — not only
-//! "entity slot count: 58 vs 59" (issue 36 item 6).
+//! "entity slot count: 58 vs 59".
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};

@@ -745,7 +745,7 @@ fn the_placeholder_is_never_alive() {
     }
 }
 
-/// Work and span (issue 34): two systems of 10 ms each beside each other, and one whose
+/// Work and span: two systems of 10 ms each beside each other, and one whose
 /// parallel loop has chunks of 4 ms. The frame's work adds every piece up; its span is the
 /// longest system's chain (10 ms: the two run at once), so the frame could speed up about
 /// twofold on any number of workers, and never more than the workers.

@@ -1,8 +1,8 @@
-//! Save files (issue 17): `World::save` / `World::load`, `Runtime::save` / `load`. Round
+//! Save files: `World::save` / `World::load`, `Runtime::save` / `load`. Round
 //! trips at 1, 2 and 8 workers (the same checksum, and the same next 100 frames) of a
 //! world with serde types and a plain-data one (`Pos`, `save_pod`), and a corpus of bad
 //! files built here, each a typed error naming what is wrong — never a
-//! panic — that leaves the world as it was. Integrity (issue 33): every flipped bit of a
+//! panic — that leaves the world as it was. Integrity: every flipped bit of a
 //! save is refused, none loads as another world; edits made on purpose (the checks made
 //! again, [`reseal`]) still meet every check of what the file means; version 2 (no
 //! checks) still loads.
@@ -610,7 +610,7 @@ fn tally(errors: &[LoadError]) -> std::collections::BTreeMap<String, usize> {
     kinds
 }
 
-/// Issue 33: a flipped bit anywhere in a save (every bit of a small world save; a seeded
+/// Integrity: a flipped bit anywhere in a save (every bit of a small world save; a seeded
 /// sample of 40 in every section and trailer of a bigger runtime save) is refused: none
 /// loads, silently, as another world (nor at all). Most are caught by the integrity
 /// check, named by their section; the others by a check that comes first, as the damaged

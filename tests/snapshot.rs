@@ -294,7 +294,7 @@ fn opted_in_resources_count_in_the_checksum_and_the_report() {
 }
 
 /// A resource systems write is game state: a snapshot that would leave it out is an
-/// error naming it (the rollback of issue 17 re-simulated to other checksums, silently).
+/// error naming it (a rollback that skipped it re-simulated to other checksums, silently).
 #[test]
 fn a_written_resource_not_opted_in_is_an_error_not_a_silent_skip() {
     #[derive(Clone, Debug, PartialEq)]

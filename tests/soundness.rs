@@ -1,5 +1,5 @@
-//! No safe code a user writes can break an invariant the engine's `unsafe` code relies on
-//! (issue 33): every table keeps one value per row in each of its columns, whatever a
+//! No safe code a user writes can break an invariant the engine's `unsafe` code relies on:
+//! every table keeps one value per row in each of its columns, whatever a
 //! merge, a `Clone`, a `Drop` or a required component's constructor does, and however it
 //! panics. The query engine reads rows unchecked, so a column shorter than its table would
 //! be a read out of bounds (a segfault in release); here every hostile callback is caught
@@ -54,7 +54,7 @@ impl Merge<Pos> for Scribble {
     }
 }
 
-/// The hole issue 33 found: a safe `replace_column` used to get `&mut Vec<C>`, so one that
+/// The hole this closes: a safe `replace_column` used to get `&mut Vec<C>`, so one that
 /// cleared the column left a table shorter than its rows, and the next query read past
 /// the end (a segfault in release). The column is now handed over as `ColumnOutputs`,
 /// which cannot change a length (a compile-fail doctest on it shows `clear` does not

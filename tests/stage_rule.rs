@@ -1,7 +1,7 @@
 //! The stage rule: with any number of stages, every system sees every message exactly
 //! once and every change (`Changed`, `Added`) exactly once, the first time it runs after
 //! the Sync that delivered or made it — whichever stage sent or wrote it and whichever
-//! stage reads it (issue 36 item 1). A sender/writer in each stage, a reader in every
+//! stage reads it. A sender/writer in each stage, a reader in every
 //! stage, at 1, 2 and 8 workers (and under `--features single-threaded`): each reader's
 //! log is compared with the one the rule predicts, entry for entry, and the worlds'
 //! checksums bit for bit. Also: an empty stage changes nothing a reader sees, a restored
@@ -365,7 +365,7 @@ fn with_three_stages_every_reader_sees_every_write_and_message_once() {
     }
 }
 
-/// Issue 33 item 6 with the rule: an empty stage before each stage changes nothing a
+/// Empty stages under the rule: an empty stage before each stage changes nothing a
 /// reader sees, nor the checksum.
 #[test]
 fn empty_stages_change_nothing_readers_see() {

@@ -1,4 +1,4 @@
-//! What sharding costs and gives (issue 19): `runsync-cluster`'s model scenario
+//! What sharding costs and gives: `runsync-cluster`'s model scenario
 //! (`runsync_cluster::model`: agents pushing and hurting their neighbours, a hand-written
 //! `fn` merge for velocity impulses, a closure merge for scattered health writes), 20,000
 //! agents, bands along x mirroring within twice the interaction range, no per-frame

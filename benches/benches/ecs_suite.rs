@@ -9,7 +9,8 @@
 //! in a `for` over `world.query()`;
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
-//! `out.write` inside. Exceptions, kept from issue 5: `simple_insert`'s `runsync` is
+//! `out.write` inside. Exceptions, kept from the suite's first version:
+//! `simple_insert`'s `runsync` is
 //! `World::spawn_batch` (`runsync_spawn` the `World::spawn` loop, `runsync_commands`
 //! `Output::spawn` in a frame; `hecs_spawn`/`bevy_ecs_spawn` and `_commands` are the
 //! other libraries' same paths), and `add_remove`'s

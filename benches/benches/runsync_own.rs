@@ -564,7 +564,7 @@ fn snapshot_100k(c: &mut Criterion) {
     g.finish();
 }
 
-/// Save files of the same 100k entities × 4 `Copy` components (issue 17: target ≤ 4× a
+/// Save files of the same 100k entities × 4 `Copy` components (target: ≤ 4× a
 /// `memcpy` of the same bytes): `World::save` into a reused `Vec<u8>` (cleared each
 /// time), `World::load` of that file into the same world, and the `memcpy` of
 /// `snapshot_100k` (the four columns plus the entity list). `runsync_save` / `_load`:

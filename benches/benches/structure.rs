@@ -1,4 +1,4 @@
-//! What a game's structure costs (issue 18): messages between systems, against bevy_ecs's
+//! What a game's structure costs: messages between systems, against bevy_ecs's
 //! messages (bevy_ecs 0.20's `Messages<M>` / `MessageWriter` / `MessageReader`, what 0.16
 //! called `Events`).
 //!

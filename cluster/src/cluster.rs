@@ -9,7 +9,11 @@ use std::time::Duration;
 use runsync::{Runtime, World};
 
 #[cfg(doc)]
-use crate::{ClusterError, FrameReport, checkpoint_path, world_checksum};
+use crate::{
+    error::ClusterError,
+    report::{FrameReport, world_checksum},
+    shard::checkpoint_path,
+};
 
 use crate::global::{Global, GlobalValue};
 use crate::handshake;
@@ -141,8 +145,8 @@ impl<P: Partition> Cluster<P> {
     }
 
     /// Whether every shard computes its part of [`world_checksum`] after every frame (on
-    /// by default; [`FrameReport::checksum`] is 0 when off). It costs some 15 ns per
-    /// entity (a hash of every checksummed value): what a production run may skip.
+    /// by default; [`FrameReport::checksum`] is 0 when off). It costs a hash of every
+    /// checksummed value of every entity: what a production run may skip.
     pub fn checksums(mut self, on: bool) -> Self {
         self.checksums = on;
         self

@@ -3,7 +3,7 @@
 
 use runsync::{LoadError, SaveError, World};
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// A world-wide value's part and fold, type-erased: see
 /// [`Cluster::global`](crate::Cluster::global).

@@ -54,7 +54,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 mod accepting;
 mod connecting;

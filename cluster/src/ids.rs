@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 
 use runsync::{Entity, World};
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// One allocator for the whole world, the same on every shard: per slot, the generation
 /// of its entity (alive) or of its next one (free).

@@ -39,7 +39,7 @@ use timely::communication::allocator::{AllocateBuilder, GenericBuilder, Process}
 use timely::communication::{Allocator, Config as Communication};
 use timely::worker::Worker;
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 use crate::handshake::{self, Hello, Key};
 
 /// Who the shards are: this process, the shards per process, and the other processes'

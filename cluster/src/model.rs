@@ -32,7 +32,9 @@ use std::collections::BTreeMap;
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{Bands, Cluster, Tiles};
+use crate::cluster::Cluster;
+use crate::partition::Bands;
+use crate::partition::Tiles;
 
 /// Position.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, runsync::Checksum)]

@@ -40,7 +40,7 @@ use timely::dataflow::operators::{Input, Probe};
 use timely::dataflow::{InputHandle, ProbeHandle};
 use timely::worker::Worker;
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 use crate::launch::{Peers, panic_message, quietly};
 
 /// One record between shards: the shard it goes to, its kind and its bytes.

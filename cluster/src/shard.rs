@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use runsync::{Entity, Runtime, World};
 
-use crate::ClusterError;
+use crate::error::ClusterError;
 use crate::global::GlobalValue;
 use crate::ids::{Agreement, Ids};
 use crate::partition::{Partition, root_of};

@@ -136,10 +136,10 @@
 //! # What it costs
 //!
 //! With no client connected, [`frame`](Inspector::frame) adds an empty-channel check and
-//! one timeline record (a few stores, no allocation) to [`Runtime::try_frame`]: about 500
-//! instructions, 0.3 % of a 10k-entity movement frame (callgrind, `examples/idle_cost.rs`;
-//! the criterion group `inspector_idle` in `runsync-benches` times it against a bare
-//! frame; `docs/determinism.md`, "The inspector", has the numbers). The snapshot ring is opt-in
+//! one timeline record (a few stores, no allocation) to [`Runtime::try_frame`], a small
+//! fraction of a frame (`examples/idle_cost.rs` counts it under callgrind; the criterion
+//! group `inspector_idle` in `runsync-benches` times it against a bare frame;
+//! `docs/determinism.md`, "The inspector", has the numbers). The snapshot ring is opt-in
 //! because it is not free: a [`Runtime::snapshot_into`] per frame (about a `memcpy` of the
 //! snapshotted columns) and N snapshots of memory; the recorded states' checksums are
 //! computed only at a rewind (restoring each, so a rewind over N frames costs N restores

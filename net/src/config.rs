@@ -6,7 +6,7 @@ use std::fmt::Debug;
 use std::hash::Hash;
 use std::marker::PhantomData;
 
-use crate::NetInput;
+use crate::input::NetInput;
 
 /// What a peer's address must be: `SocketAddr` for [`UdpTransport`](crate::UdpTransport),
 /// [`PeerId`](crate::PeerId) for the in-process [`MemoryNetwork`](crate::MemoryNetwork).

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use runsync::{Desync, FrameError, SaveError, SnapshotError};
 
-use crate::SetupMismatch;
+use crate::setup::SetupMismatch;
 
 /// Why a [`NetSession`](crate::NetSession), a [`Rollback`](crate::Rollback) or a
 /// [`sync_test`](crate::sync_test()) could not start or go on. Network trouble (a lost

@@ -47,8 +47,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use ggrs::{Message, NonBlockingSocket, PlayerHandle};
 use serde::{Deserialize, Serialize};
 
-use crate::NetError;
 use crate::config::Address;
+use crate::error::NetError;
 use crate::setup::{self, Claims, SetupMismatch, Watch};
 
 /// ggrs's input queue holds at most this many frames per player (it asserts so).

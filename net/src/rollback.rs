@@ -10,7 +10,9 @@ use ggrs::{Frame, GgrsRequest, InputStatus};
 use runsync::{Input, Runtime, RuntimeSnapshot};
 
 use crate::config::{Address, NetConfig};
-use crate::{NetError, NetInput, PlayerInputs};
+use crate::error::NetError;
+use crate::input::NetInput;
+use crate::input::PlayerInputs;
 
 /// One slot of the ring: a snapshot and what it is.
 struct Saved {

@@ -15,9 +15,13 @@ use ggrs::{
 use runsync::{Replay, Runtime};
 
 use crate::config::{Address, NetConfig};
+use crate::error::NetError;
 use crate::guard::{self, Guard, Rules, Shared};
+use crate::input::NetInput;
+use crate::input::PlayerInputs;
 use crate::rollback::CheckedFrame;
-use crate::{NetError, NetInput, PlayerInputs, Rollback, RollbackStats};
+use crate::rollback::Rollback;
+use crate::rollback::RollbackStats;
 
 /// Something that happened on the network, from [`NetSession::events`]. Frames are
 /// runsync's numbers (the state after that many frames).

@@ -15,9 +15,14 @@ use ggrs::{
 use runsync::Runtime;
 
 use crate::config::{Address, NetConfig};
+use crate::error::NetError;
 use crate::guard::{self, Guard, Rules, Shared};
+use crate::input::NetInput;
+use crate::input::PlayerInputs;
+use crate::rollback::Rollback;
+use crate::session::ConfirmedFrame;
+use crate::session::NetEvent;
 use crate::session::check_ready;
-use crate::{ConfirmedFrame, NetError, NetEvent, NetInput, PlayerInputs, Rollback};
 
 /// What a [`NetSpectator::tick`] did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,8 +11,10 @@ use ggrs::{GgrsError, GgrsRequest, SessionBuilder};
 use runsync::Runtime;
 
 use crate::config::NetConfig;
+use crate::error::NetError;
+use crate::input::NetInput;
+use crate::rollback::Rollback;
 use crate::session::check_ready;
-use crate::{NetError, NetInput, Rollback};
 
 /// What a passing [`sync_test`](fn@sync_test) did.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +203,7 @@ impl<G: Fn() -> Runtime> SyncTest<G> {
             let mut other = (self.game)();
             other
                 .world_mut()
-                .set_input(crate::PlayerInputs::<I>::empty(self.players));
+                .set_input(crate::input::PlayerInputs::<I>::empty(self.players));
             other.try_restore(earlier).ok()?;
             other.world().first_difference(rb.runtime().world())
         });

@@ -6,7 +6,7 @@
 //! by the players' pads, so that a wrong prediction changes the game and the frames
 //! re-run after it are real work.
 //!
-//! Release builds only: a debug build runs the arena some twenty times slower than a
+//! Release builds only: a debug build runs the arena many times slower than a
 //! game ships, which is not what this measures; `.ci/run` runs it with `--release`.
 
 mod common;

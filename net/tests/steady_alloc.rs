@@ -1,4 +1,4 @@
-//! A steady frame's save and restore allocate nothing (issue 37 item 1): the ring's
+//! A steady frame's save and restore allocate nothing: the ring's
 //! snapshots are reused (`snapshot_into`), the inputs are written in place. Counted by a
 //! global allocator, so this test has its own process.
 

@@ -1,4 +1,4 @@
-//! The sync-test helper (issue 37 item 2) and the start-up checks (item 1): a game that
+//! The sync-test helper and the start-up checks: a game that
 //! rolls back cleanly passes, one that keeps state outside its snapshot fails with the
 //! entity and values that differ, and a game that cannot be snapshot or checksummed is
 //! refused before its first frame, with the type's name.

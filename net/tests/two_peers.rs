@@ -1,6 +1,6 @@
-//! Two peers over the in-process network at 100 ms round trip and 5 % loss (issue 37
-//! item 4): every confirmed frame's checksum is the same on both peers and equals a
-//! single-process run of the same inputs; rollbacks are counted.
+//! Two peers over the in-process network at 100 ms round trip and 5 % loss: every
+//! confirmed frame's checksum is the same on both peers and equals a single-process run
+//! of the same inputs; rollbacks are counted.
 
 mod common;
 

@@ -1,4 +1,4 @@
-//! The `duel` binary as two real processes over loopback UDP (issue 37 item 4): both
+//! The `duel` binary as two real processes over loopback UDP: both
 //! print the same checksum for every confirmed frame, equal to a single-process run of
 //! the same scripted inputs. Bounded: the children are killed at the deadline.
 

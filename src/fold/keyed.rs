@@ -66,16 +66,14 @@ impl Item {
     }
 }
 
-/// Widest radix digit. Measured on 100k to 4M scattered keys: two passes of 9 or 10 bits
-/// beat three narrower ones, but 11-bit digits (2048 places written at once) took half
-/// as long again as three 8-bit passes at 4M.
+/// Widest radix digit. On scattered keys two passes of 9 or 10 bits beat three narrower
+/// ones, but 11-bit digits (2048 places written at once) lose even to three 8-bit passes.
 const DIGIT_BITS: u32 = 10;
 /// A sort runs in slices over the workers only with this many workers and
-/// ([`PAR_SORT_MIN_ITEMS`]) items. On the
-/// 2-core machine the benchmarks run on, slicing never paid (100k to 4M items: 25-60%
-/// slower than one thread, whose passes stream; even a histogram alone went from 0.58 to
-/// 0.47 ns per item on 2 threads), so it is kept for wider machines, where each worker's
-/// share shrinks: this gate is a guess, not a measurement.
+/// ([`PAR_SORT_MIN_ITEMS`]) items. On two
+/// cores slicing never paid (it was slower than one thread, whose passes stream, and
+/// even a histogram alone gained little), so it is kept for wider machines, where each
+/// worker's share shrinks: this gate is a guess, not a measurement.
 const PAR_SORT_MIN_THREADS: usize = 4;
 /// See [`PAR_SORT_MIN_THREADS`].
 const PAR_SORT_MIN_ITEMS: usize = 1 << 20;

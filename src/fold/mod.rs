@@ -145,8 +145,8 @@ impl<C: Component, M: Merge<C>> AnyFold for Fold<C, M> {
     }
 
     fn give_back(&mut self, back: &mut dyn FnMut(u32, Erased)) {
-        // Most types get no outputs in a frame: an empty `drain` still costs ~60
-        // instructions, once per registered type per Sync.
+        // Most types get no outputs in a frame: an empty `drain` still costs its setup
+        // and teardown, once per registered type per Sync.
         if self.inbox.is_empty() {
             return;
         }

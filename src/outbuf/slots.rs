@@ -8,14 +8,13 @@
 //! [`Slot::set`] is two stores: no target check, no type lookup, no capacity check, and
 //! no read: a flag per byte rather than a bit per row, because a bit set is a
 //! read-modify-write of a word that the next row's slot modifies again, and that chain
-//! through memory (store-to-load forwarding, about 5 cycles a row) measured as slow as
-//! the rest of the loop together. Rows the loop does not write keep their flag clear.
+//! through memory (store-to-load forwarding on every row) costs as much as the rest of
+//! the loop together. Rows the loop does not write keep their flag clear.
 //!
 //! A big table gets a pending column of its own. Small tables (a fragmented world: many
 //! tables of a few rows) *join* one: each takes the next rows of a block made with room
 //! (and zeroed flags) for [`BLOCK_ROWS`] rows, so a table costs a part record instead of
-//! two vectors taken from the spares, made, settled and copied (callgrind: ~360
-//! instructions a 20-row table before, in a frame of 26 such tables).
+//! two vectors taken from the spares, made, settled and copied.
 //!
 //! When the system next touches that type's buffer (any other write of the type, or the
 //! end of the system), the buffer [*settles*](PendingColumn::settle) its pending columns:
@@ -248,9 +247,9 @@ impl<O> Drop for PendingColumn<O> {
 
 /// Whether every flag is set. Flags are 0 or 1, so a block's flags are all set when
 /// their AND is 1: the blocks' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
-/// a word at a time, took ten times the instructions: 1 µs of a 10k-row frame). The
-/// rest (under 256 flags: all of a small table's) goes eight flags to a word, then one
-/// at a time; a byte loop there was ~130 instructions for a 20-row table.
+/// a word at a time, takes many times the instructions). The rest (under 256 flags: all
+/// of a small table's) goes eight flags to a word, then one at a time, fewer steps than
+/// a byte loop.
 fn all_set(present: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
     let mut blocks = present.chunks_exact(256);

@@ -45,18 +45,18 @@ struct TypeSlot<'w> {
 ///
 /// # Which write path when
 ///
-/// All paths give the same world, bit for bit; they differ in what they cost. Measured on
-/// the movement frame (one system writing `Pos` from `Vel`, Run + Sync, one worker) against
-/// hecs updating in place, 10k / 1M entities (`docs/performance.md` has
-/// the whole table):
+/// All paths give the same world, bit for bit; they differ in what they cost. On one
+/// worker `write_each` and the slots of `query` come closest to updating in place, then
+/// `writer`, then a plain `write`; `par_for_each` shares the slot loop over the workers
+/// (`docs/performance.md` measures each path against hecs and a raw loop):
 ///
-/// | path | use it for | what one write costs | vs hecs (vs a raw two-slice loop), 10k / 1M |
-/// |---|---|---|---:|
-/// | [`Output::query`] with [`Write<C>`](crate::Write) slots | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) | 1.6× (1.3×) / 1.5× (1.3×) |
-/// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` | 3.5× (2.9×) / 3.3× (2.8×) |
-/// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` | 1.8× (1.5×) / 2.0× (1.7×) |
-/// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column | 1.3× (1.1×) / 1.3× (1.1×) |
-/// | [`Output::par_for_each`] | the slot loop in parallel chunks (its `out` for other writes) | a slot write as in `query`, on every worker | 0.75× at 1M on 2 workers |
+/// | path | use it for | what one write costs |
+/// |---|---|---|
+/// | [`Output::query`] with [`Write<C>`](crate::Write) slots | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) |
+/// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` |
+/// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` |
+/// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column |
+/// | [`Output::par_for_each`] | the slot loop in parallel chunks (its `out` for other writes) | a slot write as in `query`, on every worker |
 ///
 /// Slots and `write` go into one system's outputs in emission order, but not in the same
 /// loop: `out.query()` borrows `out` for as long as its loop runs, so an `out.write`

@@ -66,9 +66,9 @@ pub trait Fetch {
     /// order, each at most once (a read-only element's `Columns` is `Copy`: every copy
     /// starts afresh).
     ///
-    /// Reads are unchecked (no bounds check per column per row: measured 20 % of the
-    /// movement frame at 10k entities); the row loops check the row once, against the
-    /// table's entity list.
+    /// Reads are unchecked (no bounds check per column per row, a large share of a
+    /// tight loop's work); the row loops check the row once, against the table's entity
+    /// list.
     ///
     /// # Safety
     /// `row` is less than the length of the table `columns` was taken from (every column

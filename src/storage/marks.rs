@@ -8,11 +8,10 @@
 //! row `i` (bitvec's `Lsb0` order). Everything here works on the raw words, as the query
 //! path of `storage::mask` does: ranges are set a word at a time (a `memset` inside the
 //! range), single rows and the query test read one word. Growing the words with zeros and
-//! then setting the range with bitvec's `BitSlice::fill` was measured first (callgrind:
-//! some 250k instructions per million marked rows, +18% on the Sync of a million summed
-//! outputs); the raw fill is one `memset` (half that, as callgrind counts `rep stos`). A
-//! test checks that bitvec's `BitSlice` view of the words agrees bit for bit (Miri-clean
-//! under Tree Borrows with strict provenance, like the `BitArray` use in `storage::mask`).
+//! then setting the range with bitvec's `BitSlice::fill` costs clearly more than the raw
+//! fill, one `memset`, in the Sync of many summed outputs. A test checks that bitvec's
+//! `BitSlice` view of the words agrees bit for bit (Miri-clean under Tree Borrows with
+//! strict provenance, like the `BitArray` use in `storage::mask`).
 //!
 //! The word vectors grow lazily and only as far as the highest marked row: bits past
 //! the end are zero, so an unmarked column costs no words, clearing is `Vec::clear` (O(1),
@@ -80,7 +79,7 @@ impl Bits {
         }
         // A range inside the first word past the end (a small table's rows, marked after
         // the clear at the start of Sync): one push. The general growth below, with its
-        // two `extend`s and edge fix-ups, was ~95 instructions a call; this is ~15.
+        // two `extend`s and edge fix-ups, costs several times that.
         if wa == wb && wa == old {
             self.0.push(head & tail);
             return;

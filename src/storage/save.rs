@@ -705,10 +705,11 @@ fn check_hierarchy(parsed: &ParsedStorage, h: Hierarchy) -> Result<(), LoadError
 
 #[cfg(test)]
 mod tests {
+    use crate::component::Component;
+    use crate::entity::Entity;
     use crate::hierarchy::{ChildOf, Children};
     use crate::savefile::LoadError;
     use crate::world::World;
-    use crate::{Component, Entity};
 
     #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
     struct Hp(i32);

@@ -186,7 +186,7 @@ impl World {
 
     /// The world's checksum as runsync computed it before digest version 2 (one
     /// multiply chain over every word, in the order [`checksum`](Self::checksum)
-    /// documents; 4 to 8 times slower): what replays recorded with it hold, and what
+    /// documents; several times slower): what replays recorded with it hold, and what
     /// [`Runtime::play_replay`](crate::Runtime::play_replay) compares them with. A new
     /// recording never needs it.
     pub fn checksum_v1(&self) -> u64 {

@@ -135,7 +135,7 @@ impl World {
 
 #[cfg(test)]
 mod tests {
-    use crate::ComponentId;
+    use crate::component::ComponentId;
     use crate::prelude::*;
 
     #[derive(Clone, Copy, Debug, PartialEq)]

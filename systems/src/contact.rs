@@ -4,8 +4,10 @@ use std::borrow::Cow;
 
 use runsync::prelude::*;
 
+use crate::grid::Grid;
+use crate::spatial::SpatialGrid;
 use crate::spatial::TeamBlocks;
-use crate::{Collider, Damage, Grid, Health, Position, Projectile, SpatialGrid, Team};
+use crate::{Collider, Damage, Health, Position, Projectile, Team};
 
 /// Enemies in contact deal damage: every entity with [`Position`], [`Collider`], [`Team`]
 /// and [`Damage`] (an *attacker*) hurts every overlapping entity of another team that has
@@ -189,13 +191,13 @@ mod tests {
     #[test]
     fn with_a_spatial_grid_victims_are_where_they_were_a_frame_earlier() {
         let mut w = world();
-        crate::SpatialGrid::register(&mut w);
+        crate::spatial::SpatialGrid::register(&mut w);
         let red = agent(&mut w, 0.0, 0, 1);
         let blue = agent(&mut w, 0.6, 1, 2);
         let green = agent(&mut w, 20.0, 2, 3);
         let gone = agent(&mut w, 20.5, 3, 4);
         let mut rt = runtime(w);
-        rt.add_system(crate::BuildGrid::default());
+        rt.add_system(crate::spatial::BuildGrid::default());
         rt.add_system(Contact::default());
         rt.frame(); // no grid yet: its own, of this world
         assert_eq!((hp(&rt, red), hp(&rt, blue)), (98, 99));

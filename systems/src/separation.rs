@@ -5,7 +5,9 @@ use std::borrow::Cow;
 use glam::Vec2;
 use runsync::prelude::*;
 
-use crate::{Collider, Grid, Impulse, Position, Projectile, SpatialGrid, Velocity, dt};
+use crate::grid::Grid;
+use crate::spatial::SpatialGrid;
+use crate::{Collider, Impulse, Position, Projectile, Velocity, dt};
 
 /// Pushes overlapping bodies apart: every entity with [`Position`], [`Velocity`] and
 /// [`Collider`] (projectiles excluded) whose circle overlaps others gets one [`Velocity`]
@@ -188,13 +190,13 @@ mod tests {
     #[test]
     fn with_a_spatial_grid_neighbours_are_where_they_were_a_frame_earlier() {
         let mut w = world();
-        crate::SpatialGrid::register(&mut w);
+        crate::spatial::SpatialGrid::register(&mut w);
         let a = body(&mut w, 0.0, 0.0);
         let b = body(&mut w, 0.5, 0.0);
         let c = body(&mut w, 20.0, 0.0);
         let d = body(&mut w, 20.5, 0.0);
         let mut rt = runtime(w);
-        rt.add_system(crate::BuildGrid::default());
+        rt.add_system(crate::spatial::BuildGrid::default());
         rt.add_system(Separation::new(4.0));
         let v = |rt: &Runtime, e| rt.world().get::<Velocity>(e).unwrap().0;
         rt.frame(); // no grid yet: its own, of this world

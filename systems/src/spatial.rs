@@ -8,9 +8,10 @@ use glam::Vec2;
 use runsync::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::{
-    Collider, Grid, GridItem, Health, MAX_GRID_PARTS, Position, Projectile, Team, Velocity,
-};
+use crate::grid::Grid;
+use crate::grid::GridItem;
+use crate::grid::MAX_GRID_PARTS;
+use crate::{Collider, Health, Position, Projectile, Team, Velocity};
 
 /// The world's colliders as they were one frame ago, indexed in a [`Grid`] once per frame
 /// by [`BuildGrid`] and read by every neighbour system: [`Separation`](crate::Separation),
@@ -684,7 +685,7 @@ mod tests {
         ));
         let mut rt = runtime(w);
         rt.add_system(BuildGrid::default());
-        rt.add_system(crate::Integrate);
+        rt.add_system(crate::motion::Integrate);
         rt.frame();
         let saved = rt.snapshot().unwrap();
         let at = |rt: &Runtime| {
@@ -722,8 +723,8 @@ mod tests {
         let game = |w: World| {
             let mut rt = runtime(w);
             rt.add_system(BuildGrid::default());
-            rt.add_system(crate::Separation::new(5.0));
-            rt.add_system(crate::Integrate);
+            rt.add_system(crate::separation::Separation::new(5.0));
+            rt.add_system(crate::motion::Integrate);
             rt
         };
         let mut rt = game(w);

@@ -7,10 +7,9 @@ use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg32;
 use runsync::prelude::*;
 
-use crate::{
-    Collider, Damage, GlobalTransform, Health, Lifetime, Position, Projectile, Team, Transform,
-    Velocity, dt,
-};
+use crate::transform::GlobalTransform;
+use crate::transform::Transform;
+use crate::{Collider, Damage, Health, Lifetime, Position, Projectile, Team, Velocity, dt};
 
 /// What an agent is spawned with.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -699,7 +698,7 @@ mod tests {
             },
             ..config(0.0)
         }));
-        rt.add_system(crate::PropagateTransforms::new());
+        rt.add_system(crate::transform::PropagateTransforms::new());
         rt.frame(); // the wave: 100 agents, 20 of them ships
         let ships: Vec<Entity> = rt
             .world()

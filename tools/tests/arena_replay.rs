@@ -2,7 +2,7 @@
 //! at 1 and 8 with every checksum as recorded; a replay whose recorded checksum was
 //! altered is refused as damaged, and, altered on purpose (its checks made again),
 //! reported at that frame with exit status 1; a file that is no replay is an error.
-//! Files that lie (issue 33): a recorded agent count the command line refuses (2^40, 0,
+//! Files that lie: a recorded agent count the command line refuses (2^40, 0,
 //! 3) is refused at once with the command line's message; a damaged keyframe is
 //! reported; a recording that contradicts itself is called corrupt. Runs the built
 //! `arena` binary, each run killed past a deadline.
@@ -241,8 +241,8 @@ fn with_agents(file: &[u8], agents: u64) -> Vec<u8> {
     join(&parts)
 }
 
-/// A recording whose agent count `--entities` would refuse (2^40 grew the arena by
-/// ~70 MB/s without end; 0 and 3 were played) is refused before anything is built, with
+/// A recording whose agent count `--entities` would refuse (2^40 grew the arena without
+/// end; 0 and 3 were played) is refused before anything is built, with
 /// the command line's own message.
 #[test]
 fn a_recorded_agent_count_the_command_line_refuses_is_refused() {

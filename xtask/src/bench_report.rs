@@ -1,5 +1,5 @@
 //! Reading criterion's saved estimates and turning them into a comparison table, the
-//! issue-16 target checks ("output slots at in-place speed"), and an SVG chart. Used by
+//! performance target checks ("output slots at in-place speed"), and an SVG chart. Used by
 //! `cargo xtask bench-report`.
 //!
 //! A bench function's name says which runsync API path (and, where the group chooses one,
@@ -338,7 +338,7 @@ enum Limit {
     Below(f64),
 }
 
-/// One target of the issue: what it says, the measured value and its limit.
+/// One performance target: what it says, the measured value and its limit.
 struct Target {
     what: String,
     measured: Option<f64>,
@@ -375,7 +375,7 @@ fn vs_row(rows: &[Row], what: String, a: &str, b: &str, limit: Limit) -> Target 
     }
 }
 
-/// The issue-16 targets ("output slots at in-place speed"), each with its measured value
+/// The performance targets ("output slots at in-place speed"), each with its measured value
 /// and whether it is met; a target whose estimates are missing reads "not measured".
 /// runsync times whole frames (Run + Sync) unless the target says Sync; hecs runs in place
 /// on one thread.
@@ -781,7 +781,7 @@ mod tests {
     }
 
     #[test]
-    fn targets_report_the_issue_16_checks() {
+    fn targets_report_the_output_slot_checks() {
         let e = [
             est("movement_10k", "runsync_query", None, 9.0),
             est("movement_10k", "runsync", None, 21.0),
@@ -844,8 +844,8 @@ mod tests {
         ] {
             assert!(t.contains(line), "missing `{line}` in\n{t}");
         }
-        assert!(!t.contains("add_remove"), "the issue-8 targets are gone");
-        assert!(!t.contains("sync_sum_1M"), "the issue-8 targets are gone");
+        assert!(!t.contains("add_remove"), "write-path targets are gone");
+        assert!(!t.contains("sync_sum_1M"), "write-path targets are gone");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! runsync with hecs, bevy_ecs and the raw loops (one row per runsync bench function, the
 //! README's lead loop `runsync_query` first within each group, then the plain `out.write`
 //! path `runsync`, `writer`, `write_each`, `par_for_each_query`, `par_for_each`), a note on
-//! what each row name means (API path and merge), then the issue-16 targets, and writes an
+//! what each row name means (API path and merge), then the performance targets, and writes an
 //! SVG bar chart (each group's lead-loop row, else its plain row).
 //!
 //! ```sh

@@ -1,13 +1,14 @@
 //! `cargo xtask layers`: the module import graph of runsync's `src/`: its import cycles
-//! (with the names that make each edge) and a check against the layer list in
-//! `src/lib.rs`'s docs.
+//! (with the names that make each edge), a check against the layer list in
+//! `src/lib.rs`'s docs, and the paths through the crate root's re-exports.
 //!
 //! ```sh
 //! cargo xtask layers [--src DIR] [--max-cycle N] [--edges]
 //! ```
 //!
-//! Exit status: 0 if the largest cycle is within `--max-cycle` and the layer list (if
-//! any) holds; 1 if not; 2 on a usage error or a file that cannot be read.
+//! Exit status: 0 if the largest cycle is within `--max-cycle`, the layer list (if any)
+//! holds and no module takes a name through the root's re-exports; 1 if not; 2 on a
+//! usage error or a file that cannot be read.
 //! See [`xtask::layers`] for what counts as an edge and the layer list's format.
 
 use std::path::PathBuf;
@@ -23,8 +24,10 @@ use xtask::layers::{self, DEFAULT_MAX_CYCLE, FORMAT, Options};
 /// `crate::sync::SyncReport::default()` or `super::FoldCounts` anywhere in code), resolved
 /// to the deepest file module the path names. Prints every import cycle (strongly
 /// connected component of two or more files) with the names behind each edge inside it,
-/// then the layer check, then a summary line. Exits with 1 if a cycle is larger than
-/// `--max-cycle` or the layer list is violated.
+/// then the layer check, then every path in a module other than lib.rs that takes a name
+/// lib.rs only re-exports (`crate::Entity` for `crate::entity::Entity`), with its line and
+/// the defining module, then a summary line. Exits with 1 if a cycle is larger than
+/// `--max-cycle`, the layer list is violated or such a path exists.
 #[derive(Parser, Debug)]
 #[command(name = "cargo xtask layers", version, about, long_about, after_long_help = FORMAT)]
 struct Args {

@@ -55,7 +55,7 @@ struct Args {
     /// Print one line per frame: `frame N checksum 0x...` (for scripts and tests).
     #[arg(long)]
     checksums: bool,
-    /// Skip the per-frame checksum (about 15 ns per entity): time only the sharding.
+    /// Skip the per-frame checksum (a hash of every entity's values): time only the sharding.
     #[arg(long, conflicts_with_all = ["check", "checksums"])]
     no_checksums: bool,
     /// With `--processes`: how long a process waits for the others to start, connect and

@@ -9,13 +9,14 @@ use runsync::Runtime;
 
 use super::Cluster;
 #[cfg(doc)]
-use crate::cluster_config;
+use crate::cluster::cluster_config;
+use crate::error::ClusterError;
 use crate::ids::{Agreement, Ids};
 use crate::partition::Partition;
 use crate::report::{FrameReport, Report, world_checksum};
 use crate::rounds::{self, Rounds};
 use crate::shard::{Shard, ShardStats};
-use crate::{ClusterError, handshake, launch};
+use crate::{handshake, launch};
 
 impl<P: Partition> Cluster<P> {
     /// Runs the same world, systems and [`global`](Self::global) values in one process,

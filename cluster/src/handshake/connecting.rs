@@ -11,7 +11,7 @@ use super::key::{ACCEPTING, CONNECTING, Key, NONCE, nonce};
 use super::wire::{
     BODY, CHALLENGE, HEAD, HELLO_WAIT, Head, Hello, OPEN, PROTOCOL, difference, head, read_by,
 };
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// How one attempt to connect to a process ended, short of success.
 enum Attempt {

@@ -5,7 +5,7 @@ use std::net::{SocketAddr, TcpStream};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::wire::Hello;
-use crate::ClusterError;
+use crate::error::ClusterError;
 
 /// Refused connections logged one by one (then only counted).
 pub(crate) const MAX_LOGGED: usize = 16;

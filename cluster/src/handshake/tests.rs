@@ -114,7 +114,7 @@ fn proofs_differ_by_key_side_and_nonce() {
 #[test]
 fn peers_with_one_key_meet_and_so_do_peers_without_one() {
     for key in [Key::of(b"the cluster key"), Key::none()] {
-        let addresses = crate::loopback_addresses(2).unwrap();
+        let addresses = crate::loopback::loopback_addresses(2).unwrap();
         let wait = Duration::from_secs(10);
         let p0 = start(&addresses, 0, hello(0), key.clone(), wait);
         let p1 = start(&addresses, 1, hello(1), key.clone(), wait);
@@ -126,7 +126,7 @@ fn peers_with_one_key_meet_and_so_do_peers_without_one() {
 
 #[test]
 fn peers_that_prove_the_key_and_differ_are_a_mismatch_on_both() {
-    let addresses = crate::loopback_addresses(2).unwrap();
+    let addresses = crate::loopback::loopback_addresses(2).unwrap();
     let key = Key::of(b"the cluster key");
     let wait = Duration::from_secs(10);
     let p0 = start(&addresses, 0, hello(0), key.clone(), wait);
@@ -150,7 +150,7 @@ fn peers_that_prove_the_key_and_differ_are_a_mismatch_on_both() {
 
 #[test]
 fn a_stranger_of_this_version_without_the_key_learns_no_digest_and_the_peers_meet() {
-    let addresses = crate::loopback_addresses(2).unwrap();
+    let addresses = crate::loopback::loopback_addresses(2).unwrap();
     let key = Key::of(b"the cluster key");
     let p0 = start(
         &addresses,
@@ -212,7 +212,7 @@ fn a_wrong_key_or_none_is_refused_by_the_connecting_side_and_ignored_by_the_othe
         ),
     ];
     for (k0, k1, why) in cases {
-        let addresses = crate::loopback_addresses(2).unwrap();
+        let addresses = crate::loopback::loopback_addresses(2).unwrap();
         let p0 = start(&addresses, 0, hello(0), k0.clone(), Duration::from_secs(2));
         let started = Instant::now();
         let p1 = start(&addresses, 1, hello(1), k1.clone(), Duration::from_secs(10));
@@ -233,7 +233,7 @@ fn a_wrong_key_or_none_is_refused_by_the_connecting_side_and_ignored_by_the_othe
 
 #[test]
 fn silent_slow_and_many_strangers_do_not_keep_the_peers_apart() {
-    let addresses = crate::loopback_addresses(2).unwrap();
+    let addresses = crate::loopback::loopback_addresses(2).unwrap();
     let key = Key::none();
     let p0 = start(
         &addresses,

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{MIGRANT, Shard};
-use crate::ClusterError;
+use crate::error::ClusterError;
 use crate::ids::{Agreement, Ids};
 use crate::rounds::Record;
 

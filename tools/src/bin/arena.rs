@@ -870,7 +870,7 @@ fn sharded(args: &Args, shards: usize) -> ExitCode {
             args.frames
         );
     }
-    // Checksums (some 100 ns per entity) only to compare.
+    // Checksums (a hash of every entity's values) only to compare.
     let mut cluster = runsync_tools::sharded::cluster(config, total, args.frames)
         .checksums(args.check)
         .connect_timeout(Duration::from_secs_f64(args.connect_timeout))

@@ -109,7 +109,7 @@ pub(super) fn module_name(m: &[String]) -> String {
 /// to it; `lib.rs` is the root): `read` every file, `reach` the modules from the
 /// root, the `edges` between them, their `cycles`.
 pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, ParseError> {
-    let (parsed, mut skipped) = read(sources)?;
+    let (parsed, mut skipped) = read(sources, false)?;
     let (included, test_files) = reach(&parsed);
     for k in (0..sources.len()).filter(|k| parsed[*k].is_some() && !included.contains(k)) {
         let why = if test_files.contains(&k) {
@@ -143,16 +143,19 @@ pub fn analyze(sources: &[SourceFile]) -> Result<Analysis, ParseError> {
 }
 
 /// A file module: its path from the root and what its file declares and names.
-type Module = (Vec<String>, Parsed);
+pub(super) type Module = (Vec<String>, Parsed);
 
-/// Parses every file, test-only ones included (so a broken one is reported): a
-/// [`Module`] per source file, `None` for those that are no (first) file of a module,
-/// which are skipped.
-fn read(sources: &[SourceFile]) -> Result<(Vec<Option<Module>>, Vec<Skipped>), ParseError> {
+/// Parses every file, test-only ones included (so a broken one is reported; their code
+/// is read only if `with_tests`): a [`Module`] per source file, `None` for those that
+/// are no (first) file of a module, which are skipped.
+pub(super) fn read(
+    sources: &[SourceFile],
+    with_tests: bool,
+) -> Result<(Vec<Option<Module>>, Vec<Skipped>), ParseError> {
     let (mut parsed, mut skipped, mut seen) = (Vec::new(), Vec::new(), BTreeSet::new());
     for src in sources {
         let module = module_of(&src.path);
-        let p = parse(&src.text, module.as_deref().unwrap_or_default()).map_err(
+        let p = parse(&src.text, module.as_deref().unwrap_or_default(), with_tests).map_err(
             |(line, message)| ParseError {
                 path: src.path.clone(),
                 line,
@@ -179,7 +182,7 @@ fn read(sources: &[SourceFile]) -> Result<(Vec<Option<Module>>, Vec<Skipped>), P
 
 /// The modules reached from the root through `mod` declarations (indices into
 /// `parsed`), and those reached only through test-only ones.
-fn reach(parsed: &[Option<Module>]) -> (BTreeSet<usize>, BTreeSet<usize>) {
+pub(super) fn reach(parsed: &[Option<Module>]) -> (BTreeSet<usize>, BTreeSet<usize>) {
     let by_module: HashMap<&[String], usize> = (parsed.iter().enumerate())
         .filter_map(|(k, p)| Some((&p.as_ref()?.0[..], k)))
         .collect();
@@ -201,16 +204,29 @@ fn reach(parsed: &[Option<Module>]) -> (BTreeSet<usize>, BTreeSet<usize>) {
     (included, test_files)
 }
 
+/// The node index of each module of `nodes`.
+pub(super) fn node_index(nodes: &[&Module]) -> HashMap<Vec<String>, usize> {
+    (nodes.iter().enumerate())
+        .map(|(n, (m, _))| (m.clone(), n))
+        .collect()
+}
+
+/// The names the root gives whole external crates (`use runsync_pool as pool;`), which
+/// are no file modules of the crate.
+pub(super) fn extern_aliases<'a>(
+    nodes: &[&'a Module],
+    node: &HashMap<Vec<String>, usize>,
+) -> BTreeSet<&'a String> {
+    let root = nodes.iter().find(|(m, _)| m.is_empty());
+    (root.into_iter().flat_map(|(_, p)| &p.extern_aliases))
+        .filter(|a| !node.contains_key(std::slice::from_ref(*a)))
+        .collect()
+}
+
 /// The edges between `nodes` (the modules in the graph, by node index), sorted.
 fn edges(nodes: &[&Module]) -> Vec<Edge> {
-    let node: HashMap<Vec<String>, usize> = (nodes.iter().enumerate())
-        .map(|(n, (m, _))| (m.clone(), n))
-        .collect();
-    // Whole external crates the root names as modules (not file modules of its own).
-    let root = nodes.iter().find(|(m, _)| m.is_empty());
-    let aliases: BTreeSet<&String> = (root.into_iter().flat_map(|(_, p)| &p.extern_aliases))
-        .filter(|a| !node.contains_key(std::slice::from_ref(*a)))
-        .collect();
+    let node = node_index(nodes);
+    let aliases = extern_aliases(nodes, &node);
     let mut edges: BTreeMap<(usize, usize), BTreeSet<String>> = BTreeMap::new();
     for (n, (_, p)) in nodes.iter().enumerate() {
         for r in &p.refs {
@@ -235,27 +251,7 @@ fn resolve(
     node: &HashMap<Vec<String>, usize>,
     aliases: &BTreeSet<&String>,
 ) -> Option<(usize, String)> {
-    let (base, rest) = match r.segs[0].as_str() {
-        "crate" => (&[][..], &r.segs[1..]),
-        first @ ("self" | "super") => {
-            let skip = usize::from(first == "self");
-            let up = r.segs[skip..].iter().take_while(|s| *s == "super").count();
-            (
-                &r.scope[..r.scope.len().checked_sub(up)?],
-                &r.segs[skip + up..],
-            )
-        }
-        // A child module of the scope, else an external crate, a type, a local name.
-        first => {
-            let child = [&r.scope[..], &[first.to_owned()]].concat();
-            node.contains_key(&child)
-                .then_some((&r.scope[..], &r.segs[..]))?
-        }
-    };
-    let abs = [base, rest].concat();
-    if abs.first().is_some_and(|m| aliases.contains(m)) {
-        return None; // another crate's item, reached through the root's alias
-    }
+    let abs = absolute(&r.scope, &r.segs, node, aliases)?;
     let depth = (0..=abs.len())
         .take_while(|&d| node.contains_key(&abs[..d]))
         .last()?;
@@ -267,6 +263,35 @@ fn resolve(
         None => abs.last().cloned().unwrap_or_else(|| "crate".to_owned()),
     };
     Some((node[&abs[..depth]], name))
+}
+
+/// The path from the crate root that `segs`, written in module `scope`, names; `None`
+/// for a path outside the crate's files (an external crate, a type, a local name, or
+/// another crate reached through the root's alias `aliases`).
+pub(super) fn absolute(
+    scope: &[String],
+    segs: &[String],
+    node: &HashMap<Vec<String>, usize>,
+    aliases: &BTreeSet<&String>,
+) -> Option<Vec<String>> {
+    let (base, rest) = match segs[0].as_str() {
+        "crate" => (&[][..], &segs[1..]),
+        first @ ("self" | "super") => {
+            let skip = usize::from(first == "self");
+            let up = segs[skip..].iter().take_while(|s| *s == "super").count();
+            (&scope[..scope.len().checked_sub(up)?], &segs[skip + up..])
+        }
+        // A child module of the scope, else an external crate, a type, a local name.
+        first => {
+            let child = [scope, &[first.to_owned()]].concat();
+            node.contains_key(&child).then_some((scope, segs))?
+        }
+    };
+    let abs = [base, rest].concat();
+    if abs.first().is_some_and(|m| aliases.contains(m)) {
+        return None; // another crate's item, reached through the root's alias
+    }
+    Some(abs)
 }
 
 /// The strongly connected components of two or more nodes of a graph of `n` nodes,

@@ -37,7 +37,7 @@ impl Collector {
             if punct(i, '#') && group(open, Delimiter::Bracket) {
                 let attr: TokenStream = tts[i..=open].iter().cloned().collect();
                 let outer = Attribute::parse_outer.parse2(attr);
-                test |= outer.is_ok_and(|a| test_only(&a));
+                test |= !self.with_tests && outer.is_ok_and(|a| test_only(&a));
                 i = open + 1;
                 continue;
             }
@@ -85,13 +85,14 @@ impl Collector {
                         && !punct(i.wrapping_sub(1), '.')
                         && (!punct(i.wrapping_sub(1), '$') || first == "crate") =>
                 {
+                    let line = tts[i].span().start().line;
                     let mut segs = vec![first.to_owned()];
                     while let Some(s) = ident(i + 3).filter(|_| sep(i + 1)) {
                         segs.push(s);
                         i += 3;
                     }
                     let mac = punct(i + 1, '!') && !punct(i + 2, '=');
-                    self.path(segs, false, mac);
+                    self.path(segs, false, mac, line);
                 }
                 _ => {}
             }

@@ -1,6 +1,7 @@
 //! Module import graph of a crate's `src/`: which file uses which, the import cycles
-//! (strongly connected components), and a check against the layer list written in the
-//! crate root's docs. Used by `cargo xtask layers`:
+//! (strongly connected components), a check against the layer list written in the
+//! crate root's docs, and the paths that take a name through the crate root's
+//! re-exports instead of from its defining module. Used by `cargo xtask layers`:
 //!
 //! ```sh
 //! cargo xtask layers [--src DIR] [--max-cycle N] [--edges]
@@ -9,7 +10,8 @@
 //! It reads Rust source with `syn` (no compiler); one file per step:
 //! `parse` (one file: its `mod` declarations and the paths it names), `macros` (the
 //! same in a macro's unparsed tokens), `graph` (files, edges, cycles), `list` (the layer
-//! list and its check), `report` (the text).
+//! list and its check), `reexports` (paths through the root's re-exports), `report`
+//! (the text).
 //!
 //! - **Nodes** are files: `lib.rs` is the crate root, `world.rs` or `world/mod.rs` the
 //!   module `world`, `world/snapshot.rs` the module `world::snapshot`. Only files reached
@@ -32,6 +34,13 @@
 //!   function, `impl`, `use`, macro invocation, ...), an associated item or a block
 //!   under a `#[cfg(test)]`-only attribute.
 //!
+//! - **Through the root's re-exports**: a path in any module but `lib.rs` that takes a
+//!   name `lib.rs` re-exports rather than defines (`crate::Entity` for `pub use
+//!   entity::Entity;`) is reported with its file, line and the defining module to name
+//!   instead (`crate::entity::Entity`). Test code counts here; doc comments do not, so an
+//!   intra-doc link keeps the public path a reader of the docs sees. See [`reexports`]
+//!   for what is fine.
+//!
 //! Sources are read with all `cfg`s on at once (both `#[cfg(feature = "tracy")]` and
 //! its `not` twin count), except the test-only ones. A file `syn` cannot read is an
 //! error naming its path and line.
@@ -45,6 +54,7 @@ mod graph;
 mod list;
 mod macros;
 mod parse;
+pub mod reexports;
 mod report;
 #[cfg(test)]
 mod tests;
@@ -52,6 +62,7 @@ mod tests;
 pub use graph::{Analysis, Edge, FileNode, Skipped, analyze};
 pub use list::{Layer, LayerProblem, LayerSyntaxError, Layers, check_layers, parse_layers};
 pub use parse::ParseError;
+pub use reexports::{RootReexport, root_reexports};
 pub use report::{Options, Report, report};
 
 /// The layer list's format, as written in the module docs (for `--help`).

@@ -1,6 +1,8 @@
 //! One file read with `syn`: the `mod name;` declarations it makes and every path it
 //! names (in `use` trees, in code, inside macro token streams), each with the module it
-//! is written in. Attributes, visibilities and test-only code are not read.
+//! is written in and its line; also the items it defines and the names its `use` items
+//! bring in, by module. Attributes and visibilities are not read; test-only code is
+//! read only when asked for (the re-export check reads it, the import graph does not).
 
 use std::fmt;
 
@@ -41,6 +43,20 @@ pub(super) struct RawRef {
     pub(super) glob: bool,
     /// `path!(..)`: the last segment is a macro.
     pub(super) mac: bool,
+    /// The line the path starts on (1-based).
+    pub(super) line: usize,
+}
+
+/// A name a `use` item brings into a module (outside function bodies): `use a::b::C;`
+/// brings `C` (`use a::b::C as D;` brings `D`, `use a::b::{self};` brings `b`).
+#[derive(Clone, Debug)]
+pub(super) struct Import {
+    /// The module the `use` is written in.
+    pub(super) scope: Vec<String>,
+    /// The name it brings in.
+    pub(super) name: String,
+    /// The path as written, to the item (`a::b::C`; `$crate` is `crate`).
+    pub(super) segs: Vec<String>,
 }
 
 /// A `mod name;` declaration (a module in its own file); `test` if under `#[cfg(test)]`.
@@ -59,11 +75,24 @@ pub(super) struct Parsed {
     pub(super) test_only: bool,
     /// Names the crate root gives whole external crates (`use runsync_pool as pool;`).
     pub(super) extern_aliases: Vec<String>,
+    /// Items defined outside function bodies (`fn`, types, traits, consts, statics,
+    /// modules, `macro_rules!`, `extern crate`), each with the module it is in.
+    pub(super) items: Vec<(Vec<String>, String)>,
+    /// Names brought in by `use` items outside function bodies.
+    pub(super) imports: Vec<Import>,
+    /// Modules (in their own file or inline) that only part of the crate may name, each
+    /// with the module whose code may: its parent for a private `mod`, the parent's
+    /// parent for `pub(super)`.
+    pub(super) restricted: Vec<(Vec<String>, Vec<String>)>,
 }
 
-/// Reads `text`, the file of module `module` (`[]` for the crate root). An error gives
-/// the line and what is wrong.
-pub(super) fn parse(text: &str, module: &[String]) -> Result<Parsed, (usize, String)> {
+/// Reads `text`, the file of module `module` (`[]` for the crate root), test-only code
+/// too if `with_tests`. An error gives the line and what is wrong.
+pub(super) fn parse(
+    text: &str,
+    module: &[String],
+    with_tests: bool,
+) -> Result<Parsed, (usize, String)> {
     let tokens: TokenStream = text.parse().map_err(|e: proc_macro2::LexError| {
         let at = e.span().start();
         (
@@ -76,10 +105,14 @@ pub(super) fn parse(text: &str, module: &[String]) -> Result<Parsed, (usize, Str
     let mut c = Collector {
         scope: module.to_vec(),
         out: Parsed::default(),
+        with_tests,
+        in_body: 0,
     };
     if test_only(&file.attrs) {
         c.out.test_only = true;
-        return Ok(c.out);
+        if !with_tests {
+            return Ok(c.out);
+        }
     }
     c.visit_file(&file);
     // `use other_crate as name;` at the crate root: `crate::name::..` is outside the graph.
@@ -154,11 +187,15 @@ pub(super) struct Collector {
     /// The module being read: the file's module plus inline `mod` names.
     pub(super) scope: Vec<String>,
     pub(super) out: Parsed,
+    /// Read test-only code too.
+    pub(super) with_tests: bool,
+    /// How many function bodies (blocks) enclose the code being read.
+    pub(super) in_body: usize,
 }
 
 impl Collector {
-    /// Records a path given by its segments as written.
-    pub(super) fn path(&mut self, segs: Vec<String>, glob: bool, mac: bool) {
+    /// Records a path given by its segments as written, starting on `line`.
+    pub(super) fn path(&mut self, segs: Vec<String>, glob: bool, mac: bool, line: usize) {
         if !segs.is_empty() {
             let scope = self.scope.clone();
             self.out.refs.push(RawRef {
@@ -166,16 +203,30 @@ impl Collector {
                 segs,
                 glob,
                 mac,
+                line,
             });
         }
     }
 
-    /// Records the paths of a `use` tree below `prefix`.
+    /// Whether code under `attrs` is left out: test-only, and tests are not read.
+    pub(super) fn skips(&self, attrs: &[Attribute]) -> bool {
+        !self.with_tests && test_only(attrs)
+    }
+
+    /// Records the paths of a `use` tree below `prefix`, and the names it brings in.
     pub(super) fn use_tree(&mut self, tree: &UseTree, prefix: &mut Vec<String>) {
-        let leaf = |c: &mut Self, name: &syn::Ident| {
+        let leaf = |c: &mut Self, name: &syn::Ident, brought: &syn::Ident| {
             let mut segs = prefix.clone();
             segs.extend((name != "self").then(|| name.unraw().to_string()));
-            c.path(segs, false, false);
+            let name = match (brought == "self", segs.last()) {
+                (true, Some(last)) => last.clone(),
+                _ => brought.unraw().to_string(),
+            };
+            if c.in_body == 0 && !segs.is_empty() {
+                let (scope, segs) = (c.scope.clone(), segs.clone());
+                c.out.imports.push(Import { scope, name, segs });
+            }
+            c.path(segs, false, false, brought.span().start().line);
         };
         match tree {
             UseTree::Path(p) => {
@@ -183,12 +234,29 @@ impl Collector {
                 self.use_tree(&p.tree, prefix);
                 prefix.pop();
             }
-            UseTree::Name(n) => leaf(self, &n.ident),
-            UseTree::Rename(r) => leaf(self, &r.ident),
-            UseTree::Glob(_) => self.path(prefix.clone(), true, false),
+            UseTree::Name(n) => leaf(self, &n.ident, &n.ident),
+            UseTree::Rename(r) => leaf(self, &r.ident, &r.rename),
+            UseTree::Glob(g) => {
+                self.path(prefix.clone(), true, false, g.star_token.span.start().line)
+            }
             UseTree::Group(g) => g.items.iter().for_each(|t| self.use_tree(t, prefix)),
         }
     }
+
+    /// Records an item named `name` defined in the current module.
+    fn item(&mut self, name: &syn::Ident) {
+        if self.in_body == 0 {
+            let scope = self.scope.clone();
+            self.out.items.push((scope, name.unraw().to_string()));
+        }
+    }
+}
+
+/// The line a path starts on.
+fn line_of(path: &syn::Path) -> usize {
+    path.segments
+        .first()
+        .map_or(0, |s| s.ident.span().start().line)
 }
 
 /// The segments of a path written with at least one `::` and no leading `::`.
@@ -209,17 +277,55 @@ impl<'ast> Visit<'ast> for Collector {
     fn visit_item(&mut self, item: &'ast Item) {
         let attrs = attrs_of!(item, Item: Const Enum ExternCrate Fn ForeignMod Impl Macro
             Mod Static Struct Trait TraitAlias Type Union Use);
-        if !test_only(attrs) {
-            return visit::visit_item(self, item);
-        }
-        if let Item::Mod(m @ syn::ItemMod { content: None, .. }) = item {
+        let test = test_only(attrs);
+        if let (true, Item::Mod(m @ syn::ItemMod { content: None, .. })) = (test, item) {
             let mut module = self.scope.clone();
             module.push(m.ident.unraw().to_string());
             self.out.decls.push(Decl { module, test: true });
+            return;
         }
+        if test && !self.with_tests {
+            return;
+        }
+        let name = match item {
+            Item::Const(i) => Some(&i.ident),
+            Item::Enum(i) => Some(&i.ident),
+            Item::ExternCrate(i) => Some(i.rename.as_ref().map_or(&i.ident, |(_, r)| r)),
+            Item::Fn(i) => Some(&i.sig.ident),
+            Item::Macro(i) => i.ident.as_ref(),
+            Item::Mod(i) => Some(&i.ident),
+            Item::Static(i) => Some(&i.ident),
+            Item::Struct(i) => Some(&i.ident),
+            Item::Trait(i) => Some(&i.ident),
+            Item::TraitAlias(i) => Some(&i.ident),
+            Item::Type(i) => Some(&i.ident),
+            Item::Union(i) => Some(&i.ident),
+            _ => None,
+        };
+        if let Some(name) = name {
+            self.item(name);
+        }
+        visit::visit_item(self, item);
+    }
+
+    fn visit_block(&mut self, b: &'ast syn::Block) {
+        self.in_body += 1;
+        visit::visit_block(self, b);
+        self.in_body -= 1;
     }
 
     fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        let up = match &m.vis {
+            syn::Visibility::Inherited => Some(0),
+            syn::Visibility::Restricted(r) if r.path.is_ident("self") => Some(0),
+            syn::Visibility::Restricted(r) if r.path.is_ident("super") => Some(1),
+            _ => None,
+        };
+        if let Some(within) = up.and_then(|up| self.scope.len().checked_sub(up)) {
+            let module = [&self.scope[..], &[m.ident.unraw().to_string()]].concat();
+            let within = self.scope[..within].to_vec();
+            self.out.restricted.push((module, within));
+        }
         self.scope.push(m.ident.unraw().to_string());
         match &m.content {
             None => {
@@ -241,39 +347,39 @@ impl<'ast> Visit<'ast> for Collector {
     }
 
     fn visit_impl_item(&mut self, item: &'ast ImplItem) {
-        if !test_only(attrs_of!(item, ImplItem: Const Fn Type Macro)) {
+        if !self.skips(attrs_of!(item, ImplItem: Const Fn Type Macro)) {
             visit::visit_impl_item(self, item);
         }
     }
 
     fn visit_trait_item(&mut self, item: &'ast TraitItem) {
-        if !test_only(attrs_of!(item, TraitItem: Const Fn Type Macro)) {
+        if !self.skips(attrs_of!(item, TraitItem: Const Fn Type Macro)) {
             visit::visit_trait_item(self, item);
         }
     }
 
     fn visit_foreign_item(&mut self, item: &'ast ForeignItem) {
-        if !test_only(attrs_of!(item, ForeignItem: Fn Static Type Macro)) {
+        if !self.skips(attrs_of!(item, ForeignItem: Fn Static Type Macro)) {
             visit::visit_foreign_item(self, item);
         }
     }
 
     fn visit_expr(&mut self, e: &'ast Expr) {
-        if !test_only(attrs_of!(e, Expr: Block Unsafe Async Const)) {
+        if !self.skips(attrs_of!(e, Expr: Block Unsafe Async Const)) {
             visit::visit_expr(self, e);
         }
     }
 
     fn visit_path(&mut self, path: &'ast syn::Path) {
         if let Some(segs) = segments(path) {
-            self.path(segs, false, false);
+            self.path(segs, false, false, line_of(path));
         }
         visit::visit_path(self, path);
     }
 
     fn visit_macro(&mut self, m: &'ast syn::Macro) {
         if let Some(segs) = segments(&m.path) {
-            self.path(segs, false, true);
+            self.path(segs, false, true, line_of(&m.path));
         }
         self.tokens(m.tokens.clone());
     }

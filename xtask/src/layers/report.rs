@@ -1,10 +1,12 @@
 //! The text `cargo xtask layers` prints: files and skipped files, every cycle with the
-//! edges inside it, the layer check, and a summary line.
+//! edges inside it, the layer check, the paths through the root's re-exports, and a
+//! summary line.
 
 use std::fmt::Write as _;
 
 use super::graph::{Edge, analyze};
 use super::list::{LayerProblem as P, check_layers, parse_layers};
+use super::reexports::root_reexports;
 use super::{DEFAULT_MAX_CYCLE, SourceFile};
 
 /// Everything the `layers` binary prints, and whether the check passed.
@@ -18,7 +20,11 @@ pub struct Report {
     pub violations: usize,
     /// Whether a layer list was found.
     pub has_layers: bool,
-    /// Whether everything is within limits: no cycle over the limit, no layer problem.
+    /// Paths in modules other than `lib.rs` that take a name through a re-export of the
+    /// crate root ([`root_reexports`](super::root_reexports)).
+    pub reexport_uses: usize,
+    /// Whether everything is within limits: no cycle over the limit, no layer problem, no
+    /// path through the root's re-exports.
     pub ok: bool,
 }
 
@@ -44,12 +50,14 @@ impl Default for Options {
 }
 
 /// Analyses `sources` (a crate's source directory) and writes the report: cycles with
-/// the edges inside them, the layer check, and a summary line.
+/// the edges inside them, the layer check, the paths through the root's re-exports, and
+/// a summary line.
 pub fn report(
     sources: &[SourceFile],
     opts: &Options,
 ) -> Result<Report, Box<dyn std::error::Error>> {
     let a = analyze(sources)?;
+    let through_root = root_reexports(sources)?;
     let layers = match sources.iter().find(|s| s.path == "lib.rs") {
         Some(lib) => parse_layers(&lib.text)?,
         None => None,
@@ -91,7 +99,8 @@ pub fn report(
             t,
             "\nno layer list found in {dir}/lib.rs (see `layers --help` for the format)"
         )?;
-        return summary(t, a.largest_cycle(), None, opts);
+        reexport_lines(&mut t, &through_root, dir)?;
+        return summary(t, a.largest_cycle(), None, through_root.len(), opts);
     };
     let mut problems = check_layers(&a, layers);
     problems.sort_by_key(|p| match p {
@@ -144,15 +153,44 @@ pub fn report(
         };
         writeln!(t, "  {line}")?;
     }
-    summary(t, a.largest_cycle(), Some(problems.len()), opts)
+    reexport_lines(&mut t, &through_root, dir)?;
+    summary(
+        t,
+        a.largest_cycle(),
+        Some(problems.len()),
+        through_root.len(),
+        opts,
+    )
 }
 
-/// Ends `text` with the summary line: the largest cycle against its limit, and the
-/// number of layer problems (`None` without a layer list).
+/// Appends the paths that take a name through the root's re-exports, one a line.
+fn reexport_lines(t: &mut String, found: &[super::RootReexport], dir: &str) -> std::fmt::Result {
+    if found.is_empty() {
+        return writeln!(
+            t,
+            "
+no imports through lib.rs's re-exports"
+        );
+    }
+    writeln!(
+        t,
+        "
+imports through lib.rs's re-exports (name the defining module instead):"
+    )?;
+    for r in found {
+        writeln!(t, "  {dir}/{r}")?;
+    }
+    Ok(())
+}
+
+/// Ends `text` with the summary line: the largest cycle against its limit, the number
+/// of layer problems (`None` without a layer list) and of paths through the root's
+/// re-exports.
 fn summary(
     mut text: String,
     largest_cycle: usize,
     violations: Option<usize>,
+    reexport_uses: usize,
     opts: &Options,
 ) -> Result<Report, Box<dyn std::error::Error>> {
     let n = violations.unwrap_or(0);
@@ -163,7 +201,8 @@ fn summary(
     };
     writeln!(
         text,
-        "\nlargest import cycle: {largest_cycle} files (limit {}); layer violations: {n}{none}",
+        "\nlargest import cycle: {largest_cycle} files (limit {}); layer violations: {n}{none}; \
+         imports through lib.rs's re-exports: {reexport_uses}",
         opts.max_cycle
     )?;
     Ok(Report {
@@ -171,6 +210,7 @@ fn summary(
         largest_cycle,
         violations: n,
         has_layers: violations.is_some(),
-        ok: largest_cycle <= opts.max_cycle && n == 0,
+        reexport_uses,
+        ok: largest_cycle <= opts.max_cycle && n == 0 && reexport_uses == 0,
     })
 }

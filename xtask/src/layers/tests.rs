@@ -465,7 +465,8 @@ fn report_summary_and_limits() {
     assert!(r.text.contains("no layer list found in src/lib.rs"));
     assert!(r.text.contains("    src/a.rs -> src/b.rs: B\n"));
     assert!(r.text.ends_with(
-        "largest import cycle: 2 files (limit 1); layer violations: 0 (no layer list)\n"
+        "largest import cycle: 2 files (limit 1); layer violations: 0 (no layer list); \
+         imports through lib.rs's re-exports: 0\n"
     ));
     let r = report(
         &sources,
@@ -488,4 +489,128 @@ fn module_paths_of_files() {
     assert_eq!(m("world/snapshot.rs").as_deref(), Some("world::snapshot"));
     assert_eq!(m("main.rs"), None);
     assert_eq!(m("bin/tool.rs"), None);
+}
+
+/// What `root_reexports` finds in `files`, as `file:line: written -> defined` lines.
+fn through_root(files: &[(&str, &str)]) -> Vec<String> {
+    root_reexports(&tree(files))
+        .unwrap()
+        .iter()
+        .map(|r| format!("{}:{}: {} -> {}", r.path, r.line, r.written, r.defined))
+        .collect()
+}
+
+#[test]
+fn a_path_through_a_root_reexport_is_reported_with_its_defining_module() {
+    let found = through_root(&[
+        (
+            "lib.rs",
+            "mod entity;\nmod world;\npub use entity::Entity;\npub use world::World;",
+        ),
+        ("entity.rs", "pub struct Entity;"),
+        (
+            "world.rs",
+            "use crate::{Entity, entity};\n\
+             pub struct World;\n\
+             fn f() -> Option<crate::World> { super::Entity; None }",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        [
+            "world.rs:1: crate::Entity -> crate::entity::Entity",
+            "world.rs:3: crate::World -> crate::world::World",
+            "world.rs:3: super::Entity -> crate::entity::Entity",
+        ]
+    );
+}
+
+#[test]
+fn naming_the_defining_module_is_not_reported() {
+    let files = [
+        (
+            "lib.rs",
+            "mod entity;\nmod world;\npub use entity::Entity;\npub use world::World;\n\
+             pub(crate) use runsync_pool as pool;\n\
+             pub mod prelude { pub use crate::{Entity, World}; }\n\
+             pub struct Root;\npub fn helper() {}\nmacro_rules! m { () => {} }\n\
+             fn g() -> Entity { crate::Entity }",
+        ),
+        ("entity.rs", "pub struct Entity;"),
+        (
+            "world.rs",
+            "use crate::entity::Entity;\nuse crate::prelude::*;\n\
+             fn f() { crate::Root; crate::helper(); crate::pool::Pool::new(); crate::m!(); \
+             crate::exported!(); }",
+        ),
+    ];
+    assert_eq!(through_root(&files), Vec::<String>::new());
+    // And the report says so.
+    let r = report(&tree(&files), &Options::default()).unwrap();
+    assert!(
+        r.text
+            .contains("\nno imports through lib.rs's re-exports\n"),
+        "{}",
+        r.text
+    );
+    assert_eq!(r.reexport_uses, 0);
+}
+
+#[test]
+fn reexports_are_followed_to_the_defining_module_and_test_code_counts() {
+    let found = through_root(&[
+        (
+            "lib.rs",
+            "mod a;\nmod b;\npub use a::{Deep, Secret};\npub use a::Renamed as Other;\n\
+             pub use runsync_derive::Component;",
+        ),
+        (
+            "a/mod.rs",
+            "pub(crate) mod inner;\nmod hidden;\npub use inner::Deep;\n\
+             pub use inner::Orig as Renamed;\npub use hidden::Secret;",
+        ),
+        (
+            "a/inner.rs",
+            "pub struct Deep;\npub struct Orig;\nfn f() { crate::Secret; }",
+        ),
+        ("a/hidden.rs", "pub struct Secret;"),
+        (
+            "b.rs",
+            "#[cfg(test)]\nmod tests {\n    use crate::{Deep, Other, Secret};\n    \
+             struct S;\n    impl crate::Component for S {}\n}",
+        ),
+    ]);
+    assert_eq!(
+        found,
+        [
+            // Inside `a`, its private `hidden` can be named; elsewhere `a`'s re-export.
+            "a/inner.rs:3: crate::Secret -> crate::a::hidden::Secret",
+            "b.rs:3: crate::Deep -> crate::a::inner::Deep",
+            "b.rs:3: crate::Other -> crate::a::inner::Orig",
+            "b.rs:3: crate::Secret -> crate::a::Secret",
+            "b.rs:5: crate::Component -> runsync_derive::Component",
+        ]
+    );
+}
+
+#[test]
+fn the_report_fails_on_a_path_through_a_root_reexport() {
+    let sources = tree(&[
+        ("lib.rs", "mod a;\nmod b;\npub use a::A;"),
+        ("a.rs", "pub struct A;"),
+        ("b.rs", "use crate::A;"),
+    ]);
+    let r = report(&sources, &Options::default()).unwrap();
+    assert!(!r.ok);
+    assert_eq!(r.reexport_uses, 1);
+    assert!(
+        r.text.contains(
+            "imports through lib.rs's re-exports (name the defining module instead):\n  \
+             src/b.rs:1: `crate::A` goes through lib.rs's re-export of `A`; name the defining \
+             module: `crate::a::A`\n"
+        ),
+        "{}",
+        r.text
+    );
+    assert!(r.text.ends_with("imports through lib.rs's re-exports: 1\n"));
 }
