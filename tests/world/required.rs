@@ -3,7 +3,7 @@
 //! commands in Sync, in the same Sync — transitively, never overwriting what the bundle
 //! gives or the entity has, with cycles, hooks firing for the added ones, at 1, 2 and 8
 //! workers (and single-threaded). The differential model covers them too
-//! (`tests/differential.rs`).
+//! (`tests/determinism/differential.rs`).
 
 use std::sync::{Arc, Mutex};
 
