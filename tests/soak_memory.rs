@@ -3,7 +3,7 @@
 //! tables, writes components and sends broadcast and addressed messages every frame. A
 //! counting global allocator measures the live heap bytes of the whole process (the
 //! runtime's worker threads included): after frame 100,000 they are no more than after
-//! frame 10,000, give or take [`TOLERANCE`]. Where `tests/soak.rs` checks the sizes the
+//! frame 10,000, give or take [`TOLERANCE`]. Where `tests/soak/soak.rs` checks the sizes the
 //! runtime reports (`Runtime::memory`), this counts every allocation, so a buffer that
 //! report leaves out cannot grow unseen.
 //!

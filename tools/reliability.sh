@@ -31,9 +31,9 @@ for s in "${steps[@]}"; do
         step "tracy feature (zone sites, chunks and suspension, frames with zones, memory)"
         cargo clippy --workspace --all-targets --features runsync/tracy -- -D warnings
         cargo test -p runsync-pool --features tracy
-        cargo test -p runsync --features tracy --lib --test tracy
+        cargo test -p runsync --features tracy --lib --test diagnostics
         cargo test -p runsync-benches --features runsync/tracy --test zero_alloc
-        cargo test -p runsync --features tracy-memory --test tracy
+        cargo test -p runsync --features tracy-memory --test diagnostics
         ;;
     window)
         step "window example (winit + softbuffer; built and linted, not run)"

@@ -22,7 +22,7 @@
 //!
 //! `fuzz/regressions/load/spawned-last-past-the-slots` (an edit: a reservation that
 //! claims billions of spawns last frame, which the next frame then reserved — an
-//! out-of-memory) is `tests/save_files.rs`'s
+//! out-of-memory) is `tests/persistence/save_files.rs`'s
 //! `a_reservation_that_claims_more_spawns_than_slots_is_an_error`. It was found in a
 //! version-2 save (no checks; its mode byte now picks that way in);
 //! `spawned-last-past-the-slots-resealed` is the same edit of the version-4 save, its

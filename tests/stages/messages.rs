@@ -185,7 +185,7 @@ fn messages_live_one_frame_read_or_not() {
 /// With stages, every system reads each message once, the next time it runs: a message
 /// sent in the first stage is read by the second stage in the same frame and by the first
 /// stage (its sender too) in the next frame, then dropped by the first stage's next Sync.
-/// (The rule as a whole, at every stage pairing: `tests/stage_rule.rs`.)
+/// (The rule as a whole, at every stage pairing: `tests/stages/stage_rule.rs`.)
 #[test]
 fn with_stages_every_system_reads_each_message_once() {
     for workers in [1, 2, 8] {

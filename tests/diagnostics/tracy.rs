@@ -1,6 +1,6 @@
 //! Builds and runs frames with the `tracy` feature (zones, plots and frame marks are
 //! emitted; no profiler needs to be connected). Run with
-//! `cargo test -p runsync --features tracy --test tracy`.
+//! `cargo test -p runsync --features tracy --test diagnostics`.
 #![cfg(feature = "tracy")]
 
 use runsync::prelude::*;

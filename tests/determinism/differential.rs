@@ -10,7 +10,7 @@
 //! must see exactly the world the model says the stages before it left), with or without
 //! required components (the model adds them on every spawn and insert).
 
-mod model;
+use super::model;
 
 use model::{Api, Batch, Initial, Kind, Loop, Shape, Spec, run_case, run_staged_case};
 use proptest::prelude::*;

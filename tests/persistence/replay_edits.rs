@@ -3,7 +3,7 @@
 //! applied again when played, so the replay reproduces them. Edit records that lie are
 //! refused, when read or when played, and never panic or allocate by a lying count.
 
-mod sections;
+use super::sections;
 
 use runsync::prelude::*;
 use runsync::{ComponentId, Edit, LoadError, Replay, ReplayError};

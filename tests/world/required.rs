@@ -3,7 +3,7 @@
 //! commands in Sync, in the same Sync — transitively, never overwriting what the bundle
 //! gives or the entity has, with cycles, hooks firing for the added ones, at 1, 2 and 8
 //! workers (and single-threaded). The differential model covers them too
-//! (`tests/differential.rs`).
+//! (`tests/determinism/differential.rs`).
 
 use std::sync::{Arc, Mutex};
 
@@ -379,8 +379,9 @@ fn an_unregistered_requirement_is_a_clear_error_where_it_is_used() {
         || w.spawn((Ship(1),)),
     )));
     assert!(
-        m.contains("`required::Mass` requires `required::Ghost`, which is not registered")
-            && m.contains("before spawning or inserting `required::Ship`")
+        m.contains(
+            "`world::required::Mass` requires `world::required::Ghost`, which is not registered"
+        ) && m.contains("before spawning or inserting `world::required::Ship`")
             && m.contains("world.register::<Ghost>"),
         "{m}"
     );
@@ -397,7 +398,7 @@ fn an_unregistered_requirement_is_a_clear_error_where_it_is_used() {
     let err = rt.try_frame().unwrap_err();
     assert!(
         matches!(&err, FrameError::SystemPanicked { name, message, .. }
-            if &**name == "builder" && message.contains("requires `required::Ghost`")),
+            if &**name == "builder" && message.contains("requires `world::required::Ghost`")),
         "{err}"
     );
     // Once registered, it resolves.

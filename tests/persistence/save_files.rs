@@ -7,7 +7,7 @@
 //! again, [`reseal`]) still meet every check of what the file means; version 2 (no
 //! checks) still loads.
 
-mod sections;
+use super::sections;
 
 use runsync::prelude::*;
 use runsync::{LoadError, SaveError};
