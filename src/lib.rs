@@ -42,8 +42,9 @@
 //!   children in step).
 //! - **Output buffers** (`outbuf/`, Run's hand-over to Sync: `buffer`: per-system,
 //!   per-type runs of rows; `erased`: the write path's remembered buffer address;
-//!   `slots`: the row slots of `Output::query`, pending until settled into runs), then
-//!   **folds** (`fold/`: one typed fold per component type, knowing no `World`).
+//!   `row_writes`: the write handles of `Output::query`, pending until settled into
+//!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
+//!   `World`).
 //! - **Queries** (`query/`: `fetch`, `filter`, `state`, `iter`, `write`: one engine for
 //!   `query`, `query_mut` and `Output::query`), reading storage and output buffers, never
 //!   the `World`.
@@ -90,12 +91,12 @@
 //!   against the row counts before they replace anything (fuzzed: `fuzz/`).
 //! - `query/filter.rs`, `query/write.rs` (the same `get` contract, and `Write<C>`'s
 //!   exclusive use of the system's buffer): `Output::query` borrows the system's
-//!   [`Output`] mutably for as long as any slot lives, and refuses a query that names
-//!   `Write<C>` twice.
-//! - `outbuf/slots.rs` (row slots as raw pointers into a pending column): each row's slot
-//!   is handed out once, a slot borrows the `Output` and is neither `Send` nor `Sync`,
-//!   and a value is initialised exactly when its flag is set (a panicking `Drop` in
-//!   `Slot::set` leaves the row absent).
+//!   [`Output`] mutably for as long as any write handle lives, and refuses a query that
+//!   names `Write<C>` twice.
+//! - `outbuf/row_writes.rs` (write handles as raw pointers into a pending column): each
+//!   row's handle is handed out once, a handle borrows the `Output` and is neither `Send`
+//!   nor `Sync`, and a value is initialised exactly when its flag is set (a panicking
+//!   `Drop` in `RowWrite::set` leaves the row absent).
 //! - `erased.rs` (a type-erased buffer's type recovered from the `TypeId` kept beside
 //!   it): the `TypeId` and the box are set together from one typed box and never apart,
 //!   and no user type implements the buffer trait (it is crate-private).
@@ -190,7 +191,7 @@ pub use input::Input;
 pub use merge::Merge;
 pub use message::Message;
 pub use output::send::Sender;
-pub use output::{Output, Parallel, Slot, Writer, WriterSet};
+pub use output::{Output, Parallel, RowWrite, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
@@ -234,6 +235,22 @@ pub use world::declare::DefaultMerge;
 pub use world::edit::Edit;
 pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::snapshot::{Snapshot, SnapshotError};
+
+/// The old name of [`RowWrite`], the write handle a [`Write<C>`] query element yields.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// #[allow(deprecated)]
+/// fn set_to_zero(mut w: runsync::Slot<'_, f32>) {
+///     w.set(0.0);
+/// }
+/// # let _ = set_to_zero;
+/// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed to `RowWrite`: \"slot\" now names only a place in the entity allocator"
+)]
+pub type Slot<'o, O> = RowWrite<'o, O>;
 
 /// With `tracy`: what runsync has told Tracy, for tests, and the frame mark of a program
 /// that runs several runtimes (`RuntimeBuilder::tracy_frame_marks`). Not a stable API.

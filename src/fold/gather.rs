@@ -369,10 +369,10 @@ fn par_gather<C: Component, M: Merge<C>>(
     let mut cursors = cursors.chunks_exact_mut(n);
     let mut groups = groups.iter_mut();
     let mut fails = [None; MAX_PARTS];
-    let mut fail_slots = fails.iter_mut();
+    let mut failed_at = fails.iter_mut();
     let mut ranges = ranges.into_iter();
     let mut parts: [Option<WalkPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
-    for slot in &mut parts[..count] {
+    for part in &mut parts[..count] {
         let (c, lo, rows) = ranges.next().expect("counted");
         let scratch = PartLanes {
             lanes: lanes.next().expect("one per part"),
@@ -380,8 +380,8 @@ fn par_gather<C: Component, M: Merge<C>>(
             cursors: cursors.next().expect("one per part"),
             group: groups.next().expect("one per part"),
         };
-        let failed = fail_slots.next().expect("one per part");
-        *slot = Some(plan.part(c, lo as u32, rows, scratch, failed, taken));
+        let failed = failed_at.next().expect("one per part");
+        *part = Some(plan.part(c, lo as u32, rows, scratch, failed, taken));
     }
     debug_assert!((0..n).all(|s| taken.left(s) == 0), "every value claimed");
     let result = pool.for_each_mut(&mut parts[..count], &|_, part| {

@@ -262,8 +262,8 @@ fn items_of<C: Component>(
             for (i, r) in runs.iter().enumerate() {
                 let n = (runs.get(i + 1).map_or(len, |next| next.start) - r.start) as usize;
                 let first = bases[r.col as usize] + r.row;
-                for (d, slot) in items[index..index + n].iter_mut().enumerate() {
-                    *slot.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
+                for (d, item) in items[index..index + n].iter_mut().enumerate() {
+                    *item.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
                 }
                 index += n;
             }

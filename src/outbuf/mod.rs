@@ -6,12 +6,12 @@
 //! - [`erased`]: where the plain write path remembers a typed buffer
 //!   ([`BufAddr`](erased::BufAddr)). A buffer travels from a system to its type's fold
 //!   type-erased, as an [`Erased`](crate::erased::Erased).
-//! - [`slots`]: the row slots of `Output::query`'s `Write<C>` elements, pending until
-//!   settled into runs.
+//! - [`row_writes`]: the write handles of `Output::query`'s `Write<C>` elements, pending
+//!   until settled into runs.
 //!
 //! The folder sits below `fold/` (which consumes the buffers) and knows no `World`; the
 //! handle systems write through, `Output`, is `output/`, above the world.
 
 pub(crate) mod buffer;
 pub(crate) mod erased;
-pub(crate) mod slots;
+pub(crate) mod row_writes;

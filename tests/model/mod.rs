@@ -568,15 +568,15 @@ pub enum Api {
     WriteEach,
     /// `out.par_for_each::<Q>(|e, item, out| ..)` per pass (forward only).
     ParForEach,
-    /// `for (e, (item, mut slot)) in out.query::<(Q, Write<K>)>()` per pass (forward only,
-    /// one type): each write sets the slot if its value passes a test (conditional
-    /// writes; a later set replaces an earlier one); the `extra` writes follow the loop
-    /// through `out.write`, in visiting order.
-    Slots,
-    /// The same writes through `out.par_for_each::<(Q, Write<K>)>(|e, (item, slot), out|
-    /// ..)`: slots set in the chunks, the `extra` writes through each chunk's `out` (of
-    /// one type, slot writes come first: the same outputs as `Slots`).
-    ParSlots,
+    /// `for (e, (item, mut next)) in out.query::<(Q, Write<K>)>()` per pass (forward
+    /// only, one type): each write sets the row's handle if its value passes a test
+    /// (conditional writes; a later set replaces an earlier one); the `extra` writes
+    /// follow the loop through `out.write`, in visiting order.
+    RowWrites,
+    /// The same writes through `out.par_for_each::<(Q, Write<K>)>(|e, (item, next), out|
+    /// ..)`: row writes set in the chunks, the `extra` writes through each chunk's `out`
+    /// (of one type, row writes come first: the same outputs as `RowWrites`).
+    ParRowWrites,
 }
 
 /// A loop over a query: per pass, per visited entity: every write of `writes` in order
@@ -620,7 +620,7 @@ impl Loop {
                 self.despawn = false;
             }
             Api::ParForEach => self.reverse = false,
-            Api::Slots | Api::ParSlots => {
+            Api::RowWrites | Api::ParRowWrites => {
                 let k = self.writes[0].0;
                 self.writes.iter_mut().for_each(|w| w.0 = k);
                 self.reverse = false;
@@ -886,13 +886,13 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
                 out.par_for_each::<Sh::O>(|e, item, out| visit(out, l, pass, e, Sh::key_out(item)));
             }
         }
-        Api::ParSlots => with_kind!(l.l.writes[0].0, T => {
+        Api::ParRowWrites => with_kind!(l.l.writes[0].0, T => {
             for pass in 0..l.l.passes {
-                out.par_for_each::<(Sh::O, Write<T>)>(|e, (item, mut slot), out| {
+                out.par_for_each::<(Sh::O, Write<T>)>(|e, (item, mut next), out| {
                     let key = Sh::key_out(item);
                     for &(_, seed) in &l.l.writes {
-                        if let Some(x) = slot_value(seed, pass, e, key) {
-                            slot.set(T::output(x));
+                        if let Some(x) = row_write_value(seed, pass, e, key) {
+                            next.set(T::output(x));
                         }
                     }
                     if let Some((k, x, h)) = extra_write(l, pass, e, key) {
@@ -901,14 +901,14 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
                 });
             }
         }),
-        Api::Slots => with_kind!(l.l.writes[0].0, T => {
+        Api::RowWrites => with_kind!(l.l.writes[0].0, T => {
             for pass in 0..l.l.passes {
                 let mut visited = Vec::new();
-                for (e, (item, mut slot)) in out.query::<(Sh::O, Write<T>)>() {
+                for (e, (item, mut next)) in out.query::<(Sh::O, Write<T>)>() {
                     let key = Sh::key_out(item);
                     for &(_, seed) in &l.l.writes {
-                        if let Some(x) = slot_value(seed, pass, e, key) {
-                            slot.set(T::output(x));
+                        if let Some(x) = row_write_value(seed, pass, e, key) {
+                            next.set(T::output(x));
                         }
                     }
                     visited.push((e, key));
@@ -923,9 +923,9 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
     }
 }
 
-/// What a `Slots` loop sets a slot to for one of its writes, if anything (three writes
+/// What a `RowWrites` loop sets a row to for one of its writes, if anything (three writes
 /// in four).
-fn slot_value(seed: u64, pass: u8, e: Entity, key: u64) -> Option<u64> {
+fn row_write_value(seed: u64, pass: u8, e: Entity, key: u64) -> Option<u64> {
     let x = mix(seed, pass, e, key);
     (x % 4 != 0).then_some(x)
 }
@@ -1398,7 +1398,7 @@ impl Model {
                 }
             }
             RBatch::Loop(l) => with_shape!(l.l.shape, Q => {
-                if matches!(l.l.api, Api::Slots | Api::ParSlots) {
+                if matches!(l.l.api, Api::RowWrites | Api::ParRowWrites) {
                     let k = l.l.writes[0].0;
                     let order = self.order::<Q>(world, Some(k))?;
                     for pass in 0..l.l.passes {
@@ -1408,7 +1408,7 @@ impl Model {
                                 .writes
                                 .iter()
                                 .rev()
-                                .find_map(|&(_, seed)| slot_value(seed, pass, e, key));
+                                .find_map(|&(_, seed)| row_write_value(seed, pass, e, key));
                             if let Some(x) = last {
                                 emits.push(Emit::Write(k, e, x));
                             }
