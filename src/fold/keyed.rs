@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 

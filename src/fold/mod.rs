@@ -24,7 +24,7 @@ use std::any::Any;
 use crate::component::Component;
 use crate::erased::Erased;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 

@@ -43,7 +43,7 @@ use std::mem::needs_drop;
 use std::ptr;
 
 use crate::component::Component;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 
 /// A place in one source's values, and how many values from there on are owned.
 #[derive(Clone, Copy, Debug, Default)]

@@ -43,7 +43,7 @@
 
 use crate::component::Component;
 use crate::merge::{ColumnOutputs, Merge};
-use crate::outbuf::buffer::{OutBuf, RowRun, run_values};
+use crate::output::buffer::{OutBuf, RowRun, run_values};
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 

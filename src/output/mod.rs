@@ -1,22 +1,33 @@
-//! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`];
-//! [`Output`] says which write path costs what.
+//! Outputs: what systems emit during Run, and the handle they emit it through.
+//!
+//! - This file: the [`Output`] handle and the typed [`Writer`]; [`Output`] says which
+//!   write path costs what.
+//! - [`buffer`]: the buffers outputs are kept in until Sync folds them, as plain data. It
+//!   sits on a low layer of its own (below the folds and the world; see the layer list in
+//!   `lib.rs`): everything else here is above the world.
+//! - `par_write`: parallel writes inside one system, [`Output::write_each`] and
+//!   [`Output::par_for_each`].
+//! - `par_loops`: a system's own parallel loops that write no outputs, the [`Parallel`]
+//!   handle and [`Output::par_reduce`].
+//! - [`send`]: messages, [`Output::send`] and the typed [`Sender`](send::Sender).
 
-mod par;
-mod parallel;
+pub(crate) mod buffer;
+mod par_loops;
+mod par_write;
 pub(crate) mod send;
 
 use std::any::TypeId;
 
-pub(crate) use crate::outbuf::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
-use crate::outbuf::erased::BufAddr;
-pub use crate::outbuf::row_writes::RowWrite;
-pub use parallel::Parallel;
+use crate::output::buffer::addr::BufAddr;
+pub use crate::output::buffer::row_writes::RowWrite;
+pub(crate) use crate::output::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
+pub use par_loops::Parallel;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::erased::Erased;
-use crate::outbuf::buffer::RowCursor;
+use crate::output::buffer::RowCursor;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;

@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Candidates, QueryState};
 use crate::entity::Entity;
-use crate::outbuf::buffer::SystemOutputs;
+use crate::output::buffer::SystemOutputs;
 use crate::storage::Storage;
 
 /// Whether row `row` passes `Q`'s row filters.

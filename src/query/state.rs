@@ -29,7 +29,7 @@ use std::ptr::NonNull;
 use super::fetch::{Fetch, QueryData};
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::Entity;
-use crate::outbuf::buffer::{OutBuf, SystemOutputs};
+use crate::output::buffer::{OutBuf, SystemOutputs};
 use crate::storage::{
     AnyColumns, QueryMask, Storage, Table, TableId, TableOrder, Tables, TypeMarks, TypedColumns,
 };

@@ -3,7 +3,7 @@
 //!
 //! Its state points at the system's output buffer for `C`, which stays in the system's
 //! outputs (see [`Source::out_buf`]); its part of each table is row writes in a pending
-//! column of that buffer (see `outbuf::row_writes`); `get` hands out the row's
+//! column of that buffer (see `output::buffer::row_writes`); `get` hands out the row's
 //! [`RowWrite`]. Nothing of it needs dropping or handing back, so a query iterator
 //! holding it has no drop glue: the compiler keeps the loop's row state in registers even
 //! when the loop body may panic.
@@ -14,8 +14,8 @@ use std::ptr::NonNull;
 use super::fetch::{Fetch, QueryOut};
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
-use crate::outbuf::buffer::OutBuf;
-use crate::outbuf::row_writes::{RowWrite, RowWrites};
+use crate::output::buffer::OutBuf;
+use crate::output::buffer::row_writes::{RowWrite, RowWrites};
 
 /// A query element of [`Output::query`](crate::Output::query): the row's write handle for
 /// `C`. Matches entities that have a `C` (like `&C`) and yields a [`RowWrite`], whose

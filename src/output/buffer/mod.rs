@@ -1,4 +1,19 @@
-//! Per-system output buffers, as plain data.
+//! What Run hands to Sync: each system's output buffers, as plain data.
+//!
+//! - This file: a system's writes to one component type ([`OutBuf`]), as row-aligned runs
+//!   of values keyed in Run, and the per-system set of them ([`SystemOutputs`]).
+//! - [`addr`]: where the plain write path remembers a typed buffer
+//!   ([`BufAddr`](addr::BufAddr)). A buffer travels from a system to its type's fold
+//!   type-erased, as an [`Erased`](crate::erased::Erased).
+//! - [`row_writes`]: the write handles of `Output::query`'s `Write<C>` elements, pending
+//!   until settled into runs.
+//!
+//! The folder sits in `output/` because it holds outputs, but on a layer of its own, far
+//! below the rest of `output/`: below `fold/` (which consumes the buffers), knowing no
+//! `World`. The handle systems write through, `Output` (`output/mod.rs`), is above the
+//! world.
+//!
+//! # Runs and segments
 //!
 //! A system's writes to one component type go to an [`OutBuf`]. Each write is *keyed in
 //! Run*: its target is resolved to a `(column, row)` of the type's storage while the system
@@ -17,8 +32,11 @@
 //! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
 //! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
 //! than a vector each; row writes of small tables share a block, see
-//! `outbuf::row_writes`.) Emptied segment vectors (and swapped-out columns) are kept as
+//! `row_writes`.) Emptied segment vectors (and swapped-out columns) are kept as
 //! `spare`s, so a steady state allocates nothing.
+
+pub(crate) mod addr;
+pub(crate) mod row_writes;
 
 use std::any::TypeId;
 
@@ -28,7 +46,7 @@ use crate::entity::Entity;
 use crate::erased::{Buffer, Erased};
 use crate::storage::Storage;
 
-use super::row_writes::{PendingColumn, PendingPart, RowWrites};
+use row_writes::{PendingColumn, PendingPart, RowWrites};
 
 /// Types remembered by an [`Output`](crate::Output), each with its write cursor.
 pub(crate) const CACHED_TYPES: usize = 4;
@@ -252,7 +270,7 @@ impl<C: Component> OutBuf<C> {
 
     /// Row writes for the `rows` rows of column `col` (a table an `Output::query` loop
     /// enters), after everything emitted so far. They stay pending (see
-    /// `outbuf::row_writes`) until this buffer is next written another way, sealed or
+    /// `row_writes`) until this buffer is next written another way, sealed or
     /// cleared. A small table joins the last pending column when it can (a block of small
     /// tables).
     pub(crate) fn row_writes(&mut self, col: u32, rows: usize) -> RowWrites<C::Output> {
