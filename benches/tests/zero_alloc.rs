@@ -229,7 +229,7 @@ fn sum_of_several(workers: usize) -> Runtime {
     rt
 }
 
-/// A hand-written merge over several ordered sources (the gather path; five systems, 80k
+/// A hand-written merge over several ordered sources (the sweep path; five systems, 80k
 /// outputs, so that on 2 workers it splits by row range).
 fn fn_merge_of_several(workers: usize) -> Runtime {
     let mut world = one_path_world();
@@ -558,7 +558,7 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         (
-            "a hand-written merge over several systems (gathered)",
+            "a hand-written merge over several systems (swept)",
             fn_merge_of_several,
             100,
         ),

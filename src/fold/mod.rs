@@ -13,11 +13,11 @@
 //! [`paths`] for the list.
 
 mod bucket;
-mod gather;
 mod keyed;
 mod move_out;
 mod part;
 mod paths;
+mod sweep;
 
 use std::any::Any;
 

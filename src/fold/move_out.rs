@@ -1,8 +1,8 @@
 //! Moving output values out of their vectors by position: the one place the folds read
 //! values with `ptr::read`. Two users:
 //!
-//! - the gather ([`TakenValues`], [`Claim`], [`Rows`]): several workers move the values of the
-//!   same sources at once, each its own stretch of every source (an ordered source's
+//! - the sweep ([`TakenValues`], [`Claim`], [`Rows`]): several workers move the values of
+//!   the same sources at once, each its own stretch of every source (an ordered source's
 //!   values for a row range are a contiguous stretch of its emission order);
 //! - the keyed path ([`permute`]): values move from emission order to key order;
 //! - the bucket path ([`group_by_key`]): values move from emission order straight into

@@ -1,15 +1,16 @@
-//! The gather path: a merge that must see all of an entity's outputs at once (a
+//! The sweep path: a merge that must see all of an entity's outputs at once (a
 //! hand-written `fn` or closure) over several sources that each visit rows in increasing
 //! order — the shape of query loops, whatever rows each system wrote.
 //!
-//! No keys and no sort: each source is a *lane* of spans (runs of rows with their values),
-//! and the lanes are walked together. At each step the lanes whose next row is the
-//! smallest *cover* an interval of rows that ends where one of them ends its span or
-//! another lane starts; inside it, every row takes one value from each covering lane, in
-//! system order, and the merge is called once. With sources that cover the same rows
-//! (several systems writing every entity of a table) an interval is a whole span, so the
-//! per-row work is one move per source and the merge call: up to four covering lanes, the
-//! row's outputs are a stack array (no `Vec`), one loop per lane count.
+//! No keys and no sort: each source is a *lane* of spans (runs of rows with their
+//! values), and one pass sweeps across the lanes together. At each step the lanes whose
+//! next row is the smallest *cover* an interval of rows that ends where one of them ends
+//! its span or another lane starts; inside it, every row takes one value from each
+//! covering lane, in system order, and the merge is called once. With sources that cover
+//! the same rows (several systems writing every entity of a table) an interval is a whole
+//! span, so the per-row work is one move per source and the merge call: up to four
+//! covering lanes, the row's outputs are a stack array (no `Vec`), one loop per lane
+//! count.
 //!
 //! The walk runs over *parts*: row ranges of one column each. On one thread (or with few
 //! outputs) a part is a whole column; on more, large columns are split into row ranges
@@ -49,8 +50,8 @@ pub(super) struct Lane {
     done: u32,
 }
 
-/// Per-type scratch of the gather (capacity kept across frames).
-pub(super) struct GatherScratch<O> {
+/// Per-type scratch of the sweep (capacity kept across frames).
+pub(super) struct SweepScratch<O> {
     spans: Vec<Span>,
     /// Source `s`'s spans are `spans[bounds[s]..bounds[s + 1]]`.
     bounds: Vec<usize>,
@@ -67,9 +68,9 @@ pub(super) struct GatherScratch<O> {
     take: TakeScratch,
 }
 
-impl<O> Default for GatherScratch<O> {
+impl<O> Default for SweepScratch<O> {
     fn default() -> Self {
-        GatherScratch {
+        SweepScratch {
             spans: Vec::new(),
             bounds: Vec::new(),
             lanes: Vec::new(),
@@ -82,7 +83,7 @@ impl<O> Default for GatherScratch<O> {
     }
 }
 
-impl<O> GatherScratch<O> {
+impl<O> SweepScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
         self.spans.capacity() * size_of::<Span>()
@@ -102,10 +103,10 @@ impl<O> GatherScratch<O> {
 }
 
 /// Sources above which the walk's per-interval scan over lanes may cost more than a sort:
-/// more take the gather only if their spans are long (see [`applies`]).
+/// more take the sweep only if their spans are long (see [`applies`]).
 const FEW_SOURCES: usize = 16;
 
-/// Whether the gather path takes `inbox`: every source visits rows in increasing order,
+/// Whether the sweep path takes `inbox`: every source visits rows in increasing order,
 /// and the lanes are few (or their spans long: the walk scans every lane once per
 /// interval, a sort costs the same whatever the source count).
 pub(super) fn applies<C: Component>(inbox: &[(u32, Box<OutBuf<C>>)]) -> bool {
@@ -159,12 +160,12 @@ struct AllLanes<'a, O> {
 /// Folds the job's sources (in system order; every source ordered, see [`applies`]) into
 /// its columns, in parallel parts on the job's pool when it pays (then returns `true`).
 /// If a merge panics, the panic goes on after the job's `failed` says where.
-pub(super) fn gather<C: Component, M: Merge<C>>(
+pub(super) fn sweep<C: Component, M: Merge<C>>(
     job: FoldJob<'_, C, M>,
-    scratch: &mut GatherScratch<C::Output>,
+    scratch: &mut SweepScratch<C::Output>,
 ) -> bool {
     let (merge, pool, total) = (job.merge, job.pool, job.total);
-    let GatherScratch {
+    let SweepScratch {
         spans,
         bounds,
         lanes,
@@ -194,7 +195,7 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
             cursors: &mut cursors[..],
             groups: &mut groups[..],
         };
-        if par_gather(
+        if par_sweep(
             merge,
             pool,
             job.columns,
@@ -331,9 +332,9 @@ impl<'s> PartPlan<'s> {
     }
 }
 
-/// The gather split by row range over `pool`. Returns `false`, touching nothing, when
+/// The sweep split by row range over `pool`. Returns `false`, touching nothing, when
 /// the parts would not fit the stack array.
-fn par_gather<C: Component, M: Merge<C>>(
+fn par_sweep<C: Component, M: Merge<C>>(
     merge: &M,
     pool: &Pool,
     columns: &mut [Vec<C>],

@@ -354,7 +354,7 @@ fn deliver_messages(
     } = world.sync_parts();
     let alive = |e| storage.locate(e).is_some();
     let k = stage.index();
-    let segment = (stages > 1).then_some(k as u32);
+    let by_stage = (stages > 1).then_some(k as u32);
     for (i, inbox) in messages.inboxes_mut().iter_mut().enumerate() {
         let expire = std::panic::AssertUnwindSafe(|| inbox.expire(k, stages));
         if let Err(p) = std::panic::catch_unwind(expire) {
@@ -366,7 +366,7 @@ fn deliver_messages(
             .iter_mut()
             .filter(|s| s.ran)
             .filter_map(|s| s.out.messages.get_mut(i)?.as_mut());
-        let d = inbox.deliver(&mut sources, &alive, segment);
+        let d = inbox.deliver(&mut sources, &alive, by_stage);
         report.messages += d.delivered;
         report.dropped += d.dropped;
     }
