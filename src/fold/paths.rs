@@ -668,8 +668,8 @@ mod tests {
     }
 
     /// Many sources: swept with a fixed array per row (up to eight covering lanes), in
-    /// blocks (up to sixteen) or one output at a time (more, with long spans); many sparse
-    /// sources are keyed instead.
+    /// batches (up to sixteen) or one output at a time (more, with long spans); many
+    /// sparse sources are keyed instead.
     #[test]
     fn many_lanes_are_swept_or_keyed() {
         let n = if cfg!(miri) { 30 } else { 40_000 };
@@ -910,7 +910,7 @@ mod tests {
         };
         for &threads in THREADS {
             let pool = Pool::new(threads);
-            // Swept (2, 3 and 9 lanes: fixed arrays, blocks), bucketed, then keyed.
+            // Swept (2, 3 and 9 lanes: fixed arrays, batches), bucketed, then keyed.
             let cases: Vec<Vec<Vec<(u32, u32, String)>>> = vec![
                 vec![rows(&|_| true, "a"), rows(&|r| r % 3 != 0, "b")],
                 vec![

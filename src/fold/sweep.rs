@@ -122,7 +122,7 @@ pub(super) fn applies<C: Component>(inbox: &[(u32, Box<OutBuf<C>>)]) -> bool {
 }
 
 /// Rows whose outputs are moved out at once when more than eight lanes cover them.
-const BLOCK_ROWS: usize = 64;
+const BATCH_ROWS: usize = 64;
 
 /// One part of the walk: rows `lo..lo + rows.len()` of column `col`.
 struct WalkPart<'a, C: Component> {
@@ -490,14 +490,14 @@ fn more_lanes<C: Component, M: Merge<C>>(
 ) {
     let c = cover.len();
     if c <= DYN_LANES {
-        // A block of rows' outputs at a time, then their merges: no per-row bookkeeping
+        // A batch of rows' outputs at a time, then their merges: no per-row bookkeeping
         // between merge calls.
         let mut outputs = values.rows_dyn(cover, rows.len());
-        for (b, block) in rows.chunks_mut(BLOCK_ROWS).enumerate() {
+        for (b, batch) in rows.chunks_mut(BATCH_ROWS).enumerate() {
             group.0.clear();
-            outputs.next_block(group.0, block.len());
-            let first = lo + b * BLOCK_ROWS;
-            for (k, (v, g)) in block.iter_mut().zip(group.0.chunks_exact(c)).enumerate() {
+            outputs.next_batch(group.0, batch.len());
+            let first = lo + b * BATCH_ROWS;
+            for (k, (v, g)) in batch.iter_mut().zip(group.0.chunks_exact(c)).enumerate() {
                 on_unwind.at(col, first + k);
                 merge.merge(v, g);
             }

@@ -376,7 +376,7 @@ impl<'w> Output<'w> {
     /// values in `bundle`), while commands that come after the spawn — an
     /// [`insert`](Self::insert) from this system, a child's component naming its parent —
     /// apply to it. Ids are deterministic: the same at any worker count and
-    /// single-threaded (each system takes ids from a block reserved for it before Run;
+    /// single-threaded (each system takes ids from a reservation made for it before Run;
     /// see the `entity` module docs in the source for the scheme).
     ///
     /// ```
@@ -409,11 +409,11 @@ impl<'w> Output<'w> {
     /// ```
     ///
     /// Cost: a few instructions more than [`spawn_deferred`](Self::spawn_deferred) while
-    /// the system stays within its block (twice what it spawned the frame before, at least
-    /// 16). Past it — a level's worth of entities in one frame — ids come from lanes
-    /// interleaved by system, which leave about `systems - 1` unused slot indices per
-    /// extra spawn behind (free, reused by later spawns; 16 bytes each). For bursts whose
-    /// ids nobody needs this frame, use `spawn_deferred`.
+    /// the system stays within its reservation (twice what it spawned the frame before,
+    /// at least 16). Past it — a level's worth of entities in one frame — ids come from
+    /// lanes interleaved by system, which leave about `systems - 1` unused slot indices
+    /// per extra spawn behind (free, reused by later spawns; 16 bytes each). For bursts
+    /// whose ids nobody needs this frame, use `spawn_deferred`.
     ///
     /// # Panics
     /// If a component type is unregistered, named twice in the bundle or

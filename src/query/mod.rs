@@ -179,8 +179,9 @@ mod tests {
         let _ = w.query_mut::<(&P, Option<&P>)>();
     }
 
-    /// Types with ids beyond a mask's inline block (128) spill in table signatures and make
-    /// a query "wide": matching must still be exact on both sides of the boundary.
+    /// Types with ids beyond a mask's inline bit array (128) spill in table signatures
+    /// and make a query "wide": matching must still be exact on both sides of the
+    /// boundary.
     #[test]
     fn queries_over_more_types_than_the_inline_mask() {
         let mut w = World::new();

@@ -6,8 +6,8 @@
 //! creation order, extended only when a table is created (in Sync or between frames). A
 //! query walks the shortest such list among its required types (every table if it
 //! requires none) and tests each table's signature against its mask with a few word
-//! operations (`storage::mask`); only a query naming a type beyond the mask's inline
-//! block also tests types one by one. So it never scans unrelated tables and never takes
+//! operations (`storage::mask`); only a query naming a type beyond the mask's inline bit
+//! array also tests types one by one. So it never scans unrelated tables and never takes
 //! a lock.
 //!
 //! # Write handles
@@ -243,8 +243,8 @@ impl Iterator for Candidates<'_> {
 pub(crate) struct QueryState<'w, Q: Fetch> {
     /// Each element's ids and borrowed columns.
     pub(crate) elements: Q::State<'w>,
-    /// The required and excluded types of the mask's inline block, and whether the query
-    /// names types beyond it.
+    /// The required and excluded types of the mask's inline bit array, and whether the
+    /// query names types beyond it.
     mask: QueryMask,
     tables: &'w Tables,
 }
@@ -376,7 +376,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
 
     /// Whether `table` matches: its signature against the mask (a few word operations,
     /// whatever the number of types), then, only for a query naming a type beyond the
-    /// mask's inline block, type by type.
+    /// mask's inline bit array, type by type.
     #[inline]
     pub(crate) fn matches(&self, table: TableRef<'_>) -> bool {
         table.table.signature().passes(&self.mask) && (!self.mask.wide || self.matches_each(table))

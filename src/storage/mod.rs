@@ -251,7 +251,7 @@ impl Storage {
         self.entities.create_overflow(spawned);
     }
 
-    /// System `system`'s block drops the `spawned` reserved ids it used (see
+    /// System `system`'s reservation drops the `spawned` ids it used (see
     /// `Entities::commit_reserved`).
     #[inline]
     pub(crate) fn commit_reserved(&mut self, system: usize, spawned: usize) {

@@ -322,8 +322,8 @@ fn apply_commands(
                 apply_list(host, &mut entry.out.commands, scratch, rep);
             }
         }
-        // Every reserved id handed out is alive now: the blocks drop them (before hook
-        // commands, whose spawns take free ids).
+        // Every reserved id handed out is alive now: the reservations drop them (before
+        // hook commands, whose spawns take free ids).
         for (s, entry) in systems.iter_mut().enumerate() {
             let spawned = if entry.ran { entry.out.spawned } else { 0 };
             let storage = host.world.sync_parts().storage;

@@ -25,10 +25,10 @@
 //! iteration order included.
 //!
 //! Spawns go through `Output::spawn`, whose returned ids the model predicts (each system
-//! takes ids from a block reserved before Run, then *overflow* ids: see `Model::reserve`),
-//! and `Output::spawn_deferred`, whose ids are chosen in Sync. Ops may insert into or
-//! write to the entity their system spawned last in the same frame, and write the
-//! resource [`R`], merged by an order-sensitive fold.
+//! takes ids from a reservation made before Run, then *overflow* ids: see
+//! `Model::reserve`), and `Output::spawn_deferred`, whose ids are chosen in Sync. Ops may
+//! insert into or write to the entity their system spawned last in the same frame, and
+//! write the resource [`R`], merged by an order-sensitive fold.
 //!
 //! Change marks are state too: each model entity carries which of its components the last
 //! Sync wrote (`changed`) or gave it (`added`), with the semantics of `Changed<C>` /
@@ -1179,7 +1179,7 @@ pub struct Model {
     layers: BTreeMap<Entity, Vec<(u16, u16)>>,
 }
 
-/// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
+/// The smallest reservation of ids (`MIN_RESERVE` in the runtime).
 const MIN_RESERVE: usize = 16;
 
 impl Model {
@@ -1224,15 +1224,16 @@ impl Model {
         self.lanes = systems;
     }
 
-    /// The id of system `s`'s `k`-th `spawn` this frame: its block's `k`-th id, else the
-    /// overflow id at lane position `g = s + (k - block) * lanes`: the `g`-th free id from
-    /// the top of the free list, or past it the fresh index `lane_base + g - free`.
+    /// The id of system `s`'s `k`-th `spawn` this frame: its reservation's `k`-th id,
+    /// else the overflow id at lane position `g = s + (k - reserved) * lanes`: the `g`-th
+    /// free id from the top of the free list, or past it the fresh index
+    /// `lane_base + g - free`.
     fn reserved_id(&self, s: usize, k: usize) -> Entity {
-        let block = &self.reserved[s].0;
-        if k < block.len() {
-            return self.handle(block[k]);
+        let reserved = &self.reserved[s].0;
+        if k < reserved.len() {
+            return self.handle(reserved[k]);
         }
-        let g = s + (k - block.len()) * self.lanes;
+        let g = s + (k - reserved.len()) * self.lanes;
         if g < self.free.len() {
             return self.handle(self.free[self.free.len() - 1 - g]);
         }
@@ -1274,8 +1275,8 @@ impl Model {
     fn commit(&mut self, spawned: &[usize], places: Range<usize>) {
         for s in places {
             let n = spawned[s];
-            let (block, last) = &mut self.reserved[s];
-            block.drain(..n.min(block.len()));
+            let (ids, last) = &mut self.reserved[s];
+            ids.drain(..n.min(ids.len()));
             *last = n;
         }
     }

@@ -31,7 +31,7 @@
 //! whenever a run starts at row 0 of a table of at least 64 rows — a query loop entering a
 //! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
 //! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
-//! than a vector each; row writes of small tables share a block, see
+//! than a vector each; row writes of small tables share a pending column, see
 //! `row_writes`.) Emptied segment vectors (and swapped-out columns) are kept as
 //! `spare`s, so a steady state allocates nothing.
 
@@ -125,7 +125,7 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) dropped: u64,
     /// Row writes handed out by `Output::query` and not settled yet, in emission order
     /// (after everything in `segments` and `open`): one pending column per big table
-    /// visited, one per block of small tables.
+    /// visited, one per group of small tables sharing one.
     pending: Vec<PendingColumn<C::Output>>,
     /// The tables of the pending columns, in order (each column's `parts()` of them).
     parts: Vec<PendingPart>,
@@ -269,10 +269,9 @@ impl<C: Component> OutBuf<C> {
     }
 
     /// Row writes for the `rows` rows of column `col` (a table an `Output::query` loop
-    /// enters), after everything emitted so far. They stay pending (see
-    /// `row_writes`) until this buffer is next written another way, sealed or
-    /// cleared. A small table joins the last pending column when it can (a block of small
-    /// tables).
+    /// enters), after everything emitted so far. They stay pending (see `row_writes`)
+    /// until this buffer is next written another way, sealed or cleared. A small table
+    /// joins the last pending column when it can (a column of small tables).
     pub(crate) fn row_writes(&mut self, col: u32, rows: usize) -> RowWrites<C::Output> {
         let small = rows < SEGMENT_MIN_ROWS;
         let rows32 = u32::try_from(rows).expect("a table of at most u32::MAX rows");
@@ -312,7 +311,7 @@ impl<C: Component> OutBuf<C> {
             let (mine, rest) = parts.split_at(column.parts());
             parts = rest;
             // Each pending column is a segment of its own (a big table's vector then is a
-            // whole column when every row was written; a block of small tables needs no
+            // whole column when every row was written; a column of small tables needs no
             // copy either).
             let runs = &mut self.runs;
             let mut start = 0;

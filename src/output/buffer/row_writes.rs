@@ -13,10 +13,10 @@
 //! clear.
 //!
 //! A big table gets a pending column of its own. Small tables (a fragmented world: many
-//! tables of a few rows) *join* one: each takes the next rows of a block made with room
-//! (and zeroed flags) for [`BLOCK_ROWS`] rows, so a table costs a part record instead of
-//! two vectors taken from the spares, made, settled and copied (callgrind: ~360
-//! instructions a 20-row table before, in a frame of 26 such tables).
+//! tables of a few rows) *join* one: each takes the next rows of a shared column made
+//! with room (and zeroed flags) for [`SHARED_ROWS`] rows, so a table costs a part record
+//! instead of two vectors taken from the spares, made, settled and copied (callgrind:
+//! ~360 instructions a 20-row table before, in a frame of 26 such tables).
 //!
 //! When the system next touches that type's buffer (any other write of the type, or the
 //! end of the system), the buffer [*settles*](PendingColumn::settle) its pending columns:
@@ -41,12 +41,12 @@
 //!   and the only code that reads, moves or frees a pending column's values —
 //!   [`PendingColumn::settle`] and [`Drop`] — is reached through a `&mut` to the output
 //!   buffer, which exists only after every row write is gone (the next `Output` call, the
-//!   end of the system, or Sync). A table joining a block ([`PendingColumn::join`])
-//!   changes neither vector: the block's flags were all made (zeroed) with it, and its
-//!   values' capacity too; the new row writes come from `Vec::as_mut_ptr`, which makes no
-//!   reference to the elements, so the row writes of the tables before it stay valid.
-//!   Moving a `Vec` (the pending list growing, the buffer's box changing hands) does not
-//!   move its heap buffer.
+//!   end of the system, or Sync). A table joining a shared column
+//!   ([`PendingColumn::join`]) changes neither vector: the column's flags were all made
+//!   (zeroed) with it, and its values' capacity too; the new row writes come from
+//!   `Vec::as_mut_ptr`, which makes no reference to the elements, so the row writes of
+//!   the tables before it stay valid. Moving a `Vec` (the pending list growing, the
+//!   buffer's box changing hands) does not move its heap buffer.
 //! * **Initialisation.** A value is initialised exactly when its flag is set:
 //!   [`RowWrite::set`] clears the flag before dropping an earlier value and sets it only
 //!   after writing the new one, so a panicking `Drop` leaves the row absent, never
@@ -57,18 +57,20 @@
 use std::marker::PhantomData;
 use std::ptr;
 
-/// Rows of a block that small tables share (fewer for big values: [`block_rows`]). One
-/// block holds a dozen 20-row tables; a bigger one would save little more and hold more
-/// memory per buffer.
-pub(crate) const BLOCK_ROWS: usize = if cfg!(miri) { 8 } else { 256 };
+/// Rows of a pending column that small tables share (fewer for big values:
+/// [`shared_rows`]). One holds a dozen 20-row tables; a bigger one would save little more
+/// and hold more memory per buffer.
+pub(crate) const SHARED_ROWS: usize = if cfg!(miri) { 8 } else { 256 };
 
-/// At most this many bytes of values in a block (fewer rows for big output types), so a
-/// buffer that only ever sees one small table does not hold 256 large values.
-const BLOCK_BYTES: usize = 16 * 1024;
+/// At most this many bytes of values in a shared column (fewer rows for big output
+/// types), so a buffer that only ever sees one small table does not hold 256 large
+/// values.
+const SHARED_BYTES: usize = 16 * 1024;
 
-/// The rows of a block of `O` values: [`BLOCK_ROWS`], or fewer for values over 64 bytes.
-fn block_rows<O>() -> usize {
-    (BLOCK_BYTES / std::mem::size_of::<O>().max(1)).clamp(1, BLOCK_ROWS)
+/// The rows of a shared column of `O` values: [`SHARED_ROWS`], or fewer for values over
+/// 64 bytes.
+fn shared_rows<O>() -> usize {
+    (SHARED_BYTES / std::mem::size_of::<O>().max(1)).clamp(1, SHARED_ROWS)
 }
 
 /// One table of a pending column: its `rows` rows, of output column `col`, take the
@@ -109,7 +111,7 @@ pub(crate) struct Settled<O> {
 impl<O> PendingColumn<O> {
     /// Row writes for a table of `rows` rows (its part is the first), in `values` and
     /// `present` (spare vectors: cleared here, grown if needed); `joinable`: a small
-    /// table, which later small tables may join, up to [`BLOCK_ROWS`] rows in all (fewer
+    /// table, which later small tables may join, up to [`SHARED_ROWS`] rows in all (fewer
     /// for big values: at most 16 KiB of them, unless the first table needs more).
     pub(crate) fn new(
         rows: usize,
@@ -118,7 +120,7 @@ impl<O> PendingColumn<O> {
         mut present: Vec<u8>,
     ) -> Self {
         let room = if joinable {
-            rows.max(block_rows::<O>())
+            rows.max(shared_rows::<O>())
         } else {
             rows
         };
@@ -248,21 +250,21 @@ impl<O> Drop for PendingColumn<O> {
     }
 }
 
-/// Whether every flag is set. Flags are 0 or 1, so a block's flags are all set when
-/// their AND is 1: the blocks' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
+/// Whether every flag is set. Flags are 0 or 1, so a group's flags are all set when
+/// their AND is 1: the groups' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
 /// a word at a time, took ten times the instructions: 1 µs of a 10k-row frame). The
 /// rest (under 256 flags: all of a small table's) goes eight flags to a word, then one
 /// at a time; a byte loop there was ~130 instructions for a 20-row table.
 fn all_set(present: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    let mut blocks = present.chunks_exact(256);
-    if !blocks
+    let mut groups = present.chunks_exact(256);
+    if !groups
         .by_ref()
         .all(|b| b.iter().fold(1, |all, &p| all & p) == 1)
     {
         return false;
     }
-    let mut words = blocks.remainder().chunks_exact(8);
+    let mut words = groups.remainder().chunks_exact(8);
     let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().expect("chunks of 8"));
     words.by_ref().fold(ONES, |all, w| all & word(w)) == ONES
         && words.remainder().iter().fold(1, |all, &p| all & p) == 1
@@ -435,8 +437,8 @@ mod tests {
         }
     }
 
-    /// `all_set` (blocks of 256 flags, then words of 8, then the rest) against a plain
-    /// walk, with one clear flag anywhere: in the blocks, the words or the rest.
+    /// `all_set` (groups of 256 flags, then words of 8, then the rest) against a plain
+    /// walk, with one clear flag anywhere: in the groups, the words or the rest.
     #[test]
     fn all_set_finds_any_clear_flag() {
         for rows in [0, 1, 7, 8, 9, 20, 255, 256, 257, 264, 271, 600] {
@@ -525,12 +527,12 @@ mod tests {
         assert!(settled.values.is_empty());
     }
 
-    /// Small tables join a block: each one's row writes follow the last's, the row writes
-    /// handed out before a join stay usable after it (Miri checks that), and settling
-    /// gives each table its own runs, the values packed in order — a table written whole
-    /// after one with gaps moves down as one piece.
+    /// Small tables join a shared column: each one's row writes follow the last's, the
+    /// row writes handed out before a join stay usable after it (Miri checks that), and
+    /// settling gives each table its own runs, the values packed in order — a table
+    /// written whole after one with gaps moves down as one piece.
     #[test]
-    fn small_tables_share_a_block() {
+    fn small_tables_share_a_column() {
         let mut p = PendingColumn::<String>::new(3, true, Vec::new(), Vec::new());
         let first = p.base();
         let second = p.join(3).expect("room for a second table");
@@ -545,7 +547,7 @@ mod tests {
         }
         third.row(1).set("c1".into());
         let _ = empty;
-        // 8 rows in all: a block's room under Miri too.
+        // 8 rows in all: a shared column's room under Miri too.
         let parts = [(1, 3), (2, 3), (3, 2), (4, 0)].map(|(col, rows)| PendingPart { col, rows });
         let mut runs = Vec::new();
         let s = p.settle(&parts, |c, r, n| runs.push((c, r, n)));
@@ -553,22 +555,26 @@ mod tests {
         assert_eq!(s.values, ["a0", "a2", "b0", "b1", "b2", "c1"]);
     }
 
-    /// A block takes tables while it has room, never by growing a vector; a column made
-    /// for a big table takes none.
+    /// A shared column takes tables while it has room, never by growing a vector; a
+    /// column made for a big table takes none.
     #[test]
-    fn joining_stops_at_the_blocks_room() {
+    fn joining_stops_at_the_shared_columns_room() {
         let mut p = PendingColumn::<u8>::new(1, true, Vec::new(), Vec::new());
         let room = p.present.len();
-        assert!(room >= BLOCK_ROWS && p.values.capacity() >= room);
-        // Big values: a block of 16 KiB of them (the first table may make it bigger).
-        assert_eq!(block_rows::<[u8; 1024]>(), 16.min(BLOCK_ROWS));
-        assert_eq!(block_rows::<()>(), BLOCK_ROWS);
+        assert!(room >= SHARED_ROWS && p.values.capacity() >= room);
+        // Big values: a shared column of 16 KiB of them (the first table may make it
+        // bigger).
+        assert_eq!(shared_rows::<[u8; 1024]>(), 16.min(SHARED_ROWS));
+        assert_eq!(shared_rows::<()>(), SHARED_ROWS);
         let big = PendingColumn::<[u8; 1024]>::new(3, true, Vec::new(), Vec::new());
-        assert_eq!(big.present.len(), 16.min(BLOCK_ROWS));
+        assert_eq!(big.present.len(), 16.min(SHARED_ROWS));
         let bigger = PendingColumn::<[u8; 1024]>::new(40, true, Vec::new(), Vec::new());
         assert_eq!(bigger.present.len(), 40);
         let (values, present) = (p.values.as_ptr(), p.present.as_ptr());
-        assert!(p.join(room - 1).is_some(), "fills the block exactly");
+        assert!(
+            p.join(room - 1).is_some(),
+            "fills the shared column exactly"
+        );
         assert!(p.join(1).is_none(), "full");
         assert_eq!((p.values.as_ptr(), p.present.as_ptr()), (values, present));
         assert_eq!((p.used, p.present.len()), (room, room));
@@ -578,9 +584,9 @@ mod tests {
         assert_eq!(p.parts(), 2);
     }
 
-    /// An unsettled block drops what its tables set, each value once.
+    /// An unsettled shared column drops what its tables set, each value once.
     #[test]
-    fn unsettled_blocks_drop_what_was_set() {
+    fn unsettled_shared_columns_drop_what_was_set() {
         let token = Rc::new(());
         {
             let mut p = PendingColumn::<Rc<()>>::new(2, true, Vec::new(), Vec::new());
