@@ -26,25 +26,25 @@
 //!
 //! # Why the raw pointers are sound
 //!
-//! * **Bounds.** A table's row writes start at flag `at` of its pending column (0 for the
+//! * **Bounds.** A table's handles start at flag `at` of its pending column (0 for the
 //!   first table, the flags of the tables before it otherwise), and the column has room
 //!   for at least `at + rows` values and flags; the query engine asks for rows `< rows`
-//!   only (it walks the table's own entity list), so every row write points inside both
+//!   only (it walks the table's own entity list), so every handle points inside both
 //!   allocations.
 //! * **One writer per row.** A query iteration hands out each row of a table at most
 //!   once, and each table visited gets flags and values of its own — new ones, after
-//!   those of every table before it; so no two live row writes share a value or a flag. A
-//!   row write is neither `Send` nor `Sync` (raw pointer fields): row writes are used on
-//!   the thread that ran the query.
-//! * **Liveness.** The vectors' heap buffers never move or shrink while a row write may
-//!   live: a row write borrows the system's [`Output`](crate::Output) (lifetime `'o`),
+//!   those of every table before it; so no two live handles share a value or a flag. A
+//!   handle is neither `Send` nor `Sync` (raw pointer fields): handles are used on the
+//!   thread that ran the query.
+//! * **Liveness.** The vectors' heap buffers never move or shrink while a handle may
+//!   live: a handle borrows the system's [`Output`](crate::Output) (lifetime `'o`),
 //!   and the only code that reads, moves or frees a pending column's values —
 //!   [`PendingColumn::settle`] and [`Drop`] — is reached through a `&mut` to the output
-//!   buffer, which exists only after every row write is gone (the next `Output` call, the
+//!   buffer, which exists only after every handle is gone (the next `Output` call, the
 //!   end of the system, or Sync). A table joining a shared column
 //!   ([`PendingColumn::join`]) changes neither vector: the column's flags were all made
-//!   (zeroed) with it, and its values' capacity too; the new row writes come from
-//!   `Vec::as_mut_ptr`, which makes no reference to the elements, so the row writes of
+//!   (zeroed) with it, and its values' capacity too; the new handles come from
+//!   `Vec::as_mut_ptr`, which makes no reference to the elements, so the handles of
 //!   the tables before it stay valid. Moving a `Vec` (the pending list growing, the
 //!   buffer's box changing hands) does not move its heap buffer.
 //! * **Initialisation.** A value is initialised exactly when its flag is set:
@@ -94,7 +94,7 @@ pub(crate) struct PendingColumn<O> {
     values: Vec<O>,
     /// One flag per row of every part, in order (`..used`), then a joinable column's room
     /// for more, zeroed when it was made (so a table joining writes no flag): 1 when
-    /// written, 0 when not. Its length never changes while row writes may live.
+    /// written, 0 when not. Its length never changes while handles may live.
     present: Vec<u8>,
     /// Flags of the parts held: `present[..used]`.
     used: usize,
@@ -142,7 +142,7 @@ impl<O> PendingColumn<O> {
         self.parts as usize
     }
 
-    /// Where the row writes of the first table write: its first value and first flag. The
+    /// Where the handles of the first table write: its first value and first flag. The
     /// pointers stay valid until the column is settled or dropped.
     pub(crate) fn base(&mut self) -> RowWrites<O> {
         let rows = self.used;
@@ -150,7 +150,7 @@ impl<O> PendingColumn<O> {
     }
 
     /// Row writes for the next table, of `rows` rows, after those held — if this column
-    /// is joinable and has room for them without growing a vector (so the row writes
+    /// is joinable and has room for them without growing a vector (so the handles
     /// handed out before stay valid: module docs).
     pub(crate) fn join(&mut self, rows: usize) -> Option<RowWrites<O>> {
         let at = self.used;
@@ -292,7 +292,7 @@ pub struct RowWrites<O> {
     rows: usize,
 }
 
-// SAFETY: a `RowWrites` is an address, not an access: row writes made from it write only
+// SAFETY: a `RowWrites` is an address, not an access: handles made from it write only
 // rows handed out by the query engine, each row once (the contract of `row`), so copies
 // on several threads (the chunks of `Output::par_for_each`) write disjoint elements and
 // disjoint flag bytes; the pool's join orders those writes before the column settles.
@@ -342,7 +342,7 @@ impl<O> RowWrites<O> {
 /// the row's entity its `C` output for this frame (merged in Sync like any write); a row
 /// whose handle is never set gets no output.
 ///
-/// A row write borrows the system's `Output` and stays on its thread (it is neither
+/// A handle borrows the system's `Output` and stays on its thread (it is neither
 /// `Send` nor `Sync`).
 pub struct RowWrite<'o, O> {
     value: *mut O,
@@ -527,8 +527,8 @@ mod tests {
         assert!(settled.values.is_empty());
     }
 
-    /// Small tables join a shared column: each one's row writes follow the last's, the
-    /// row writes handed out before a join stay usable after it (Miri checks that), and
+    /// Small tables join a shared column: each one's handles follow the last's, the
+    /// handles handed out before a join stay usable after it (Miri checks that), and
     /// settling gives each table its own runs, the values packed in order — a table
     /// written whole after one with gaps moves down as one piece.
     #[test]
