@@ -108,7 +108,7 @@ fn main() {
 
     // The networked game.
     let mut rt = game();
-    // Slot `f % len` holds the state before frame `f`.
+    // Entry `f % len` holds the state before frame `f`.
     let len = (DELAY + 2) as usize;
     let mut ring: Vec<RuntimeSnapshot> = (0..len).map(|_| RuntimeSnapshot::new()).collect();
     // The remote input each frame used (a prediction until confirmed).

@@ -12,17 +12,18 @@
 //! systems run in parallel and the world is read-only. The ids come from *reservations*,
 //! one per system, made before each Run (each stage's) on the frame thread, in system
 //! order — the runtime's order of *places*: stage by stage, then registration order (see
-//! [`Entities::reserve_for_stage`]): system `s` takes the ids of its block in order. A
-//! system that spawns more than its block holds takes *overflow* ids: its `k`-th overflow
-//! spawn has lane position `g = s + k * lanes` (`lanes` is the number of systems) and
-//! takes the `g`-th id from the top of the free list, or past its end a fresh index
-//! (Sync then takes the used ids out of the free list, creates the fresh slots and frees
-//! the fresh indices no lane used). Which id a spawn gets thus depends only on the system,
-//! its spawn count and the world's history — never on threads. A block is sized from what
-//! its system spawned the last time it ran (twice that, at least [`MIN_RESERVE`]), so
-//! overflow is for bursts. With several stages, each stage's Run tops up the blocks of its
-//! own systems and sets its lanes (the stage before changed the free list); the other
-//! stages' blocks wait for their own stage, so a stage that spawns nothing moves no id.
+//! [`Entities::reserve_for_stage`]): system `s` takes the ids of its reservation in
+//! order. A system that spawns more than its reservation holds takes *overflow* ids: its
+//! `k`-th overflow spawn has lane position `g = s + k * lanes` (`lanes` is the number of
+//! systems) and takes the `g`-th id from the top of the free list, or past its end a
+//! fresh index (Sync then takes the used ids out of the free list, creates the fresh
+//! slots and frees the fresh indices no lane used). Which id a spawn gets thus depends
+//! only on the system, its spawn count and the world's history — never on threads. A
+//! reservation is sized from what its system spawned the last time it ran (twice that, at
+//! least [`MIN_RESERVE`]), so overflow is for bursts. With several stages, each stage's
+//! Run tops up the reservations of its own systems and sets its lanes (the stage before
+//! changed the free list); the other stages' reservations wait for their own stage, so a
+//! stage that spawns nothing moves no id.
 
 use std::fmt;
 use std::num::NonZeroU32;
@@ -306,7 +307,7 @@ fn out_of_slots(max: usize) -> ! {
 /// the allocator grow by gigabytes. Further out needs [`Entities::grow_to`] first.
 pub(crate) const PLACE_SLACK: usize = 64;
 
-/// The smallest block of ids reserved per system for spawns made during Run.
+/// The smallest reservation of ids per system for spawns made during Run.
 pub(crate) const MIN_RESERVE: usize = 16;
 
 /// One system's reserved ids (see the module docs).
@@ -314,7 +315,7 @@ pub(crate) const MIN_RESERVE: usize = 16;
 struct Reservation {
     /// Free slot indices, taken from the front.
     ids: Vec<u32>,
-    /// What the system spawned in the last frame that ran: sizes the next block.
+    /// What the system spawned in the last frame that ran: sizes the next reservation.
     spawned_last: u32,
 }
 
@@ -368,13 +369,13 @@ struct ReserveUndo {
     reserved: usize,
     lane_base: u32,
     lanes: u32,
-    /// The place of the first block sized (the stage's first system).
+    /// The place of the first reservation sized (the stage's first system).
     first: usize,
-    /// Per block sized (the stage's, from `first`): ids it took (positive: from the top of
-    /// the free list, else fresh slots) or gave back to the free list (negative).
+    /// Per reservation sized (the stage's, from `first`): ids it took (positive: from the
+    /// top of the free list, else fresh slots) or gave back to the free list (negative).
     deltas: Vec<isize>,
-    /// The blocks of systems that no longer exist, whose ids went to the free list first
-    /// (empty unless the system count shrank, e.g. after a restore).
+    /// The reservations of systems that no longer exist, whose ids went to the free list
+    /// first (empty unless the system count shrank, e.g. after a restore).
     dropped: Vec<Reservation>,
 }
 
@@ -440,7 +441,7 @@ impl Entities {
     }
 
     /// Per system (registration order): the ids reserved for its next spawns, and what
-    /// it spawned in the last frame that ran (which sizes its next block).
+    /// it spawned in the last frame that ran (which sizes its next reservation).
     pub(crate) fn reservations(&self) -> impl ExactSizeIterator<Item = (&[u32], u32)> + '_ {
         self.reserved.iter().map(|r| (&r.ids[..], r.spawned_last))
     }
@@ -491,14 +492,15 @@ impl Entities {
         self.slots.len() as u32 - 1
     }
 
-    /// Sizes the blocks of reserved ids of the systems at `places` (of `systems`, in place
-    /// order: stage by stage, then registration order) for the stage about to run, and
-    /// sets its overflow lanes. Deterministic: it depends only on the allocator state. A
-    /// block holds twice what its system spawned the last time it ran, at least
-    /// [`MIN_RESERVE`]; ids beyond that go back to the free list, as do the blocks of
-    /// systems that no longer exist. Only the stage's own blocks are touched, so a stage
-    /// changes the free list only through what its systems do: a stage with no system (or
-    /// one whose systems never spawn) leaves every id where one stage fewer would.
+    /// Sizes the reservations of the systems at `places` (of `systems`, in place order:
+    /// stage by stage, then registration order) for the stage about to run, and sets its
+    /// overflow lanes. Deterministic: it depends only on the allocator state. A
+    /// reservation holds twice what its system spawned the last time it ran, at least
+    /// [`MIN_RESERVE`]; ids beyond that go back to the free list, as do the reservations
+    /// of systems that no longer exist. Only the stage's own reservations are touched, so
+    /// a stage changes the free list only through what its systems do: a stage with no
+    /// system (or one whose systems never spawn) leaves every id where one stage fewer
+    /// would.
     ///
     /// # Panics
     /// When the slot indices run out.
@@ -551,14 +553,14 @@ impl Entities {
             if delta > 0 {
                 // Taken from the top of the free list, or fresh slots (dropped below).
                 for _ in 0..delta {
-                    let id = r.ids.pop().expect("the ids this block took");
+                    let id = r.ids.pop().expect("the ids this reservation took");
                     if (id as usize) < undo.slots {
                         self.free.push(id);
                     }
                 }
             } else {
                 for _ in 0..-delta {
-                    let id = self.free.pop().expect("the ids this block gave back");
+                    let id = self.free.pop().expect("the ids this reservation gave back");
                     r.ids.push(id);
                 }
             }
@@ -573,8 +575,9 @@ impl Entities {
         self.lanes = undo.lanes;
     }
 
-    /// The id of system `system`'s `k`-th spawn this frame (from 0): from its block, or
-    /// an overflow id (see the module docs). Not alive until Sync spawns it.
+    /// The id of system `system`'s `k`-th spawn this frame (from 0): from its
+    /// reservation, or an overflow id (see the module docs). Not alive until Sync spawns
+    /// it.
     ///
     /// # Panics
     /// If the overflow index would pass the last slot index, or if `system` has no
@@ -658,7 +661,7 @@ impl Entities {
     }
 
     /// After Sync's commands: system `system` spawned `spawned` entities this frame (all
-    /// now alive); its block drops the ids it used.
+    /// now alive); its reservation drops the ids it used.
     pub(crate) fn commit_reserved(&mut self, system: usize, spawned: usize) {
         let Some(r) = self.reserved.get_mut(system) else {
             return;
@@ -1067,12 +1070,16 @@ mod tests {
     }
 
     #[test]
-    fn reserved_blocks_overflow_lanes_and_reuse() {
+    fn reservations_overflow_into_lanes_and_are_reused() {
         let mut ents = Entities::default();
         ents.reserve_for_stage(2, 0..2);
-        assert_eq!(ents.slots(), 2 * MIN_RESERVE, "two blocks of fresh ids");
-        // System 0 stays in its block; system 1 overflows by 3: lane positions 1, 3, 5
-        // past an empty free list are fresh indices 33, 35, 37.
+        assert_eq!(
+            ents.slots(),
+            2 * MIN_RESERVE,
+            "two reservations of fresh ids"
+        );
+        // System 0 stays in its reservation; system 1 overflows by 3: lane positions 1,
+        // 3, 5 past an empty free list are fresh indices 33, 35, 37.
         let a = spawn_reserved(&mut ents, 0, 2);
         let b = spawn_reserved(&mut ents, 1, MIN_RESERVE + 3);
         assert_eq!(a.iter().map(|e| e.index()).collect::<Vec<_>>(), [0, 1]);
@@ -1086,7 +1093,7 @@ mod tests {
         // The fresh indices no lane took (32, 34, 36) are free, lowest first.
         assert_eq!(ents.alloc_index(), 32);
         ents.free.push(32);
-        // Next frame: system 1's block holds twice what it spawned.
+        // Next frame: system 1's reservation holds twice what it spawned.
         ents.reserve_for_stage(2, 0..2);
         assert_eq!(ents.reserved[0].ids.len(), MIN_RESERVE);
         assert_eq!(ents.reserved[1].ids.len(), 2 * (MIN_RESERVE + 3));
@@ -1094,7 +1101,7 @@ mod tests {
         let reserved: Vec<u32> = ents.reserved.iter().flat_map(|r| r.ids.clone()).collect();
         let w = ents.alloc();
         assert!(!reserved.contains(&w.index()));
-        // Fewer systems: the dropped system's block goes back to the free list.
+        // Fewer systems: the dropped system's reservation goes back to the free list.
         let free = ents.free.len();
         ents.reserve_for_stage(1, 0..1);
         assert_eq!(ents.free.len(), free + 2 * (MIN_RESERVE + 3));
@@ -1107,8 +1114,8 @@ mod tests {
         for &e in &live {
             ents.free(e);
         }
-        // Free list (top last): 0..9 freed in order, so 9 is on top. Reserving 2 blocks
-        // of 16 takes all 10 and 22 fresh ones.
+        // Free list (top last): 0..9 freed in order, so 9 is on top. Reserving 2 x 16
+        // ids takes all 10 and 22 fresh ones.
         ents.reserve_for_stage(2, 0..2);
         assert!(ents.free.is_empty());
         // Now free 5 more so that overflow draws from the free list.
@@ -1150,9 +1157,9 @@ mod tests {
         for &e in live.iter().step_by(3) {
             ents.free(e);
         }
-        // Frames with 3, then 5 systems (blocks added), bursts (blocks grown), then 2
-        // systems (blocks dropped), and idle frames (blocks shrunk): each reservation,
-        // undone, leaves the allocator as it was.
+        // Frames with 3, then 5 systems (reservations added), bursts (reservations
+        // grown), then 2 systems (reservations dropped), and idle frames (reservations
+        // shrunk): each reservation, undone, leaves the allocator as it was.
         let plan: [(usize, &[usize]); 6] = [
             (3, &[0, 2, 20]),
             (5, &[1, 0, 40, 3, 17]),

@@ -29,7 +29,8 @@ pub(crate) trait Buffer: Default + Send + Sync + 'static {
     /// Bytes reserved.
     fn capacity_bytes(&self) -> usize;
     /// Makes every value visible to [`len`](Self::len) and to Sync (an output buffer
-    /// settles its pending slots); returns `len`. Nothing to do for plain containers.
+    /// settles its pending row writes); returns `len`. Nothing to do for plain
+    /// containers.
     fn seal(&mut self) -> usize {
         self.len()
     }
@@ -188,7 +189,8 @@ impl Erased {
         self.buf.clear();
     }
 
-    /// Settles pending values (an output buffer's slots) and returns [`len`](Self::len).
+    /// Settles pending values (an output buffer's row writes) and returns
+    /// [`len`](Self::len).
     #[inline]
     pub(crate) fn seal(&mut self) -> usize {
         self.buf.seal()
@@ -212,10 +214,11 @@ impl Erased {
         self.buf.capacity_bytes()
     }
 
-    /// The buffer in `slot`, created empty on first use, as `B`.
+    /// The buffer in `place`, created empty on first use, as `B`.
     #[inline]
-    pub(crate) fn get_or_new<B: Buffer>(slot: &mut Option<Erased>) -> &mut B {
-        slot.get_or_insert_with(|| Erased::new(B::default()))
+    pub(crate) fn get_or_new<B: Buffer>(place: &mut Option<Erased>) -> &mut B {
+        place
+            .get_or_insert_with(|| Erased::new(B::default()))
             .typed_mut()
     }
 

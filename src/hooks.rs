@@ -212,7 +212,7 @@ impl Hooks {
             move |world: &World, e: Entity, cmds: &mut Commands<'_>| {
                 let (col, row) = world
                     .storage()
-                    .slot_of(e, id)
+                    .column_row_of(e, id)
                     .expect("a hook fires for an entity that has the component");
                 let value = world.storage().typed::<C>(id).get(col, row);
                 hook(world, e, value, cmds);

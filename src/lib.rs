@@ -40,17 +40,19 @@
 //!   messages, double-buffered), `commands` (the one structural command list and its
 //!   `apply`, for systems' outputs and hooks alike; `commands::tree` keeps parents and
 //!   children in step).
-//! - **Output buffers** (`outbuf/`, Run's hand-over to Sync: `buffer`: per-system,
-//!   per-type runs of rows; `erased`: the write path's remembered buffer address;
-//!   `slots`: the row slots of `Output::query`, pending until settled into runs), then
-//!   **folds** (`fold/`: one typed fold per component type, knowing no `World`).
+//! - **Output buffers** (`output/buffer/`, Run's hand-over to Sync: `mod.rs`: per-system,
+//!   per-type runs of rows; `addr`: the write path's remembered buffer address;
+//!   `row_writes`: the write handles of `Output::query`, pending until settled into
+//!   runs), then **folds** (`fold/`: one typed fold per component type, knowing no
+//!   `World`).
 //! - **Queries** (`query/`: `fetch`, `filter`, `state`, `iter`, `write`: one engine for
 //!   `query`, `query_mut` and `Output::query`), reading storage and output buffers, never
 //!   the `World`.
 //! - **The world** (`world/`: `mod`, `resources`, `messages`, `hierarchy`, `snapshot`,
 //!   `checksum`, `debug`, ...) and `hooks`, which import each other: the world owns its
 //!   hooks, and a hook is handed `&World`.
-//! - **What systems see**: `output` (`Output`, the writers, `par`, `send`), then `system`.
+//! - **What systems see**: `output` (`Output`, the writers, `par_write`, `par_loops`,
+//!   `send`), then `system`.
 //! - **The frame**: `provenance` (what Sync records for watched entities),
 //!   `runtime::replay::file` (replay files, their recorder and reports), `run`
 //!   (phase 1) and `sync/` (phase 2), which never import each other, then `runtime/`:
@@ -76,7 +78,7 @@
 //!   released, and `fill` sets the length only after every part ran to completion. User
 //!   closures run inside jobs; a panic is caught and carried back (a panicked `fill`
 //!   leaves the vector empty and leaks, never exposes, what was written).
-//! - `query/fetch.rs`, `query/iter.rs`, `output/par.rs` (rows read with
+//! - `query/fetch.rs`, `query/iter.rs`, `output/par_write.rs` (rows read with
 //!   `get_unchecked`): a row index is below the table's entity count, and **every column
 //!   of a table holds at least as many values as the table has entities**. Only crate
 //!   code changes lengths, and it never runs user code between a column's change and the
@@ -90,16 +92,16 @@
 //!   against the row counts before they replace anything (fuzzed: `fuzz/`).
 //! - `query/filter.rs`, `query/write.rs` (the same `get` contract, and `Write<C>`'s
 //!   exclusive use of the system's buffer): `Output::query` borrows the system's
-//!   [`Output`] mutably for as long as any slot lives, and refuses a query that names
-//!   `Write<C>` twice.
-//! - `outbuf/slots.rs` (row slots as raw pointers into a pending column): each row's slot
-//!   is handed out once, a slot borrows the `Output` and is neither `Send` nor `Sync`,
-//!   and a value is initialised exactly when its flag is set (a panicking `Drop` in
-//!   `Slot::set` leaves the row absent).
+//!   [`Output`] mutably for as long as any write handle lives, and refuses a query that
+//!   names `Write<C>` twice.
+//! - `output/buffer/row_writes.rs` (write handles as raw pointers into a pending column):
+//!   each row's handle is handed out once, a handle borrows the `Output` and is neither
+//!   `Send` nor `Sync`, and a value is initialised exactly when its flag is set (a
+//!   panicking `Drop` in `RowWrite::set` leaves the row absent).
 //! - `erased.rs` (a type-erased buffer's type recovered from the `TypeId` kept beside
 //!   it): the `TypeId` and the box are set together from one typed box and never apart,
 //!   and no user type implements the buffer trait (it is crate-private).
-//! - `outbuf/erased.rs`, `output/mod.rs` (the plain write path's remembered buffer
+//! - `output/buffer/addr.rs`, `output/mod.rs` (the plain write path's remembered buffer
 //!   address): private to the output handle; users reach buffers only through
 //!   `Output`'s methods, each of which forgets the address before another way to the
 //!   buffer is used.
@@ -124,7 +126,7 @@
 //! 2 storage:  storage
 //! 3 values:   bundle resource message
 //! 4 commands: commands
-//! 5 buffers:  outbuf
+//! 5 buffers:  output::buffer
 //! 6 fold:     fold
 //! 7 query:    query
 //! 8 world:    {world hooks}
@@ -161,10 +163,11 @@ mod bundle;
 mod commands;
 mod message;
 mod resource;
-// What systems emit (the buffers, Run's hand-over to Sync), and the per-type folds of Sync.
+// The per-type folds of Sync; what they fold, the buffers of Run's hand-over to Sync, is
+// `output::buffer`, on the layer below (see the list above).
 mod fold;
-mod outbuf;
-// The handle systems write through.
+// What systems emit: the handle they write through, and (on a low layer of its own) the
+// buffers.
 mod output;
 // The world's face: the world, its queries and hooks.
 mod hooks;
@@ -190,7 +193,7 @@ pub use input::Input;
 pub use merge::Merge;
 pub use message::Message;
 pub use output::send::Sender;
-pub use output::{Output, Parallel, Slot, Writer, WriterSet};
+pub use output::{Output, Parallel, RowWrite, Writer, WriterSet};
 pub use provenance::{CommandKind, CommandRecord, ComponentWrites, Provenance, WriteRecord};
 pub use query::{
     Added, Changed, QueryData, QueryFiltered, QueryIter, QueryMut, QueryMutIter, QueryOut,
@@ -234,6 +237,22 @@ pub use world::declare::DefaultMerge;
 pub use world::edit::Edit;
 pub use world::hierarchy::{Ancestors, Descendants};
 pub use world::snapshot::{Snapshot, SnapshotError};
+
+/// The old name of [`RowWrite`], the write handle a [`Write<C>`] query element yields.
+///
+/// ```
+/// # use runsync::prelude::*;
+/// #[allow(deprecated)]
+/// fn set_to_zero(mut w: runsync::Slot<'_, f32>) {
+///     w.set(0.0);
+/// }
+/// # let _ = set_to_zero;
+/// ```
+#[deprecated(
+    since = "0.2.0",
+    note = "renamed to `RowWrite`: \"slot\" now names only a place in the entity allocator"
+)]
+pub type Slot<'o, O> = RowWrite<'o, O>;
 
 /// With `tracy`: what runsync has told Tracy, for tests, and the frame mark of a program
 /// that runs several runtimes (`RuntimeBuilder::tracy_frame_marks`). Not a stable API.

@@ -18,10 +18,10 @@
 //!
 //! With several stages, a system runs once every `S` stage-Syncs, so the delivered
 //! messages are what the last `S` Syncs delivered: the inbox keeps them as one vector of
-//! per-Sync segments, oldest first, each tagged with its stage. A stage's Sync
-//! ([`AnyInbox::expire`]) drains its own stage's previous segment (wherever it lies:
+//! per-Sync deliveries, oldest first, each tagged with its stage. A stage's Sync
+//! ([`AnyInbox::expire`]) drains its own stage's previous delivery (wherever it lies:
 //! the front, unless a stage failed or was added), then appends its new one behind the
-//! others, so [`World::messages`] stays one slice. With one stage there are no segments
+//! others, so [`World::messages`] stays one slice. With one stage there are no deliveries
 //! and the path above is unchanged.
 //!
 //! This module knows entities, not the world: liveness comes in as a closure.
@@ -125,9 +125,9 @@ fn sort_by_index(keys: &mut Vec<u64>, scratch: &mut Vec<u64>) {
 /// A copy of one type's delivered messages, in a snapshot.
 pub(crate) type SavedMessages = Box<dyn Any + Send + Sync>;
 
-/// What one delivery did.
+/// What one [`deliver`](AnyInbox::deliver) call did.
 #[derive(Default, Clone, Copy, Debug)]
-pub(crate) struct Delivered {
+pub(crate) struct DeliverReport {
     /// Messages now readable.
     pub(crate) delivered: u64,
     /// Addressed messages whose entity was dead once the frame's commands were applied.
@@ -146,20 +146,20 @@ type EncodeFn<M> = fn(&Inbox<M>, &mut Vec<u8>) -> Result<(), String>;
 type DecodeFn<M> = fn(&[u8]) -> Result<(Vec<M>, Vec<(Entity, M)>), String>;
 
 /// With several stages, the messages one stage's Sync delivered: the next so many of the
-/// broadcast and addressed ones (segments lie in delivery order, oldest first).
+/// broadcast and addressed ones (an inbox keeps them in delivery order, oldest first).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Segment {
+pub(crate) struct Delivery {
     pub(crate) stage: u32,
     pub(crate) broadcast: usize,
     pub(crate) addressed: usize,
 }
 
-/// An inbox's segments as a runtime save holds them (format version 5): the stage
-/// count they were made with (at least 2) and the segments, oldest first.
+/// An inbox's deliveries as a runtime save holds them (format version 5): the stage
+/// count they were made with (at least 2) and the deliveries, oldest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct StageSegments {
+pub(crate) struct Deliveries {
     pub(crate) stages: u32,
-    pub(crate) segments: Vec<Segment>,
+    pub(crate) deliveries: Vec<Delivery>,
 }
 
 /// The delivered messages of one type: what systems read during Run.
@@ -172,10 +172,10 @@ pub(crate) struct Inbox<M> {
     /// The other buffer of the radix sort of `order` (capacity only).
     scratch: Vec<u64>,
     /// With several stages: which stage's Sync delivered which messages, oldest first
-    /// (empty with one stage). Messages past the last segment were sent between frames
+    /// (empty with one stage). Messages past the last delivery were sent between frames
     /// (or loaded): the next Sync counts them as the previous stage's.
-    segments: Vec<Segment>,
-    /// The stage count `segments` were made with (0 or 1: none). A Sync of another
+    deliveries: Vec<Delivery>,
+    /// The stage count `deliveries` were made with (0 or 1: none). A Sync of another
     /// count forgets which stage delivered what (see [`AnyInbox::expire`]).
     stages: u32,
     /// Set by `World::snapshotting_message` (`M: Clone`).
@@ -194,7 +194,7 @@ impl<M: Message> Inbox<M> {
             addressed: Vec::new(),
             order: Vec::new(),
             scratch: Vec::new(),
-            segments: Vec::new(),
+            deliveries: Vec::new(),
             stages: 0,
             copy: None,
             sum: None,
@@ -259,7 +259,7 @@ impl<M: Message> Inbox<M> {
             to.broadcast.clone_from(&from.broadcast);
             to.addressed.clone_from(&from.addressed);
             to.order.clone_from(&from.order);
-            to.segments.clone_from(&from.segments);
+            to.deliveries.clone_from(&from.deliveries);
             to.stages = from.stages;
         });
     }
@@ -312,15 +312,15 @@ pub(crate) trait AnyInbox: Any + Send + Sync {
     fn expire(&mut self, stage: usize, stages: usize);
     /// Moves `sources`' messages in (one buffer per system, in system order; emptied),
     /// behind whatever is delivered (nothing with one stage, after
-    /// [`expire`](Self::expire)); with several stages, they are the segment of stage
-    /// `segment`. Addressed messages to entities `alive` says are dead are dropped and
+    /// [`expire`](Self::expire)); with several stages, they are stage `stage`'s
+    /// delivery. Addressed messages to entities `alive` says are dead are dropped and
     /// counted.
     fn deliver(
         &mut self,
         sources: &mut dyn Iterator<Item = &mut Erased>,
         alive: &dyn Fn(Entity) -> bool,
-        segment: Option<u32>,
-    ) -> Delivered;
+        stage: Option<u32>,
+    ) -> DeliverReport;
     fn len(&self) -> usize;
     fn capacity_bytes(&self) -> usize;
     /// Whether snapshots may copy it (`World::snapshotting_message`).
@@ -332,12 +332,12 @@ pub(crate) trait AnyInbox: Any + Send + Sync {
     /// Decodes a save file's messages of this type, to [`install`](Self::install) later;
     /// with how many are broadcast and how many addressed.
     fn decode(&self, bytes: &[u8]) -> Result<(Box<dyn Any + Send + Sync>, usize, usize), String>;
-    /// Makes decoded messages the delivered ones; with `segments` (a version-5 runtime
+    /// Makes decoded messages the delivered ones; with `deliveries` (a version-5 runtime
     /// save), which stage's Sync delivered which; without, they count as sent between
     /// frames.
-    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, segments: Option<StageSegments>);
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, deliveries: Option<Deliveries>);
     /// With several stages: which stage's Sync delivered which messages, for a save.
-    fn stage_segments(&self) -> Option<StageSegments>;
+    fn deliveries(&self) -> Option<Deliveries>;
     /// An empty inbox of the same type, with the same opt-ins.
     fn empty_like(&self) -> Box<dyn AnyInbox>;
     /// Copies the delivered messages into `into` (reusing it). Only if `snapshotting`.
@@ -359,27 +359,27 @@ impl<M: Message> AnyInbox for Inbox<M> {
     }
     fn expire(&mut self, stage: usize, stages: usize) {
         if stages <= 1 {
-            self.segments.clear();
+            self.deliveries.clear();
             self.stages = 0;
             self.order.clear();
             self.broadcast.clear();
             self.addressed.clear();
             return;
         }
-        // Segments of another stage count than now (the count changed, or a save of
+        // Deliveries of another stage count than now (the count changed, or a save of
         // another runtime was loaded): all one, the previous stage's.
         if self.stages as usize != stages {
-            self.segments.clear();
+            self.deliveries.clear();
             self.stages = stages as u32;
         }
-        // Messages no segment holds (sent between frames, loaded, or delivered with one
+        // Messages no delivery holds (sent between frames, loaded, or delivered with one
         // stage): made after the previous stage's Sync, so they are its.
         let (b, a) = self
-            .segments
+            .deliveries
             .iter()
             .fold((0, 0), |(b, a), g| (b + g.broadcast, a + g.addressed));
         if b < self.broadcast.len() || a < self.addressed.len() {
-            self.segments.push(Segment {
+            self.deliveries.push(Delivery {
                 stage: ((stage + stages - 1) % stages) as u32,
                 broadcast: self.broadcast.len() - b,
                 addressed: self.addressed.len() - a,
@@ -387,12 +387,12 @@ impl<M: Message> AnyInbox for Inbox<M> {
         }
         let (mut b, mut a, mut i) = (0, 0, 0);
         let mut reindex = false;
-        while let Some(&g) = self.segments.get(i) {
+        while let Some(&g) = self.deliveries.get(i) {
             if g.stage as usize != stage {
                 (b, a, i) = (b + g.broadcast, a + g.addressed, i + 1);
                 continue;
             }
-            self.segments.remove(i);
+            self.deliveries.remove(i);
             if g.addressed > 0 {
                 self.order.clear();
                 reindex = true;
@@ -408,9 +408,9 @@ impl<M: Message> AnyInbox for Inbox<M> {
         &mut self,
         sources: &mut dyn Iterator<Item = &mut Erased>,
         alive: &dyn Fn(Entity) -> bool,
-        segment: Option<u32>,
-    ) -> Delivered {
-        let mut counts = Delivered::default();
+        stage: Option<u32>,
+    ) -> DeliverReport {
+        let mut counts = DeliverReport::default();
         let before = self.addressed.len();
         let before_broadcast = self.broadcast.len();
         for buf in sources {
@@ -436,16 +436,16 @@ impl<M: Message> AnyInbox for Inbox<M> {
             counts.dropped = (kept_before - self.addressed.len()) as u64;
             self.sort_order();
         }
-        match segment {
+        match stage {
             None => counts.delivered = self.len() as u64,
             Some(stage) => {
-                let g = Segment {
+                let g = Delivery {
                     stage,
                     broadcast: self.broadcast.len() - before_broadcast,
                     addressed: self.addressed.len() - before,
                 };
                 counts.delivered = (g.broadcast + g.addressed) as u64;
-                self.segments.push(g);
+                self.deliveries.push(g);
             }
         }
         counts
@@ -474,29 +474,29 @@ impl<M: Message> AnyInbox for Inbox<M> {
         let (b, a) = (decoded.0.len(), decoded.1.len());
         Ok((Box::new(decoded), b, a))
     }
-    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, segments: Option<StageSegments>) {
+    fn install(&mut self, decoded: Box<dyn Any + Send + Sync>, deliveries: Option<Deliveries>) {
         let (broadcast, addressed) = *decoded
             .downcast::<(Vec<M>, Vec<(Entity, M)>)>()
             .expect("decoded messages of another type");
         self.broadcast = broadcast;
         self.addressed = addressed;
-        match segments {
+        match deliveries {
             Some(s) => {
                 debug_assert!(s.stages > 1);
-                self.segments = s.segments;
+                self.deliveries = s.deliveries;
                 self.stages = s.stages;
             }
             None => {
-                self.segments.clear();
+                self.deliveries.clear();
                 self.stages = 0;
             }
         }
         self.sort_order();
     }
-    fn stage_segments(&self) -> Option<StageSegments> {
-        (self.stages > 1).then(|| StageSegments {
+    fn deliveries(&self) -> Option<Deliveries> {
+        (self.stages > 1).then(|| Deliveries {
             stages: self.stages,
-            segments: self.segments.clone(),
+            deliveries: self.deliveries.clone(),
         })
     }
     fn empty_like(&self) -> Box<dyn AnyInbox> {

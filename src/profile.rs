@@ -14,11 +14,11 @@
 //!   `tracy_client::span!` written there would.
 //! - One zone per **system** run (in `run.rs`, on the thread that runs it) and per
 //!   component type's **merge** (in `fold/`), named by the system / type. Their source
-//!   location is built once per system or type ([`enter!`] with a [`ZoneSite`] kept in the
-//!   system's slot or the type's fold), interned by name and call site, and points at the
-//!   **user's code**: where the system was added (`Runtime::add_system*`) or the type
-//!   registered (`World::register*`), kept by `#[track_caller]` ([`ZoneSite::at`]), so
-//!   that Tracy's "go to source" opens the game, not `run.rs`; entering one is then a
+//!   location is built once per system or type ([`enter!`] with a [`ZoneSite`] kept in
+//!   the system's entry or the type's fold), interned by name and call site, and points
+//!   at the **user's code**: where the system was added (`Runtime::add_system*`) or the
+//!   type registered (`World::register*`), kept by `#[track_caller]` ([`ZoneSite::at`]),
+//!   so that Tracy's "go to source" opens the game, not `run.rs`; entering one is then a
 //!   plain Tracy zone begin, with no allocation.
 //! - A system or merge zone is a *job zone*: while its thread waits for the job's own
 //!   parallel parts, the pool may have it run another batch's job (another system, another

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::commands::Command;
 use crate::component::ComponentId;
 use crate::entity::Entity;
-use crate::system::{StageId, SystemId, SystemSlot};
+use crate::system::{StageId, SystemEntry, SystemId};
 use crate::world::World;
 
 /// What Sync recorded for one watched entity in the last frame; from
@@ -290,7 +290,7 @@ impl Watches {
     pub(crate) fn record_writes(
         &mut self,
         world: &World,
-        systems: &[SystemSlot],
+        systems: &[SystemEntry],
         stage: StageId,
         first: bool,
     ) {
@@ -325,14 +325,14 @@ impl Watches {
                 let mut writes = Vec::with_capacity(scratch.len());
                 for (s, value) in scratch.drain(..) {
                     // `s` is the system's place in the stage.
-                    let slot = &systems[s as usize];
+                    let entry = &systems[s as usize];
                     let index = match writes.last() {
-                        Some(WriteRecord { system, index, .. }) if *system == slot.id => index + 1,
+                        Some(WriteRecord { system, index, .. }) if *system == entry.id => index + 1,
                         _ => 0,
                     };
                     writes.push(WriteRecord {
-                        system: slot.id,
-                        system_name: slot.name.clone(),
+                        system: entry.id,
+                        system_name: entry.name.clone(),
                         index,
                         value,
                     });
@@ -356,7 +356,7 @@ impl Watches {
         for p in &mut self.records {
             for c in p.components.iter_mut().filter(|c| c.stage == stage) {
                 let (col, row) = storage
-                    .slot_of(p.entity, c.id)
+                    .column_row_of(p.entity, c.id)
                     .expect("no table changes between gather and commands");
                 c.after = storage.columns(c.id).debug_value(col, row);
             }
@@ -365,13 +365,13 @@ impl Watches {
 }
 
 /// The commands of this stage that target `p`'s entity, in the order Sync applies them.
-fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot], stage: StageId) {
+fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemEntry], stage: StageId) {
     let name = |id| world.storage().type_name(id);
-    for slot in systems {
-        if !slot.ran {
+    for entry in systems {
+        if !entry.ran {
             continue;
         }
-        for &cmd in slot.out.commands.commands() {
+        for &cmd in entry.out.commands.commands() {
             let kind = match cmd {
                 Command::Insert(e, id) if e == p.entity => {
                     CommandKind::Insert { id, name: name(id) }
@@ -384,9 +384,9 @@ fn record_commands(p: &mut Provenance, world: &World, systems: &[SystemSlot], st
                 _ => continue,
             };
             p.commands.push(CommandRecord {
-                system: slot.id,
+                system: entry.id,
                 stage,
-                system_name: slot.name.clone(),
+                system_name: entry.name.clone(),
                 kind,
             });
         }

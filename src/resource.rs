@@ -134,7 +134,8 @@ pub(crate) type LoadFn = fn(&mut Resources, Option<&(dyn Any + Send + Sync)>);
 /// How to save and load one resource type opted into snapshots.
 pub(crate) struct ResourceHook {
     pub(crate) type_id: TypeId,
-    /// Copies the resource into the slot (reusing it); `false` if absent.
+    /// Copies the resource into the place given (reusing what it holds); `false` if
+    /// absent.
     pub(crate) save: fn(&Resources, &mut Option<AnyBox>) -> bool,
     pub(crate) load: LoadFn,
 }

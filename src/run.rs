@@ -6,7 +6,7 @@ use crate::pool::clock::{Clock, Tick};
 
 use crate::output::Output;
 use crate::pool::{Cost, Panicked, Pool};
-use crate::system::SystemSlot;
+use crate::system::SystemEntry;
 use crate::trace::{Interval, Timeline};
 use crate::world::World;
 
@@ -19,12 +19,12 @@ use crate::world::World;
 /// A system's time is its own: work its thread did for *other* systems while waiting for
 /// its own parallel parts (see [`Pool::helped`]) is subtracted.
 ///
-/// In a traced frame (`T::ON`), each slot keeps where and when its system ran
-/// (`SystemSlot::traced`). With `tracing`, each system runs in a span `system` whose parent
-/// is the caller's current span (the frame's Run), whichever thread runs it.
+/// In a traced frame (`T::ON`), each entry keeps where and when its system ran
+/// (`SystemEntry::traced`). With `tracing`, each system runs in a span `system` whose
+/// parent is the caller's current span (the frame's Run), whichever thread runs it.
 pub(crate) fn run<T: Timeline>(
     world: &World,
-    systems: &mut [SystemSlot],
+    systems: &mut [SystemEntry],
     base: usize,
     pool: &Pool,
 ) -> Result<(), Panicked> {
@@ -34,13 +34,13 @@ pub(crate) fn run<T: Timeline>(
     let clock = Clock::get();
     let run = clock.now();
     let parent = crate::profile::current();
-    pool.for_each_mut(systems, &|s, slot| {
-        slot.ran = slot.enabled;
-        if !slot.enabled {
+    pool.for_each_mut(systems, &|s, entry| {
+        entry.ran = entry.enabled;
+        if !entry.enabled {
             return;
         }
         let zone = crate::profile::enter!(
-            INFO, &mut slot.zone, slot.name, "system", system, parent: &parent;
+            INFO, &mut entry.zone, entry.name, "system", system, parent: &parent;
             writes, own_us
         );
         let helped_before = Pool::helped();
@@ -51,22 +51,22 @@ pub(crate) fn run<T: Timeline>(
             .with(Cell::take)
             .filter(|&t| t >= run)
             .unwrap_or_else(|| clock.now());
-        let mut out = Output::new(world, pool, &mut slot.out, Some(base + s));
+        let mut out = Output::new(world, pool, &mut entry.out, Some(base + s));
         let (result, cost) = Cost::measure(|| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                slot.system.run(world, &mut out)
+                entry.system.run(world, &mut out)
             }))
         });
-        slot.cost = cost;
-        // Output slots a loop left pending become runs (counted, then seen by Sync).
-        slot.writes = slot.out.seal();
+        entry.cost = cost;
+        // Row writes a loop left pending become runs (counted, then seen by Sync).
+        entry.writes = entry.out.seal();
         let helped = Pool::helped().saturating_sub(helped_before);
         let end = clock.now();
         LAST_END.with(|c| c.set(Some(end)));
-        slot.time = clock.between(start, end).saturating_sub(helped);
+        entry.time = clock.between(start, end).saturating_sub(helped);
         if T::ON {
             let thread = Pool::worker_index() as u32;
-            slot.traced = Interval { start, end, thread };
+            entry.traced = Interval { start, end, thread };
         }
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
@@ -76,14 +76,14 @@ pub(crate) fn run<T: Timeline>(
         let visited = zone.visited();
         crate::profile::record!(
             zone.span,
-            writes = slot.writes,
-            own_us = slot.time.as_micros() as u64,
+            writes = entry.writes,
+            own_us = entry.time.as_micros() as u64,
         );
         zone.end(format_args!(
             "writes={} entities={} own_us={}",
-            slot.writes,
+            entry.writes,
             visited,
-            slot.time.as_micros()
+            entry.time.as_micros()
         ));
     })
 }

@@ -47,7 +47,7 @@ for s in "${steps[@]}"; do
         MIRIFLAGS="-Zmiri-strict-provenance" \
             cargo +nightly miri test -p runsync-pool --no-fail-fast
         MIRIFLAGS="-Zmiri-strict-provenance" \
-            cargo +nightly miri test -p runsync --lib --no-fail-fast -- output:: outbuf:: erased:: fold::
+            cargo +nightly miri test -p runsync --lib --no-fail-fast -- output:: erased:: fold::
         ;;
     miri-tb)
         ensure_miri

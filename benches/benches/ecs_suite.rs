@@ -4,8 +4,8 @@
 //! names, so `cargo xtask bench-report` can line them up.
 //!
 //! A function's name says which runsync API path it measures: `runsync_query` is the
-//! README's lead loop, output slots in the query (`for (e, (.., mut slot)) in
-//! out.query::<(.., Write<C>)>() { slot.set(..) }`); `runsync` is `out.write::<C>(e, ..)`
+//! README's lead loop, row writes in the query (`for (e, (.., mut next)) in
+//! out.query::<(.., Write<C>)>() { next.set(..) }`); `runsync` is `out.write::<C>(e, ..)`
 //! in a `for` over `world.query()`;
 //! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
 //! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
@@ -248,8 +248,8 @@ fn fragmented_iter(c: &mut Criterion) {
         );
         let mut rt = Runtime::builder().workers(1).build(w);
         rt.add_system(|_: &World, out: &mut Output| {
-            for (_, (d, mut slot)) in out.query::<(&Data, Write<Data>)>() {
-                slot.set(Data(d.0 * 2.0));
+            for (_, (d, mut data)) in out.query::<(&Data, Write<Data>)>() {
+                data.set(Data(d.0 * 2.0));
             }
         });
         b.iter(|| rt.frame())
@@ -568,7 +568,7 @@ fn runsync_contrib_fn(workers: usize) -> Runtime {
     })
 }
 
-/// The same four systems written with output slots (`Output::query`), `Vel` merged by
+/// The same four systems written with row writes (`Output::query`), `Vel` merged by
 /// [`add_deltas`] (or `merge::sum` when `sum`).
 fn runsync_contrib_query(workers: usize, sum: bool) -> Runtime {
     use contrib::{Pos, Vel};
@@ -662,7 +662,7 @@ fn bevy_integrate(mut q: Query<(&mut contrib::Pos, &contrib::Vel)>) {
 
 /// `contrib_100k_{workers}w`: several systems contributing to one component. runsync runs
 /// four systems at once on `workers` threads: `runsync_query_fn_merge` writes through
-/// output slots with `Vel` merged by a hand-written `fn` ([`add_deltas`]),
+/// row writes with `Vel` merged by a hand-written `fn` ([`add_deltas`]),
 /// `runsync_query` the same with `merge::sum`; `runsync` and `runsync_fn_merge` are the
 /// same pair on the `out.write` path ([`runsync_contrib`]); hecs makes the
 /// same four passes one after another in place; bevy_ecs (2 workers only) runs the same

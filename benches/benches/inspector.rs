@@ -1,6 +1,6 @@
 //! What the live inspector (`runsync-inspect`) costs a game that nobody is inspecting.
 //!
-//! The movement frame (one system, `Pos += Vel * dt` through output slots, one worker) at
+//! The movement frame (one system, `Pos += Vel * dt` through row writes, one worker) at
 //! 10k and 100k entities, run three ways in the same run:
 //!
 //! - `frame`: `Runtime::frame`, no inspector;

@@ -5,13 +5,14 @@
 //! the plain one over the same table), and the cost of stages (`stages_{1,2}w`).
 //!
 //! A function's name says which runsync API path it measures: `runsync_query` is the
-//! README's lead loop (`for (e, (.., mut slot)) in out.query::<(.., Write<C>)>() {
-//! slot.set(..) }`); `runsync` is `out.write::<C>(e, ..)` in a `for` over `world.query()`;
-//! `runsync_writer` hoists `out.writer::<C>()` out of that loop; `runsync_write_each` is
-//! `Output::write_each`; `runsync_par_for_each` is `Output::par_for_each` with
-//! `out.write` inside, `runsync_par_for_each_query` with an output slot
-//! (`Write<Position>`) instead (`_1w`: on one worker). `empty_systems` writes nothing. `hecs`
-//! updates in place with `query_mut`; `raw` is a loop over two plain arrays.
+//! README's lead loop (`for (e, (.., mut next)) in out.query::<(.., Write<C>)>() {
+//! next.set(..) }`); `runsync` is `out.write::<C>(e, ..)` in a `for` over
+//! `world.query()`; `runsync_writer` hoists `out.writer::<C>()` out of that loop;
+//! `runsync_write_each` is `Output::write_each`; `runsync_par_for_each` is
+//! `Output::par_for_each` with `out.write` inside, `runsync_par_for_each_query` with a
+//! write handle (`Write<Position>`) instead (`_1w`: on one worker). `empty_systems`
+//! writes nothing. `hecs` updates in place with `query_mut`; `raw` is a loop over two
+//! plain arrays.
 
 #![allow(
     missing_docs,
@@ -41,7 +42,7 @@ fn movement_world(n: usize) -> World {
     w
 }
 
-/// The movement system as the README leads with it: output slots in the query.
+/// The movement system as the README leads with it: row writes in the query.
 fn movement_query(_: &World, out: &mut Output) {
     for (_, (p, v, mut pos)) in out.query::<(&Position, &Velocity, Write<Position>)>() {
         pos.set(Position(p.0 + v.0 * DT));
@@ -75,7 +76,7 @@ fn movement_par(_: &World, out: &mut Output) {
     });
 }
 
-/// The movement system through `par_for_each` with an output slot (the lead loop's
+/// The movement system through `par_for_each` with a write handle (the lead loop's
 /// shape, in parallel chunks).
 fn movement_par_query(_: &World, out: &mut Output) {
     out.par_for_each::<(&Position, &Velocity, Write<Position>)>(|_, (p, v, mut pos), _| {
@@ -387,10 +388,10 @@ fn empty_systems(c: &mut Criterion) {
 
 /// `stages_{1,2}w`: the fixed cost of a stage. `empty/N`: N stages of one empty system
 /// each (the slope is the cost of one more stage: a Run and a Sync with nothing to do).
-/// `movement_10k/N`: the 10k movement frame (slots, `Position` from `Velocity`) plus a
-/// second system that reads the positions and writes `Data` for 1k of the entities, in
-/// one stage (N = 1: the second reads last frame's positions) or in a second stage (N = 2:
-/// this frame's).
+/// `movement_10k/N`: the 10k movement frame (row writes, `Position` from `Velocity`) plus
+/// a second system that reads the positions and writes `Data` for 1k of the entities, in
+/// one stage (N = 1: the second reads last frame's positions) or in a second stage (N =
+/// 2: this frame's).
 fn stages(c: &mut Criterion) {
     for workers in [1usize, 2] {
         let mut g = c.benchmark_group(format!("stages_{workers}w"));

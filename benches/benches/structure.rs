@@ -21,7 +21,7 @@
 //!   subtract, `runsync_roots_only` (the same roots without children).
 //! - `canonical_100k`: what canonical order (`World::set_canonical_order`) costs. One
 //!   frame (1 worker) over 100,000 entities of one movement system, the README's lead
-//!   loop (`out.query` with a `Write<Pos>` slot, last-wins merge): `steady_off` /
+//!   loop (`out.query` with a `Write<Pos>` element, last-wins merge): `steady_off` /
 //!   `steady_on` with no structural change (canonical order checks each table is still
 //!   sorted); `churn_off` / `churn_on` where the system also despawns one entity in a
 //!   hundred and spawns as many (their reused ids arrive below the last index: the

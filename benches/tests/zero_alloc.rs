@@ -142,7 +142,7 @@ fn one_path_world() -> World {
     world
 }
 
-fn query_slots(workers: usize) -> Runtime {
+fn query_row_writes(workers: usize) -> Runtime {
     let mut rt = Runtime::builder().workers(workers).build(one_path_world());
     // Every row of a last-wins type (a whole column, swapped in), and conditional writes
     // of a sum-merged type (runs), mixed with a plain write of it after the loop.
@@ -229,7 +229,7 @@ fn sum_of_several(workers: usize) -> Runtime {
     rt
 }
 
-/// A hand-written merge over several ordered sources (the gather path; five systems, 80k
+/// A hand-written merge over several ordered sources (the sweep path; five systems, 80k
 /// outputs, so that on 2 workers it splits by row range).
 fn fn_merge_of_several(workers: usize) -> Runtime {
     let mut world = one_path_world();
@@ -492,10 +492,10 @@ impl<const N: u8> Component for Tag<N> {
     type Output = Tag<N>;
 }
 
-/// Output slots over a fragmented world: 31 tables of 5 to 35 rows (every non-empty
+/// Row writes over a fragmented world: 31 tables of 5 to 35 rows (every non-empty
 /// combination of five marker types), written partly, over several blocks of small
 /// tables, and a big table beside them.
-fn fragmented_slots(workers: usize) -> Runtime {
+fn fragmented_row_writes(workers: usize) -> Runtime {
     let mut world = World::new();
     world.register::<Pos>(merge::last);
     world.register::<Tag<0>>(merge::last);
@@ -542,8 +542,12 @@ fn steady_state_frame_does_not_allocate() {
         Ordering::Relaxed,
     );
     let scenarios: [(&str, BuildRuntime, usize); 15] = [
-        ("output slots (Output::query)", query_slots, 100),
-        ("output slots over many small tables", fragmented_slots, 100),
+        ("row writes (Output::query)", query_row_writes, 100),
+        (
+            "row writes over many small tables",
+            fragmented_row_writes,
+            100,
+        ),
         ("plain write", plain_write, 100),
         ("writer", writer, 100),
         ("write_each", write_each, 100),
@@ -554,7 +558,7 @@ fn steady_state_frame_does_not_allocate() {
             100,
         ),
         (
-            "a hand-written merge over several systems (gathered)",
+            "a hand-written merge over several systems (swept)",
             fn_merge_of_several,
             100,
         ),
@@ -599,7 +603,7 @@ fn steady_state_frame_does_not_allocate() {
 /// snapshots reuse their memory once they have wrapped around.
 fn inspector_frames_do_not_allocate() {
     for ring in [0, 8] {
-        let mut rt = query_slots(2);
+        let mut rt = query_row_writes(2);
         rt.world_mut()
             .snapshotting::<Pos>()
             .snapshotting::<Vel>()

@@ -2,26 +2,26 @@
 //! frame): the inputs and the edits the inspector keeps beside its snapshots.
 
 /// One record of type `T` for each of the last `capacity` frame starts: the record of
-/// start `s` lives in place `s % capacity`, so a later frame overwrites it.
+/// start `s` lives in entry `s % capacity`, so a later frame overwrites it.
 pub(crate) struct ByFrame<T> {
-    slots: Vec<Option<(u64, T)>>,
+    entries: Vec<Option<(u64, T)>>,
 }
 
 impl<T> ByFrame<T> {
     /// Room for `capacity` frames (0: keeps nothing).
     pub(crate) fn new(capacity: usize) -> Self {
         ByFrame {
-            slots: (0..capacity).map(|_| None).collect(),
+            entries: (0..capacity).map(|_| None).collect(),
         }
     }
 
     /// The record of the frame starting from `start`, if it is still kept.
     pub(crate) fn get(&self, start: u64) -> Option<&T> {
-        let len = self.slots.len() as u64;
+        let len = self.entries.len() as u64;
         if len == 0 {
             return None;
         }
-        match &self.slots[(start % len) as usize] {
+        match &self.entries[(start % len) as usize] {
             Some((s, t)) if *s == start => Some(t),
             _ => None,
         }
@@ -30,21 +30,21 @@ impl<T> ByFrame<T> {
     /// The place of the frame starting from `start`, with what it holds (the record of
     /// this frame or of an older one it overwrites), to be written; `None` with no room.
     pub(crate) fn place(&mut self, start: u64) -> Option<&mut Option<(u64, T)>> {
-        let len = self.slots.len() as u64;
+        let len = self.entries.len() as u64;
         if len == 0 {
             return None;
         }
-        Some(&mut self.slots[(start % len) as usize])
+        Some(&mut self.entries[(start % len) as usize])
     }
 
     /// The frame starts kept, in no particular order.
     pub(crate) fn starts(&self) -> impl Iterator<Item = u64> + '_ {
-        self.slots.iter().flatten().map(|(s, _)| *s)
+        self.entries.iter().flatten().map(|(s, _)| *s)
     }
 
     /// Forgets the frames starting from `start` on.
     pub(crate) fn forget_from(&mut self, start: u64) {
-        for s in &mut self.slots {
+        for s in &mut self.entries {
             if s.as_ref().is_some_and(|(at, _)| *at >= start) {
                 *s = None;
             }

@@ -261,7 +261,7 @@ mod tests {
         t.forget_from(4);
         assert_eq!((t.count(3), t.count(5)), (2, 0));
         t.push(7, Edit::Despawn { entity: e });
-        assert_eq!(t.count(3), 0, "frame 7 took frame 3's slot");
+        assert_eq!(t.count(3), 0, "frame 7 took frame 3's entry");
         assert_eq!(Track::new(0).count(0), 0);
     }
 }

@@ -18,7 +18,7 @@
 //! (cloned: one `I` per frame of the ring, overwritten in place).
 //!
 //! Inputs are keyed like the ring: by the frame's start, the number of frames completed
-//! before it. A slot is kept when the ring drops states after a divergence: the states
+//! before it. An entry is kept when the ring drops states after a divergence: the states
 //! belong to another history, but the inputs are still the ones the game gave.
 
 use std::any::{Any, type_name};
@@ -114,7 +114,7 @@ impl<I: GameInput> Inputs for Track<I> {
         };
         let input = world.get_input::<I>();
         match place {
-            // Written in place: no allocation of the slot once it exists.
+            // Written in place: no allocation of the entry once it exists.
             Some((at, kept)) => {
                 *at = start;
                 match (kept, input) {
@@ -198,7 +198,7 @@ mod tests {
         assert_eq!(t.json(1), Some(serde_json::json!({"x": 2})));
         assert_eq!(t.json(2), Some(serde_json::Value::Null));
         assert_eq!(t.json(3), None);
-        // Frame 4 takes frame 0's slot.
+        // Frame 4 takes frame 0's entry.
         w.set_input(Pad { x: 5 });
         t.record(&w, 4);
         assert!(!t.holds(0) && t.holds(4));

@@ -402,7 +402,7 @@ impl InspectorBuilder {
     /// input for frames past the recorded end. See [Inputs](crate#inputs).
     /// [`Inspector::frame_with`] does this by itself; call it for a game that sets its
     /// input with [`World::set_input`](runsync::World::set_input) and runs frames with
-    /// [`Inspector::frame`]. Costs a clone of the input per frame, into the slot of the
+    /// [`Inspector::frame`]. Costs a clone of the input per frame, into the entry of the
     /// ring's length kept for it.
     pub fn input<I: GameInput>(mut self) -> Self {
         self.input = Some(GameSide::input_type::<I>);

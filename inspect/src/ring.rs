@@ -1,12 +1,12 @@
 //! The snapshot ring: the state before each of the last N frames, to rewind to.
 //!
-//! Slot `f % N` holds the state with `f` frames completed (the state frame `f` starts
+//! Entry `f % N` holds the state with `f` frames completed (the state frame `f` starts
 //! from). Taking one costs a [`Runtime::snapshot_into`] every frame (about a `memcpy` of
-//! the columns, no allocation once the slot has grown): opt-in.
+//! the columns, no allocation once the entry has grown): opt-in.
 //!
-//! After a rewind to frame `k`, the slots of frames after `k` still hold the first run;
+//! After a rewind to frame `k`, the entries of frames after `k` still hold the first run;
 //! as the frames are run again, each new state is compared with the recorded one by
-//! [`World::checksum`](runsync::World::checksum) before its slot is overwritten, so a
+//! [`World::checksum`](runsync::World::checksum) before its entry is overwritten, so a
 //! re-simulation that diverges is caught at its first differing frame. The recorded
 //! states' checksums are computed at the rewind (each restored in turn), not every frame:
 //! a checksum costs several times a snapshot, and most frames are never rewound to. The
@@ -14,7 +14,7 @@
 
 use runsync::{Runtime, RuntimeSnapshot};
 
-struct Slot {
+struct Entry {
     snapshot: RuntimeSnapshot,
     /// The world's checksum in this state, once computed (at a rewind).
     checksum: Option<u64>,
@@ -23,7 +23,7 @@ struct Slot {
 
 /// The ring; capacity 0 is off.
 pub(crate) struct Ring {
-    slots: Vec<Slot>,
+    entries: Vec<Entry>,
     /// Why it stopped recording (a snapshot failed: a type not opted in), if it did.
     error: Option<String>,
 }
@@ -31,8 +31,8 @@ pub(crate) struct Ring {
 impl Ring {
     pub(crate) fn new(capacity: usize) -> Ring {
         Ring {
-            slots: (0..capacity)
-                .map(|_| Slot {
+            entries: (0..capacity)
+                .map(|_| Entry {
                     snapshot: RuntimeSnapshot::new(),
                     checksum: None,
                     valid: false,
@@ -43,7 +43,7 @@ impl Ring {
     }
 
     pub(crate) fn capacity(&self) -> usize {
-        self.slots.len()
+        self.entries.len()
     }
 
     pub(crate) fn error(&self) -> Option<&str> {
@@ -51,27 +51,27 @@ impl Ring {
     }
 
     fn recording(&self) -> bool {
-        !self.slots.is_empty() && self.error.is_none()
+        !self.entries.is_empty() && self.error.is_none()
     }
 
-    fn slot(&self, frame: u64) -> Option<&Slot> {
+    fn entry(&self, frame: u64) -> Option<&Entry> {
         let s = self
-            .slots
-            .get((frame % self.slots.len().max(1) as u64) as usize)?;
+            .entries
+            .get((frame % self.entries.len().max(1) as u64) as usize)?;
         (s.valid && s.snapshot.frame() == frame).then_some(s)
     }
 
     /// Whether the state with `frame` frames completed is held.
     pub(crate) fn holds(&self, frame: u64) -> bool {
-        self.slot(frame).is_some()
+        self.entry(frame).is_some()
     }
 
     /// The oldest and newest frames held, if any. (Held frames are contiguous: each
-    /// frame's slot is written before it runs, and a rewind or divergence drops only
+    /// frame's entry is written before it runs, and a rewind or divergence drops only
     /// frames after the one kept.)
     pub(crate) fn range(&self) -> Option<(u64, u64)> {
         let frames = self
-            .slots
+            .entries
             .iter()
             .filter(|s| s.valid)
             .map(|s| s.snapshot.frame());
@@ -86,15 +86,15 @@ impl Ring {
             return;
         }
         let frame = rt.frame_count();
-        let len = self.slots.len() as u64;
-        let slot = &mut self.slots[(frame % len) as usize];
-        match rt.snapshot_into(&mut slot.snapshot) {
+        let len = self.entries.len() as u64;
+        let entry = &mut self.entries[(frame % len) as usize];
+        match rt.snapshot_into(&mut entry.snapshot) {
             Ok(()) => {
-                slot.checksum = None;
-                slot.valid = true;
+                entry.checksum = None;
+                entry.valid = true;
             }
             Err(e) => {
-                slot.valid = false;
+                entry.valid = false;
                 self.error = Some(format!(
                     "the snapshot ring stopped: {e} (opt every type in with \
                      `World::snapshotting`, or build the inspector without `ring`)"
@@ -112,7 +112,7 @@ impl Ring {
             return None;
         }
         let frame = rt.frame_count();
-        let want = self.slot(frame)?.checksum?;
+        let want = self.entry(frame)?.checksum?;
         let same = rt.checksum() == want;
         if !same {
             self.drop_after(frame - 1);
@@ -121,7 +121,7 @@ impl Ring {
     }
 
     /// Rewinds to the state with `frame` frames completed (the caller checked
-    /// [`holds`](Self::holds)), first recording the present (unless its slot is the one
+    /// [`holds`](Self::holds)), first recording the present (unless its entry is the one
     /// rewound to, or `edited`: the present has edits made since the last frame, and the
     /// ring already holds the state before them) and the checksums of the states after
     /// `frame`, to check the re-simulation against. On an error the runtime is left in
@@ -133,36 +133,36 @@ impl Ring {
         edited: bool,
     ) -> Result<(), String> {
         let now = rt.frame_count();
-        let len = self.slots.len() as u64;
+        let len = self.entries.len() as u64;
         if frame.abs_diff(now) < len && !edited {
             self.record(rt);
-            let present = &mut self.slots[(now % len) as usize];
+            let present = &mut self.entries[(now % len) as usize];
             if present.valid {
                 present.checksum = Some(rt.checksum());
             }
         }
-        let later: Vec<usize> = (0..self.slots.len())
+        let later: Vec<usize> = (0..self.entries.len())
             .filter(|&i| {
-                let s = &self.slots[i];
+                let s = &self.entries[i];
                 s.valid && s.snapshot.frame() > frame && s.checksum.is_none()
             })
             .collect();
         let mut result = Ok(());
         for i in later {
-            if let Err(e) = rt.try_restore(&self.slots[i].snapshot) {
+            if let Err(e) = rt.try_restore(&self.entries[i].snapshot) {
                 result = Err(e.to_string());
                 break;
             }
-            self.slots[i].checksum = Some(rt.checksum());
+            self.entries[i].checksum = Some(rt.checksum());
         }
         if result.is_ok() {
-            let slot = self
-                .slot(frame)
+            let entry = self
+                .entry(frame)
                 .ok_or_else(|| format!("frame {frame} is not held"))?;
-            result = rt.try_restore(&slot.snapshot).map_err(|e| e.to_string());
+            result = rt.try_restore(&entry.snapshot).map_err(|e| e.to_string());
         }
         if result.is_err() {
-            if let Some(present) = self.slot(now) {
+            if let Some(present) = self.entry(now) {
                 let _ = rt.try_restore(&present.snapshot);
             }
         }
@@ -171,15 +171,15 @@ impl Ring {
 
     /// Restores the state with `frame` frames completed, as it is (for `explain`).
     pub(crate) fn restore(&self, rt: &mut Runtime, frame: u64) -> Result<(), String> {
-        let slot = self
-            .slot(frame)
+        let entry = self
+            .entry(frame)
             .ok_or_else(|| format!("frame {frame} is not held"))?;
-        rt.try_restore(&slot.snapshot).map_err(|e| e.to_string())
+        rt.try_restore(&entry.snapshot).map_err(|e| e.to_string())
     }
 
     /// Forgets the states after `frame` (another history).
     pub(crate) fn drop_after(&mut self, frame: u64) {
-        for s in &mut self.slots {
+        for s in &mut self.entries {
             if s.valid && s.snapshot.frame() > frame {
                 s.valid = false;
             }

@@ -53,7 +53,8 @@ fn a_hostile_client_neither_stalls_the_frame_nor_locks_the_inspector() {
             s
         })
         .collect();
-    // While every connection slot is taken, a flood is answered at once: 503.
+    // While the server holds as many connections as it takes, a flood is answered at
+    // once: 503.
     let codes = flood(addr);
     assert!(codes.iter().all(|&c| c == 503), "{codes:?}");
 

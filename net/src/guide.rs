@@ -109,7 +109,7 @@
 //!
 //! ## What rollback costs
 //!
-//! Every frame saves a snapshot (`snapshot_into` a reused ring slot: a `memcpy` of the
+//! Every frame saves a snapshot (`snapshot_into` a reused ring entry: a `memcpy` of the
 //! columns, no allocation once the world's shape is steady) and a checksum; a rollback
 //! of `n` frames is one restore and `n` re-run frames (each with its save). The crate's
 //! `rollback` benchmark measures them on the arena; the README's numbers come from it.

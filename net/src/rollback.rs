@@ -14,7 +14,7 @@ use crate::error::NetError;
 use crate::input::NetInput;
 use crate::input::PlayerInputs;
 
-/// One slot of the ring: a snapshot and what it is.
+/// One entry of the ring: a snapshot and what it is.
 struct Saved {
     snapshot: RuntimeSnapshot,
     /// ggrs's frame number of the state, `None` until saved.
@@ -74,10 +74,10 @@ pub struct RollbackStats {
 ///
 /// ggrs hands over a list to fulfil in order; [`Rollback::handle`] does, one function per
 /// kind:
-/// 1. [`save`](Rollback::save): `snapshot_into` the ring's slot `g % len` (no allocation
+/// 1. [`save`](Rollback::save): `snapshot_into` the ring's entry `g % len` (no allocation
 ///    once the world's shape is steady), then the world's checksum, handed to ggrs for
 ///    desync detection;
-/// 2. [`load`](Rollback::load): `try_restore` that slot, after checking it holds frame
+/// 2. [`load`](Rollback::load): `try_restore` that entry, after checking it holds frame
 ///    `g` (a rollback);
 /// 3. [`advance`](Rollback::advance): the frame's inputs written in place into the
 ///    [`PlayerInputs`] input resource, then one frame.
@@ -117,7 +117,7 @@ pub struct Rollback<I: NetInput> {
     stats: RollbackStats,
     /// While an online replay is recorded: the inputs each of the last frames ran with,
     /// by ggrs frame (the last run of a frame, so once it is confirmed, its confirmed
-    /// inputs). Reused slots: no allocation once sized.
+    /// inputs). Reused entries: no allocation once sized.
     inputs: Option<Vec<(Option<Frame>, PlayerInputs<I>)>>,
     /// Desync forensics: every `every`-th frame's checksum parts go into the high bits
     /// of the checksum handed to ggrs, and what it takes to run that frame again (the
@@ -377,8 +377,8 @@ impl<I: NetInput> Rollback<I> {
                 actual: self.rt.frame_count(),
             });
         }
-        let slot = self.slot(frame);
-        let saved = &mut self.ring[slot];
+        let at = self.ring_index(frame);
+        let saved = &mut self.ring[at];
         saved.frame = None;
         saved.checksum = match checksum {
             Some(c) => {
@@ -398,12 +398,11 @@ impl<I: NetInput> Rollback<I> {
     ///
     /// # Errors
     /// [`NetError::FrameMismatch`] if the ring does not hold that frame (it was never
-    /// saved, or a later one took its slot); [`NetError::Snapshot`] if the snapshot
+    /// saved, or a later one took its entry); [`NetError::Snapshot`] if the snapshot
     /// cannot be restored (a type registered since). The runtime is then unchanged.
     pub fn load(&mut self, frame: Frame) -> Result<(), NetError> {
         let t = Instant::now();
-        let slot = self.slot(frame);
-        let saved = &self.ring[slot];
+        let saved = &self.ring[self.ring_index(frame)];
         if frame < 0 || saved.frame != Some(frame) {
             return Err(NetError::FrameMismatch {
                 request: "load",
@@ -427,7 +426,7 @@ impl<I: NetInput> Rollback<I> {
         let t = Instant::now();
         let world = self.rt.world_mut();
         match world.get_resource_mut::<Input<PlayerInputs<I>>>() {
-            Some(slot) => slot.0.set_from_ggrs(inputs),
+            Some(input) => input.0.set_from_ggrs(inputs),
             None => {
                 let mut fresh = PlayerInputs::empty(inputs.len());
                 fresh.set_from_ggrs(inputs);
@@ -437,10 +436,10 @@ impl<I: NetInput> Rollback<I> {
         if let Some(log) = &mut self.inputs {
             let frame = self.rt.frame_count().wrapping_sub(self.start) as Frame;
             let len = log.len() as Frame;
-            let slot = &mut log[frame.rem_euclid(len) as usize];
+            let entry = &mut log[frame.rem_euclid(len) as usize];
             if let Some(now) = self.rt.world().get_resource::<Input<PlayerInputs<I>>>() {
-                slot.0 = Some(frame);
-                slot.1.clone_from(&now.0);
+                entry.0 = Some(frame);
+                entry.1.clone_from(&now.0);
             }
         }
         let result = self.rt.try_frame();
@@ -608,13 +607,13 @@ impl<I: NetInput> Rollback<I> {
 
     /// The checksum saved for ggrs frame `frame`, if the ring still holds it.
     pub fn saved_checksum(&self, frame: Frame) -> Option<u64> {
-        let saved = &self.ring[self.slot(frame)];
+        let saved = &self.ring[self.ring_index(frame)];
         (frame >= 0 && saved.frame == Some(frame)).then_some(saved.checksum)
     }
 
     /// The saved snapshot of ggrs frame `frame`, if the ring still holds it.
     pub fn saved_snapshot(&self, frame: Frame) -> Option<&RuntimeSnapshot> {
-        let saved = &self.ring[self.slot(frame)];
+        let saved = &self.ring[self.ring_index(frame)];
         (frame >= 0 && saved.frame == Some(frame)).then_some(&saved.snapshot)
     }
 
@@ -660,7 +659,8 @@ impl<I: NetInput> Rollback<I> {
         self.rt
     }
 
-    fn slot(&self, frame: Frame) -> usize {
+    /// Where ggrs frame `frame`'s entry is in the ring.
+    fn ring_index(&self, frame: Frame) -> usize {
         frame.rem_euclid(self.ring.len() as Frame) as usize
     }
 }

@@ -310,7 +310,7 @@ pub(crate) fn check_players<A: Address>(
         .chain(remote.iter().map(|(h, a)| (*h, Some(a))));
     let mut seen: Vec<Option<Option<&A>>> = vec![None; players];
     for (h, addr) in placed {
-        let Some(slot) = seen.get_mut(h) else {
+        let Some(seat) = seen.get_mut(h) else {
             return Err(format!(
                 "player {h} ({}) is out of range: a game of {players} players has players 0 \
                  to {}",
@@ -318,7 +318,7 @@ pub(crate) fn check_players<A: Address>(
                 players - 1
             ));
         };
-        if let Some(before) = slot {
+        if let Some(before) = seat {
             let again = if *before == addr {
                 format!("twice {}", place(addr))
             } else {
@@ -328,7 +328,7 @@ pub(crate) fn check_players<A: Address>(
                 "player {h} is given twice ({again}): each player plays at one place"
             ));
         }
-        *slot = Some(addr);
+        *seat = Some(addr);
     }
     let missing: Vec<PlayerHandle> = (0..players).filter(|&h| seen[h].is_none()).collect();
     if !missing.is_empty() {

@@ -47,7 +47,7 @@ fn four_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
     for (child, _) in &mut procs {
         writeln!(child.0.stdin.as_mut().unwrap(), "{list}").unwrap();
     }
-    let mut outputs = Vec::new();
+    let mut printed = Vec::new();
     for (_, rx) in &procs {
         let mut confirmed = Vec::new();
         let mut done = None;
@@ -58,7 +58,7 @@ fn four_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
                 done = Some(l);
             }
         }
-        outputs.push((confirmed, done.expect("a done line")));
+        printed.push((confirmed, done.expect("a done line")));
     }
     for (k, (child, _)) in procs.iter_mut().enumerate() {
         let status = child.0.wait().unwrap();
@@ -84,7 +84,7 @@ fn four_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
             .unwrap()
     };
     let mut rollbacks = 0;
-    for (k, (confirmed, done)) in outputs.iter().enumerate() {
+    for (k, (confirmed, done)) in printed.iter().enumerate() {
         println!("player {k}: {done}");
         assert_eq!(confirmed, &truth, "player {k} against duel --truth");
         for counter in [
@@ -99,5 +99,5 @@ fn four_duel_processes_over_loopback_udp_agree_on_every_confirmed_frame() {
         }
         rollbacks += field(done, "rollbacks");
     }
-    assert!(rollbacks > 0, "{outputs:?}");
+    assert!(rollbacks > 0, "{printed:?}");
 }

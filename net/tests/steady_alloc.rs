@@ -50,7 +50,7 @@ fn saves_loads_and_input_writes_of_a_steady_game_allocate_nothing() {
     // One worker: no pool thread allocates beside the measured calls.
     let mut rb = Rollback::<game::Pad>::new(game::build(1), 2, 8).unwrap();
     let idle = [(game::Pad::default(), InputStatus::Confirmed); 2];
-    // Warm up: every ring slot saved once, a few rollbacks.
+    // Warm up: every ring entry saved once, a few rollbacks.
     for g in 0..40 {
         rb.save(g).unwrap();
         rb.advance(&idle).unwrap();

@@ -107,7 +107,7 @@ fn state_outside_the_snapshot_fails_with_the_frame_entity_and_values() {
 
 /// Every depth of the ring, at 1, 2 and 8 workers: with a check distance of 7, each frame
 /// restores the state 1 to 7 frames back (saves and restores copy only what changed since
-/// the slot was filled, with shots spawned and despawned in between) and re-runs; every
+/// the entry was filled, with shots spawned and despawned in between) and re-runs; every
 /// re-run frame's checksum must equal its first run's, and every worker count ends equal.
 #[test]
 fn the_sync_test_agrees_at_one_two_and_eight_workers_at_every_depth() {

@@ -108,7 +108,7 @@ impl Batch<'_> {
     /// when jobs are few (a frame's handful of systems, `par_for_each`'s chunks), long
     /// runs of consecutive jobs when they are many. With 6,000 one-write systems on 2
     /// workers, claiming one at a time bounced `next`'s cache line between the cores on
-    /// every system, and neighbouring systems' slots with it.
+    /// every system, and neighbouring systems' entries with it.
     fn work(&self, helping: bool) {
         let mut suspended = None;
         loop {
@@ -131,9 +131,9 @@ impl Batch<'_> {
                 self.work.fetch_add(cost.work, Relaxed);
                 self.span.fetch_max(cost.span, Relaxed);
                 if let Err(payload) = result {
-                    let mut slot = self.panic.lock();
-                    if slot.as_ref().is_none_or(|p| i < p.index) {
-                        *slot = Some(Panicked { index: i, payload });
+                    let mut lowest = self.panic.lock();
+                    if lowest.as_ref().is_none_or(|p| i < p.index) {
+                        *lowest = Some(Panicked { index: i, payload });
                     }
                 }
                 zone.end(format_args!("chunk={i}"));
@@ -380,11 +380,11 @@ impl Pool {
             slices[k] = s;
             n = k + 1;
         }
-        self.for_each_mut(&mut slices[..n], &|k, slots| fill_part(slots, k * part, &f))?;
+        self.for_each_mut(&mut slices[..n], &|k, spare| fill_part(spare, k * part, &f))?;
         // SAFETY: `set_len` needs `len <= capacity` (reserved above) and elements `0..len`
         // initialised: the parts cover `0..len` exactly (`chunks_mut` of that prefix), and
         // `for_each_mut` returned `Ok`, so every part ran to completion and wrote each of
-        // its slots once.
+        // its elements once.
         unsafe { out.set_len(len) };
         Ok(())
     }
@@ -403,13 +403,13 @@ fn queue_capacity(threads: usize) -> usize {
     (threads * threads * 16).max(64)
 }
 
-/// Writes `f(base + j)` into `slots[j]`. A function of its own so that `slots` is a
+/// Writes `f(base + j)` into `spare[j]`. A function of its own so that `spare` is a
 /// `noalias` argument: the optimiser then knows the stores cannot touch `f`'s captures
 /// and keeps them in registers (inlined into the job closure, it reloaded them per value).
 #[inline(never)]
-fn fill_part<T, F: Fn(usize) -> T>(slots: &mut [MaybeUninit<T>], base: usize, f: &F) {
-    for (j, slot) in slots.iter_mut().enumerate() {
-        slot.write(f(base + j));
+fn fill_part<T, F: Fn(usize) -> T>(spare: &mut [MaybeUninit<T>], base: usize, f: &F) {
+    for (j, element) in spare.iter_mut().enumerate() {
+        element.write(f(base + j));
     }
 }
 
@@ -797,7 +797,7 @@ mod tests {
     /// `fill`'s uninitialised parts, checked here (and so under both of Miri's aliasing
     /// models) without the fold paths around it.
     #[test]
-    fn fill_writes_every_slot_once_or_reports_the_lowest_panic() {
+    fn fill_writes_every_element_once_or_reports_the_lowest_panic() {
         let (len, part) = if cfg!(miri) { (40, 4) } else { (10_000, 64) };
         let pool = Pool::new(3);
         let mut out = vec![String::from("old")];

@@ -146,7 +146,7 @@ impl CommandList {
             let Some(theirs) = &mut other.values[id.index()] else {
                 continue;
             };
-            let mine = self.slot(id);
+            let mine = self.entry(id);
             mine.get_or_insert_with(|| theirs.empty_like())
                 .append(theirs);
         }
@@ -168,7 +168,7 @@ impl CommandList {
     }
 
     /// The entry of type `id`, remembered as used once it holds values.
-    fn slot(&mut self, id: ComponentId) -> &mut Option<Erased> {
+    fn entry(&mut self, id: ComponentId) -> &mut Option<Erased> {
         if self.values.len() <= id.index() {
             self.values.resize_with(id.index() + 1, || None);
         }
@@ -180,7 +180,7 @@ impl CommandList {
 
     /// The waiting values of `C` (id `id`), created on first use.
     fn values_mut<C: Component>(&mut self, id: ComponentId) -> &mut VecDeque<C> {
-        Erased::get_or_new(self.slot(id))
+        Erased::get_or_new(self.entry(id))
     }
 
     /// The next waiting value of `C` (id `id`), taken out of the list.
@@ -343,7 +343,7 @@ pub(crate) fn apply_list(
             Command::Insert(e, id) if host.storage().requires(id) => {
                 // A type with required components: one by one, then what it requires.
                 batch.flush(host.storage(), list);
-                let replaces = host.storage().slot_of(e, id).is_some();
+                let replaces = host.storage().column_row_of(e, id).is_some();
                 if !insert_one(host, list, id, e, replaces, report) {
                     continue;
                 }

@@ -159,7 +159,7 @@ pub(crate) fn despawn(
 /// hooks) for a first child. The list is marked changed.
 fn add_child(host: &mut dyn Host, h: Hierarchy, parent: Entity, child: Entity) {
     let storage = host.storage();
-    match storage.slot_of(parent, h.children) {
+    match storage.column_row_of(parent, h.children) {
         Some((col, row)) => {
             storage
                 .typed_mut::<Children>(h.children)
@@ -183,7 +183,7 @@ fn add_child(host: &mut dyn Host, h: Hierarchy, parent: Entity, child: Entity) {
 /// The list is marked changed.
 fn remove_child(host: &mut dyn Host, h: Hierarchy, parent: Entity, child: Entity) {
     let storage = host.storage();
-    let Some((col, row)) = storage.slot_of(parent, h.children) else {
+    let Some((col, row)) = storage.column_row_of(parent, h.children) else {
         debug_assert!(false, "{child:?}'s parent {parent:?} has no Children");
         return;
     };

@@ -26,7 +26,7 @@
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::storage::TypeMarks;
 
 use super::move_out::group_by_key;

@@ -29,7 +29,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
@@ -260,8 +260,8 @@ fn items_of<C: Component>(
             for (i, r) in runs.iter().enumerate() {
                 let n = (runs.get(i + 1).map_or(len, |next| next.start) - r.start) as usize;
                 let first = bases[r.col as usize] + r.row;
-                for (d, slot) in items[index..index + n].iter_mut().enumerate() {
-                    *slot.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
+                for (d, item) in items[index..index + n].iter_mut().enumerate() {
+                    *item.get_mut() = Item::new(first + d as u32, (index + d) as u32).0;
                 }
                 index += n;
             }
@@ -341,17 +341,17 @@ fn par_sort(
     // Per worker `k`: `buckets` counters of its slice for this pass (then where its items
     // of each digit go), then `slices × buckets` counters of the next pass's digits by
     // destination slice.
-    let block = buckets * (1 + slices);
+    let stride = buckets * (1 + slices);
     counts.clear();
-    counts.resize(slices * block, 0);
+    counts.resize(slices * stride, 0);
     let mut need_counts = true;
     for p in 0..digits.passes {
         let shift = p * digits.width;
         let src: &[AtomicU64] = items;
         if need_counts {
-            let (mut each, _) = per_slice(counts, block);
-            pool.for_each_mut(&mut each[..slices], &|k, block| {
-                let count = &mut block[..buckets];
+            let (mut each, _) = per_slice(counts, stride);
+            pool.for_each_mut(&mut each[..slices], &|k, mine| {
+                let count = &mut mine[..buckets];
                 count.fill(0);
                 for it in src.chunks(len).nth(k).unwrap_or_default() {
                     count[Item(it.load(Relaxed)).digit(shift, mask)] += 1;
@@ -365,7 +365,7 @@ fn par_sort(
         for d in 0..buckets {
             let mut in_digit = 0;
             for k in 0..slices {
-                let c = &mut counts[k * block + d];
+                let c = &mut counts[k * stride + d];
                 in_digit += *c;
                 let here = *c;
                 *c = at;
@@ -380,9 +380,9 @@ fn par_sort(
         let last = p + 1 == digits.passes;
         let next_shift = shift + digits.width;
         let dst: &[AtomicU64] = spare;
-        let (mut each, _) = per_slice(counts, block);
-        pool.for_each_mut(&mut each[..slices], &|k, block| {
-            let (next, later) = block.split_at_mut(buckets);
+        let (mut each, _) = per_slice(counts, stride);
+        pool.for_each_mut(&mut each[..slices], &|k, mine| {
+            let (next, later) = mine.split_at_mut(buckets);
             later.fill(0);
             for it in src.chunks(len).nth(k).unwrap_or_default() {
                 let x = it.load(Relaxed);
@@ -402,9 +402,9 @@ fn par_sort(
             for s in 0..slices {
                 for d in 0..buckets {
                     let total = (0..slices)
-                        .map(|k| counts[k * block + buckets + s * buckets + d])
+                        .map(|k| counts[k * stride + buckets + s * buckets + d])
                         .sum();
-                    counts[s * block + d] = total;
+                    counts[s * stride + d] = total;
                 }
             }
             need_counts = false;
@@ -468,12 +468,12 @@ impl<'m> RowMarks<'m> {
     }
 }
 
-/// `counts` as one slice of `block` counters per slice of the items, and how many (at
+/// `counts` as one slice of `stride` counters per slice of the items, and how many (at
 /// most [`MAX_SLICES`]), for [`Pool::for_each_mut`].
-fn per_slice(counts: &mut [u32], block: usize) -> ([&mut [u32]; MAX_SLICES], usize) {
+fn per_slice(counts: &mut [u32], stride: usize) -> ([&mut [u32]; MAX_SLICES], usize) {
     let mut each: [&mut [u32]; MAX_SLICES] = Default::default();
     let mut n = 0;
-    for (k, c) in counts.chunks_exact_mut(block).enumerate() {
+    for (k, c) in counts.chunks_exact_mut(stride).enumerate() {
         each[k] = c;
         n = k + 1;
     }

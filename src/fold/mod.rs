@@ -13,18 +13,18 @@
 //! [`paths`] for the list.
 
 mod bucket;
-mod gather;
 mod keyed;
 mod move_out;
 mod part;
 mod paths;
+mod sweep;
 
 use std::any::Any;
 
 use crate::component::Component;
 use crate::erased::Erased;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 use crate::storage::{AnyColumns, DebugFn, Show, TypeMarks};
 

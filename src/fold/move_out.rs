@@ -1,8 +1,8 @@
 //! Moving output values out of their vectors by position: the one place the folds read
 //! values with `ptr::read`. Two users:
 //!
-//! - the gather ([`TakenValues`], [`Claim`], [`Rows`]): several workers move the values of the
-//!   same sources at once, each its own stretch of every source (an ordered source's
+//! - the sweep ([`TakenValues`], [`Claim`], [`Rows`]): several workers move the values of
+//!   the same sources at once, each its own stretch of every source (an ordered source's
 //!   values for a row range are a contiguous stretch of its emission order);
 //! - the keyed path ([`permute`]): values move from emission order to key order;
 //! - the bucket path ([`group_by_key`]): values move from emission order straight into
@@ -43,7 +43,7 @@ use std::mem::needs_drop;
 use std::ptr;
 
 use crate::component::Component;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 
 /// A place in one source's values, and how many values from there on are owned.
 #[derive(Clone, Copy, Debug, Default)]
@@ -276,8 +276,8 @@ impl<'c, C: Component> Claim<'c, C> {
     }
 
     /// Like [`rows`](Self::rows) for up to [`DYN_LANES`] sources, their number known at
-    /// run time: rows are pushed onto a `Vec`, a block at a time (see
-    /// [`RowsDyn::next_block`]).
+    /// run time: rows are pushed onto a `Vec`, a batch at a time (see
+    /// [`RowsDyn::next_batch`]).
     #[inline]
     pub(super) fn rows_dyn(&mut self, lanes: &[u32], n: usize) -> RowsDyn<'c, C::Output> {
         assert!(lanes.len() <= DYN_LANES, "at most {DYN_LANES} sources");
@@ -377,10 +377,10 @@ pub(super) struct RowsDyn<'c, O> {
 
 impl<O> RowsDyn<'_, O> {
     /// Moves the next rows' values, up to `max` rows, onto the end of `group`, row by row
-    /// in source order (so row `i` of the block is `group[i * lanes..(i + 1) * lanes]` past
-    /// what `group` held); returns how many rows.
+    /// in source order (so row `i` of the batch is `group[i * lanes..(i + 1) * lanes]`
+    /// past what `group` held); returns how many rows.
     #[inline]
-    pub(super) fn next_block(&mut self, group: &mut Vec<O>, max: usize) -> usize {
+    pub(super) fn next_batch(&mut self, group: &mut Vec<O>, max: usize) -> usize {
         let (from, rows) = (self.next, max.min(self.len - self.next));
         self.next += rows;
         group.reserve(rows * self.lanes);
@@ -587,8 +587,8 @@ mod tests {
         drop(r);
         let mut group = Vec::new();
         let mut r = p1.rows_dyn(&[1, 0], 1);
-        assert_eq!(r.next_block(&mut group, 4), 1);
-        assert_eq!(r.next_block(&mut group, 4), 0);
+        assert_eq!(r.next_batch(&mut group, 4), 1);
+        assert_eq!(r.next_batch(&mut group, 4), 0);
         assert_eq!(group, ["b4", "a5"]);
         drop(r);
         let r = p1.rows_dyn(&[1], 1);

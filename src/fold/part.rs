@@ -20,7 +20,7 @@
 //! never saw are dropped, not leaked.
 
 use crate::component::Component;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 
 /// One type's fold, as the dispatcher hands it to a path: the merge, the columns lent by

@@ -10,12 +10,12 @@
 //!    `min`, `max`), is swapped in instead (no copy). Large types are split by row range
 //!    over the workers: entities are independent and every row sees the same merges in
 //!    the same order, so the result is bit-identical at any worker count.
-//! 2. **Gathered** — several sources that each visit rows in increasing order (query
+//! 2. **Swept** — several sources that each visit rows in increasing order (query
 //!    loops, whatever rows each wrote) and a merge that must see all of an entity's outputs
 //!    at once (a hand-written `fn` or closure): the sources are walked together, row
 //!    intervals at a time, each row's outputs moved into one group in system order and
 //!    merged once; no keys, no sort. Large types are split by row range over the workers
-//!    (see `gather`).
+//!    (see `sweep`).
 //! 3. **Bucketed** — otherwise (a source that visits rows out of order or twice:
 //!    scattered writes), when the type has at most a few rows per output: one counting
 //!    sort by row moves every value straight into its row's group, in system then
@@ -43,21 +43,21 @@
 
 use crate::component::Component;
 use crate::merge::{ColumnOutputs, Merge};
-use crate::outbuf::buffer::{OutBuf, RowRun, run_values};
+use crate::output::buffer::{OutBuf, RowRun, run_values};
 use crate::pool::Pool;
 use crate::storage::TypeMarks;
 
 use super::bucket::{self, BucketScratch};
-use super::gather::{self, GatherScratch};
 use super::keyed::{self, KeyedScratch};
 use super::part::{FailedAt, FoldCounts, FoldJob, MAX_PARTS, OnUnwind, PAR_MIN_WRITES, row_ranges};
+use super::sweep::{self, SweepScratch};
 
 /// Per-type scratch kept across frames (capacity only).
 pub(crate) struct FoldScratch<O> {
     /// Columns touched, for the parallel split.
     cols: Vec<u32>,
-    /// The gather path's.
-    gather: GatherScratch<O>,
+    /// The sweep path's.
+    sweep: SweepScratch<O>,
     /// The bucket path's.
     bucket: BucketScratch<O>,
     /// The keyed path's.
@@ -68,7 +68,7 @@ impl<O> Default for FoldScratch<O> {
     fn default() -> Self {
         FoldScratch {
             cols: Vec::new(),
-            gather: GatherScratch::default(),
+            sweep: SweepScratch::default(),
             bucket: BucketScratch::default(),
             keyed: KeyedScratch::default(),
         }
@@ -78,7 +78,7 @@ impl<O> Default for FoldScratch<O> {
 impl<O> FoldScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
         self.cols.capacity() * 4
-            + self.gather.capacity_bytes()
+            + self.sweep.capacity_bytes()
             + self.bucket.capacity_bytes()
             + self.keyed.capacity_bytes()
     }
@@ -119,9 +119,9 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
         if !par_in_order(&mut job, &mut scratch.cols) {
             in_order(job);
         }
-    } else if gather::applies(job.inbox) {
+    } else if sweep::applies(job.inbox) {
         mark_changed(marks, job.inbox);
-        gather::gather(job, &mut scratch.gather);
+        sweep::sweep(job, &mut scratch.sweep);
     } else if bucket::applies(rows, total) {
         // Both mark the rows they merge into themselves, from what they sorted.
         bucket::bucket(job, marks, &mut scratch.bucket);
@@ -561,7 +561,7 @@ mod tests {
     }
 
     #[test]
-    fn several_sources_gathered_column_wise() {
+    fn several_sources_swept_column_wise() {
         check(hash, hash, &[0, 1, 5]);
         check(hash, hash, &[0, 2, 3, 4, 1]);
     }
@@ -574,7 +574,7 @@ mod tests {
         let cols = columns();
         let all = shapes(&cols);
         let rows = cols.iter().map(Vec::len).sum();
-        assert!(!gather::applies(&[(0, source::<V>(&all[7]))]));
+        assert!(!sweep::applies(&[(0, source::<V>(&all[7]))]));
         assert!(bucket::applies(rows, all[7].len()));
         check(hash, hash, &[7]);
         check(hash, hash, &[7, 0]);
@@ -589,16 +589,16 @@ mod tests {
         check(hash, hash, &[4]);
     }
 
-    /// On more than one worker, a large gather and a large keyed fold split over them.
+    /// On more than one worker, a large sweep and a large keyed fold split over them.
     #[test]
-    fn large_gathers_and_keyed_folds_split_over_the_workers() {
+    fn large_sweeps_and_keyed_folds_split_over_the_workers() {
         let pool = Pool::new(2);
         let mut cols = columns();
         let all = shapes(&cols);
         let mut inbox = vec![(0, source::<V>(&all[0])), (1, source::<V>(&all[5]))];
-        let split = gather::gather(
+        let split = sweep::sweep(
             job(&hash, &mut cols, &mut inbox, &pool, &mut None),
-            &mut GatherScratch::default(),
+            &mut SweepScratch::default(),
         );
         assert_eq!(split, pool.threads() > 1);
         let mut inbox = vec![(0, source::<V>(&all[7]))];
@@ -667,11 +667,11 @@ mod tests {
         }
     }
 
-    /// Many sources: gathered with a fixed array per row (up to eight covering lanes), in
-    /// blocks (up to sixteen) or one output at a time (more, with long spans); many sparse
-    /// sources are keyed instead.
+    /// Many sources: swept with a fixed array per row (up to eight covering lanes), in
+    /// batches (up to sixteen) or one output at a time (more, with long spans); many
+    /// sparse sources are keyed instead.
     #[test]
-    fn many_lanes_are_gathered_or_keyed() {
+    fn many_lanes_are_swept_or_keyed() {
         let n = if cfg!(miri) { 30 } else { 40_000 };
         let cols = vec![(0..n).map(V).collect::<Vec<_>>(), (0..5).map(V).collect()];
         let all: Vec<(u32, u32)> = cols
@@ -690,7 +690,7 @@ mod tests {
         let full = |_: usize, _: u32| true;
         let sparse = |k: usize, r: u32| r as usize % 20 == k;
         type Keep<'k> = &'k dyn Fn(usize, u32) -> bool;
-        // `None`: either path (17 sources with gaps: gathered when their spans are long
+        // `None`: either path (17 sources with gaps: swept when their spans are long
         // enough, which depends on the column sizes).
         let cases: [(usize, Keep<'_>, Option<bool>); 6] = [
             (3, &gaps, Some(true)),
@@ -700,22 +700,22 @@ mod tests {
             (17, &full, Some(true)),
             (20, &sparse, Some(false)),
         ];
-        for (lanes, keep, gathered) in cases {
+        for (lanes, keep, swept) in cases {
             let chosen: Vec<_> = (0..lanes).map(|k| source_of(k, keep)).collect();
             let inbox: Vec<_> = chosen.iter().map(|w| (0, source::<V>(w))).collect();
-            if let Some(gathered) = gathered {
-                assert_eq!(gather::applies(&inbox), gathered, "{lanes} lanes");
+            if let Some(swept) = swept {
+                assert_eq!(sweep::applies(&inbox), swept, "{lanes} lanes");
             }
             check_sources(&hash, hash, &cols, &chosen, &format!("{lanes} lanes"));
         }
     }
 
     /// Ordered sources covering different rows (all, evens, gaps, none of a column) take
-    /// the gather path, in any system order.
+    /// the sweep path, in any system order.
     #[test]
-    fn ordered_sources_with_any_coverage_are_gathered() {
+    fn ordered_sources_with_any_coverage_are_swept() {
         let pick = [0, 1, 6];
-        assert!(gather::applies(
+        assert!(sweep::applies(
             &pick
                 .iter()
                 .map(|&k| (0, source::<V>(&shapes(&columns())[k])))
@@ -806,7 +806,7 @@ mod tests {
                 }
                 src
             };
-            // Gathered (several ordered sources, a merge that needs them all), one source
+            // Swept (several ordered sources, a merge that needs them all), one source
             // in order (in place, or in parallel row ranges), sources out of order (keyed:
             // a few writes, then as many as rows, sorted and merged on the workers).
             let cases: [(&[usize], bool); 6] = [
@@ -819,7 +819,7 @@ mod tests {
             ];
             for (pick, one_at_a_time) in cases {
                 let mut cols = columns();
-                let keyed = !gather::applies(
+                let keyed = !sweep::applies(
                     &pick
                         .iter()
                         .map(|&k| (0, source::<V>(&all[k])))
@@ -910,7 +910,7 @@ mod tests {
         };
         for &threads in THREADS {
             let pool = Pool::new(threads);
-            // Gathered (2, 3 and 9 lanes: fixed arrays, blocks), bucketed, then keyed.
+            // Swept (2, 3 and 9 lanes: fixed arrays, batches), bucketed, then keyed.
             let cases: Vec<Vec<Vec<(u32, u32, String)>>> = vec![
                 vec![rows(&|_| true, "a"), rows(&|r| r % 3 != 0, "b")],
                 vec![

@@ -1,22 +1,33 @@
-//! Where systems send their outputs: the [`Output`] handle and the typed [`Writer`];
-//! [`Output`] says which write path costs what.
+//! Outputs: what systems emit during Run, and the handle they emit it through.
+//!
+//! - This file: the [`Output`] handle and the typed [`Writer`]; [`Output`] says which
+//!   write path costs what.
+//! - [`buffer`]: the buffers outputs are kept in until Sync folds them, as plain data. It
+//!   sits on a low layer of its own (below the folds and the world; see the layer list in
+//!   `lib.rs`): everything else here is above the world.
+//! - `par_write`: parallel writes inside one system, [`Output::write_each`] and
+//!   [`Output::par_for_each`].
+//! - `par_loops`: a system's own parallel loops that write no outputs, the [`Parallel`]
+//!   handle and [`Output::par_reduce`].
+//! - [`send`]: messages, [`Output::send`] and the typed [`Sender`](send::Sender).
 
-mod par;
-mod parallel;
+pub(crate) mod buffer;
+mod par_loops;
+mod par_write;
 pub(crate) mod send;
 
 use std::any::TypeId;
 
-pub(crate) use crate::outbuf::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
-use crate::outbuf::erased::BufAddr;
-pub use crate::outbuf::slots::Slot;
-pub use parallel::Parallel;
+use crate::output::buffer::addr::BufAddr;
+pub use crate::output::buffer::row_writes::RowWrite;
+pub(crate) use crate::output::buffer::{CACHED_TYPES, Chunk, OutBuf, SystemOutputs};
+pub use par_loops::Parallel;
 
 use crate::bundle::Bundle;
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::erased::Erased;
-use crate::outbuf::buffer::RowCursor;
+use crate::output::buffer::RowCursor;
 use crate::pool::Pool;
 use crate::query::{QueryOut, QueryOutIter};
 use crate::world::World;
@@ -24,7 +35,7 @@ use crate::world::World;
 /// One remembered type: its id, where its next in-order write goes, and the system's
 /// buffer for it once a plain write has found it.
 #[derive(Clone, Copy)]
-struct TypeSlot<'w> {
+struct CachedType<'w> {
     ty: TypeId,
     id: ComponentId,
     cursor: RowCursor<'w>,
@@ -46,23 +57,23 @@ struct TypeSlot<'w> {
 /// # Which write path when
 ///
 /// All paths give the same world, bit for bit; they differ in what they cost. On one
-/// worker `write_each` and the slots of `query` come closest to updating in place, then
-/// `writer`, then a plain `write`; `par_for_each` shares the slot loop over the workers
+/// worker `write_each` and the row writes of `query` come closest to updating in place, then
+/// `writer`, then a plain `write`; `par_for_each` shares the `query` loop over the workers
 /// (`docs/performance.md` measures each path against hecs and a raw loop):
 ///
 /// | path | use it for | what one write costs |
 /// |---|---|---|
-/// | [`Output::query`] with [`Write<C>`](crate::Write) slots | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) |
+/// | [`Output::query`] with [`Write<C>`](crate::Write) elements | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) |
 /// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` |
 /// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` |
 /// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column |
-/// | [`Output::par_for_each`] | the slot loop in parallel chunks (its `out` for other writes) | a slot write as in `query`, on every worker |
+/// | [`Output::par_for_each`] | the `query` loop in parallel chunks (its `out` for other writes) | a row write as in `query`, on every worker |
 ///
-/// Slots and `write` go into one system's outputs in emission order, but not in the same
-/// loop: `out.query()` borrows `out` for as long as its loop runs, so an `out.write`
+/// Row writes and `write` go into one system's outputs in emission order, but not in the
+/// same loop: `out.query()` borrows `out` for as long as its loop runs, so an `out.write`
 /// inside it does not compile (E0499, "cannot borrow `*out` as mutable more than once").
-/// Set the visited entities' slots in the loop, collect what others get, and `write` it
-/// after the loop; or write everything from a plain `world.query` loop.
+/// Set the visited entities' row writes in the loop, collect what others get, and `write`
+/// it after the loop; or write everything from a plain `world.query` loop.
 ///
 /// A write in a query loop goes to the next row of the table being iterated, which the
 /// write path recognises by comparing the handle with that row's entity: the value joins
@@ -80,8 +91,8 @@ pub struct Output<'w> {
     /// inside [`par_for_each`](Self::par_for_each), where spawns cannot be numbered in
     /// order.
     system: Option<usize>,
-    slots: [TypeSlot<'w>; CACHED_TYPES],
-    /// The slot the next new type replaces (round robin).
+    cached: [CachedType<'w>; CACHED_TYPES],
+    /// The cached type the next new type replaces (round robin).
     evict: usize,
     /// The message type sent last and its index (`send` looks no further for it).
     message: (TypeId, usize),
@@ -97,34 +108,34 @@ impl<'w> Output<'w> {
         // The types this system wrote last frame (their ids stay valid: ids are never
         // reassigned within a world); cursors start afresh.
         bufs.bind(world.uid());
-        let slot = |(ty, id)| TypeSlot {
+        let cache = |(ty, id)| CachedType {
             ty,
             id,
             cursor: RowCursor::NONE,
             buf: BufAddr::NONE,
         };
         let t = bufs.types;
-        let slots = [slot(t[0]), slot(t[1]), slot(t[2]), slot(t[3])];
+        let cached = [cache(t[0]), cache(t[1]), cache(t[2]), cache(t[3])];
         Output {
             world,
             pool,
             bufs,
             system,
-            slots,
+            cached,
             evict: 0,
             message: (TypeId::of::<NoMessage>(), 0),
         }
     }
 
-    /// The slot of `C`, remembering it if new.
+    /// The index of `C` among the cached types, remembering it if new.
     ///
     /// # Panics
     /// If `C` is not registered.
     #[inline(always)]
     #[track_caller]
-    fn slot<C: Component>(&mut self) -> usize {
+    fn cache_index<C: Component>(&mut self) -> usize {
         let ty = TypeId::of::<C>();
-        for (i, s) in self.slots.iter().enumerate() {
+        for (i, s) in self.cached.iter().enumerate() {
             if s.ty == ty {
                 return i;
             }
@@ -139,7 +150,7 @@ impl<'w> Output<'w> {
         let id = self.world.registry().id::<C>();
         let i = self.evict;
         self.evict = (i + 1) % CACHED_TYPES;
-        self.slots[i] = TypeSlot {
+        self.cached[i] = CachedType {
             ty: TypeId::of::<C>(),
             id,
             cursor: RowCursor::NONE,
@@ -153,14 +164,14 @@ impl<'w> Output<'w> {
     #[inline]
     #[track_caller]
     fn id<C: Component>(&mut self) -> ComponentId {
-        let i = self.slot::<C>();
-        self.slots[i].id
+        let i = self.cache_index::<C>();
+        self.cached[i].id
     }
 
     /// Forgets every write cursor (after runs were appended by other means) and every
     /// remembered buffer address (before the buffers are reached by other means).
     fn reset_cursors(&mut self) {
-        for s in &mut self.slots {
+        for s in &mut self.cached {
             s.cursor = RowCursor::NONE;
             s.buf = BufAddr::NONE;
         }
@@ -183,37 +194,44 @@ impl<'w> Output<'w> {
     #[inline(always)]
     #[track_caller]
     pub fn write<C: Component>(&mut self, e: Entity, value: C::Output) {
-        // The first slot gets a copy of the write path of its own, with the slot's fields
+        // The first cached type gets a copy of the write path of its own, with its fields
         // at fixed offsets: a loop writing one type compares one `TypeId` and goes
-        // straight on (no slot index to compute, scale and join on).
-        if self.slots[0].ty == TypeId::of::<C>() {
-            self.write_slot::<C>(0, e, value);
+        // straight on (no cache index to compute, scale and join on).
+        if self.cached[0].ty == TypeId::of::<C>() {
+            self.write_cached::<C>(0, e, value);
         } else {
-            let i = self.slot::<C>();
-            self.write_slot::<C>(i, e, value);
+            let i = self.cache_index::<C>();
+            self.write_cached::<C>(i, e, value);
         }
     }
 
-    /// [`write`](Self::write) through slot `i`, whose `ty` the caller found to be `C`'s.
+    /// [`write`](Self::write) through cached type `i`, whose `ty` the caller found to be
+    /// `C`'s.
     #[inline(always)]
-    fn write_slot<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
-        let slot = &mut self.slots[i];
-        // SAFETY: `slot.buf` is only set below, from `typed::<C>` for this slot, whose
+    fn write_cached<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
+        let cached = &mut self.cached[i];
+        // SAFETY: `cached.buf` is only set below, from `typed::<C>` for this type, whose
         // `ty` is `C`'s (the caller compared it; `ty` and `buf` are set together in
         // `remember`, which clears `buf`); the buffer's
         // box stays in `bufs` for the life of this `Output`; and every other way to the
-        // buffers forgets `buf` before the next plain write (see `TypeSlot::buf`).
-        let buf = match unsafe { slot.buf.get::<C>() } {
+        // buffers forgets `buf` before the next plain write (see `CachedType::buf`).
+        let buf = match unsafe { cached.buf.get::<C>() } {
             Some(buf) => buf,
             None => {
                 // The first plain write of `C` in this run: every later one uses the
                 // address, so this one does too (one way to the buffer, not two).
-                slot.buf = BufAddr::of(self.bufs.typed::<C>(slot.id));
+                cached.buf = BufAddr::of(self.bufs.typed::<C>(cached.id));
                 // SAFETY: as above; the address was made just now.
-                unsafe { slot.buf.get::<C>() }.expect("just set")
+                unsafe { cached.buf.get::<C>() }.expect("just set")
             }
         };
-        buf.write(self.world.storage(), slot.id, &mut slot.cursor, e, value);
+        buf.write(
+            self.world.storage(),
+            cached.id,
+            &mut cached.cursor,
+            e,
+            value,
+        );
     }
 
     /// A writer for one component type, for hot loops: each [`Writer::write`] is a handle
@@ -224,27 +242,28 @@ impl<'w> Output<'w> {
     #[inline]
     #[track_caller]
     pub fn writer<C: Component>(&mut self) -> Writer<'_, 'w, C> {
-        let i = self.slot::<C>();
-        let slot = &mut self.slots[i];
+        let i = self.cache_index::<C>();
+        let cached = &mut self.cached[i];
         // The writer takes the cursor by value (so a hot loop keeps it in registers); the
-        // slot's own cursor then matches nothing, and the next plain `write` of `C`
-        // resolves its target once. (No hand-back on drop: a `Drop` impl would keep `out`
-        // borrowed to the end of the scope.)
-        let cursor = std::mem::replace(&mut slot.cursor, RowCursor::NONE);
+        // cached type's own cursor then matches nothing, and the next plain `write` of
+        // `C` resolves its target once. (No hand-back on drop: a `Drop` impl would keep
+        // `out` borrowed to the end of the scope.)
+        let cursor = std::mem::replace(&mut cached.cursor, RowCursor::NONE);
         // The writer reaches the buffer its own way.
-        slot.buf = BufAddr::NONE;
+        cached.buf = BufAddr::NONE;
         Writer {
-            buf: self.bufs.typed::<C>(slot.id),
+            buf: self.bufs.typed::<C>(cached.id),
             cursor,
             world: self.world,
-            id: slot.id,
+            id: cached.id,
         }
     }
 
-    /// A query whose [`Write<C>`](crate::Write) elements are this row's output slots: the
-    /// loop to write first. Reads (`&C`, `Option<&C>`) and filters are those of
-    /// [`World::query`]; each `Write<C>` yields a [`Slot`] whose
-    /// [`set`](Slot::set) emits the row's `C` output (merged in Sync like every write).
+    /// A query whose [`Write<C>`](crate::Write) elements are this row's write handles:
+    /// the loop to write first. Reads (`&C`, `Option<&C>`) and filters are those of
+    /// [`World::query`]; each `Write<C>` yields a [`RowWrite`] whose
+    /// [`set`](RowWrite::set) emits the row's `C` output (merged in Sync like every
+    /// write).
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -270,12 +289,12 @@ impl<'w> Output<'w> {
     /// # assert_eq!(rt.world().get::<Vel>(e), Some(&Vel(2.0)));
     /// ```
     ///
-    /// Cost: a slot's `set` is a store and a bit set, with no target check, type lookup or
-    /// capacity check; a table whose every row was set becomes one whole output column,
-    /// which Sync swaps in (`last`) or merges row-aligned. Writes to other entities go
-    /// through [`write`](Self::write), after the loop (the loop borrows `out`, so a
-    /// `write` inside it is E0499), or from a plain `world.query` loop; both kinds go
-    /// into the system's outputs in emission order.
+    /// Cost: a row write's `set` is a store and a bit set, with no target check, type
+    /// lookup or capacity check; a table whose every row was set becomes one whole output
+    /// column, which Sync swaps in (`last`) or merges row-aligned. Writes to other
+    /// entities go through [`write`](Self::write), after the loop (the loop borrows
+    /// `out`, so a `write` inside it is E0499), or from a plain `world.query` loop; both
+    /// kinds go into the system's outputs in emission order.
     ///
     /// ```compile_fail,E0499
     /// # use runsync::prelude::*;
@@ -294,8 +313,8 @@ impl<'w> Output<'w> {
     /// If a type in `Q` is unregistered, or a type is written (`Write<C>`) twice.
     #[track_caller]
     pub fn query<Q: QueryOut>(&mut self) -> QueryOutIter<'_, Q> {
-        // Writes through slots are not where a cursor points: the next plain write of
-        // each type resolves its target (and settles the slots first).
+        // Row writes are not where a cursor points: the next plain write of each type
+        // resolves its target (and settles the row writes first).
         self.reset_cursors();
         QueryOutIter::new(self.world.storage(), self.bufs)
     }
@@ -309,11 +328,11 @@ impl<'w> Output<'w> {
     #[track_caller]
     pub fn write_resource<R: Component>(&mut self, value: R::Output) {
         let i = self.world.resource_index::<R>();
-        let slots = &mut self.bufs.resources;
-        if slots.len() <= i {
-            slots.resize_with(i + 1, || None);
+        let bufs = &mut self.bufs.resources;
+        if bufs.len() <= i {
+            bufs.resize_with(i + 1, || None);
         }
-        Erased::get_or_new::<Vec<R::Output>>(&mut slots[i]).push(value);
+        Erased::get_or_new::<Vec<R::Output>>(&mut bufs[i]).push(value);
     }
 
     /// Writers for several component types at once, for a hot loop that writes each of them:
@@ -357,7 +376,7 @@ impl<'w> Output<'w> {
     /// values in `bundle`), while commands that come after the spawn — an
     /// [`insert`](Self::insert) from this system, a child's component naming its parent —
     /// apply to it. Ids are deterministic: the same at any worker count and
-    /// single-threaded (each system takes ids from a block reserved for it before Run;
+    /// single-threaded (each system takes ids from a reservation made for it before Run;
     /// see the `entity` module docs in the source for the scheme).
     ///
     /// ```
@@ -390,11 +409,11 @@ impl<'w> Output<'w> {
     /// ```
     ///
     /// Cost: a few instructions more than [`spawn_deferred`](Self::spawn_deferred) while
-    /// the system stays within its block (twice what it spawned the frame before, at least
-    /// 16). Past it — a level's worth of entities in one frame — ids come from lanes
-    /// interleaved by system, which leave about `systems - 1` unused slot indices per
-    /// extra spawn behind (free, reused by later spawns; 16 bytes each). For bursts whose
-    /// ids nobody needs this frame, use `spawn_deferred`.
+    /// the system stays within its reservation (twice what it spawned the frame before,
+    /// at least 16). Past it — a level's worth of entities in one frame — ids come from
+    /// lanes interleaved by system, which leave about `systems - 1` unused slot indices
+    /// per extra spawn behind (free, reused by later spawns; 16 bytes each). For bursts
+    /// whose ids nobody needs this frame, use `spawn_deferred`.
     ///
     /// # Panics
     /// If a component type is unregistered, named twice in the bundle or

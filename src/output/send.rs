@@ -76,20 +76,20 @@ impl Output<'_> {
             self.remember_message::<M>()
         };
         match self.bufs.messages.get_mut(i) {
-            Some(slot) => Erased::get_or_new::<MsgBuf<M>>(slot),
+            Some(buf) => Erased::get_or_new::<MsgBuf<M>>(buf),
             None => unreachable!("made by `remember_message`"),
         }
     }
 
-    /// Looks `M` up, makes its buffer slot, and remembers it as the last type sent.
+    /// Looks `M` up, makes room for its buffer, and remembers it as the last type sent.
     #[cold]
     #[inline(never)]
     #[track_caller]
     fn remember_message<M: Message>(&mut self) -> usize {
         let i = self.world.message_index::<M>();
-        let slots = &mut self.bufs.messages;
-        if slots.len() <= i {
-            slots.resize_with(i + 1, || None);
+        let bufs = &mut self.bufs.messages;
+        if bufs.len() <= i {
+            bufs.resize_with(i + 1, || None);
         }
         self.message = (TypeId::of::<M>(), i);
         i

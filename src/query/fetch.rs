@@ -5,7 +5,7 @@
 //! Three public traits are its faces, each naming the item the element yields: [`QueryMut`]
 //! (every element: what [`World::query_mut`] takes), [`QueryData`] (the read-only ones:
 //! what [`World::query`] and the parallel write paths take) and [`QueryOut`] (the
-//! read-only ones and `Write<C>` slots: what `Output::query` takes). `Fetch` cannot be
+//! read-only ones and `Write<C>` elements: what `Output::query` takes). `Fetch` cannot be
 //! named outside the crate, so no face can be implemented there: all three are sealed.
 //!
 //! An element's life in one query: [`init`](Fetch::init) borrows its columns from a
@@ -153,9 +153,9 @@ pub trait QueryData:
 /// `QueryData`.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a query `Output::query` can run",
-    label = "`Output::query` takes reads (`&C`, `Option<&C>`), filters and `Write<C>` slots",
+    label = "`Output::query` takes reads (`&C`, `Option<&C>`), filters and `Write<C>` elements",
     note = "`&mut C` is for `World::query_mut` between frames; during Run, write a row \
-            through a `Write<C>` slot"
+            through a `Write<C>` element"
 )]
 pub trait QueryOut:
     for<'w> Fetch<Out<'w> = <Self as QueryOut>::Item<'w>, Columns<'w>: Copy + Send + Sync>

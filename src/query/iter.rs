@@ -8,7 +8,7 @@ use std::marker::PhantomData;
 use super::fetch::{Fetch, QueryData, QueryMut, QueryOut};
 use super::state::{Candidates, QueryState};
 use crate::entity::Entity;
-use crate::outbuf::buffer::SystemOutputs;
+use crate::output::buffer::SystemOutputs;
 use crate::storage::Storage;
 
 /// Whether row `row` passes `Q`'s row filters.
@@ -593,7 +593,7 @@ impl<'w, Q: Fetch> OwnedWalk<'w, Q> {
 
 /// Iterator over `(Entity, Q::Item)` returned by [`Output::query`](crate::Output::query):
 /// the order is [`World::query`](crate::World::query)'s; [`Write<C>`](crate::Write) elements yield the row's
-/// output slot.
+/// write handle.
 pub struct QueryOutIter<'o, Q: QueryOut> {
     walk: OwnedWalk<'o, Q>,
     /// The `Write` elements' buffers are the system's, borrowed for `'o`.
@@ -605,7 +605,7 @@ impl<'o, Q: QueryOut> QueryOutIter<'o, Q> {
     /// If a type in `Q` is not registered, or is written twice.
     #[track_caller]
     pub(crate) fn new(storage: &'o Storage, outputs: &'o mut SystemOutputs) -> Self {
-        let (state, tables) = QueryState::slots(storage, outputs);
+        let (state, tables) = QueryState::with_outputs(storage, outputs);
         QueryOutIter {
             walk: OwnedWalk::new(state, tables),
             _outputs: PhantomData,

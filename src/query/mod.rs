@@ -4,12 +4,14 @@
 //! `Option<&C>` (any entity; yields `Option<&C>`), the table filters [`With<C>`] and
 //! [`Without<C>`] and the row filters [`Changed<C>`] and [`Added<C>`] (yield `()`), and,
 //! through `&mut World` only, `&mut C` and `Option<&mut C>`, and through a system's
-//! `Output` only, [`Write<C>`] (the row's output slot). [`World::query`](crate::World::query) and
-//! [`World::query_filtered`](crate::World::query_filtered) take the read-only ones ([`QueryData`]);
-//! [`World::query_mut`](crate::World::query_mut) takes them all but `Write` ([`QueryMut`]);
-//! [`Output::query`](crate::Output::query) and `Output::par_for_each` take the read-only
-//! ones and `Write` ([`QueryOut`]). The three traits are sealed faces of one
-//! crate-private engine, so a query means the same thing whichever way it is run.
+//! `Output` only, [`Write<C>`] (the row's write handle).
+//! [`World::query`](crate::World::query) and
+//! [`World::query_filtered`](crate::World::query_filtered) take the read-only ones
+//! ([`QueryData`]); [`World::query_mut`](crate::World::query_mut) takes them all but
+//! `Write` ([`QueryMut`]); [`Output::query`](crate::Output::query) and
+//! `Output::par_for_each` take the read-only ones and `Write` ([`QueryOut`]). The three
+//! traits are sealed faces of one crate-private engine, so a query means the same thing
+//! whichever way it is run.
 //!
 //! **Order.** Iteration visits matching tables in creation order and rows in table order,
 //! so the order depends only on the world's contents and history, never on threads; it
@@ -21,7 +23,7 @@
 //! table none of whose rows is marked without visiting its rows. A query without row
 //! filters compiles to the same loop as before they existed (whether an element filters
 //! rows is a constant). Matching is cached per component type: see `state.rs` for the
-//! cache and the masks; `write.rs` for the output slot element, `Write<C>`.
+//! cache and the masks; `write.rs` for the write element, `Write<C>`.
 //!
 //! **Mutable queries** ([`World::query_mut`](crate::World::query_mut)) are for the owner between frames: setup,
 //! loading, editors, tools, as in hecs:
@@ -44,7 +46,7 @@
 //! Nor does asking a shared query for `&mut C` (see [`QueryData`]).
 //!
 //! The files: `fetch.rs` (the engine and the component elements), `filter.rs` (the
-//! filters), `write.rs` (the output slot element), `state.rs` (borrowing columns,
+//! filters), `write.rs` (the write element), `state.rs` (borrowing columns,
 //! matching tables), `iter.rs` (the iterators).
 
 mod fetch;
@@ -177,8 +179,9 @@ mod tests {
         let _ = w.query_mut::<(&P, Option<&P>)>();
     }
 
-    /// Types with ids beyond a mask's inline block (128) spill in table signatures and make
-    /// a query "wide": matching must still be exact on both sides of the boundary.
+    /// Types with ids beyond a mask's inline bit array (128) spill in table signatures
+    /// and make a query "wide": matching must still be exact on both sides of the
+    /// boundary.
     #[test]
     fn queries_over_more_types_than_the_inline_mask() {
         let mut w = World::new();

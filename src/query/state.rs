@@ -6,22 +6,22 @@
 //! creation order, extended only when a table is created (in Sync or between frames). A
 //! query walks the shortest such list among its required types (every table if it
 //! requires none) and tests each table's signature against its mask with a few word
-//! operations (`storage::mask`); only a query naming a type beyond the mask's inline
-//! block also tests types one by one. So it never scans unrelated tables and never takes
+//! operations (`storage::mask`); only a query naming a type beyond the mask's inline bit
+//! array also tests types one by one. So it never scans unrelated tables and never takes
 //! a lock.
 //!
-//! # Output slots
+//! # Write handles
 //!
 //! An element carries per-query state of its own and takes per-table data in
 //! [`Fetch::columns`], with `&mut` access to its state, table by table in creation order:
 //! that is how `&mut C` walks its type's columns, and how [`Write<C>`](super::Write)
-//! hands out output slots. Its state points at the system's output buffer for `C`, found
-//! through a third kind of [`Source`] (built by [`QueryState::slots`] for `Output::query`,
-//! reads shared as in `&World` queries; the buffer stays in the system's outputs, which
-//! the query borrows exclusively), its `columns` opens a pending output column for the
-//! table, and `get` hands out the row's slot. Such an element is not [`QueryData`] (it
-//! must not be copied: its state is a unique pointer), so it iterates with the owning walk
-//! of [`QueryState::next_table`], as `query_mut` does.
+//! hands out write handles. Its state points at the system's output buffer for `C`, found
+//! through a third kind of [`Source`] (built by [`QueryState::with_outputs`] for
+//! `Output::query`, reads shared as in `&World` queries; the buffer stays in the system's
+//! outputs, which the query borrows exclusively), its `columns` opens a pending output
+//! column for the table, and `get` hands out the row's write handle. Such an element is
+//! not [`QueryData`] (it must not be copied: its state is a unique pointer), so it
+//! iterates with the owning walk of [`QueryState::next_table`], as `query_mut` does.
 
 use std::any::Any;
 use std::ptr::NonNull;
@@ -29,7 +29,7 @@ use std::ptr::NonNull;
 use super::fetch::{Fetch, QueryData};
 use crate::component::{Component, ComponentId, Registry};
 use crate::entity::Entity;
-use crate::outbuf::buffer::{OutBuf, SystemOutputs};
+use crate::output::buffer::{OutBuf, SystemOutputs};
 use crate::storage::{
     AnyColumns, QueryMask, Storage, Table, TableId, TableOrder, Tables, TypeMarks, TypedColumns,
 };
@@ -76,7 +76,7 @@ enum Lend<'w> {
     Shared(&'w Storage),
     /// `&World` and a system's outputs: elements read, and [`Write`](super::Write)
     /// elements point at the output buffer of their type (`Output::query`).
-    Slots(&'w Storage, &'w mut SystemOutputs, TakenWrites),
+    Outputs(&'w Storage, &'w mut SystemOutputs, TakenWrites),
     /// `&mut World`: each type's columns lent to at most one element, by id.
     Exclusive(Vec<LentColumns<'w>>),
 }
@@ -91,14 +91,14 @@ struct LentColumns<'w> {
 }
 
 impl<'w> LentColumns<'w> {
-    /// The slot, split into its column vectors and its marks (on first use).
+    /// These columns, split into their vectors and their marks (on first use).
     fn split<C: Component>(&mut self) -> &mut (Option<&'w mut dyn Any>, &'w TypeMarks) {
         if let Some(whole) = self.whole.take() {
             let typed: &'w mut TypedColumns<C> = whole.typed_mut();
             let (columns, marks) = typed.split_mut();
             self.split = Some((Some(columns), marks));
         }
-        self.split.as_mut().expect("a slot is whole or split")
+        self.split.as_mut().expect("the columns are whole or split")
     }
 }
 
@@ -118,7 +118,7 @@ impl<'w> Source<'w> {
     #[track_caller]
     pub(crate) fn read<C: Component>(&mut self, id: ComponentId) -> &'w [Vec<C>] {
         match &mut self.lend {
-            Lend::Shared(storage) | Lend::Slots(storage, ..) => {
+            Lend::Shared(storage) | Lend::Outputs(storage, ..) => {
                 let storage: &'w Storage = storage;
                 storage.typed::<C>(id).columns()
             }
@@ -131,7 +131,7 @@ impl<'w> Source<'w> {
     #[track_caller]
     pub(crate) fn write<C: Component>(&mut self, id: ComponentId) -> &'w mut Vec<Vec<C>> {
         match self.lend {
-            Lend::Shared(_) | Lend::Slots(..) => {
+            Lend::Shared(_) | Lend::Outputs(..) => {
                 unreachable!("a read-only query lends nothing mutably")
             }
             Lend::Exclusive(_) => self.take::<C>(id),
@@ -142,11 +142,11 @@ impl<'w> Source<'w> {
     #[inline]
     pub(crate) fn marks<C: Component>(&mut self, id: ComponentId) -> &'w TypeMarks {
         match &mut self.lend {
-            Lend::Shared(storage) | Lend::Slots(storage, ..) => {
+            Lend::Shared(storage) | Lend::Outputs(storage, ..) => {
                 let storage: &'w Storage = storage;
                 storage.typed::<C>(id).marks()
             }
-            Lend::Exclusive(slots) => slots[id.index()].split::<C>().1,
+            Lend::Exclusive(lent) => lent[id.index()].split::<C>().1,
         }
     }
 
@@ -160,8 +160,8 @@ impl<'w> Source<'w> {
     /// If another element of the query writes `id` too.
     #[track_caller]
     pub(crate) fn out_buf<C: Component>(&mut self, id: ComponentId) -> NonNull<OutBuf<C>> {
-        let Lend::Slots(_, outputs, taken) = &mut self.lend else {
-            unreachable!("only `Output::query` has output slots")
+        let Lend::Outputs(_, outputs, taken) = &mut self.lend else {
+            unreachable!("only `Output::query` has write elements")
         };
         if taken.ids[..taken.len].contains(&id) {
             written_twice(self.registry.info(id).name);
@@ -179,10 +179,10 @@ impl<'w> Source<'w> {
     /// If an element took them already.
     #[track_caller]
     fn take<C: Component>(&mut self, id: ComponentId) -> &'w mut Vec<Vec<C>> {
-        let Lend::Exclusive(slots) = &mut self.lend else {
+        let Lend::Exclusive(lent) = &mut self.lend else {
             unreachable!("only an exclusive source lends columns one by one")
         };
-        match slots[id.index()].split::<C>().0.take() {
+        match lent[id.index()].split::<C>().0.take() {
             Some(columns) => columns.downcast_mut().expect("columns of another type"),
             None => named_twice(self.registry.info(id).name),
         }
@@ -243,8 +243,8 @@ impl Iterator for Candidates<'_> {
 pub(crate) struct QueryState<'w, Q: Fetch> {
     /// Each element's ids and borrowed columns.
     pub(crate) elements: Q::State<'w>,
-    /// The required and excluded types of the mask's inline block, and whether the query
-    /// names types beyond it.
+    /// The required and excluded types of the mask's inline bit array, and whether the
+    /// query names types beyond it.
     mask: QueryMask,
     tables: &'w Tables,
 }
@@ -288,13 +288,13 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     /// # Panics
     /// If a type in `Q` is not registered, or is written twice.
     #[track_caller]
-    pub(crate) fn slots(
+    pub(crate) fn with_outputs(
         storage: &'w Storage,
         outputs: &'w mut SystemOutputs,
     ) -> (Self, Candidates<'w>) {
         let mut source = Source {
             registry: storage.registry(),
-            lend: Lend::Slots(
+            lend: Lend::Outputs(
                 storage,
                 outputs,
                 TakenWrites {
@@ -315,7 +315,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
     #[track_caller]
     pub(crate) fn exclusive(storage: &'w mut Storage) -> (Self, Candidates<'w>) {
         let split = storage.split_columns();
-        let slots = split
+        let lent = split
             .columns
             .iter_mut()
             .map(|c| LentColumns {
@@ -325,7 +325,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
             .collect();
         let mut source = Source {
             registry: split.registry,
-            lend: Lend::Exclusive(slots),
+            lend: Lend::Exclusive(lent),
         };
         let elements = Q::init(&mut source);
         Self::new(elements, split.tables, split.order)
@@ -376,7 +376,7 @@ impl<'w, Q: Fetch> QueryState<'w, Q> {
 
     /// Whether `table` matches: its signature against the mask (a few word operations,
     /// whatever the number of types), then, only for a query naming a type beyond the
-    /// mask's inline block, type by type.
+    /// mask's inline bit array, type by type.
     #[inline]
     pub(crate) fn matches(&self, table: TableRef<'_>) -> bool {
         table.table.signature().passes(&self.mask) && (!self.mask.wide || self.matches_each(table))

@@ -1,11 +1,12 @@
 //! The write element of [`Output::query`](crate::Output::query): [`Write<C>`], the row's
-//! output slot for `C`.
+//! write handle for `C`.
 //!
 //! Its state points at the system's output buffer for `C`, which stays in the system's
-//! outputs (see [`Source::out_buf`]); its part of each table is slots in a pending column
-//! of that buffer (see `outbuf::slots`); `get` hands out the row's [`Slot`]. Nothing of it needs
-//! dropping or handing back, so a query iterator holding it has no drop glue: the
-//! compiler keeps the loop's row state in registers even when the loop body may panic.
+//! outputs (see [`Source::out_buf`]); its part of each table is row writes in a pending
+//! column of that buffer (see `output::buffer::row_writes`); `get` hands out the row's
+//! [`RowWrite`]. Nothing of it needs dropping or handing back, so a query iterator
+//! holding it has no drop glue: the compiler keeps the loop's row state in registers even
+//! when the loop body may panic.
 
 use std::marker::PhantomData;
 use std::ptr::NonNull;
@@ -13,12 +14,12 @@ use std::ptr::NonNull;
 use super::fetch::{Fetch, QueryOut};
 use super::state::{Source, TableRef};
 use crate::component::{Component, ComponentId};
-use crate::outbuf::buffer::OutBuf;
-use crate::outbuf::slots::{Slot, SlotBase};
+use crate::output::buffer::OutBuf;
+use crate::output::buffer::row_writes::{RowWrite, RowWrites};
 
-/// A query element of [`Output::query`](crate::Output::query): the row's output slot for
-/// `C`. Matches entities that have a `C` (like `&C`) and yields a [`Slot`], whose
-/// [`set`](Slot::set) emits the row's `C` output for this frame.
+/// A query element of [`Output::query`](crate::Output::query): the row's write handle for
+/// `C`. Matches entities that have a `C` (like `&C`) and yields a [`RowWrite`], whose
+/// [`set`](RowWrite::set) emits the row's `C` output for this frame.
 ///
 /// ```
 /// # use runsync::prelude::*;
@@ -50,9 +51,9 @@ pub struct WriteState<'w, C: Component> {
 }
 
 impl<C: Component> Fetch for Write<C> {
-    type Out<'w> = Slot<'w, C::Output>;
+    type Out<'w> = RowWrite<'w, C::Output>;
     type State<'w> = WriteState<'w, C>;
-    type Columns<'w> = SlotBase<C::Output>;
+    type Columns<'w> = RowWrites<C::Output>;
 
     #[track_caller]
     fn init<'w>(source: &mut Source<'w>) -> Self::State<'w> {
@@ -76,18 +77,18 @@ impl<C: Component> Fetch for Write<C> {
         // `'w`, the query borrows the system's outputs exclusively for `'w`, and no other
         // element of the query writes `C`; so this is the only reference to it now.
         let buf = unsafe { state.buf.as_mut() };
-        buf.slots(col, table.len())
+        buf.row_writes(col, table.len())
     }
     #[inline]
     fn no_columns<'w>() -> Self::Columns<'w> {
-        SlotBase::none()
+        RowWrites::none()
     }
     #[inline(always)]
     unsafe fn get<'w>(columns: &mut Self::Columns<'w>, row: usize) -> Self::Out<'w> {
-        columns.slot(row)
+        columns.row(row)
     }
 }
 
 impl<C: Component> QueryOut for Write<C> {
-    type Item<'w> = Slot<'w, C::Output>;
+    type Item<'w> = RowWrite<'w, C::Output>;
 }

@@ -53,7 +53,7 @@ pub struct Time {
 #[derive(Clone, Debug)]
 pub struct RuntimeBuilder {
     workers: usize,
-    step: Step,
+    step: Timestep,
     max_catch_up: u32,
     /// The stages' names, in frame order.
     stages: Vec<Cow<'static, str>>,
@@ -66,26 +66,26 @@ const DEFAULT_STAGE: &str = "main";
 
 /// The fixed step, as the builder was given it.
 #[derive(Clone, Copy, Debug)]
-enum Step {
+enum Timestep {
     /// [`RuntimeBuilder::fixed_hz`]: exactly `1 / hz` seconds.
     Hz(u32),
     /// [`RuntimeBuilder::dt`]: seconds.
     Dt(f32),
 }
 
-impl Step {
+impl Timestep {
     /// [`Time::dt`].
     fn dt(self) -> f32 {
         match self {
-            Step::Hz(hz) => 1.0 / hz as f32,
-            Step::Dt(dt) => dt,
+            Timestep::Hz(hz) => 1.0 / hz as f32,
+            Timestep::Dt(dt) => dt,
         }
     }
 
     fn clock(self, max_catch_up: u32) -> FixedStep {
         match self {
-            Step::Hz(hz) => FixedStep::from_hz(hz, max_catch_up),
-            Step::Dt(dt) => FixedStep::from_dt(dt, max_catch_up),
+            Timestep::Hz(hz) => FixedStep::from_hz(hz, max_catch_up),
+            Timestep::Dt(dt) => FixedStep::from_dt(dt, max_catch_up),
         }
     }
 }
@@ -140,7 +140,7 @@ impl RuntimeBuilder {
             hz > 0,
             "runsync: fixed_hz needs at least one frame per second"
         );
-        self.step = Step::Hz(hz);
+        self.step = Timestep::Hz(hz);
         self
     }
 
@@ -159,7 +159,7 @@ impl RuntimeBuilder {
             dt.is_finite() && dt >= 0.0,
             "runsync: dt must be a finite, non-negative number of seconds, got {dt}"
         );
-        self.step = Step::Dt(dt);
+        self.step = Timestep::Dt(dt);
         self
     }
 
@@ -278,7 +278,7 @@ impl Runtime {
     pub fn builder() -> RuntimeBuilder {
         RuntimeBuilder {
             workers: 0,
-            step: Step::Hz(60),
+            step: Timestep::Hz(60),
             max_catch_up: 5,
             stages: vec![Cow::Borrowed(DEFAULT_STAGE)],
             profile: Default::default(),

@@ -13,7 +13,7 @@ use super::builder::Time;
 use crate::pool::Cost;
 use crate::stats::{FrameError, FrameStats, MemoryStats, SystemRun};
 use crate::sync::StageSync;
-use crate::system::{StageId, SystemSlot};
+use crate::system::{StageId, SystemEntry};
 use crate::trace::{Timeline, Untraced};
 
 impl Runtime {
@@ -180,10 +180,10 @@ impl Runtime {
             // but takes its turn: it forgets the marks and messages its last Sync made
             // (none, for a stage that never has a system: adding an empty stage changes
             // nothing a system, a checksum or a save sees).
-            if !self.systems[start..end].iter().any(|slot| slot.enabled) {
-                for slot in &mut self.systems[start..end] {
-                    slot.ran = false;
-                    self.stats.record_system(slot.id, SystemRun::default());
+            if !self.systems[start..end].iter().any(|entry| entry.enabled) {
+                for entry in &mut self.systems[start..end] {
+                    entry.ran = false;
+                    self.stats.record_system(entry.id, SystemRun::default());
                 }
                 self.stats.stages[k].reset();
                 start = end;
@@ -274,14 +274,14 @@ impl Runtime {
                 ("span_us", us(cost.span_time()).into()),
             ]
         });
-        for slot in systems.iter() {
-            self.stats.record_system(slot.id, system_run(slot));
-            if T::ON && slot.ran {
-                timeline.system(&slot.name, slot.traced, || {
+        for entry in systems.iter() {
+            self.stats.record_system(entry.id, system_run(entry));
+            if T::ON && entry.ran {
+                timeline.system(&entry.name, entry.traced, || {
                     vec![
-                        ("writes", slot.writes.into()),
-                        ("commands", slot.out.commands.len().into()),
-                        ("own_us", (slot.time.as_micros() as u64).into()),
+                        ("writes", entry.writes.into()),
+                        ("commands", entry.out.commands.len().into()),
+                        ("own_us", (entry.time.as_micros() as u64).into()),
                     ]
                 });
             }
@@ -292,10 +292,10 @@ impl Runtime {
             crate::sync::discard(systems);
             // The reservations are world state (snapshots, checksums): take them back.
             self.world.storage_mut().unreserve_frame();
-            let slot = &systems[p.index];
+            let entry = &systems[p.index];
             return Err(FrameError::SystemPanicked {
-                system: slot.id,
-                name: slot.name.clone(),
+                system: entry.id,
+                name: entry.name.clone(),
                 message: p.message(),
                 stage,
             });
@@ -367,8 +367,8 @@ impl Runtime {
     /// After stage `k` failed: the later stages and their systems did not run.
     fn skip_stages_after(&mut self, k: usize) {
         let from = self.stages[k].end;
-        for slot in &self.systems[from..] {
-            self.stats.record_system(slot.id, SystemRun::default());
+        for entry in &self.systems[from..] {
+            self.stats.record_system(entry.id, SystemRun::default());
         }
         for figures in &mut self.stats.stages[k + 1..] {
             figures.reset();
@@ -460,17 +460,25 @@ impl Runtime {
     }
 }
 
-/// What `slot`'s system did in the Run that just ended, for its
+/// What `entry`'s system did in the Run that just ended, for its
 /// [`SystemStats`](crate::SystemStats): all zero but the command count if it did not
 /// run.
-fn system_run(slot: &SystemSlot) -> SystemRun {
-    let cost = if slot.ran { slot.cost } else { Cost::default() };
+fn system_run(entry: &SystemEntry) -> SystemRun {
+    let cost = if entry.ran {
+        entry.cost
+    } else {
+        Cost::default()
+    };
     SystemRun {
-        ran: slot.ran,
-        time: if slot.ran { slot.time } else { Duration::ZERO },
+        ran: entry.ran,
+        time: if entry.ran {
+            entry.time
+        } else {
+            Duration::ZERO
+        },
         work: cost.work_time(),
         span: cost.span_time(),
-        writes: if slot.ran { slot.writes } else { 0 },
-        commands: slot.out.commands.len(),
+        writes: if entry.ran { entry.writes } else { 0 },
+        commands: entry.out.commands.len(),
     }
 }

@@ -34,7 +34,7 @@ use crate::fixed_step::FixedStep;
 use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{AdvanceStats, FrameStats};
-use crate::system::SystemSlot;
+use crate::system::SystemEntry;
 use crate::world::World;
 use replay::file::Recorder;
 
@@ -59,7 +59,7 @@ pub struct Runtime {
     /// Stage by stage, in registration order within a stage: each stage's systems are one
     /// slice, run and synced together. A system's place here also numbers its reserved
     /// spawn ids (`Entities::reserve_for_stage`).
-    systems: Vec<SystemSlot>,
+    systems: Vec<SystemEntry>,
     /// Per system id, its place in `systems`.
     places: Vec<u32>,
     /// In frame order; at least one.

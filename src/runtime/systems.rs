@@ -10,7 +10,7 @@ use super::{Runtime, Stage};
 use crate::output::SystemOutputs;
 use crate::pool::Cost;
 use crate::stats::{StageStats, SystemStats};
-use crate::system::{StageId, System, SystemId, SystemInfo, SystemSlot};
+use crate::system::{StageId, System, SystemEntry, SystemId, SystemInfo};
 
 impl Runtime {
     /// Adds a system to the first stage, named by [`System::name`] — a closure by its
@@ -74,7 +74,7 @@ impl Runtime {
         let place = self.stages[k].end;
         self.systems.insert(
             place,
-            SystemSlot {
+            SystemEntry {
                 id,
                 stage,
                 system: Box::new(system),
@@ -228,7 +228,7 @@ impl Runtime {
     /// # Panics
     /// If `id` is not from this runtime.
     pub fn set_enabled(&mut self, id: SystemId, enabled: bool) {
-        self.slot(id).enabled = enabled;
+        self.entry(id).enabled = enabled;
     }
 
     /// Whether a system is enabled.
@@ -237,7 +237,7 @@ impl Runtime {
     /// If `id` is not from this runtime.
     #[track_caller]
     pub fn is_enabled(&self, id: SystemId) -> bool {
-        self.slot_ref(id).enabled
+        self.entry_ref(id).enabled
     }
 
     /// The name of a system.
@@ -246,7 +246,7 @@ impl Runtime {
     /// If `id` is not from this runtime.
     #[track_caller]
     pub fn system_name(&self, id: SystemId) -> &str {
-        &self.slot_ref(id).name
+        &self.entry_ref(id).name
     }
 
     /// The first system (in registration order) named `name`, if any: how to find a
@@ -300,12 +300,12 @@ impl Runtime {
     }
 
     #[track_caller]
-    fn slot_ref(&self, id: SystemId) -> &SystemSlot {
+    fn entry_ref(&self, id: SystemId) -> &SystemEntry {
         &self.systems[self.place(id)]
     }
 
     #[track_caller]
-    fn slot(&mut self, id: SystemId) -> &mut SystemSlot {
+    fn entry(&mut self, id: SystemId) -> &mut SystemEntry {
         let p = self.place(id);
         &mut self.systems[p]
     }

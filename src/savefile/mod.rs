@@ -65,12 +65,12 @@
 //!   words, as many as the union's just before (zero-padded; a layer has no counts of its
 //!   own). The union must be what the layers add up to (see `TypeMarks::with_layers`);
 //! - after each message type's messages: a `u32` stage count `S` (0: none), and for
-//!   `S >= 2` a `u64` segment count, then per segment (oldest first) its stage (`u32`) and
+//!   `S >= 2` a `u64` delivery count, then per delivery (oldest first) its stage (`u32`) and
 //!   how many broadcast and addressed messages it holds (`u64` each), at most the
-//!   messages there are (see `message::Segment`).
+//!   messages there are (see `message::Delivery`).
 //!
 //! Nothing is allocated by these counts beyond what [`SaveSource::capacity`] allows: each
-//! layer read is at least 4 bytes of the file, each segment 20.
+//! layer read is at least 4 bytes of the file, each delivery 20.
 //!
 //! [`World`]: crate::World
 //! [`World::checksum`]: crate::World::checksum

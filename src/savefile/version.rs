@@ -7,7 +7,7 @@ pub(crate) const SAVE_MAGIC: [u8; 8] = *b"RSYNSAVE";
 /// and for replays.
 pub(crate) const VERSION: u32 = 4;
 /// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
-/// its layers of change marks and, per message type, its segments (see "Versions").
+/// its layers of change marks and, per message type, its deliveries (see "Versions").
 pub(crate) const STAGED_VERSION: u32 = 5;
 /// The version of a replay whose checksums are of [`World::checksum`]'s digest version
 /// 2 (sections as [`VERSION`]). Replays of [`VERSION`] and [`UNCHECKED_VERSION`] hold

@@ -5,62 +5,62 @@
 //! Tree Borrows with `-Zmiri-strict-provenance`, while `BitVec` needs permissive provenance
 //! (and all of bitvec fails Stacked Borrows, ferrilab/bitvec#193). So a [`Mask`] keeps the
 //! first [`INLINE_BITS`] types in one inline `BitArray` and *spills* higher ids into a
-//! `Vec` of further `BitArray` blocks, grown only when a table holds such a type.
+//! `Vec` of further `BitArray`s, grown only when a table holds such a type.
 //!
 //! A [`QueryMask`] is `Copy` (a query's state is passed by value through the iteration
-//! hot path): it holds only the inline block and says when the query names a type beyond
-//! it (`wide`); such a query checks those types one by one against the signature.
+//! hot path): it holds only the inline bit array and says when the query names a type
+//! beyond it (`wide`); such a query checks those types one by one against the signature.
 //!
-//! The two tests on the query path, [`Mask::contains`] and [`Mask::passes`], read the
-//! blocks' raw `u64` words (bitvec's `Lsb0` order: bit `i` of a block is bit `i % 64` of
-//! word `i / 64`) instead of going through `BitSlice` indexing and `&`: those are generic
-//! over order and store and were measured slower on `fragmented_iter` (a query test per
-//! table). Building and walking a mask stays with bitvec; a test checks that both views
-//! agree bit for bit.
+//! The two tests on the query path, [`Mask::contains`] and [`Mask::passes`], read the bit
+//! arrays' raw `u64` words (bitvec's `Lsb0` order: bit `i` of a bit array is bit `i % 64`
+//! of word `i / 64`) instead of going through `BitSlice` indexing and `&`: those are
+//! generic over order and store and were measured slower on `fragmented_iter` (a query
+//! test per table). Building and walking a mask stays with bitvec; a test checks that
+//! both views agree bit for bit.
 
 use bitvec::array::BitArray;
 
 use crate::component::ComponentId;
 
-/// Words per block.
+/// Words per bit array.
 const WORDS: usize = 2;
-/// Component ids below this are in a mask's inline block.
+/// Component ids below this are in a mask's inline bit array.
 pub(crate) const INLINE_BITS: usize = WORDS * 64;
 
-/// One block of [`INLINE_BITS`] bits.
-type Block = BitArray<[u64; WORDS]>;
+/// One bit array of [`INLINE_BITS`] bits.
+type Bits = BitArray<[u64; WORDS]>;
 
 /// A set of component types (a table's signature). Ids below [`INLINE_BITS`] cost no
 /// allocation; higher ids grow a spill vector.
 #[derive(Clone, Default, Debug, PartialEq, Eq)]
 pub(crate) struct Mask {
-    inline: Block,
-    /// Blocks for ids `INLINE_BITS * (k + 1) ..`, allocated on demand.
-    spill: Vec<Block>,
+    inline: Bits,
+    /// Bit arrays for ids `INLINE_BITS * (k + 1) ..`, allocated on demand.
+    spill: Vec<Bits>,
 }
 
 impl Mask {
     /// Adds `id`.
     pub(crate) fn insert(&mut self, id: ComponentId) {
-        let (block, bit) = split(id);
-        if block == 0 {
+        let (array, bit) = split(id);
+        if array == 0 {
             self.inline.set(bit, true);
         } else {
-            if self.spill.len() < block {
-                self.spill.resize(block, Block::ZERO);
+            if self.spill.len() < array {
+                self.spill.resize(array, Bits::ZERO);
             }
-            self.spill[block - 1].set(bit, true);
+            self.spill[array - 1].set(bit, true);
         }
     }
 
     /// Whether `id` is in the set.
     #[inline]
     pub(crate) fn contains(&self, id: ComponentId) -> bool {
-        let (block, bit) = split(id);
-        let b = if block == 0 {
+        let (array, bit) = split(id);
+        let b = if array == 0 {
             &self.inline
         } else {
-            match self.spill.get(block - 1) {
+            match self.spill.get(array - 1) {
                 Some(b) => b,
                 None => return false,
             }
@@ -98,13 +98,13 @@ impl Mask {
     }
 }
 
-/// A query's filter over the inline block: required and excluded types. `Copy`.
+/// A query's filter over the inline bit array: required and excluded types. `Copy`.
 #[derive(Clone, Copy, Default, Debug)]
 pub(crate) struct QueryMask {
-    required: Block,
-    excluded: Block,
+    required: Bits,
+    excluded: Bits,
     /// The query names a type with an id of [`INLINE_BITS`] or more: those are not in the
-    /// blocks, and the query must test them one by one.
+    /// bit arrays, and the query must test them one by one.
     pub(crate) wide: bool,
 }
 
@@ -128,7 +128,7 @@ impl QueryMask {
     }
 }
 
-/// `(block, bit)`: block 0 is the inline one.
+/// `(array, bit)`: array 0 is the inline one.
 #[inline]
 fn split(id: ComponentId) -> (usize, usize) {
     (id.index() / INLINE_BITS, id.index() % INLINE_BITS)
@@ -157,7 +157,7 @@ mod tests {
         }
         let ids: Vec<usize> = m.iter().map(ComponentId::index).collect();
         assert_eq!(ids, [0, 5, 63, 64, 127, 128, 300]);
-        assert_eq!(m.spill.len(), 2, "blocks up to id 300 only");
+        assert_eq!(m.spill.len(), 2, "bit arrays up to id 300 only");
     }
 
     /// The raw-word reads agree with bitvec's own view of the bits.

@@ -251,7 +251,7 @@ impl Storage {
         self.entities.create_overflow(spawned);
     }
 
-    /// System `system`'s block drops the `spawned` reserved ids it used (see
+    /// System `system`'s reservation drops the `spawned` ids it used (see
     /// `Entities::commit_reserved`).
     #[inline]
     pub(crate) fn commit_reserved(&mut self, system: usize, spawned: usize) {
@@ -316,7 +316,7 @@ impl Storage {
 
     /// Where `e`'s `id` value is: `(column, row)`, if `e` is alive and has one.
     #[inline]
-    pub(crate) fn slot_of(&self, e: Entity, id: ComponentId) -> Option<(u32, u32)> {
+    pub(crate) fn column_row_of(&self, e: Entity, id: ComponentId) -> Option<(u32, u32)> {
         let loc = self.entities.location(e)?;
         let col = self.tables.get(loc.table).column(id)?;
         Some((col, loc.row))
@@ -704,7 +704,7 @@ impl Storage {
 
     /// `(changed, added)` of `e`'s `id`; `None` if `e` is dead or has no such component.
     pub(crate) fn marks_of(&self, e: Entity, id: ComponentId) -> Option<(bool, bool)> {
-        let (col, row) = self.slot_of(e, id)?;
+        let (col, row) = self.column_row_of(e, id)?;
         Some(self.columns[id.index()].marks_of(col, row))
     }
 
@@ -718,14 +718,14 @@ impl Storage {
     /// `e`'s parent: the entity its `ChildOf` names (alive, if the hierarchy is kept).
     #[inline]
     pub(crate) fn parent_of(&self, h: Hierarchy, e: Entity) -> Option<Entity> {
-        let (col, row) = self.slot_of(e, h.child_of)?;
+        let (col, row) = self.column_row_of(e, h.child_of)?;
         Some(self.typed::<ChildOf>(h.child_of).get(col, row).0)
     }
 
     /// `e`'s children, in order (empty if none, or `e` is dead).
     #[inline]
     pub(crate) fn children_of(&self, h: Hierarchy, e: Entity) -> &[Entity] {
-        match self.slot_of(e, h.children) {
+        match self.column_row_of(e, h.children) {
             Some((col, row)) => &self.typed::<Children>(h.children).get(col, row).0,
             None => &[],
         }

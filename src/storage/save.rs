@@ -738,7 +738,7 @@ mod tests {
 
     fn set<C: Component>(w: &mut World, e: Entity, value: C) {
         let id = w.storage().registry.id::<C>();
-        let (col, row) = w.storage().slot_of(e, id).expect("has it");
+        let (col, row) = w.storage().column_row_of(e, id).expect("has it");
         *w.storage_mut().typed_mut::<C>(id).get_mut(col, row) = value;
     }
 

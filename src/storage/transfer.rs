@@ -245,12 +245,12 @@ impl Storage {
             })
             .collect();
         for (parent, list) in lists {
-            if let Some((col, row)) = self.slot_of(parent, h.children) {
+            if let Some((col, row)) = self.column_row_of(parent, h.children) {
                 self.typed_mut::<Children>(h.children).get_mut(col, row).0 = list;
             }
         }
         for (child, parent) in children {
-            if let Some((col, row)) = self.slot_of(child, h.child_of) {
+            if let Some((col, row)) = self.column_row_of(child, h.child_of) {
                 *self.typed_mut::<ChildOf>(h.child_of).get_mut(col, row) = ChildOf(parent);
             }
         }

@@ -52,7 +52,7 @@ use crate::fold::FailedAt;
 use crate::pool::Pool;
 use crate::provenance::Watches;
 use crate::stats::{FrameError, MergeTarget, SyncFigures};
-use crate::system::{StageId, SystemSlot};
+use crate::system::{StageId, SystemEntry};
 use crate::trace::Timeline;
 use crate::world::{SyncParts, World};
 
@@ -140,7 +140,7 @@ pub(crate) struct StageSync {
 /// each step's event goes to `timeline`.
 pub(crate) fn sync<T: Timeline>(
     world: &mut World,
-    systems: &mut [SystemSlot],
+    systems: &mut [SystemEntry],
     at: StageSync,
     pool: &Pool,
     scratch: &mut SyncScratch,
@@ -199,13 +199,13 @@ fn begin_marks(world: &mut World, stage: StageId, stages: usize) {
 }
 
 /// Step 1: moves each system's non-empty buffers to the fold of their type.
-fn gather(world: &mut World, systems: &mut [SystemSlot]) {
+fn gather(world: &mut World, systems: &mut [SystemEntry]) {
     let folds = world.sync_parts().folds;
-    for (s, slot) in systems.iter_mut().enumerate() {
-        if !slot.ran {
+    for (s, entry) in systems.iter_mut().enumerate() {
+        if !entry.ran {
             continue;
         }
-        let out = &mut slot.out;
+        let out = &mut entry.out;
         for &id in &out.used {
             let b = &mut out.buffers[id as usize];
             if b.as_ref().is_some_and(|b| b.len() > 0) {
@@ -265,7 +265,7 @@ fn fold_all(world: &mut World, pool: &Pool, report: &mut SyncReport) {
 
 /// Step 3: every written resource folds its systems' outputs (in system order) with one
 /// merge call. Resources are few and small: one thread.
-fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut SyncReport) {
+fn fold_resources(world: &mut World, systems: &mut [SystemEntry], report: &mut SyncReport) {
     let SyncParts {
         resource_folds,
         resources,
@@ -288,7 +288,7 @@ fn fold_resources(world: &mut World, systems: &mut [SystemSlot], report: &mut Sy
 }
 
 /// Step 4: hands every buffer back to its system, emptied.
-fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
+fn return_buffers(world: &mut World, systems: &mut [SystemEntry]) {
     for (id, fold) in world.sync_parts().folds.iter_mut().enumerate() {
         fold.give_back(&mut |s, b| systems[s as usize].out.buffers[id] = Some(b));
     }
@@ -304,7 +304,7 @@ fn return_buffers(world: &mut World, systems: &mut [SystemSlot]) {
 /// `base..` among the runtime's: their reservations and overflow lanes are numbered so.
 fn apply_commands(
     world: &mut World,
-    systems: &mut [SystemSlot],
+    systems: &mut [SystemEntry],
     base: usize,
     scratch: &mut CommandScratch,
     report: &mut SyncReport,
@@ -315,20 +315,20 @@ fn apply_commands(
         host.world.sync_parts().storage.create_overflow(|s| {
             s.checked_sub(base)
                 .and_then(|i| systems.get(i))
-                .map_or(0, |slot| slot.out.spawned as usize)
+                .map_or(0, |entry| entry.out.spawned as usize)
         });
-        for slot in systems.iter_mut() {
-            if slot.ran && !slot.out.commands.is_empty() {
-                apply_list(host, &mut slot.out.commands, scratch, rep);
+        for entry in systems.iter_mut() {
+            if entry.ran && !entry.out.commands.is_empty() {
+                apply_list(host, &mut entry.out.commands, scratch, rep);
             }
         }
-        // Every reserved id handed out is alive now: the blocks drop them (before hook
-        // commands, whose spawns take free ids).
-        for (s, slot) in systems.iter_mut().enumerate() {
-            let spawned = if slot.ran { slot.out.spawned } else { 0 };
+        // Every reserved id handed out is alive now: the reservations drop them (before
+        // hook commands, whose spawns take free ids).
+        for (s, entry) in systems.iter_mut().enumerate() {
+            let spawned = if entry.ran { entry.out.spawned } else { 0 };
             let storage = host.world.sync_parts().storage;
             storage.commit_reserved(base + s, spawned as usize);
-            slot.out.spawned = 0;
+            entry.out.spawned = 0;
         }
     });
     report.hook_panic = applied.hook_panic;
@@ -344,7 +344,7 @@ fn apply_commands(
 /// (dropping old ones) is reported like a component's, and delivery goes on.
 fn deliver_messages(
     world: &mut World,
-    systems: &mut [SystemSlot],
+    systems: &mut [SystemEntry],
     stage: StageId,
     stages: usize,
     report: &mut SyncReport,
@@ -354,7 +354,7 @@ fn deliver_messages(
     } = world.sync_parts();
     let alive = |e| storage.locate(e).is_some();
     let k = stage.index();
-    let segment = (stages > 1).then_some(k as u32);
+    let by_stage = (stages > 1).then_some(k as u32);
     for (i, inbox) in messages.inboxes_mut().iter_mut().enumerate() {
         let expire = std::panic::AssertUnwindSafe(|| inbox.expire(k, stages));
         if let Err(p) = std::panic::catch_unwind(expire) {
@@ -366,7 +366,7 @@ fn deliver_messages(
             .iter_mut()
             .filter(|s| s.ran)
             .filter_map(|s| s.out.messages.get_mut(i)?.as_mut());
-        let d = inbox.deliver(&mut sources, &alive, segment);
+        let d = inbox.deliver(&mut sources, &alive, by_stage);
         report.messages += d.delivered;
         report.dropped += d.dropped;
     }
@@ -388,8 +388,8 @@ pub(crate) fn sync_nothing(world: &mut World, stage: StageId, stages: usize) -> 
 }
 
 /// Discards everything the systems emitted this frame (after a failed Run).
-pub(crate) fn discard(systems: &mut [SystemSlot]) {
-    for slot in systems {
-        slot.out.clear();
+pub(crate) fn discard(systems: &mut [SystemEntry]) {
+    for entry in systems {
+        entry.out.clear();
     }
 }

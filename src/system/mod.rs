@@ -1,4 +1,4 @@
-//! Systems: the [`System`] trait, their ids, and the per-system slot the runtime keeps.
+//! Systems: the [`System`] trait, their ids, and the per-system entry the runtime keeps.
 
 pub use crate::ids::{StageId, SystemId};
 
@@ -108,8 +108,8 @@ pub struct SystemInfo<'a> {
 
 /// What the runtime keeps per system: the system, its name, its switch, its buffers and
 /// the figures of its last run.
-pub(crate) struct SystemSlot {
-    /// Its id (registration order; slots are kept stage by stage, so not its place).
+pub(crate) struct SystemEntry {
+    /// Its id (registration order; entries are kept stage by stage, so not its place).
     pub(crate) id: SystemId,
     /// The stage it runs in.
     pub(crate) stage: StageId,

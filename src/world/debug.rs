@@ -128,7 +128,7 @@ impl World {
         if id.index() >= self.storage.registry().len() {
             return None;
         }
-        let (col, row) = self.storage.slot_of(e, id)?;
+        let (col, row) = self.storage.column_row_of(e, id)?;
         self.storage.columns(id).debug_value(col, row)
     }
 }

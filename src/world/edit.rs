@@ -188,8 +188,8 @@ impl World {
             return Err(not_alive(e));
         }
         if let Some(h) = self.storage.hierarchy() {
-            if self.storage.slot_of(e, h.child_of).is_some()
-                || self.storage.slot_of(e, h.children).is_some()
+            if self.storage.column_row_of(e, h.child_of).is_some()
+                || self.storage.column_row_of(e, h.children).is_some()
             {
                 return Err(LoadError::BadData {
                     what: format!(

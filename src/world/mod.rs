@@ -219,7 +219,7 @@ impl World {
         let ids = B::spawn_batch(&mut self.storage, bundles.into_iter());
         let children = self.storage.hierarchy().is_some_and(|h| {
             ids.first()
-                .is_some_and(|&e| self.storage.slot_of(e, h.child_of).is_some())
+                .is_some_and(|&e| self.storage.column_row_of(e, h.child_of).is_some())
         });
         if children {
             self.attach_spawned(&ids);
@@ -287,7 +287,7 @@ impl World {
             || (required && self.hooks.any(Change::Add))
         {
             return self.with_hooks(|a| {
-                if a.world.storage.slot_of(e, id).is_some() {
+                if a.world.storage.column_row_of(e, id).is_some() {
                     a.hooks.fire(Change::Remove, id, a.world, e);
                 }
                 a.world.storage.stage(id, component);
@@ -330,7 +330,7 @@ impl World {
         let id = self.storage.registry().id::<C>();
         if self.hooks.has(id, Change::Remove) {
             return self.with_hooks(|a| {
-                a.world.storage.slot_of(e, id)?;
+                a.world.storage.column_row_of(e, id)?;
                 a.hooks.fire(Change::Remove, id, a.world, e);
                 a.world.storage.remove(e, id);
                 a.world.storage.typed_mut::<C>(id).take_removed()
@@ -350,7 +350,7 @@ impl World {
     #[track_caller]
     pub fn get<C: Component>(&self, e: Entity) -> Option<&C> {
         let id = self.storage.registry().id::<C>();
-        let (col, row) = self.storage.slot_of(e, id)?;
+        let (col, row) = self.storage.column_row_of(e, id)?;
         Some(self.storage.typed::<C>(id).get(col, row))
     }
 
@@ -363,7 +363,7 @@ impl World {
     pub fn get_mut<C: Component>(&mut self, e: Entity) -> Option<&mut C> {
         assert_mutable::<C>();
         let id = self.storage.registry().id::<C>();
-        let (col, row) = self.storage.slot_of(e, id)?;
+        let (col, row) = self.storage.column_row_of(e, id)?;
         Some(self.storage.typed_mut::<C>(id).get_mut(col, row))
     }
 

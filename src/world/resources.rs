@@ -133,7 +133,7 @@ impl World {
     /// [`Runtime::frame_with`](crate::Runtime::frame_with).
     pub fn set_input<I: Clone + Send + Sync + 'static>(&mut self, input: I) {
         match self.get_resource_mut::<crate::input::Input<I>>() {
-            Some(slot) => slot.0 = input,
+            Some(held) => held.0 = input,
             None => {
                 self.snapshotting_resource::<crate::input::Input<I>>();
                 self.insert_resource(crate::input::Input(input));

@@ -23,7 +23,7 @@ use std::io::{Read, Write};
 
 use super::World;
 use crate::component::Component;
-use crate::message::{Segment, StageSegments};
+use crate::message::{Deliveries, Delivery};
 use crate::resource::{AnyBox, ResourceSerde};
 use crate::savefile::{
     Found, LoadError, Put, SAVE_MAGIC, STAGED_VERSION, SaveError, SaveSource, Sink, VERSION,
@@ -45,7 +45,7 @@ pub(crate) struct ParsedSave {
 
 /// One message type's part of a save: its decoded messages (`(Vec<M>, Vec<(Entity, M)>)`)
 /// and, from a version-5 save, which stage's Sync delivered which.
-type SavedInbox = (Box<dyn std::any::Any + Send + Sync>, Option<StageSegments>);
+type SavedInbox = (Box<dyn std::any::Any + Send + Sync>, Option<Deliveries>);
 
 impl ParsedSave {
     /// Forgets which stage's Sync made each mark and message (a version-5 save's stage
@@ -53,77 +53,77 @@ impl ParsedSave {
     /// messages counted as sent between frames.
     pub(crate) fn drop_stages(&mut self) {
         self.storage.drop_layers();
-        for (_, segments) in &mut self.messages {
-            *segments = None;
+        for (_, deliveries) in &mut self.messages {
+            *deliveries = None;
         }
     }
 }
 
-/// A message type's segments, after its messages in a version-5 save: the stage count
-/// (0: none), then for several the segments, each its stage and its counts.
-fn write_segments(out: &mut Sink<'_>, segments: Option<StageSegments>) {
-    let Some(s) = segments else {
+/// A message type's deliveries, after its messages in a version-5 save: the stage count
+/// (0: none), then for several the deliveries, each its stage and its counts.
+fn write_deliveries(out: &mut Sink<'_>, deliveries: Option<Deliveries>) {
+    let Some(s) = deliveries else {
         out.put_u32(0);
         return;
     };
     out.put_u32(s.stages);
-    out.put_u64(s.segments.len() as u64);
-    for g in &s.segments {
+    out.put_u64(s.deliveries.len() as u64);
+    for g in &s.deliveries {
         out.put_u32(g.stage);
         out.put_u64(g.broadcast as u64);
         out.put_u64(g.addressed as u64);
     }
 }
 
-/// What [`write_segments`] wrote, unchecked (see [`check_segments`]). The list grows as
-/// its 20-byte entries are read, never by the count the file gives.
-fn read_segments(r: &mut SaveSource<'_>) -> Result<Option<StageSegments>, LoadError> {
+/// What [`write_deliveries`] wrote, unchecked (see [`check_deliveries`]). The list grows
+/// as its 20-byte entries are read, never by the count the file gives.
+fn read_deliveries(r: &mut SaveSource<'_>) -> Result<Option<Deliveries>, LoadError> {
     let stages = r.u32("a message type's stage count")?;
     if stages == 0 {
         return Ok(None);
     }
-    let n = r.count("a message type's segments")?;
-    let mut segments = Vec::with_capacity(r.capacity(n, 20));
+    let n = r.count("a message type's deliveries")?;
+    let mut deliveries = Vec::with_capacity(r.capacity(n, 20));
     for _ in 0..n {
-        let stage = r.u32("a message segment")?;
+        let stage = r.u32("a message delivery")?;
         let mut count = || -> Result<usize, LoadError> {
-            let c = r.u64("a message segment")?;
+            let c = r.u64("a message delivery")?;
             usize::try_from(c).map_err(|_| LoadError::BadData {
-                what: format!("a message segment of {c} messages"),
+                what: format!("a message delivery of {c} messages"),
             })
         };
         let broadcast = count()?;
         let addressed = count()?;
-        segments.push(Segment {
+        deliveries.push(Delivery {
             stage,
             broadcast,
             addressed,
         });
     }
-    Ok(Some(StageSegments { stages, segments }))
+    Ok(Some(Deliveries { stages, deliveries }))
 }
 
-/// Segments that hold together: several stages, each segment's stage one of them, and
+/// Deliveries that hold together: several stages, each delivery's stage one of them, and
 /// no more messages in them than there are (`broadcast`, `addressed`; those after the
-/// last segment were sent between frames).
-fn check_segments(s: &StageSegments, broadcast: usize, addressed: usize) -> Result<(), String> {
+/// last delivery were sent between frames).
+fn check_deliveries(s: &Deliveries, broadcast: usize, addressed: usize) -> Result<(), String> {
     if s.stages < 2 {
-        return Err(format!("segments of {} stage", s.stages));
+        return Err(format!("deliveries of {} stage", s.stages));
     }
-    if let Some(g) = s.segments.iter().find(|g| g.stage >= s.stages) {
+    if let Some(g) = s.deliveries.iter().find(|g| g.stage >= s.stages) {
         return Err(format!(
-            "a segment of stage {}, of {} stages",
+            "a delivery of stage {}, of {} stages",
             g.stage, s.stages
         ));
     }
     let (mut b, mut a) = (0usize, 0usize);
-    for g in &s.segments {
+    for g in &s.deliveries {
         b = b.saturating_add(g.broadcast);
         a = a.saturating_add(g.addressed);
     }
     if b > broadcast || a > addressed {
         return Err(format!(
-            "segments of {b} broadcast and {a} addressed messages, of {broadcast} and \
+            "deliveries of {b} broadcast and {a} addressed messages, of {broadcast} and \
              {addressed} delivered"
         ));
     }
@@ -305,7 +305,7 @@ impl World {
                     .messages
                     .inboxes()
                     .iter()
-                    .any(|i| i.stage_segments().is_some()));
+                    .any(|i| i.deliveries().is_some()));
         out.raw(&SAVE_MAGIC);
         out.put_u32(if staged { STAGED_VERSION } else { VERSION });
         match runtime {
@@ -347,7 +347,7 @@ impl World {
             let len = (out.buf.len() - at - 8) as u64;
             out.buf[at..at + 8].copy_from_slice(&len.to_le_bytes());
             if staged {
-                write_segments(out, inbox.stage_segments());
+                write_deliveries(out, inbox.deliveries());
             }
         }
         out.end_section();
@@ -468,9 +468,13 @@ impl World {
                     })
                 });
             // (Read before a wrong name is reported, below, with every name.)
-            let segments = if r.staged() { read_segments(r)? } else { None };
+            let deliveries = if r.staged() {
+                read_deliveries(r)?
+            } else {
+                None
+            };
             if let Some(messages) = messages {
-                decoded.extend(found.ok(messages).map(|m| (m, segments)));
+                decoded.extend(found.ok(messages).map(|m| (m, deliveries)));
             }
         }
         r.end_section(|| "the messages".into())?;
@@ -484,13 +488,13 @@ impl World {
         decoded
             .into_iter()
             .zip(inboxes)
-            .map(|(((m, broadcast, addressed), segments), inbox)| {
-                if let Some(s) = &segments {
-                    check_segments(s, broadcast, addressed).map_err(|e| LoadError::BadData {
+            .map(|(((m, broadcast, addressed), deliveries), inbox)| {
+                if let Some(s) = &deliveries {
+                    check_deliveries(s, broadcast, addressed).map_err(|e| LoadError::BadData {
                         what: format!("message type `{}`: {e}", inbox.name()),
                     })?;
                 }
-                Ok((m, segments))
+                Ok((m, deliveries))
             })
             .collect()
     }
@@ -506,10 +510,10 @@ impl World {
     /// them.
     pub(crate) fn apply_save(&mut self, parsed: ParsedSave) {
         self.storage.apply_save(parsed.storage);
-        for (inbox, (decoded, segments)) in
+        for (inbox, (decoded, deliveries)) in
             self.messages.inboxes_mut().iter_mut().zip(parsed.messages)
         {
-            inbox.install(decoded, segments);
+            inbox.install(decoded, deliveries);
         }
         for (s, value) in self.resource_serde.iter().zip(parsed.resources) {
             (s.put)(&mut self.resources, value);

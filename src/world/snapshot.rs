@@ -38,7 +38,7 @@
 //! entity list carries a stamp that names its contents, cleared by every change. A
 //! [`World::snapshot_into`] into a snapshot that already holds a column with the same
 //! stamp skips it, and so does a [`World::restore`] into a world whose column has the
-//! snapshot's stamp: in a rollback ring, a save copies only what changed since its slot
+//! snapshot's stamp: in a rollback ring, a save copies only what changed since its entry
 //! was filled, and a restore only what changed since the snapshot was taken. Static
 //! parts of a world (a level's scenery, a type no system writes in a table no entity
 //! enters or leaves) cost nothing after the first save. The result is the same bits as a

@@ -285,8 +285,8 @@ impl World {
     fn assert_outside_hierarchy(&self, e: Entity, what: &str) {
         if let Some(h) = self.storage.hierarchy() {
             assert!(
-                self.storage.slot_of(e, h.child_of).is_none()
-                    && self.storage.slot_of(e, h.children).is_none(),
+                self.storage.column_row_of(e, h.child_of).is_none()
+                    && self.storage.column_row_of(e, h.children).is_none(),
                 "runsync: cannot {what} {e}: it has a parent or children (move whole trees: \
                  `evict_tree`, `discard_tree`)"
             );

@@ -178,10 +178,10 @@ impl GridPart {
             self.grouped_cells.resize(self.items.len(), 0);
         }
         for (it, &c) in self.items.iter().zip(cells) {
-            let slot = &mut at[band_of(c)];
-            self.grouped[*slot as usize] = *it;
-            self.grouped_cells[*slot as usize] = c;
-            *slot += 1;
+            let next = &mut at[band_of(c)];
+            self.grouped[*next as usize] = *it;
+            self.grouped_cells[*next as usize] = c;
+            *next += 1;
         }
     }
 
@@ -555,9 +555,9 @@ impl Grid {
             for p in grouped {
                 let (its, cs) = p.band(b);
                 for (it, &c) in its.iter().zip(cs) {
-                    let slot = &mut starts[(c - first) as usize];
-                    items[(*slot - base) as usize] = *it;
-                    *slot += 1;
+                    let next = &mut starts[(c - first) as usize];
+                    items[(*next - base) as usize] = *it;
+                    *next += 1;
                 }
             }
             // The cursors hold each cell's end; shift back to starts.
@@ -669,15 +669,16 @@ impl Grid {
             self.starts[c + 1] += self.starts[c];
         }
         // Place each item at its cell's cursor (stable: insertion order within a cell).
-        // Every slot is overwritten below: only the length matters (no copy when it stays).
+        // Every item is overwritten below: only the length matters (no copy when it
+        // stays).
         if let Some(&first) = self.input.first() {
             self.items.resize(n, first);
         }
         self.items.truncate(n);
         for (it, &c) in self.input.iter().zip(&self.cells) {
-            let slot = &mut self.starts[c as usize];
-            self.items[*slot as usize] = *it;
-            *slot += 1;
+            let next = &mut self.starts[c as usize];
+            self.items[*next as usize] = *it;
+            *next += 1;
         }
         // The cursors now hold each cell's end; shift back to starts.
         for c in (1..=ncells).rev() {

@@ -28,7 +28,7 @@ pub struct Expire;
 impl System for Expire {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let dt = dt(world);
-        // The entity's own `Lifetime`: its row's output slot (two stores a write, where
+        // The entity's own `Lifetime`: its row's write handle (two stores a write, where
         // a write by handle would be a type check and a target check more).
         out.par_for_each::<(&Lifetime, Write<Lifetime>)>(|e, (l, mut left), out| {
             if l.0 - dt <= 0.0 {

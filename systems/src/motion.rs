@@ -29,7 +29,7 @@ pub struct Integrate;
 impl System for Integrate {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let dt = dt(world);
-        // The entity's own `Position`: its row's output slot (two stores a write).
+        // The entity's own `Position`: its row's write handle (two stores a write).
         out.par_for_each::<(&Velocity, Write<Position>)>(|_, (v, mut pos), _| {
             if v.0 != Vec2::ZERO {
                 pos.set(Displace(v.0 * dt));

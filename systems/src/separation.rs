@@ -74,7 +74,7 @@ type Body = (
     Without<Projectile>,
 );
 
-/// [`Body`], with the body's own `Velocity` output slot.
+/// [`Body`], with the body's own `Velocity` write handle.
 type BodyOut = (
     &'static Position,
     &'static Collider,

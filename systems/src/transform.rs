@@ -99,7 +99,7 @@ impl Component for GlobalTransform {
 /// previous Sync, like everything a system reads: a change of a local `Transform` shows
 /// in the `GlobalTransform`s one frame later, all of a tree at once.
 ///
-/// Cost: each entity's global is computed once, from its own row, into its output slot.
+/// Cost: each entity's global is computed once, from its own row, into its write handle.
 /// The roots are one pass over their rows on the calling thread, which also keeps each
 /// root's global in a table by entity index; the children of roots are one pass over
 /// theirs, in parallel chunks on the worker pool ([`Output::par_for_each`]), reading

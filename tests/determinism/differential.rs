@@ -1,5 +1,5 @@
 //! Differential test: random systems emit random writes and structural commands through
-//! every write API (`write`, `Writer`, `write_each`, `par_for_each`, output slots of
+//! every write API (`write`, `Writer`, `write_each`, `par_for_each`, row writes of
 //! `Output::query` with conditional writes), in shapes that stress
 //! the merge engine (several systems writing the same entities in query order or in
 //! reverse, repeats, interleaved types, stale handles, entities lacking the type), into
@@ -54,8 +54,8 @@ fn api() -> impl Strategy<Value = Api> {
         1 => Just(Api::Writer),
         2 => Just(Api::WriteEach),
         2 => Just(Api::ParForEach),
-        3 => Just(Api::Slots),
-        2 => Just(Api::ParSlots),
+        3 => Just(Api::RowWrites),
+        2 => Just(Api::ParRowWrites),
     ]
 }
 

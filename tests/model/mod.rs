@@ -25,10 +25,10 @@
 //! iteration order included.
 //!
 //! Spawns go through `Output::spawn`, whose returned ids the model predicts (each system
-//! takes ids from a block reserved before Run, then *overflow* ids: see `Model::reserve`),
-//! and `Output::spawn_deferred`, whose ids are chosen in Sync. Ops may insert into or
-//! write to the entity their system spawned last in the same frame, and write the
-//! resource [`R`], merged by an order-sensitive fold.
+//! takes ids from a reservation made before Run, then *overflow* ids: see
+//! `Model::reserve`), and `Output::spawn_deferred`, whose ids are chosen in Sync. Ops may
+//! insert into or write to the entity their system spawned last in the same frame, and
+//! write the resource [`R`], merged by an order-sensitive fold.
 //!
 //! Change marks are state too: each model entity carries which of its components the last
 //! Sync wrote (`changed`) or gave it (`added`), with the semantics of `Changed<C>` /
@@ -568,15 +568,15 @@ pub enum Api {
     WriteEach,
     /// `out.par_for_each::<Q>(|e, item, out| ..)` per pass (forward only).
     ParForEach,
-    /// `for (e, (item, mut slot)) in out.query::<(Q, Write<K>)>()` per pass (forward only,
-    /// one type): each write sets the slot if its value passes a test (conditional
-    /// writes; a later set replaces an earlier one); the `extra` writes follow the loop
-    /// through `out.write`, in visiting order.
-    Slots,
-    /// The same writes through `out.par_for_each::<(Q, Write<K>)>(|e, (item, slot), out|
-    /// ..)`: slots set in the chunks, the `extra` writes through each chunk's `out` (of
-    /// one type, slot writes come first: the same outputs as `Slots`).
-    ParSlots,
+    /// `for (e, (item, mut next)) in out.query::<(Q, Write<K>)>()` per pass (forward
+    /// only, one type): each write sets the row's handle if its value passes a test
+    /// (conditional writes; a later set replaces an earlier one); the `extra` writes
+    /// follow the loop through `out.write`, in visiting order.
+    RowWrites,
+    /// The same writes through `out.par_for_each::<(Q, Write<K>)>(|e, (item, next), out|
+    /// ..)`: row writes set in the chunks, the `extra` writes through each chunk's `out`
+    /// (of one type, row writes come first: the same outputs as `RowWrites`).
+    ParRowWrites,
 }
 
 /// A loop over a query: per pass, per visited entity: every write of `writes` in order
@@ -620,7 +620,7 @@ impl Loop {
                 self.despawn = false;
             }
             Api::ParForEach => self.reverse = false,
-            Api::Slots | Api::ParSlots => {
+            Api::RowWrites | Api::ParRowWrites => {
                 let k = self.writes[0].0;
                 self.writes.iter_mut().for_each(|w| w.0 = k);
                 self.reverse = false;
@@ -886,13 +886,13 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
                 out.par_for_each::<Sh::O>(|e, item, out| visit(out, l, pass, e, Sh::key_out(item)));
             }
         }
-        Api::ParSlots => with_kind!(l.l.writes[0].0, T => {
+        Api::ParRowWrites => with_kind!(l.l.writes[0].0, T => {
             for pass in 0..l.l.passes {
-                out.par_for_each::<(Sh::O, Write<T>)>(|e, (item, mut slot), out| {
+                out.par_for_each::<(Sh::O, Write<T>)>(|e, (item, mut next), out| {
                     let key = Sh::key_out(item);
                     for &(_, seed) in &l.l.writes {
-                        if let Some(x) = slot_value(seed, pass, e, key) {
-                            slot.set(T::output(x));
+                        if let Some(x) = row_write_value(seed, pass, e, key) {
+                            next.set(T::output(x));
                         }
                     }
                     if let Some((k, x, h)) = extra_write(l, pass, e, key) {
@@ -901,14 +901,14 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
                 });
             }
         }),
-        Api::Slots => with_kind!(l.l.writes[0].0, T => {
+        Api::RowWrites => with_kind!(l.l.writes[0].0, T => {
             for pass in 0..l.l.passes {
                 let mut visited = Vec::new();
-                for (e, (item, mut slot)) in out.query::<(Sh::O, Write<T>)>() {
+                for (e, (item, mut next)) in out.query::<(Sh::O, Write<T>)>() {
                     let key = Sh::key_out(item);
                     for &(_, seed) in &l.l.writes {
-                        if let Some(x) = slot_value(seed, pass, e, key) {
-                            slot.set(T::output(x));
+                        if let Some(x) = row_write_value(seed, pass, e, key) {
+                            next.set(T::output(x));
                         }
                     }
                     visited.push((e, key));
@@ -923,9 +923,9 @@ fn run_loop<Sh: QueryShape>(world: &World, out: &mut Output<'_>, l: &RLoop) {
     }
 }
 
-/// What a `Slots` loop sets a slot to for one of its writes, if anything (three writes
+/// What a `RowWrites` loop sets a row to for one of its writes, if anything (three writes
 /// in four).
-fn slot_value(seed: u64, pass: u8, e: Entity, key: u64) -> Option<u64> {
+fn row_write_value(seed: u64, pass: u8, e: Entity, key: u64) -> Option<u64> {
     let x = mix(seed, pass, e, key);
     (x % 4 != 0).then_some(x)
 }
@@ -1179,7 +1179,7 @@ pub struct Model {
     layers: BTreeMap<Entity, Vec<(u16, u16)>>,
 }
 
-/// The smallest block of reserved ids (`MIN_RESERVE` in the runtime).
+/// The smallest reservation of ids (`MIN_RESERVE` in the runtime).
 const MIN_RESERVE: usize = 16;
 
 impl Model {
@@ -1224,15 +1224,16 @@ impl Model {
         self.lanes = systems;
     }
 
-    /// The id of system `s`'s `k`-th `spawn` this frame: its block's `k`-th id, else the
-    /// overflow id at lane position `g = s + (k - block) * lanes`: the `g`-th free id from
-    /// the top of the free list, or past it the fresh index `lane_base + g - free`.
+    /// The id of system `s`'s `k`-th `spawn` this frame: its reservation's `k`-th id,
+    /// else the overflow id at lane position `g = s + (k - reserved) * lanes`: the `g`-th
+    /// free id from the top of the free list, or past it the fresh index
+    /// `lane_base + g - free`.
     fn reserved_id(&self, s: usize, k: usize) -> Entity {
-        let block = &self.reserved[s].0;
-        if k < block.len() {
-            return self.handle(block[k]);
+        let reserved = &self.reserved[s].0;
+        if k < reserved.len() {
+            return self.handle(reserved[k]);
         }
-        let g = s + (k - block.len()) * self.lanes;
+        let g = s + (k - reserved.len()) * self.lanes;
         if g < self.free.len() {
             return self.handle(self.free[self.free.len() - 1 - g]);
         }
@@ -1274,8 +1275,8 @@ impl Model {
     fn commit(&mut self, spawned: &[usize], places: Range<usize>) {
         for s in places {
             let n = spawned[s];
-            let (block, last) = &mut self.reserved[s];
-            block.drain(..n.min(block.len()));
+            let (ids, last) = &mut self.reserved[s];
+            ids.drain(..n.min(ids.len()));
             *last = n;
         }
     }
@@ -1398,7 +1399,7 @@ impl Model {
                 }
             }
             RBatch::Loop(l) => with_shape!(l.l.shape, Q => {
-                if matches!(l.l.api, Api::Slots | Api::ParSlots) {
+                if matches!(l.l.api, Api::RowWrites | Api::ParRowWrites) {
                     let k = l.l.writes[0].0;
                     let order = self.order::<Q>(world, Some(k))?;
                     for pass in 0..l.l.passes {
@@ -1408,7 +1409,7 @@ impl Model {
                                 .writes
                                 .iter()
                                 .rev()
-                                .find_map(|&(_, seed)| slot_value(seed, pass, e, key));
+                                .find_map(|&(_, seed)| row_write_value(seed, pass, e, key));
                             if let Some(x) = last {
                                 emits.push(Emit::Write(k, e, x));
                             }

@@ -256,7 +256,7 @@ fn snapshots_of_drop_components_neither_leak_nor_double_drop() {
 }
 
 /// Snapshots, restores and the runtime's checksum are incremental: a save into a reused
-/// ring slot copies only what changed since the slot was filled, a restore only what
+/// ring entry copies only what changed since the entry was filled, a restore only what
 /// differs from the world it overwrites, and `Runtime::checksum` digests again only the
 /// blocks that changed since its last call. These games check that against full copies
 /// and full digests, as rollback netcode uses them.
@@ -394,16 +394,16 @@ mod incremental {
         rt.frame();
     }
 
-    /// Saves the state before frame `f` into its ring slot, as ggrs asks each frame, and
+    /// Saves the state before frame `f` into its ring entry, as ggrs asks each frame, and
     /// checks the runtime's (incremental) checksum against a full digest; returns the
     /// full digest.
     fn save(rt: &mut Runtime, ring: &mut [RuntimeSnapshot], f: u64) -> u64 {
-        let slot = &mut ring[f as usize % RING];
+        let entry = &mut ring[f as usize % RING];
         // Every other frame as a rollback session saves: copy and digest at once.
         let digest = if f % 2 == 0 {
-            rt.save_into(slot).unwrap()
+            rt.save_into(entry).unwrap()
         } else {
-            rt.snapshot_into(slot).unwrap();
+            rt.snapshot_into(entry).unwrap();
             rt.checksum()
         };
         let full = rt.world().checksum();
@@ -493,7 +493,7 @@ mod incremental {
         }
     }
 
-    /// Restoring every slot of the ring in turn, each a different depth back (1 to 8
+    /// Restoring every entry of the ring in turn, each a different depth back (1 to 8
     /// frames, with spawns and despawns in between), gives the state saved there; and a
     /// world restored from a fresh full snapshot has no difference from it.
     #[test]

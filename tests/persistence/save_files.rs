@@ -761,21 +761,21 @@ fn every_flipped_bit_of_a_version_5_save_is_refused() {
 }
 
 /// The stage parts of a version-5 save are checked for what they mean, as the rest of
-/// the file is (edits made on purpose, the checks made again): a message segment of a
+/// the file is (edits made on purpose, the checks made again): a message delivery of a
 /// stage past the stage count, or holding more messages than were delivered, is
 /// refused, naming the message type.
 #[test]
-fn a_version_5_file_whose_segments_do_not_hold_together_is_refused() {
+fn a_version_5_file_whose_message_deliveries_do_not_hold_together_is_refused() {
     let mut rt = staged_game(7);
     for _ in 0..5 {
         rt.frame();
     }
     let file = save(&rt);
-    // The messages section ends with the last segment: stage (u32), broadcast and
+    // The messages section ends with the last delivery: stage (u32), broadcast and
     // addressed counts (u64 each).
     let end = sections(&file).unwrap().last().unwrap().end;
     for (at, value, says) in [
-        (end - 20, 7u64, "a segment of stage 7, of 2 stages"),
+        (end - 20, 7u64, "a delivery of stage 7, of 2 stages"),
         (end - 16, 1000, "delivered"),
         (end - 8, 1000, "delivered"),
     ] {

@@ -140,7 +140,7 @@ fn a_negative_dt_is_an_error() {
 }
 
 #[test]
-fn a_slot_query_writing_a_type_twice_fails_the_frame_and_recovers() {
+fn a_row_write_query_writing_a_type_twice_fails_the_frame_and_recovers() {
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
     let mut w = world();
@@ -175,7 +175,7 @@ fn a_slot_query_writing_a_type_twice_fails_the_frame_and_recovers() {
 }
 
 #[test]
-fn an_unregistered_slot_type_names_it() {
+fn an_unregistered_written_type_names_it() {
     let mut w = world();
     w.spawn((Pos(1.0),));
     let mut rt = Runtime::builder().workers(1).build(w);

@@ -110,11 +110,11 @@ fn despawned_in_sync_and_respawned() {
     assert_eq!(count(&token), 0);
 }
 
-/// Output slots own their values from `set` on: merged, replaced by a second `set`,
+/// Row writes own their values from `set` on: merged, replaced by a second `set`,
 /// settled among plain writes, or dropped with a system that panics mid-loop — each value
 /// dropped once.
 #[test]
-fn output_slots_drop_once_on_every_path() {
+fn row_writes_drop_once_on_every_path() {
     let token = Arc::new(());
     {
         let mut w = World::new();
@@ -134,7 +134,7 @@ fn output_slots_drop_once_on_every_path() {
                     name.set("s".to_string());
                 }
             }
-            out.write::<Name>(first, "w".to_string()); // settles the slots first
+            out.write::<Name>(first, "w".to_string()); // settles the row writes first
         });
         let t2 = token.clone();
         let boom = rt.add_system(move |_: &World, out: &mut Output| {
@@ -165,17 +165,17 @@ fn output_slots_drop_once_on_every_path() {
         assert_eq!(
             count(&token),
             72,
-            "the failed frame's slot values were dropped"
+            "the failed frame's row-written values were dropped"
         );
         drop(rt);
     }
     assert_eq!(count(&token), 0);
 }
 
-/// Slots set from `par_for_each` chunks on several threads: every value stored or dropped
-/// once (under Miri, also checked for data races between the chunks).
+/// Row writes set from `par_for_each` chunks on several threads: every value stored or
+/// dropped once (under Miri, also checked for data races between the chunks).
 #[test]
-fn output_slots_from_parallel_chunks_drop_once() {
+fn row_writes_from_parallel_chunks_drop_once() {
     let token = Arc::new(());
     {
         let mut w = World::new();
@@ -189,7 +189,7 @@ fn output_slots_from_parallel_chunks_drop_once() {
             out.par_for_each::<(Write<Owned>,)>(|e, (mut owned,), out| {
                 owned.set(Owned(t.clone()));
                 if e.index() % 7 == 0 {
-                    out.write::<Owned>(e, Owned(t.clone())); // after the slots: wins
+                    out.write::<Owned>(e, Owned(t.clone())); // after the row writes: wins
                 }
             });
         });

@@ -75,7 +75,8 @@ fn a_system_panic_leaves_the_world_exactly_as_before() {
             panic!("boom");
         }
     });
-    // The first frame (no reservation yet) and a later one (blocks to top up) both fail.
+    // The first frame (no reservation yet) and a later one (reservations to top up) both
+    // fail.
     for round in 0..2 {
         fail.store(true, std::sync::atomic::Ordering::Relaxed);
         let before = copy(rt.world());

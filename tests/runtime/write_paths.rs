@@ -39,9 +39,9 @@ fn world(n: u32) -> (World, Vec<Entity>) {
     (w, es)
 }
 
-/// One system, every path, `A` written between each: plain, writer, plain, slots, plain,
-/// write_each, plain, par_for_each, plain; and six types through the plain path, more
-/// than it remembers at once.
+/// One system, every path, `A` written between each: plain, writer, plain, row writes,
+/// plain, write_each, plain, par_for_each, plain; and six types through the plain path,
+/// more than it remembers at once.
 fn all_paths(w: &World, out: &mut Output) {
     let es: Vec<Entity> = w.query::<(&A,)>().map(|(e, _)| e).collect();
     for &e in &es {

@@ -1,10 +1,10 @@
 //! Output buffers of parallel writes to scattered other entities stop growing: a
-//! `par_for_each` whose chunks each `out.write` to a few random entities, beside a slot
-//! column of the same type, for thousands of frames at 1, 2 and 4 workers. Its chunks'
-//! value vectors and the slot columns trade vectors every frame; the bytes the runtime
-//! holds for them (`Runtime::memory().output_bytes`) must level off, not creep by a
-//! column's worth every so often as vectors that once held a whole column pile up in
-//! chunk buffers.
+//! `par_for_each` whose chunks each `out.write` to a few random entities, beside a
+//! row-write column of the same type, for thousands of frames at 1, 2 and 4 workers. Its
+//! chunks' value vectors and the row-write columns trade vectors every frame; the bytes
+//! the runtime holds for them (`Runtime::memory().output_bytes`) must level off, not
+//! creep by a column's worth every so often as vectors that once held a whole column pile
+//! up in chunk buffers.
 
 use runsync::prelude::*;
 
@@ -38,8 +38,8 @@ fn output_bytes_at(workers: usize, frames: &[u64]) -> Vec<usize> {
     let mut rt = Runtime::builder().workers(workers).build(world);
     rt.add_system_named("spread", move |w: &World, out: &mut Output| {
         let frame = w.resource::<Time>().frame;
-        out.par_for_each::<(&Heat, Write<Heat>)>(|e, (h, mut slot), out| {
-            slot.set(1);
+        out.par_for_each::<(&Heat, Write<Heat>)>(|e, (h, mut heat), out| {
+            heat.set(1);
             let r = mix(e.to_bits() ^ frame.wrapping_mul(0x1234_5678_9abc));
             // One row in eight heats a random other entity.
             if r % 8 == 0 {
@@ -65,7 +65,7 @@ fn parallel_scattered_writes_hold_level_output_buffers() {
         let at = output_bytes_at(workers, &[early, FRAMES]);
         let (first, last) = (at[0], at[1]);
         println!("{workers} workers: output bytes at frames {early} and {FRAMES}: {first}, {last}");
-        // The slot column, a few spares, and each chunk's vector sized for the few
+        // The row-write column, a few spares, and each chunk's vector sized for the few
         // values it writes: a handful of columns' worth, not one a chunk. (When a write
         // that happened to target row 0 of the table gave its vector room for the whole
         // table, every chunk's vectors grew to columns over the frames: 1.1 MB at frame

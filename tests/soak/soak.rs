@@ -105,8 +105,8 @@ fn churn_for_tens_of_thousands_of_frames() {
     let warm = warm.unwrap();
     let end = rt.memory();
     assert_eq!(end.tables, warm.tables, "tables stopped growing");
-    // Slots are reused: every slot is live, free or reserved for a system's spawns in
-    // Run (a block of twice what the system spawned the frame before, at least 16), so
+    // Slots are reused: every slot is live, free or reserved for a system's spawns in Run
+    // (a reservation of twice what the system spawned the frame before, at least 16), so
     // the count is bounded by the population plus the reservations at the busiest frame,
     // however long the run.
     let bound = TARGET + 2 * 16 + 3 * (16.max(2 * peak as usize));

@@ -589,7 +589,7 @@ fn spawns_of_a_stage_are_alive_in_the_next_with_ids_known_at_once() {
         let (i, s) = (ids.clone(), seen.clone());
         let parent = es[0];
         rt.add_system(move |_: &World, out: &mut Output| {
-            // More than a reserved block: overflow ids too.
+            // More than a reservation: overflow ids too.
             for k in 0..40 {
                 let e = out.spawn((Marker(k),));
                 i.lock().unwrap().push(e);
@@ -736,7 +736,7 @@ impl Checksum for Ping {
 
 /// The empty-stage game in one stage "main", with empty stages added before and after as
 /// `layout` says: spawns in and past every
-/// reserved block, despawns whose slots respawns reuse, messages read a frame later, and
+/// reservation, despawns whose slots respawns reuse, messages read a frame later, and
 /// `Changed` read back.
 fn one_stage_game(workers: usize, layout: &[&'static str]) -> Runtime {
     let (mut w, _) = world(12);
@@ -755,7 +755,7 @@ fn one_stage_game(workers: usize, layout: &[&'static str]) -> Runtime {
     let main = rt.stage_id("main").unwrap();
     rt.add_system_named_to(main, "burst", |w: &World, out: &mut Output| {
         let frame = w.resource::<Time>().frame;
-        // Every third frame a burst past any block (overflow ids), else a few.
+        // Every third frame a burst past any reservation (overflow ids), else a few.
         let n = if frame % 3 == 1 { 40 } else { frame % 4 };
         for k in 0..n {
             out.spawn((Marker(frame * 100 + k),));

@@ -521,8 +521,9 @@ fn label(name: &str, width: f64) -> Option<String> {
     }
 }
 
-/// A tick step of 1, 2 or 5 × 10ⁿ microseconds giving some 8 ticks over `length`.
-fn tick_step(length: f64) -> f64 {
+/// The spacing of the time axis's marks: 1, 2 or 5 × 10ⁿ microseconds, some 8 marks over
+/// `length`.
+fn mark_spacing(length: f64) -> f64 {
     let raw = (length / 8.0).max(1e-3);
     let mag = 10f64.powf(raw.log10().floor());
     [1.0, 2.0, 5.0, 10.0]
@@ -623,8 +624,8 @@ pub fn svg(layout: &Layout, title: &str) -> Result<String, TraceError> {
             ))
             .map_err(|e| draw(&e))?;
         }
-        // Time axis: ticks and faint grid lines through the lanes.
-        let step = tick_step(layout.length);
+        // Time axis: marks and faint grid lines through the lanes.
+        let step = mark_spacing(layout.length);
         let ms_digits = if step >= 1000.0 {
             0
         } else if step >= 100.0 {
@@ -680,12 +681,12 @@ pub fn svg(layout: &Layout, title: &str) -> Result<String, TraceError> {
 }
 
 /// Reads the trace file at `input` and writes a picture of its last `frames` frames
-/// ([`layout`], [`svg`]) to `output`, titled `title`.
+/// ([`layout`], [`svg`]) to `svg_path`, titled `title`.
 ///
 /// # Errors
 /// A [`TraceError`] if the file cannot be read or drawn (as [`layout`] says), or the SVG
 /// cannot be written.
-pub fn draw(input: &Path, output: &Path, frames: usize, title: &str) -> Result<(), TraceError> {
+pub fn draw(input: &Path, svg_path: &Path, frames: usize, title: &str) -> Result<(), TraceError> {
     let mut bytes = Vec::new();
     std::fs::File::open(input)
         .and_then(|f| f.take(MAX_INPUT_BYTES + 1).read_to_end(&mut bytes))
@@ -695,7 +696,7 @@ pub fn draw(input: &Path, output: &Path, frames: usize, title: &str) -> Result<(
         Some((a, b)) => format!("{title}: frames {a} to {b}"),
         None => title.to_owned(),
     };
-    std::fs::write(output, svg(&layout, &title)?).map_err(TraceError::Io)
+    std::fs::write(svg_path, svg(&layout, &title)?).map_err(TraceError::Io)
 }
 
 #[cfg(test)]

@@ -109,8 +109,8 @@ fn two_arena_processes_on_loopback_give_one_process_bits() {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
-    let outputs: Vec<_> = children.map(|c| c.wait_with_output().unwrap()).to_vec();
-    for (i, out) in outputs.iter().enumerate() {
+    let finished: Vec<_> = children.map(|c| c.wait_with_output().unwrap()).to_vec();
+    for (i, out) in finished.iter().enumerate() {
         assert!(
             out.status.success(),
             "process {i}: {}\n{}",
@@ -118,14 +118,14 @@ fn two_arena_processes_on_loopback_give_one_process_bits() {
             String::from_utf8_lossy(&out.stderr)
         );
     }
-    let text = String::from_utf8_lossy(&outputs[0].stdout);
+    let text = String::from_utf8_lossy(&finished[0].stdout);
     assert!(text.contains("2 shards (2 x 1 tiles"), "{text}");
     assert!(
         text.contains("check: every frame's checksum equals one process's (90 frames)"),
         "{text}"
     );
     // Process 1 leaves the report to process 0.
-    let other = String::from_utf8_lossy(&outputs[1].stdout);
+    let other = String::from_utf8_lossy(&finished[1].stdout);
     assert!(
         !other.contains("check:") && !other.contains("median:"),
         "{other}"

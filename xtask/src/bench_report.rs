@@ -1,14 +1,14 @@
 //! Reading criterion's saved estimates and turning them into a comparison table, the
-//! performance target checks ("output slots at in-place speed"), and an SVG chart. Used by
+//! performance target checks ("row writes at in-place speed"), and an SVG chart. Used by
 //! `cargo xtask bench-report`.
 //!
 //! A bench function's name says which runsync API path (and, where the group chooses one,
 //! which merge) it measures; [`PATHS_NOTE`] explains every name and [`PATH_ORDER`] orders
-//! them: `runsync_query` is the README's lead loop, output slots in the query
+//! them: `runsync_query` is the README's lead loop, row writes in the query
 //! (`for (_, (p, v, mut pos)) in out.query::<(&Pos, &Vel, Write<Pos>)>() { pos.set(..) }`;
 //! `runsync_query_1w`: on one worker); `runsync` is the plain path (`out.write` in a `for`
 //! over `world.query`); `runsync_writer`, `runsync_write_each`,
-//! `runsync_par_for_each_query` (slots in `par_for_each`) and `runsync_par_for_each`
+//! `runsync_par_for_each_query` (row writes in `par_for_each`) and `runsync_par_for_each`
 //! (`out.write` in `par_for_each`; `_1w`: one worker) the others. A `_fn_merge` suffix
 //! (`contrib_100k_*`) means the same path with the summed component merged by a
 //! hand-written `fn` instead of `merge::sum`; `scatter_100k`'s `runsync_closure_merge_*`
@@ -54,7 +54,7 @@ fn library_column(function: &str) -> Option<(usize, Option<&str>)> {
     Some((column, variant))
 }
 
-/// The order of a group's rows, by bench function: the README's lead loop (output slots)
+/// The order of a group's rows, by bench function: the README's lead loop (row writes)
 /// first, then the plain `out.write` path, then the other write paths from the closest to
 /// it to the furthest; a `_fn_merge` variant right after its `merge::sum` base. Functions
 /// not listed follow, by name.
@@ -74,11 +74,11 @@ pub const PATH_ORDER: [&str; 11] = [
 
 /// What the bench function names mean, for a line under the table.
 pub const PATHS_NOTE: &str = "Each row names the runsync bench function it times. \
-`runsync_query` is the README's lead loop, output slots in the query (`for (_, (p, v, mut \
+`runsync_query` is the README's lead loop, row writes in the query (`for (_, (p, v, mut \
 pos)) in out.query::<(&Pos, &Vel, Write<Pos>)>() { pos.set(..) }`; `runsync_query_1w`: on \
 one worker); `runsync` is the plain path, `out.write` in a `for` over `world.query`; \
 `runsync_writer` hoists `out.writer()` out of that loop; `runsync_write_each` is \
-`Output::write_each`; `runsync_par_for_each_query` sets an output slot in \
+`Output::write_each`; `runsync_par_for_each_query` sets a write handle in \
 `Output::par_for_each`, `runsync_par_for_each` calls `out.write` there (`_1w`: on one \
 worker). Merges: `contrib_100k_*` sums `Vel` with `merge::sum` in its `runsync_query` and \
 `runsync` rows and with a hand-written `fn` in `runsync_query_fn_merge` and \
@@ -375,7 +375,7 @@ fn vs_row(rows: &[Row], what: String, a: &str, b: &str, limit: Limit) -> Target 
     }
 }
 
-/// The performance targets ("output slots at in-place speed"), each with its measured value
+/// The performance targets ("row writes at in-place speed"), each with its measured value
 /// and whether it is met; a target whose estimates are missing reads "not measured".
 /// runsync times whole frames (Run + Sync) unless the target says Sync; hecs runs in place
 /// on one thread.
@@ -415,10 +415,10 @@ pub fn targets_table(rows: &[Row]) -> String {
             ),
         ]);
     }
-    // The slot path with a hand-written `fn` merge, then the same checks on the plain
-    // path (extra lines).
+    // The row-write path with a hand-written `fn` merge, then the same checks on the
+    // plain path (extra lines).
     for (fn_merge, sum, path, extra) in [
-        ("runsync_query_fn_merge", "runsync_query", "slots", ""),
+        ("runsync_query_fn_merge", "runsync_query", "row-write", ""),
         ("runsync_fn_merge", "runsync", "plain", " (extra)"),
     ] {
         let row = |w: &str, f: &str| format!("contrib_100k_{w} `{f}`");
@@ -826,7 +826,7 @@ mod tests {
             "| contrib_100k_1w: `runsync_query_fn_merge` ≤ 1.2 × hecs | not measured | – |",
             "| contrib_100k_2w: `runsync_query_fn_merge` ≤ 0.8 × hecs | 0.850× | **no** |",
             "| contrib_100k_2w: `runsync_query_fn_merge` ≤ 0.9 × bevy_ecs | 0.850× | yes |",
-            "| contrib_100k_2w: slots path, `fn` merge ≤ 1.2 × `merge::sum` \
+            "| contrib_100k_2w: row-write path, `fn` merge ≤ 1.2 × `merge::sum` \
              (`runsync_query_fn_merge` ÷ `runsync_query`) | 1.417× | **no** |",
             "| contrib_100k_2w: `runsync_fn_merge` ≤ 0.8 × hecs (extra) | 0.700× | yes |",
             "| contrib_100k_2w: plain path, `fn` merge ≤ 1.2 × `merge::sum` \

@@ -265,10 +265,10 @@ impl GridPart {
             self.grouped_cells.resize(self.items.len(), 0);
         }
         for (it, &c) in self.items.iter().zip(cells) {
-            let slot = &mut at[band_of(c)];
-            self.grouped[*slot as usize] = *it;
-            self.grouped_cells[*slot as usize] = c;
-            *slot += 1;
+            let next = &mut at[band_of(c)];
+            self.grouped[*next as usize] = *it;
+            self.grouped_cells[*next as usize] = c;
+            *next += 1;
         }
     }
 
@@ -521,9 +521,9 @@ impl Grid {
             for p in grouped {
                 let (its, cs) = p.band(b);
                 for (it, &c) in its.iter().zip(cs) {
-                    let slot = &mut starts[(c - first) as usize];
-                    items[(*slot - base) as usize] = *it;
-                    *slot += 1;
+                    let next = &mut starts[(c - first) as usize];
+                    items[(*next - base) as usize] = *it;
+                    *next += 1;
                 }
             }
             // The cursors hold each cell's end; shift back to starts.
@@ -610,9 +610,9 @@ impl Grid {
         }
         self.items.truncate(n);
         for (it, &c) in self.input.iter().zip(&self.cells) {
-            let slot = &mut self.starts[c as usize];
-            self.items[*slot as usize] = *it;
-            *slot += 1;
+            let next = &mut self.starts[c as usize];
+            self.items[*next as usize] = *it;
+            *next += 1;
         }
         for c in (1..=ncells).rev() {
             self.starts[c] = self.starts[c - 1];
@@ -754,11 +754,11 @@ impl TeamBlocks {
         let band = (self.rows as usize).div_ceil(TEAM_BANDS).max(1);
         let mut bands: [&mut [u8]; TEAM_BANDS] = std::array::from_fn(|_| &mut [][..]);
         let mut count = 0;
-        for (slot, teams) in bands
+        for (band_teams, teams) in bands
             .iter_mut()
             .zip(self.teams.chunks_mut(band * block_cols))
         {
-            *slot = teams;
+            *band_teams = teams;
             count += 1;
         }
         jobs.for_each_mut(&mut bands[..count], |k, teams| {

@@ -76,7 +76,7 @@ impl SystemTimes {
     #[inline]
     pub(crate) fn chunk(&self, id: usize) -> Chunk<'_> {
         Chunk {
-            slot: &self.work[id],
+            work: &self.work[id],
             start: Instant::now(),
         }
     }
@@ -129,13 +129,13 @@ impl Drop for Timed<'_> {
 
 /// One batch of a parallel loop being timed.
 pub(crate) struct Chunk<'a> {
-    slot: &'a AtomicU64,
+    work: &'a AtomicU64,
     start: Instant,
 }
 
 impl Drop for Chunk<'_> {
     fn drop(&mut self) {
-        self.slot
+        self.work
             .fetch_add(nanos(self.start.elapsed()), Ordering::Relaxed);
     }
 }

@@ -211,7 +211,7 @@ fn seconds(s: &str) -> Result<f64, String> {
 /// Snapshots of the last frames and the cost of rolling back over them.
 struct Rollback {
     n: u64,
-    /// Slot `f % (n + 1)` holds the state after frame `f`.
+    /// Entry `f % (n + 1)` holds the state after frame `f`.
     ring: Vec<RuntimeSnapshot>,
     total: std::time::Duration,
     /// Of `total`, the time in `snapshot_into` and `restore`.
@@ -238,7 +238,7 @@ impl Rollback {
         }
     }
 
-    fn slot(&mut self, frame: u64) -> &mut RuntimeSnapshot {
+    fn entry(&mut self, frame: u64) -> &mut RuntimeSnapshot {
         let len = self.ring.len() as u64;
         &mut self.ring[(frame % len) as usize]
     }
@@ -247,7 +247,7 @@ impl Rollback {
     /// other peers.
     fn save(&mut self, rt: &runsync::Runtime, frame: u64) {
         let t = Instant::now();
-        rt.snapshot_into(self.slot(frame))
+        rt.snapshot_into(self.entry(frame))
             .expect("the arena's types are all opted into snapshots");
         let copied = Instant::now();
         std::hint::black_box(rt.checksum());
@@ -273,7 +273,7 @@ impl Rollback {
         for _ in 0..self.n {
             rt.frame();
             let f = rt.frame_count();
-            // The slot of `now` keeps the first run's state, to compare with.
+            // The entry of `now` keeps the first run's state, to compare with.
             if f != now {
                 self.save(rt, f);
             }
@@ -284,7 +284,7 @@ impl Rollback {
         self.rollbacks += 1;
         if self.mismatch.is_none() && digest(rt.world()) != want {
             let mut first_run = build(config);
-            first_run.restore(self.slot(now));
+            first_run.restore(self.entry(now));
             self.mismatch = Some(format!(
                 "MISMATCH: re-simulating frames {}..={now} after a rollback did not reproduce \
                  frame {now}: {}",

@@ -19,16 +19,17 @@
 //!   `#[cfg(test)]` (or `#[cfg(all(test, ..))]`), and everything below it, is skipped.
 //!   Inline `mod name { .. }` blocks are part of their file.
 //! - **Edges**: `A -> B` when file `A` names an item of file `B`: in a `use` (groups,
-//!   `self`, renames, globs; paths from `crate`, `super`, `self`, or a child module),
-//!   and in paths written inline anywhere in code (`crate::sync::SyncReport::default()`,
+//!   `self`, renames, globs; paths from `crate`, `super`, `self`, or a child module), and
+//!   in paths written inline anywhere in code (`crate::sync::SyncReport::default()`,
 //!   `super::FoldCounts`, `crate::profile::zone!(..)`, and inside macro token streams,
 //!   `$crate::profile::Zone` in macros). A path resolves to the deepest file module it
-//!   names (`crate::outbuf::buffer::Run` is `outbuf/buffer.rs` if that file exists, else
-//!   `outbuf/mod.rs`); paths through the crate root's re-exports (`crate::World`,
-//!   `crate::prelude`) are edges to `lib.rs`. Declaring `mod child;` is not an edge;
-//!   `pub use child::X` is. Self-edges are dropped. A whole external crate that the
-//!   root names as a module (`pub(crate) use runsync_pool as pool;` in `lib.rs`) is
-//!   outside the graph: `crate::pool::Pool` is no edge, as `runsync_pool::Pool` is none.
+//!   names (`crate::output::buffer::OutBuf` is `output/buffer.rs` if that file exists,
+//!   else `output/buffer/mod.rs`, else `output/mod.rs`); paths through the crate root's
+//!   re-exports (`crate::World`, `crate::prelude`) are edges to `lib.rs`. Declaring
+//!   `mod child;` is not an edge; `pub use child::X` is. Self-edges are dropped. A whole
+//!   external crate that the root names as a module
+//!   (`pub(crate) use runsync_pool as pool;` in `lib.rs`) is outside the graph:
+//!   `crate::pool::Pool` is no edge, as `runsync_pool::Pool` is none.
 //! - **Not code**: comments (doc comments included), string and char literals,
 //!   attributes, visibilities (`pub(in path)`), and test-only code: an item (module,
 //!   function, `impl`, `use`, macro invocation, ...), an associated item or a block

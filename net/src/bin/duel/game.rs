@@ -306,12 +306,12 @@ fn respawn(w: &World, out: &mut Output) {
 /// a direction and the fire button that change every 5 to 20 frames, from a hash, so
 /// predictions (that the last input is held) are often right and sometimes wrong.
 pub(crate) fn scripted(player: usize, frame: u64) -> Pad {
-    // Segments of 5..20 frames: the segment a frame is in comes from a hash of 20-frame
-    // blocks and the offset within it.
-    let block = frame / 20;
-    let cut = 5 + mix(block ^ ((player as u64) << 40)) % 15;
-    let segment = block * 2 + u64::from(frame % 20 >= cut);
-    let h = mix(segment.wrapping_mul(31) ^ ((player as u64 + 1) << 48));
+    // Holds of 5..20 frames: the hold a frame is in comes from a hash of 20-frame
+    // windows and the offset within it.
+    let window = frame / 20;
+    let cut = 5 + mix(window ^ ((player as u64) << 40)) % 15;
+    let hold = window * 2 + u64::from(frame % 20 >= cut);
+    let h = mix(hold.wrapping_mul(31) ^ ((player as u64 + 1) << 48));
     Pad((h & 0x1f) as u8)
 }
 

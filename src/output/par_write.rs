@@ -97,13 +97,13 @@ impl<'w> Output<'w> {
 
     /// Runs `f` for every entity matching `Q`, in parallel chunks on the worker pool.
     ///
-    /// `Q` is what [`Output::query`] takes, output slots included: `f` sets a row's
-    /// [`Write<C>`](crate::Write) slots (each chunk writes its own rows of the table's
+    /// `Q` is what [`Output::query`] takes, [`Write<C>`](crate::Write) elements included:
+    /// `f` sets a row's write handles (each chunk writes its own rows of the table's
     /// output column: no copy, no merge of chunks) and may emit any other write or
     /// command through the `out` it is handed (a chunk's own buffer). The result is that
     /// of a sequential loop over the query, at any worker count: the `out` writes of every
     /// chunk are moved behind this system's in iteration order. Of one component type, the
-    /// slot writes come before the `out` writes of the same `par_for_each`.
+    /// row writes come before the `out` writes of the same `par_for_each`.
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -120,7 +120,7 @@ impl<'w> Output<'w> {
     /// # assert_eq!(rt.world().query::<(&Pos,)>().map(|(_, (p,))| p.0).sum::<f32>(), 999_000.0);
     /// ```
     ///
-    /// Cost: a slot write costs what it costs in [`Output::query`]; the chunks of one
+    /// Cost: a row write costs what it costs in [`Output::query`]; the chunks of one
     /// table run together (tables smaller than a chunk run on this thread).
     ///
     /// # Panics
@@ -136,7 +136,8 @@ impl<'w> Output<'w> {
         let threads = pool.threads();
         let mut subs = std::mem::take(&mut self.bufs.chunks);
         let mut ranges = std::mem::take(&mut self.bufs.chunk_ranges);
-        let (mut state, mut tables) = QueryState::<Q>::slots(world.storage(), &mut *self.bufs);
+        let (mut state, mut tables) =
+            QueryState::<Q>::with_outputs(world.storage(), &mut *self.bufs);
         // On one worker, one chunk a table: the same outputs (chunks are absorbed in
         // order), without the chunks' bookkeeping. On more, at least `MIN_CHUNKS` chunks
         // (four a worker past 8): enough that an idle worker always finds one, and that
@@ -174,7 +175,8 @@ impl<'w> Output<'w> {
                 for (&e, row) in entities[start..end].iter().zip(start..end) {
                     if !Q::FILTERS_ROWS || keeps::<Q>(&cols, row) {
                         // SAFETY: `row < entities.len()`, the table's length; the chunks
-                        // of a table cover disjoint rows, so each row's slot is made once.
+                        // of a table cover disjoint rows, so each row's write handle is
+                        // made once.
                         let item = unsafe { Q::get(&mut cols, row) };
                         f(e, item, &mut out);
                     }
@@ -196,8 +198,8 @@ impl<'w> Output<'w> {
                 break;
             }
         }
-        // The slot columns are in this system's buffers already; the chunks' writes
-        // follow them, in iteration order.
+        // The row writes' columns are in this system's buffers already; the chunks'
+        // writes follow them, in iteration order.
         drop(state);
         for sub in &mut subs[..used] {
             if result.is_ok() {

@@ -1,4 +1,19 @@
-//! Per-system output buffers, as plain data.
+//! What Run hands to Sync: each system's output buffers, as plain data.
+//!
+//! - This file: a system's writes to one component type ([`OutBuf`]), as row-aligned runs
+//!   of values keyed in Run, and the per-system set of them ([`SystemOutputs`]).
+//! - [`addr`]: where the plain write path remembers a typed buffer
+//!   ([`BufAddr`](addr::BufAddr)). A buffer travels from a system to its type's fold
+//!   type-erased, as an [`Erased`](crate::erased::Erased).
+//! - [`row_writes`]: the write handles of `Output::query`'s `Write<C>` elements, pending
+//!   until settled into runs.
+//!
+//! The folder sits in `output/` because it holds outputs, but on a layer of its own, far
+//! below the rest of `output/`: below `fold/` (which consumes the buffers), knowing no
+//! `World`. The handle systems write through, `Output` (`output/mod.rs`), is above the
+//! world.
+//!
+//! # Runs and segments
 //!
 //! A system's writes to one component type go to an [`OutBuf`]. Each write is *keyed in
 //! Run*: its target is resolved to a `(column, row)` of the type's storage while the system
@@ -16,9 +31,12 @@
 //! whenever a run starts at row 0 of a table of at least 64 rows — a query loop entering a
 //! table — so a loop over a whole table leaves a segment that *is* a full column: Sync can
 //! swap it in instead of copying it. (Smaller tables share a segment: a copy is cheaper
-//! than a vector each; output slots of small tables share a block, see
-//! `outbuf::slots`.) Emptied segment vectors (and swapped-out columns) are kept as
+//! than a vector each; row writes of small tables share a pending column, see
+//! `row_writes`.) Emptied segment vectors (and swapped-out columns) are kept as
 //! `spare`s, so a steady state allocates nothing.
+
+pub(crate) mod addr;
+pub(crate) mod row_writes;
 
 use std::any::TypeId;
 
@@ -28,7 +46,7 @@ use crate::entity::Entity;
 use crate::erased::{Buffer, Erased};
 use crate::storage::Storage;
 
-use super::slots::{PendingColumn, PendingPart, SlotBase};
+use row_writes::{PendingColumn, PendingPart, RowWrites};
 
 /// Types remembered by an [`Output`](crate::Output), each with its write cursor.
 pub(crate) const CACHED_TYPES: usize = 4;
@@ -105,9 +123,9 @@ pub(crate) struct OutBuf<C: Component> {
     pub(crate) spare: Vec<Vec<C::Output>>,
     /// Writes dropped in Run (dead target, or no such component).
     pub(crate) dropped: u64,
-    /// Output slots handed out by `Output::query` and not settled yet, in emission order
+    /// Row writes handed out by `Output::query` and not settled yet, in emission order
     /// (after everything in `segments` and `open`): one pending column per big table
-    /// visited, one per block of small tables.
+    /// visited, one per group of small tables sharing one.
     pending: Vec<PendingColumn<C::Output>>,
     /// The tables of the pending columns, in order (each column's `parts()` of them).
     parts: Vec<PendingPart>,
@@ -250,11 +268,11 @@ impl<C: Component> OutBuf<C> {
         });
     }
 
-    /// Output slots for the `rows` rows of column `col` (a table an `Output::query` loop
-    /// enters), after everything emitted so far. They stay pending (see `outbuf::slots`)
+    /// Row writes for the `rows` rows of column `col` (a table an `Output::query` loop
+    /// enters), after everything emitted so far. They stay pending (see `row_writes`)
     /// until this buffer is next written another way, sealed or cleared. A small table
-    /// joins the last pending column when it can (a block of small tables).
-    pub(crate) fn slots(&mut self, col: u32, rows: usize) -> SlotBase<C::Output> {
+    /// joins the last pending column when it can (a column of small tables).
+    pub(crate) fn row_writes(&mut self, col: u32, rows: usize) -> RowWrites<C::Output> {
         let small = rows < SEGMENT_MIN_ROWS;
         let rows32 = u32::try_from(rows).expect("a table of at most u32::MAX rows");
         let part = PendingPart { col, rows: rows32 };
@@ -272,7 +290,7 @@ impl<C: Component> OutBuf<C> {
         self.pending.last_mut().expect("just pushed").base()
     }
 
-    /// Turns the pending output slots into segments and runs, in emission order: a table
+    /// Turns the pending row writes into segments and runs, in emission order: a table
     /// big enough for a segment of its own keeps its vector (a whole column when every
     /// row was written, swapped in by Sync), a small one is copied into the open segment.
     #[inline]
@@ -285,7 +303,7 @@ impl<C: Component> OutBuf<C> {
     #[cold]
     #[inline(never)]
     fn settle_pending_now(&mut self) {
-        // Whatever was written before the slots comes first.
+        // Whatever was written before the row writes comes first.
         self.close_open();
         let mut pending = std::mem::take(&mut self.pending);
         let mut parts = self.parts.as_slice();
@@ -293,7 +311,7 @@ impl<C: Component> OutBuf<C> {
             let (mine, rest) = parts.split_at(column.parts());
             parts = rest;
             // Each pending column is a segment of its own (a big table's vector then is a
-            // whole column when every row was written; a block of small tables needs no
+            // whole column when every row was written; a column of small tables needs no
             // copy either).
             let runs = &mut self.runs;
             let mut start = 0;
@@ -319,7 +337,7 @@ impl<C: Component> OutBuf<C> {
     }
 
     /// Closes the open segment (if it has values) into `segments`, after settling any
-    /// pending output slots.
+    /// pending row writes.
     pub(crate) fn seal(&mut self) {
         self.settle_pending();
         self.close_open();
@@ -495,7 +513,7 @@ impl<C: Component> Buffer for OutBuf<C> {
     fn clear(&mut self) {
         self.clear_writes();
     }
-    /// Settles pending output slots and closes the open segment, and returns
+    /// Settles pending row writes and closes the open segment, and returns
     /// [`len`](Buffer::len) (one call where the Run phase needs both).
     fn seal(&mut self) -> usize {
         OutBuf::seal(self);
@@ -647,7 +665,7 @@ impl SystemOutputs {
         }
     }
 
-    /// Seals every buffer (the system has returned): pending output slots become runs,
+    /// Seals every buffer (the system has returned): pending row writes become runs,
     /// so that counts and Sync see every write. Returns the writes over all types (dropped
     /// ones included), resources included: one pass (with thousands of one-write
     /// systems, a second walk over the buffers showed in the profile).
@@ -792,29 +810,29 @@ mod tests {
     }
 
     #[test]
-    fn slots_settle_in_emission_order() {
+    fn row_writes_settle_in_emission_order() {
         let rows = SEGMENT_MIN_ROWS * 2;
         let mut b = OutBuf::<P>::default();
-        b.start_run(9, 3, false); // a plain write before the slots
+        b.start_run(9, 3, false); // a plain write before the row writes
         b.push_in_run(100);
         b.seal();
         // A big table, every row set: its own segment, one run (a whole column).
-        let whole = b.slots(0, rows);
+        let whole = b.row_writes(0, rows);
         for r in 0..rows {
-            whole.slot(r).set(r as u32);
+            whole.row(r).set(r as u32);
         }
         // A big table, some rows: its own segment, a run per stretch.
-        let some = b.slots(1, rows);
+        let some = b.row_writes(1, rows);
         for r in [1, 2, 5] {
-            some.slot(r).set(10 + r as u32);
+            some.row(r).set(10 + r as u32);
         }
         // A small table: copied into the shared open segment.
-        let small = b.slots(2, 3);
-        small.slot(2).set(7);
+        let small = b.row_writes(2, 3);
+        small.row(2).set(7);
         // Nothing set: no run at all.
-        let _none = b.slots(3, rows);
+        let _none = b.row_writes(3, rows);
         let segments_before = b.segments.len();
-        b.start_run(9, 4, false); // a plain write after: settles the slots first
+        b.start_run(9, 4, false); // a plain write after: settles the row writes first
         b.push_in_run(200);
         assert!(b.segments.len() > segments_before, "settled into segments");
         let got = runs_of(&mut b);

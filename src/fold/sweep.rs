@@ -1,15 +1,16 @@
-//! The gather path: a merge that must see all of an entity's outputs at once (a
+//! The sweep path: a merge that must see all of an entity's outputs at once (a
 //! hand-written `fn` or closure) over several sources that each visit rows in increasing
 //! order — the shape of query loops, whatever rows each system wrote.
 //!
-//! No keys and no sort: each source is a *lane* of spans (runs of rows with their values),
-//! and the lanes are walked together. At each step the lanes whose next row is the
-//! smallest *cover* an interval of rows that ends where one of them ends its span or
-//! another lane starts; inside it, every row takes one value from each covering lane, in
-//! system order, and the merge is called once. With sources that cover the same rows
-//! (several systems writing every entity of a table) an interval is a whole span, so the
-//! per-row work is one move per source and the merge call: up to four covering lanes, the
-//! row's outputs are a stack array (no `Vec`), one loop per lane count.
+//! No keys and no sort: each source is a *lane* of spans (runs of rows with their
+//! values), and one pass sweeps across the lanes together. At each step the lanes whose
+//! next row is the smallest *cover* an interval of rows that ends where one of them ends
+//! its span or another lane starts; inside it, every row takes one value from each
+//! covering lane, in system order, and the merge is called once. With sources that cover
+//! the same rows (several systems writing every entity of a table) an interval is a whole
+//! span, so the per-row work is one move per source and the merge call: up to four
+//! covering lanes, the row's outputs are a stack array (no `Vec`), one loop per lane
+//! count.
 //!
 //! The walk runs over *parts*: row ranges of one column each. On one thread (or with few
 //! outputs) a part is a whole column; on more, large columns are split into row ranges
@@ -26,7 +27,7 @@
 
 use crate::component::Component;
 use crate::merge::Merge;
-use crate::outbuf::buffer::OutBuf;
+use crate::output::buffer::OutBuf;
 use crate::pool::Pool;
 
 use super::move_out::{Claim, DYN_LANES, MoveCursor, TakeScratch, TakenValues};
@@ -49,8 +50,8 @@ pub(super) struct Lane {
     done: u32,
 }
 
-/// Per-type scratch of the gather (capacity kept across frames).
-pub(super) struct GatherScratch<O> {
+/// Per-type scratch of the sweep (capacity kept across frames).
+pub(super) struct SweepScratch<O> {
     spans: Vec<Span>,
     /// Source `s`'s spans are `spans[bounds[s]..bounds[s + 1]]`.
     bounds: Vec<usize>,
@@ -67,9 +68,9 @@ pub(super) struct GatherScratch<O> {
     take: TakeScratch,
 }
 
-impl<O> Default for GatherScratch<O> {
+impl<O> Default for SweepScratch<O> {
     fn default() -> Self {
-        GatherScratch {
+        SweepScratch {
             spans: Vec::new(),
             bounds: Vec::new(),
             lanes: Vec::new(),
@@ -82,7 +83,7 @@ impl<O> Default for GatherScratch<O> {
     }
 }
 
-impl<O> GatherScratch<O> {
+impl<O> SweepScratch<O> {
     pub(super) fn capacity_bytes(&self) -> usize {
         use std::mem::size_of;
         self.spans.capacity() * size_of::<Span>()
@@ -102,10 +103,10 @@ impl<O> GatherScratch<O> {
 }
 
 /// Sources above which the walk's per-interval scan over lanes may cost more than a sort:
-/// more take the gather only if their spans are long (see [`applies`]).
+/// more take the sweep only if their spans are long (see [`applies`]).
 const FEW_SOURCES: usize = 16;
 
-/// Whether the gather path takes `inbox`: every source visits rows in increasing order,
+/// Whether the sweep path takes `inbox`: every source visits rows in increasing order,
 /// and the lanes are few (or their spans long: the walk scans every lane once per
 /// interval, a sort costs the same whatever the source count).
 pub(super) fn applies<C: Component>(inbox: &[(u32, Box<OutBuf<C>>)]) -> bool {
@@ -121,7 +122,7 @@ pub(super) fn applies<C: Component>(inbox: &[(u32, Box<OutBuf<C>>)]) -> bool {
 }
 
 /// Rows whose outputs are moved out at once when more than eight lanes cover them.
-const BLOCK_ROWS: usize = 64;
+const BATCH_ROWS: usize = 64;
 
 /// One part of the walk: rows `lo..lo + rows.len()` of column `col`.
 struct WalkPart<'a, C: Component> {
@@ -159,12 +160,12 @@ struct AllLanes<'a, O> {
 /// Folds the job's sources (in system order; every source ordered, see [`applies`]) into
 /// its columns, in parallel parts on the job's pool when it pays (then returns `true`).
 /// If a merge panics, the panic goes on after the job's `failed` says where.
-pub(super) fn gather<C: Component, M: Merge<C>>(
+pub(super) fn sweep<C: Component, M: Merge<C>>(
     job: FoldJob<'_, C, M>,
-    scratch: &mut GatherScratch<C::Output>,
+    scratch: &mut SweepScratch<C::Output>,
 ) -> bool {
     let (merge, pool, total) = (job.merge, job.pool, job.total);
-    let GatherScratch {
+    let SweepScratch {
         spans,
         bounds,
         lanes,
@@ -194,7 +195,7 @@ pub(super) fn gather<C: Component, M: Merge<C>>(
             cursors: &mut cursors[..],
             groups: &mut groups[..],
         };
-        if par_gather(
+        if par_sweep(
             merge,
             pool,
             job.columns,
@@ -331,9 +332,9 @@ impl<'s> PartPlan<'s> {
     }
 }
 
-/// The gather split by row range over `pool`. Returns `false`, touching nothing, when
+/// The sweep split by row range over `pool`. Returns `false`, touching nothing, when
 /// the parts would not fit the stack array.
-fn par_gather<C: Component, M: Merge<C>>(
+fn par_sweep<C: Component, M: Merge<C>>(
     merge: &M,
     pool: &Pool,
     columns: &mut [Vec<C>],
@@ -369,10 +370,10 @@ fn par_gather<C: Component, M: Merge<C>>(
     let mut cursors = cursors.chunks_exact_mut(n);
     let mut groups = groups.iter_mut();
     let mut fails = [None; MAX_PARTS];
-    let mut fail_slots = fails.iter_mut();
+    let mut failed_at = fails.iter_mut();
     let mut ranges = ranges.into_iter();
     let mut parts: [Option<WalkPart<'_, C>>; MAX_PARTS] = std::array::from_fn(|_| None);
-    for slot in &mut parts[..count] {
+    for part in &mut parts[..count] {
         let (c, lo, rows) = ranges.next().expect("counted");
         let scratch = PartLanes {
             lanes: lanes.next().expect("one per part"),
@@ -380,8 +381,8 @@ fn par_gather<C: Component, M: Merge<C>>(
             cursors: cursors.next().expect("one per part"),
             group: groups.next().expect("one per part"),
         };
-        let failed = fail_slots.next().expect("one per part");
-        *slot = Some(plan.part(c, lo as u32, rows, scratch, failed, taken));
+        let failed = failed_at.next().expect("one per part");
+        *part = Some(plan.part(c, lo as u32, rows, scratch, failed, taken));
     }
     debug_assert!((0..n).all(|s| taken.left(s) == 0), "every value claimed");
     let result = pool.for_each_mut(&mut parts[..count], &|_, part| {
@@ -489,14 +490,14 @@ fn more_lanes<C: Component, M: Merge<C>>(
 ) {
     let c = cover.len();
     if c <= DYN_LANES {
-        // A block of rows' outputs at a time, then their merges: no per-row bookkeeping
+        // A batch of rows' outputs at a time, then their merges: no per-row bookkeeping
         // between merge calls.
         let mut outputs = values.rows_dyn(cover, rows.len());
-        for (b, block) in rows.chunks_mut(BLOCK_ROWS).enumerate() {
+        for (b, batch) in rows.chunks_mut(BATCH_ROWS).enumerate() {
             group.0.clear();
-            outputs.next_block(group.0, block.len());
-            let first = lo + b * BLOCK_ROWS;
-            for (k, (v, g)) in block.iter_mut().zip(group.0.chunks_exact(c)).enumerate() {
+            outputs.next_batch(group.0, batch.len());
+            let first = lo + b * BATCH_ROWS;
+            for (k, (v, g)) in batch.iter_mut().zip(group.0.chunks_exact(c)).enumerate() {
                 on_unwind.at(col, first + k);
                 merge.merge(v, g);
             }

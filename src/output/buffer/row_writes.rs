@@ -1,20 +1,20 @@
-//! Output slots: the row-aligned write handles of [`Output::query`](crate::Output::query),
+//! Row writes: the row-aligned write handles of [`Output::query`](crate::Output::query),
 //! and the one module with `unsafe` code on the write path.
 //!
-//! A query that names [`Write<C>`](crate::Write) gets, for each table it visits, slots in
-//! a [`PendingColumn`]: a value vector with room for every row of the table (its length
-//! stays 0 while the loop runs) and one presence flag (a byte) per row. The [`Slot`] of
-//! row `r` is two raw pointers — to its element of that vector and to its flag — so
-//! [`Slot::set`] is two stores: no target check, no type lookup, no capacity check, and
-//! no read: a flag per byte rather than a bit per row, because a bit set is a
-//! read-modify-write of a word that the next row's slot modifies again, and that chain
-//! through memory (store-to-load forwarding on every row) costs as much as the rest of
-//! the loop together. Rows the loop does not write keep their flag clear.
+//! A query that names [`Write<C>`](crate::Write) gets, for each table it visits, row
+//! writes in a [`PendingColumn`]: a value vector with room for every row of the table
+//! (its length stays 0 while the loop runs) and one presence flag (a byte) per row. The
+//! [`RowWrite`] of row `r` is two raw pointers — to its element of that vector and to its
+//! flag — so [`RowWrite::set`] is two stores: no target check, no type lookup, no
+//! capacity check, and no read: a flag per byte rather than a bit per row, because a bit
+//! set is a read-modify-write of a word that the next row's write modifies again, and
+//! that chain through memory (store-to-load forwarding on every row) costs as much as the
+//! rest of the loop together. Rows the loop does not write keep their flag clear.
 //!
 //! A big table gets a pending column of its own. Small tables (a fragmented world: many
-//! tables of a few rows) *join* one: each takes the next rows of a block made with room
-//! (and zeroed flags) for [`BLOCK_ROWS`] rows, so a table costs a part record instead of
-//! two vectors taken from the spares, made, settled and copied.
+//! tables of a few rows) *join* one: each takes the next rows of a shared column made
+//! with room (and zeroed flags) for [`SHARED_ROWS`] rows, so a table costs a part record
+//! instead of two vectors taken from the spares, made, settled and copied.
 //!
 //! When the system next touches that type's buffer (any other write of the type, or the
 //! end of the system), the buffer [*settles*](PendingColumn::settle) its pending columns:
@@ -24,48 +24,51 @@
 //!
 //! # Why the raw pointers are sound
 //!
-//! * **Bounds.** A table's slots start at flag `at` of its pending column (0 for the
+//! * **Bounds.** A table's handles start at flag `at` of its pending column (0 for the
 //!   first table, the flags of the tables before it otherwise), and the column has room
 //!   for at least `at + rows` values and flags; the query engine asks for rows `< rows`
-//!   only (it walks the table's own entity list), so every slot points inside both
+//!   only (it walks the table's own entity list), so every handle points inside both
 //!   allocations.
-//! * **One writer per row.** A query iteration hands out each row of a table at most once,
-//!   and each table visited gets flags and values of its own — new ones, after those of
-//!   every table before it; so no two live slots share a value or a flag. A slot is
-//!   neither `Send` nor `Sync` (raw pointer fields): slots are used on the thread that ran
-//!   the query.
-//! * **Liveness.** The vectors' heap buffers never move or shrink while a slot may live:
-//!   a slot borrows the system's [`Output`](crate::Output) (lifetime `'o`), and the only
-//!   code that reads, moves or frees a pending column's values — [`PendingColumn::settle`]
-//!   and [`Drop`] — is reached through a `&mut` to the output buffer, which exists only
-//!   after every slot is gone (the next `Output` call, the end of the system, or Sync).
-//!   A table joining a block ([`PendingColumn::join`]) changes neither vector: the
-//!   block's flags were all made (zeroed) with it, and its values' capacity too; the new
-//!   slots come from `Vec::as_mut_ptr`, which makes no reference to the elements, so the
-//!   slots of the tables before it stay valid. Moving a `Vec` (the pending list growing,
-//!   the buffer's box changing hands) does not move its heap buffer.
+//! * **One writer per row.** A query iteration hands out each row of a table at most
+//!   once, and each table visited gets flags and values of its own — new ones, after
+//!   those of every table before it; so no two live handles share a value or a flag. A
+//!   handle is neither `Send` nor `Sync` (raw pointer fields): handles are used on the
+//!   thread that ran the query.
+//! * **Liveness.** The vectors' heap buffers never move or shrink while a handle may
+//!   live: a handle borrows the system's [`Output`](crate::Output) (lifetime `'o`),
+//!   and the only code that reads, moves or frees a pending column's values —
+//!   [`PendingColumn::settle`] and [`Drop`] — is reached through a `&mut` to the output
+//!   buffer, which exists only after every handle is gone (the next `Output` call, the
+//!   end of the system, or Sync). A table joining a shared column
+//!   ([`PendingColumn::join`]) changes neither vector: the column's flags were all made
+//!   (zeroed) with it, and its values' capacity too; the new handles come from
+//!   `Vec::as_mut_ptr`, which makes no reference to the elements, so the handles of
+//!   the tables before it stay valid. Moving a `Vec` (the pending list growing, the
+//!   buffer's box changing hands) does not move its heap buffer.
 //! * **Initialisation.** A value is initialised exactly when its flag is set:
-//!   [`Slot::set`] clears the flag before dropping an earlier value and sets it only after
-//!   writing the new one, so a panicking `Drop` leaves the row absent, never dropped twice.
-//!   `settle` and `Drop` read or drop only rows whose flag is set.
+//!   [`RowWrite::set`] clears the flag before dropping an earlier value and sets it only
+//!   after writing the new one, so a panicking `Drop` leaves the row absent, never
+//!   dropped twice. `settle` and `Drop` read or drop only rows whose flag is set.
 //!
 //! Miri runs the tests below under Tree Borrows with strict provenance (`.ci/run`).
 
 use std::marker::PhantomData;
 use std::ptr;
 
-/// Rows of a block that small tables share (fewer for big values: [`block_rows`]). One
-/// block holds a dozen 20-row tables; a bigger one would save little more and hold more
-/// memory per buffer.
-pub(crate) const BLOCK_ROWS: usize = if cfg!(miri) { 8 } else { 256 };
+/// Rows of a pending column that small tables share (fewer for big values:
+/// [`shared_rows`]). One holds a dozen 20-row tables; a bigger one would save little more
+/// and hold more memory per buffer.
+pub(crate) const SHARED_ROWS: usize = if cfg!(miri) { 8 } else { 256 };
 
-/// At most this many bytes of values in a block (fewer rows for big output types), so a
-/// buffer that only ever sees one small table does not hold 256 large values.
-const BLOCK_BYTES: usize = 16 * 1024;
+/// At most this many bytes of values in a shared column (fewer rows for big output
+/// types), so a buffer that only ever sees one small table does not hold 256 large
+/// values.
+const SHARED_BYTES: usize = 16 * 1024;
 
-/// The rows of a block of `O` values: [`BLOCK_ROWS`], or fewer for values over 64 bytes.
-fn block_rows<O>() -> usize {
-    (BLOCK_BYTES / std::mem::size_of::<O>().max(1)).clamp(1, BLOCK_ROWS)
+/// The rows of a shared column of `O` values: [`SHARED_ROWS`], or fewer for values over
+/// 64 bytes.
+fn shared_rows<O>() -> usize {
+    (SHARED_BYTES / std::mem::size_of::<O>().max(1)).clamp(1, SHARED_ROWS)
 }
 
 /// One table of a pending column: its `rows` rows, of output column `col`, take the
@@ -77,7 +80,7 @@ pub(crate) struct PendingPart {
     pub(crate) rows: u32,
 }
 
-/// The output slots of one table, or of several small tables one after the other, for
+/// The row writes of one table, or of several small tables one after the other, for
 /// one type.
 pub(crate) struct PendingColumn<O> {
     /// How many tables (parts) hold rows here.
@@ -89,7 +92,7 @@ pub(crate) struct PendingColumn<O> {
     values: Vec<O>,
     /// One flag per row of every part, in order (`..used`), then a joinable column's room
     /// for more, zeroed when it was made (so a table joining writes no flag): 1 when
-    /// written, 0 when not. Its length never changes while slots may live.
+    /// written, 0 when not. Its length never changes while handles may live.
     present: Vec<u8>,
     /// Flags of the parts held: `present[..used]`.
     used: usize,
@@ -104,9 +107,9 @@ pub(crate) struct Settled<O> {
 }
 
 impl<O> PendingColumn<O> {
-    /// Slots for a table of `rows` rows (its part is the first), in `values` and
+    /// Row writes for a table of `rows` rows (its part is the first), in `values` and
     /// `present` (spare vectors: cleared here, grown if needed); `joinable`: a small
-    /// table, which later small tables may join, up to [`BLOCK_ROWS`] rows in all (fewer
+    /// table, which later small tables may join, up to [`SHARED_ROWS`] rows in all (fewer
     /// for big values: at most 16 KiB of them, unless the first table needs more).
     pub(crate) fn new(
         rows: usize,
@@ -115,7 +118,7 @@ impl<O> PendingColumn<O> {
         mut present: Vec<u8>,
     ) -> Self {
         let room = if joinable {
-            rows.max(block_rows::<O>())
+            rows.max(shared_rows::<O>())
         } else {
             rows
         };
@@ -137,17 +140,17 @@ impl<O> PendingColumn<O> {
         self.parts as usize
     }
 
-    /// Where the slots of the first table write: its first value and first flag. The
+    /// Where the handles of the first table write: its first value and first flag. The
     /// pointers stay valid until the column is settled or dropped.
-    pub(crate) fn base(&mut self) -> SlotBase<O> {
+    pub(crate) fn base(&mut self) -> RowWrites<O> {
         let rows = self.used;
         self.base_at(0, rows)
     }
 
-    /// Slots for the next table, of `rows` rows, after those held — if this column is
-    /// joinable and has room for them without growing a vector (so the slots handed out
-    /// before stay valid: module docs).
-    pub(crate) fn join(&mut self, rows: usize) -> Option<SlotBase<O>> {
+    /// Row writes for the next table, of `rows` rows, after those held — if this column
+    /// is joinable and has room for them without growing a vector (so the handles
+    /// handed out before stay valid: module docs).
+    pub(crate) fn join(&mut self, rows: usize) -> Option<RowWrites<O>> {
         let at = self.used;
         let end = at.checked_add(rows)?;
         if !self.joinable || end > self.present.len() || end > self.values.capacity() {
@@ -159,12 +162,12 @@ impl<O> PendingColumn<O> {
         Some(self.base_at(at, rows))
     }
 
-    /// The slots of the `rows` rows from flag `at` (`at + rows <= used`).
-    fn base_at(&mut self, at: usize, rows: usize) -> SlotBase<O> {
+    /// The row writes of the `rows` rows from flag `at` (`at + rows <= used`).
+    fn base_at(&mut self, at: usize, rows: usize) -> RowWrites<O> {
         debug_assert!(at + rows <= self.used && self.used <= self.values.capacity());
         #[cfg(not(debug_assertions))]
         let _ = rows;
-        SlotBase {
+        RowWrites {
             // In bounds (`at` is at most the capacity), but wrapping: no `unsafe` needed.
             values: self.values.as_mut_ptr().wrapping_add(at),
             present: self.present.as_mut_ptr().wrapping_add(at),
@@ -245,21 +248,21 @@ impl<O> Drop for PendingColumn<O> {
     }
 }
 
-/// Whether every flag is set. Flags are 0 or 1, so a block's flags are all set when
-/// their AND is 1: the blocks' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
+/// Whether every flag is set. Flags are 0 or 1, so a group's flags are all set when
+/// their AND is 1: the groups' loop compiles to vector ANDs (`contains(&0)`, a `memchr`
 /// a word at a time, takes many times the instructions). The rest (under 256 flags: all
 /// of a small table's) goes eight flags to a word, then one at a time, fewer steps than
 /// a byte loop.
 fn all_set(present: &[u8]) -> bool {
     const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    let mut blocks = present.chunks_exact(256);
-    if !blocks
+    let mut groups = present.chunks_exact(256);
+    if !groups
         .by_ref()
         .all(|b| b.iter().fold(1, |all, &p| all & p) == 1)
     {
         return false;
     }
-    let mut words = blocks.remainder().chunks_exact(8);
+    let mut words = groups.remainder().chunks_exact(8);
     let word = |w: &[u8]| u64::from_ne_bytes(w.try_into().expect("chunks of 8"));
     words.by_ref().fold(ONES, |all, w| all & word(w)) == ONES
         && words.remainder().iter().fold(1, |all, &p| all & p) == 1
@@ -279,33 +282,33 @@ fn for_each_stretch(present: &[u8], mut f: impl FnMut(usize, usize)) {
     }
 }
 
-/// The start of a pending column, which a query element turns into row slots.
-pub struct SlotBase<O> {
+/// The start of a pending column, which a query element turns into row writes.
+pub struct RowWrites<O> {
     values: *mut O,
     present: *mut u8,
     #[cfg(debug_assertions)]
     rows: usize,
 }
 
-// SAFETY: a `SlotBase` is an address, not an access: slots made from it write only rows
-// handed out by the query engine, each row once (the contract of `slot`), so copies on
-// several threads (the chunks of `Output::par_for_each`) write disjoint elements and
+// SAFETY: a `RowWrites` is an address, not an access: handles made from it write only
+// rows handed out by the query engine, each row once (the contract of `row`), so copies
+// on several threads (the chunks of `Output::par_for_each`) write disjoint elements and
 // disjoint flag bytes; the pool's join orders those writes before the column settles.
-unsafe impl<O: Send> Send for SlotBase<O> {}
+unsafe impl<O: Send> Send for RowWrites<O> {}
 // SAFETY: as for `Send`: sharing the address shares no access.
-unsafe impl<O: Send> Sync for SlotBase<O> {}
+unsafe impl<O: Send> Sync for RowWrites<O> {}
 
-impl<O> Clone for SlotBase<O> {
+impl<O> Clone for RowWrites<O> {
     fn clone(&self) -> Self {
         *self
     }
 }
-impl<O> Copy for SlotBase<O> {}
+impl<O> Copy for RowWrites<O> {}
 
-impl<O> SlotBase<O> {
+impl<O> RowWrites<O> {
     /// No column (before the first table): never asked for a row.
     pub(crate) fn none() -> Self {
-        SlotBase {
+        RowWrites {
             values: ptr::null_mut(),
             present: ptr::null_mut(),
             #[cfg(debug_assertions)]
@@ -313,18 +316,18 @@ impl<O> SlotBase<O> {
         }
     }
 
-    /// The slot of row `row`. The caller (the query engine) asks for rows of the table
-    /// only, each at most once (module docs); pointer arithmetic here is wrapping, so a
-    /// wrong row is caught (in debug builds) rather than computed.
+    /// The write handle of row `row`. The caller (the query engine) asks for rows of the
+    /// table only, each at most once (module docs); pointer arithmetic here is wrapping,
+    /// so a wrong row is caught (in debug builds) rather than computed.
     #[inline(always)]
-    pub(crate) fn slot<'o>(self, row: usize) -> Slot<'o, O> {
+    pub(crate) fn row<'o>(self, row: usize) -> RowWrite<'o, O> {
         #[cfg(debug_assertions)]
         assert!(
             row < self.rows,
-            "slot of row {row} in a table of {} rows",
+            "the write of row {row} in a table of {} rows",
             self.rows
         );
-        Slot {
+        RowWrite {
             value: self.values.wrapping_add(row),
             present: self.present.wrapping_add(row),
             _out: PhantomData,
@@ -332,21 +335,21 @@ impl<O> SlotBase<O> {
     }
 }
 
-/// The output slot of one row for one component type: what a [`Write<C>`](crate::Write)
+/// The write handle of one row for one component type: what a [`Write<C>`](crate::Write)
 /// element of [`Output::query`](crate::Output::query) yields. [`set`](Self::set) gives
 /// the row's entity its `C` output for this frame (merged in Sync like any write); a row
-/// whose slot is never set gets no output.
+/// whose handle is never set gets no output.
 ///
-/// A slot borrows the system's `Output` and stays on its thread (it is neither `Send`
-/// nor `Sync`).
-pub struct Slot<'o, O> {
+/// A handle borrows the system's `Output` and stays on its thread (it is neither
+/// `Send` nor `Sync`).
+pub struct RowWrite<'o, O> {
     value: *mut O,
     present: *mut u8,
     _out: PhantomData<&'o mut O>,
 }
 
-impl<O> Slot<'_, O> {
-    /// Emits `value` for this row (replacing what this slot was set to before, if
+impl<O> RowWrite<'_, O> {
+    /// Emits `value` for this row (replacing what this handle was set to before, if
     /// anything).
     ///
     /// Cost: two stores (the value and a flag) — no target check, no type lookup; one
@@ -354,7 +357,7 @@ impl<O> Slot<'_, O> {
     #[inline(always)]
     pub fn set(&mut self, value: O) {
         // SAFETY: `value` and `present` point into the pending column of this row's table
-        // (in bounds, alive while this slot lives, used by no other slot: module docs).
+        // (in bounds, alive while this handle lives, used by no other: module docs).
         // The flag is clear while the element is dropped and set once it holds `value`,
         // so the element is initialised exactly when the flag is set.
         unsafe {
@@ -367,7 +370,7 @@ impl<O> Slot<'_, O> {
         }
     }
 
-    /// Whether this slot has been [`set`](Self::set).
+    /// Whether this handle has been [`set`](Self::set).
     #[inline]
     pub fn is_set(&self) -> bool {
         // SAFETY: `present` is in bounds and alive (see `set`); reading it races with no
@@ -376,9 +379,11 @@ impl<O> Slot<'_, O> {
     }
 }
 
-impl<O> std::fmt::Debug for Slot<'_, O> {
+impl<O> std::fmt::Debug for RowWrite<'_, O> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Slot").field("set", &self.is_set()).finish()
+        f.debug_struct("RowWrite")
+            .field("set", &self.is_set())
+            .finish()
     }
 }
 
@@ -430,8 +435,8 @@ mod tests {
         }
     }
 
-    /// `all_set` (blocks of 256 flags, then words of 8, then the rest) against a plain
-    /// walk, with one clear flag anywhere: in the blocks, the words or the rest.
+    /// `all_set` (groups of 256 flags, then words of 8, then the rest) against a plain
+    /// walk, with one clear flag anywhere: in the groups, the words or the rest.
     #[test]
     fn all_set_finds_any_clear_flag() {
         for rows in [0, 1, 7, 8, 9, 20, 255, 256, 257, 264, 271, 600] {
@@ -466,7 +471,7 @@ mod tests {
         let mut p = column::<u32>(130);
         let base = p.base();
         for r in 0..130 {
-            base.slot(r).set(r as u32 * 3);
+            base.row(r).set(r as u32 * 3);
         }
         let mut runs = Vec::new();
         let s = p.settle(&part(130), |c, r, n| runs.push((c, r, n)));
@@ -480,9 +485,9 @@ mod tests {
         let base = p.base();
         // Set out of order, and one row twice (the first value is dropped).
         for r in [70usize, 3, 4, 5, 64, 63, 99, 4] {
-            base.slot(r).set(format!("v{r}"));
+            base.row(r).set(format!("v{r}"));
         }
-        let mut s4 = base.slot(4);
+        let mut s4 = base.row(4);
         assert!(s4.is_set());
         s4.set("again".to_string());
         let mut runs = Vec::new();
@@ -498,9 +503,9 @@ mod tests {
             let mut p = column::<Rc<()>>(70);
             let base = p.base();
             for r in [0, 1, 65] {
-                base.slot(r).set(token.clone());
+                base.row(r).set(token.clone());
             }
-            base.slot(1).set(token.clone()); // replaces (drops) the first
+            base.row(1).set(token.clone()); // replaces (drops) the first
             assert_eq!(Rc::strong_count(&token), 4);
         }
         assert_eq!(Rc::strong_count(&token), 1, "every set value dropped once");
@@ -520,27 +525,27 @@ mod tests {
         assert!(settled.values.is_empty());
     }
 
-    /// Small tables join a block: each one's slots follow the last's, the slots handed
-    /// out before a join stay usable after it (Miri checks that), and settling gives each
-    /// table its own runs, the values packed in order — a table written whole after one
-    /// with gaps moves down as one piece.
+    /// Small tables join a shared column: each one's handles follow the last's, the
+    /// handles handed out before a join stay usable after it (Miri checks that), and
+    /// settling gives each table its own runs, the values packed in order — a table
+    /// written whole after one with gaps moves down as one piece.
     #[test]
-    fn small_tables_share_a_block() {
+    fn small_tables_share_a_column() {
         let mut p = PendingColumn::<String>::new(3, true, Vec::new(), Vec::new());
         let first = p.base();
         let second = p.join(3).expect("room for a second table");
         let third = p.join(2).expect("and a third");
         let empty = p.join(0).expect("an empty table joins too");
         assert_eq!(p.parts(), 4);
-        // The first table's slots, set after the others joined; one row left out.
-        first.slot(0).set("a0".into());
-        first.slot(2).set("a2".into());
+        // The first table's row writes, set after the others joined; one row left out.
+        first.row(0).set("a0".into());
+        first.row(2).set("a2".into());
         for r in 0..3 {
-            second.slot(r).set(format!("b{r}"));
+            second.row(r).set(format!("b{r}"));
         }
-        third.slot(1).set("c1".into());
+        third.row(1).set("c1".into());
         let _ = empty;
-        // 8 rows in all: a block's room under Miri too.
+        // 8 rows in all: a shared column's room under Miri too.
         let parts = [(1, 3), (2, 3), (3, 2), (4, 0)].map(|(col, rows)| PendingPart { col, rows });
         let mut runs = Vec::new();
         let s = p.settle(&parts, |c, r, n| runs.push((c, r, n)));
@@ -548,22 +553,26 @@ mod tests {
         assert_eq!(s.values, ["a0", "a2", "b0", "b1", "b2", "c1"]);
     }
 
-    /// A block takes tables while it has room, never by growing a vector; a column made
-    /// for a big table takes none.
+    /// A shared column takes tables while it has room, never by growing a vector; a
+    /// column made for a big table takes none.
     #[test]
-    fn joining_stops_at_the_blocks_room() {
+    fn joining_stops_at_the_shared_columns_room() {
         let mut p = PendingColumn::<u8>::new(1, true, Vec::new(), Vec::new());
         let room = p.present.len();
-        assert!(room >= BLOCK_ROWS && p.values.capacity() >= room);
-        // Big values: a block of 16 KiB of them (the first table may make it bigger).
-        assert_eq!(block_rows::<[u8; 1024]>(), 16.min(BLOCK_ROWS));
-        assert_eq!(block_rows::<()>(), BLOCK_ROWS);
+        assert!(room >= SHARED_ROWS && p.values.capacity() >= room);
+        // Big values: a shared column of 16 KiB of them (the first table may make it
+        // bigger).
+        assert_eq!(shared_rows::<[u8; 1024]>(), 16.min(SHARED_ROWS));
+        assert_eq!(shared_rows::<()>(), SHARED_ROWS);
         let big = PendingColumn::<[u8; 1024]>::new(3, true, Vec::new(), Vec::new());
-        assert_eq!(big.present.len(), 16.min(BLOCK_ROWS));
+        assert_eq!(big.present.len(), 16.min(SHARED_ROWS));
         let bigger = PendingColumn::<[u8; 1024]>::new(40, true, Vec::new(), Vec::new());
         assert_eq!(bigger.present.len(), 40);
         let (values, present) = (p.values.as_ptr(), p.present.as_ptr());
-        assert!(p.join(room - 1).is_some(), "fills the block exactly");
+        assert!(
+            p.join(room - 1).is_some(),
+            "fills the shared column exactly"
+        );
         assert!(p.join(1).is_none(), "full");
         assert_eq!((p.values.as_ptr(), p.present.as_ptr()), (values, present));
         assert_eq!((p.used, p.present.len()), (room, room));
@@ -573,18 +582,18 @@ mod tests {
         assert_eq!(p.parts(), 2);
     }
 
-    /// An unsettled block drops what its tables set, each value once.
+    /// An unsettled shared column drops what its tables set, each value once.
     #[test]
-    fn unsettled_blocks_drop_what_was_set() {
+    fn unsettled_shared_columns_drop_what_was_set() {
         let token = Rc::new(());
         {
             let mut p = PendingColumn::<Rc<()>>::new(2, true, Vec::new(), Vec::new());
             let a = p.base();
             let b = p.join(3).expect("room");
-            a.slot(1).set(token.clone());
-            b.slot(0).set(token.clone());
-            b.slot(2).set(token.clone());
-            b.slot(2).set(token.clone()); // replaces (drops) the one before
+            a.row(1).set(token.clone());
+            b.row(0).set(token.clone());
+            b.row(2).set(token.clone());
+            b.row(2).set(token.clone()); // replaces (drops) the one before
             assert_eq!(Rc::strong_count(&token), 4);
         }
         assert_eq!(Rc::strong_count(&token), 1, "every set value dropped once");
@@ -607,12 +616,12 @@ mod tests {
         let token = Rc::new(());
         let mut p = column::<Bomb>(3);
         let base = p.base();
-        base.slot(1).set(Bomb(token.clone(), true));
+        base.row(1).set(Bomb(token.clone(), true));
         let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            base.slot(1).set(Bomb(token.clone(), false));
+            base.row(1).set(Bomb(token.clone(), false));
         }));
         assert!(r.is_err());
-        assert!(!base.slot(1).is_set(), "the row is absent after the panic");
+        assert!(!base.row(1).is_set(), "the row is absent after the panic");
         drop(p);
         assert_eq!(
             Rc::strong_count(&token),

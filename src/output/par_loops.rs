@@ -138,14 +138,15 @@ impl<'w> Output<'w> {
         let world = self.world;
         let (part, parts) = query_parts(world.query::<Q>().len());
         let mut accs: [Option<A>; REDUCE_PARTS] = std::array::from_fn(|_| None);
-        self.parallel().for_each_mut(&mut accs[..parts], |k, slot| {
-            let mut acc = identity();
-            world
-                .query::<Q>()
-                .rows(k * part..(k + 1) * part)
-                .for_each(|(e, item)| fold(&mut acc, e, item));
-            *slot = Some(acc);
-        });
+        self.parallel()
+            .for_each_mut(&mut accs[..parts], |k, part_acc| {
+                let mut acc = identity();
+                world
+                    .query::<Q>()
+                    .rows(k * part..(k + 1) * part)
+                    .for_each(|(e, item)| fold(&mut acc, e, item));
+                *part_acc = Some(acc);
+            });
         let mut values = accs
             .into_iter()
             .take(parts)

@@ -11,7 +11,7 @@
 
 use std::ptr::NonNull;
 
-use super::buffer::OutBuf;
+use super::OutBuf;
 use crate::component::Component;
 
 /// The address of a typed [`OutBuf`], found once by [`Output`](crate::Output) and used
