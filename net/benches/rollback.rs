@@ -6,10 +6,10 @@
 //!   restore, then the frame, minus `restore` below);
 //! - `frames_8`: a restore, then the 8 frames after it, unsaved: the floor of a rollback
 //!   of 8 (the frames after the warm-up cost a little more than the first one);
-//! - `snapshot_into`: the save's copy into the ring slot it overwrites, which holds the
+//! - `snapshot_into`: the save's copy into the ring entry it overwrites, which holds the
 //!   state 9 frames back (saves copy only the columns and entity lists changed since the
-//!   slot was filled);
-//! - `snapshot_cold`: the same copy into a slot filled from another world, so that
+//!   entry was filled);
+//! - `snapshot_cold`: the same copy into an entry filled from another world, so that
 //!   nothing can be skipped: every column copied, as each save did before;
 //! - `checksum`: the digest handed to ggrs with each save (`Runtime::checksum`: blocks
 //!   on the workers, those unchanged since its digests of 9 frames back reused);
@@ -17,7 +17,7 @@
 //! - `checksum_v1`: digest version 1, one multiply chain (what every save paid before);
 //! - `save`: snapshot and checksum (`Runtime::save_into`: the allocator's, the entity
 //!   lists' and each type's copies, biggest first, then the blocks' digests, as jobs on
-//!   the workers), what every frame pays under ggrs (into the slot 9 frames back, the
+//!   the workers), what every frame pays under ggrs (into the entry 9 frames back, the
 //!   checksum's digests of 9 frames back kept: blocks unchanged since are not digested
 //!   again);
 //! - `restore`: a rollback's load, 9 frames back;
@@ -120,17 +120,17 @@ fn prepared<S>(b: &mut Bencher, s: &mut S, setup: impl Fn(&mut S), routine: impl
     });
 }
 
-/// Makes `slot` hold `old` as a ring slot does (saved from the world), and leaves the
+/// Makes `entry` hold `old` as a ring entry does (saved from the world), and leaves the
 /// world at `now`, its checksum's digests those of `old`: the state in which each frame's
-/// save finds the slot it overwrites.
-fn ring_slot_holding(
+/// save finds the entry it overwrites.
+fn ring_entry_holding(
     rt: &mut Runtime,
     old: &RuntimeSnapshot,
     now: &RuntimeSnapshot,
-    slot: &mut RuntimeSnapshot,
+    entry: &mut RuntimeSnapshot,
 ) {
     rt.restore(old);
-    rt.snapshot_into(slot).unwrap();
+    rt.snapshot_into(entry).unwrap();
     black_box(rt.checksum());
     rt.restore(now);
 }
@@ -166,7 +166,7 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
 
     let mut at = RuntimeSnapshot::new();
     rt.snapshot_into(&mut at).unwrap();
-    // The state 9 frames on: what a ring slot holding `at` is overwritten with.
+    // The state 9 frames on: what a ring entry holding `at` is overwritten with.
     let mut later = RuntimeSnapshot::new();
     for _ in 0..9 {
         rt.frame();
@@ -187,16 +187,16 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
     });
     g.bench_function("frames_8", |b| b.iter(|| frames_8(&mut rt, &at)));
 
-    let mut slot = RuntimeSnapshot::new();
+    let mut entry = RuntimeSnapshot::new();
     g.bench_function("snapshot_into", |b| {
         prepared(
             b,
-            &mut (&mut rt, &mut slot),
-            |(rt, slot)| ring_slot_holding(rt, &at, &later, slot),
-            |(rt, slot)| rt.snapshot_into(black_box(slot)).unwrap(),
+            &mut (&mut rt, &mut entry),
+            |(rt, entry)| ring_entry_holding(rt, &at, &later, entry),
+            |(rt, entry)| rt.snapshot_into(black_box(entry)).unwrap(),
         );
     });
-    // A slot filled from another world: none of its stamps is this world's.
+    // An entry filled from another world: none of its stamps is this world's.
     let mut other = arena(agents, scenery);
     let mut cold = RuntimeSnapshot::new();
     rt.restore(&later);
@@ -234,10 +234,10 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
     g.bench_function("save", |b| {
         prepared(
             b,
-            &mut (&mut rt, &mut slot),
-            |(rt, slot)| ring_slot_holding(rt, &at, &later, slot),
-            |(rt, slot)| {
-                black_box(rt.save_into(slot).unwrap());
+            &mut (&mut rt, &mut entry),
+            |(rt, entry)| ring_entry_holding(rt, &at, &later, entry),
+            |(rt, entry)| {
+                black_box(rt.save_into(entry).unwrap());
             },
         );
     });
@@ -265,7 +265,7 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
         b.iter(|| rollback_8(&mut rt, &at, &mut ring));
     });
     g.finish();
-    ratios(&mut rt, &at, &later, &mut ring, &mut slot);
+    ratios(&mut rt, &at, &later, &mut ring, &mut entry);
 }
 
 /// The budget's ratios, from one run of their own: rounds alternating the three
@@ -279,7 +279,7 @@ fn ratios(
     at: &RuntimeSnapshot,
     later: &RuntimeSnapshot,
     ring: &mut [RuntimeSnapshot],
-    slot: &mut RuntimeSnapshot,
+    entry: &mut RuntimeSnapshot,
 ) {
     const ROUNDS: usize = 15;
     let time = |f: &mut dyn FnMut()| {
@@ -293,9 +293,9 @@ fn ratios(
         let restore = time(&mut || rt.restore(at));
         eight.push(time(&mut || frames_8(rt, at)) - restore);
         rollback.push(time(&mut || rollback_8(rt, at, ring)));
-        ring_slot_holding(rt, at, later, slot);
+        ring_entry_holding(rt, at, later, entry);
         save.push(time(&mut || {
-            black_box(rt.save_into(slot).unwrap());
+            black_box(rt.save_into(entry).unwrap());
         }));
     }
     let median = |v: &mut Vec<f64>| {

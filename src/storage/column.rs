@@ -263,7 +263,7 @@ impl<C: Component> TypedColumns<C> {
         }
     }
 
-    /// Row `row` of column `col` (a location from `Storage::slot_of`).
+    /// Row `row` of column `col` (a location from `Storage::column_row_of`).
     #[inline]
     pub(crate) fn get(&self, col: u32, row: u32) -> &C {
         &self.columns[col as usize][row as usize]
