@@ -5,7 +5,7 @@
 use super::Runtime;
 use super::builder::Time;
 use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
-use crate::storage::snapshot::{Digested, Digests, Piece, Plan, SaveJob};
+use crate::storage::snapshot::{Digested, Digests, Panic, Piece, Plan, SaveJob};
 use crate::world::snapshot::{Snapshot, SnapshotError};
 
 #[cfg(doc)]
@@ -97,17 +97,12 @@ impl Runtime {
         let storage = self.world.storage();
         let mut d = self.plan_digests();
         let rows: usize = d.todo.iter().map(|(_, p, _)| p.rows()).sum();
-        if self.parallel(d.todo.len(), rows) {
-            let digest = |_: usize, (_, piece, digest): &mut (usize, Piece, u64)| {
-                *digest = storage.digest_piece(*piece);
-            };
-            if let Err(p) = self.pool.for_each_mut(&mut d.todo, &digest) {
-                std::panic::resume_unwind(p.payload);
-            }
-        } else {
-            for (_, piece, digest) in d.todo.iter_mut() {
-                *digest = storage.digest_piece(*piece);
-            }
+        let parallel = self.parallel(d.todo.len(), rows);
+        let digest = |(_, piece, digest): &mut (usize, Piece, u64)| {
+            *digest = storage.digest_piece(*piece);
+        };
+        if let Err(payload) = self.each(parallel, &mut d.todo, &digest) {
+            std::panic::resume_unwind(payload);
         }
         let Digests { plan, todo, .. } = &mut *d;
         for &(i, _, digest) in todo.iter() {
@@ -121,6 +116,24 @@ impl Runtime {
     /// [`PARALLEL_ROWS`], handing them out costs more than it saves.
     fn parallel(&self, jobs: usize, rows: usize) -> bool {
         self.pool.threads() > 1 && jobs > 1 && rows >= PARALLEL_ROWS
+    }
+
+    /// Runs `job` on each item, on the workers if `parallel`, else here in order; `Err`
+    /// with the payload if one panicked (after every item has run).
+    fn each<T: Send>(
+        &self,
+        parallel: bool,
+        items: &mut [T],
+        job: &(dyn Fn(&mut T) + Sync),
+    ) -> Result<(), Panic> {
+        if parallel {
+            return self
+                .pool
+                .for_each_mut(items, &|_, item| job(item))
+                .map_err(|p| p.payload);
+        }
+        items.iter_mut().for_each(job);
+        Ok(())
     }
 
     /// The checksum's blocks, in order, with the digests kept for those whose rows are
@@ -208,11 +221,10 @@ impl Runtime {
     }
 
     /// [`snapshot_into`](Self::snapshot_into) and [`checksum`](Self::checksum) at once,
-    /// what a rollback session does every frame: one job copies the allocator and the
-    /// tables' entity lists, one per component type copies its columns, and each job then
-    /// digests the checksum's blocks of what it copied while they are in the cache; the
-    /// jobs run on the workers for a large world. Returns the checksum, the same value as
-    /// [`checksum`](Self::checksum).
+    /// what a rollback session does every frame: one job copies the allocator, one the
+    /// tables' entity lists, one per component type its columns (the biggest first), and
+    /// one per block of the checksum digests it; the jobs run on the workers for a large
+    /// world. Returns the checksum, the same value as [`checksum`](Self::checksum).
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -238,16 +250,10 @@ impl Runtime {
             .world
             .snapshot_into_with(&mut into.world, |storage, into| {
                 let rows = storage.len() + d.todo.iter().map(|(_, p, _)| p.rows()).sum::<usize>();
+                // At least two jobs: the allocator's copy and the entity lists'.
                 let parallel = self.parallel(2, rows);
                 let run = |jobs: &mut [SaveJob], job: &(dyn Fn(&mut SaveJob) + Sync)| {
-                    if parallel {
-                        return self
-                            .pool
-                            .for_each_mut(jobs, &|_, j| job(j))
-                            .map_err(|p| p.payload);
-                    }
-                    jobs.iter_mut().for_each(job);
-                    Ok(())
+                    self.each(parallel, jobs, job)
                 };
                 match storage.save_digesting(into, &mut d, &run) {
                     Ok(saved) => {

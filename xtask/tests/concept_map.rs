@@ -3,7 +3,9 @@
 //! each concept a newcomer looks for. A moved or renamed file fails `cargo test` here
 //! until the map follows it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
+
+use xtask::layers::workspace_root;
 
 /// The heading of the section checked.
 const HEADING: &str = "## Concept map";
@@ -24,11 +26,6 @@ const CONCEPTS: [&str; 13] = [
     "Trace files",
     "The worker pool",
 ];
-
-/// The repository root (this crate is `xtask/`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// The text of the section under `HEADING`, up to the next `## ` heading; `None` without
 /// one.
@@ -66,7 +63,7 @@ fn missing<'a>(root: &Path, named: &[&'a str]) -> Vec<&'a str> {
 
 #[test]
 fn every_path_the_concept_map_names_exists() {
-    let path = root().join("docs/architecture.md");
+    let path = workspace_root().join("docs/architecture.md");
     let doc = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let map = section(&doc).unwrap_or_else(|| {
@@ -78,7 +75,7 @@ fn every_path_the_concept_map_names_exists() {
         "the concept map names {} paths; a table of files per concept is expected",
         named.len()
     );
-    let gone = missing(&root(), &named);
+    let gone = missing(&workspace_root(), &named);
     assert!(
         gone.is_empty(),
         "docs/architecture.md's concept map names {} paths that do not exist (moved or \
@@ -90,7 +87,7 @@ fn every_path_the_concept_map_names_exists() {
 
 #[test]
 fn the_concept_map_keeps_a_table_for_each_concept() {
-    let doc = std::fs::read_to_string(root().join("docs/architecture.md")).expect("read");
+    let doc = std::fs::read_to_string(workspace_root().join("docs/architecture.md")).expect("read");
     let map = section(&doc).expect("a concept map");
     let absent: Vec<&str> = CONCEPTS
         .iter()
@@ -120,7 +117,7 @@ fn the_checker_reports_every_missing_path_and_ignores_other_code() {
     let named = paths(&map);
     assert_eq!(named, ["src/lib.rs", "no/such/file.rs", "nowhere.md"]);
     assert_eq!(
-        missing(&root(), &named),
+        missing(&workspace_root(), &named),
         ["no/such/file.rs", "nowhere.md"],
         "both missing paths are reported, the existing one is not"
     );

@@ -8,6 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
+use xtask::layers::workspace_root;
+
+use proc_macro2::{TokenStream, TokenTree};
+
 /// The heading of the glossary and of its table of retired names.
 const GLOSSARY: &str = "## Glossary";
 const RETIRED: &str = "### Retired names";
@@ -23,11 +27,6 @@ const SKIPPED: [&str; 5] = [
     "fuzz/corpus",
     "fuzz/artifacts",
 ];
-
-/// The repository root (this crate is `xtask/`).
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// One row of the retired names' table.
 #[derive(Debug, PartialEq)]
@@ -67,94 +66,28 @@ fn retired(doc: &str) -> Option<Vec<Retired>> {
     Some(rows)
 }
 
-/// The lines of `src` with comments, string literals and char literals blanked out (a
-/// plain scan, enough for the identifiers it looks for): raw strings, escapes, block
-/// comments and strings over several lines included; a lifetime is not a char literal.
-fn code_lines(src: &str) -> Vec<String> {
-    let chars: Vec<char> = src.chars().collect();
-    let mut out = String::with_capacity(src.len());
-    let mut i = 0;
-    // Keeps the line breaks of what is skipped, so line numbers stay.
-    let skip = |out: &mut String, from: usize, to: usize| {
-        out.extend(chars[from..to].iter().filter(|&&c| c == '\n'));
-    };
-    while i < chars.len() {
-        let c = chars[i];
-        let next = chars.get(i + 1).copied();
-        if c == '/' && next == Some('/') {
-            let end = chars[i..]
-                .iter()
-                .position(|&c| c == '\n')
-                .map_or(chars.len(), |p| i + p);
-            i = end;
-        } else if c == '/' && next == Some('*') {
-            let mut end = i + 2;
-            while end < chars.len() && !(chars[end] == '*' && chars.get(end + 1) == Some(&'/')) {
-                end += 1;
+/// Each identifier of `src` with its line (1-based), by Rust's own lexer (proc-macro2):
+/// comments, string and char literals are not identifiers, and a raw `r#name` is `name`.
+fn identifiers(src: &str) -> Result<Vec<(usize, String)>, String> {
+    fn walk(tokens: TokenStream, out: &mut Vec<(usize, String)>) {
+        for token in tokens {
+            match token {
+                TokenTree::Ident(i) => {
+                    let name = i.to_string();
+                    let name = name.strip_prefix("r#").unwrap_or(&name).to_owned();
+                    out.push((i.span().start().line, name));
+                }
+                TokenTree::Group(g) => walk(g.stream(), out),
+                TokenTree::Punct(_) | TokenTree::Literal(_) => {}
             }
-            let end = (end + 2).min(chars.len());
-            skip(&mut out, i, end);
-            i = end;
-        } else if c == 'r'
-            && (next == Some('"') || next == Some('#'))
-            && !i
-                .checked_sub(1)
-                .is_some_and(|p| chars[p] == '_' || chars[p].is_alphanumeric())
-        {
-            let hashes = chars[i + 1..].iter().take_while(|&&c| c == '#').count();
-            if chars.get(i + 1 + hashes) != Some(&'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            let mut end = i + 2 + hashes;
-            while end < chars.len()
-                && !(chars[end] == '"'
-                    && chars[end + 1..]
-                        .iter()
-                        .take(hashes)
-                        .filter(|&&c| c == '#')
-                        .count()
-                        == hashes)
-            {
-                end += 1;
-            }
-            let end = (end + 1 + hashes).min(chars.len());
-            skip(&mut out, i, end);
-            i = end;
-        } else if c == '"' {
-            let mut end = i + 1;
-            while end < chars.len() && chars[end] != '"' {
-                end += if chars[end] == '\\' { 2 } else { 1 };
-            }
-            let end = (end + 1).min(chars.len());
-            skip(&mut out, i, end);
-            i = end;
-        } else if c == '\'' && next == Some('\\') {
-            // `'\x'`, `'\''`, `'\u{..}'`: the escaped character, then up to the quote.
-            let end = chars
-                .get(i + 3..)
-                .and_then(|rest| rest.iter().position(|&c| c == '\''))
-                .map_or(chars.len(), |p| i + 4 + p);
-            i = end;
-        } else if c == '\'' && chars.get(i + 2) == Some(&'\'') {
-            i += 3;
-        } else {
-            out.push(c);
-            i += 1;
         }
     }
-    out.lines().map(str::to_owned).collect()
-}
-
-/// Whether `code` holds `name` as a whole identifier (or path segment).
-fn names(code: &str, name: &str) -> bool {
-    let word = |c: char| c == '_' || c.is_alphanumeric();
-    code.match_indices(name).any(|(at, _)| {
-        let before = code[..at].chars().next_back();
-        let after = code[at + name.len()..].chars().next();
-        !before.is_some_and(word) && !after.is_some_and(word)
-    })
+    let tokens: TokenStream = src
+        .parse()
+        .map_err(|e: proc_macro2::LexError| e.to_string())?;
+    let mut out = Vec::new();
+    walk(tokens, &mut out);
+    Ok(out)
 }
 
 /// Every `.rs` file under `dir`, outside `SKIPPED`, relative to `root`.
@@ -190,11 +123,18 @@ fn comebacks(root: &Path, retired: &[Retired]) -> Vec<String> {
             continue;
         };
         let lines: Vec<&str> = text.lines().collect();
-        for (n, code) in code_lines(&text).iter().enumerate() {
+        let idents = match identifiers(&text) {
+            Ok(idents) => idents,
+            Err(e) => {
+                found.push(format!("{rel}: does not lex: {e}"));
+                continue;
+            }
+        };
+        for (line, ident) in idents {
             for r in retired {
-                if names(code, &r.old) && !r.allowed.contains(&rel) {
-                    let line = lines.get(n).map_or("", |l| l.trim());
-                    found.push(format!("{rel}:{}: `{}`: {line}", n + 1, r.old));
+                if ident == r.old && !r.allowed.contains(&rel) {
+                    let text = lines.get(line - 1).map_or("", |l| l.trim());
+                    found.push(format!("{rel}:{line}: `{}`: {text}", r.old));
                 }
             }
         }
@@ -204,7 +144,7 @@ fn comebacks(root: &Path, retired: &[Retired]) -> Vec<String> {
 
 #[test]
 fn retired_names_do_not_come_back() {
-    let path = root().join("docs/architecture.md");
+    let path = workspace_root().join("docs/architecture.md");
     let doc = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     let retired = retired(&doc).unwrap_or_else(|| {
@@ -215,7 +155,7 @@ fn retired_names_do_not_come_back() {
         "the retired names' table lists {} names; expected the renames it records",
         retired.len()
     );
-    let found = comebacks(&root(), &retired);
+    let found = comebacks(&workspace_root(), &retired);
     assert!(
         found.is_empty(),
         "names the glossary retired are back in the code (use the new name, or, for a \
@@ -246,7 +186,12 @@ fn the_checker_reads_the_table_and_finds_only_code() {
     );
     assert!(retired("# Doc\n\n## Glossary\n\nno table\n").is_none());
     // Identifiers, not parts of longer ones; never in comments, strings or chars.
-    let one = |src: &str, name: &str| code_lines(src).iter().any(|l| names(l, name));
+    let one = |src: &str, name: &str| {
+        identifiers(src)
+            .expect("lexes")
+            .iter()
+            .any(|(_, i)| i == name)
+    };
     assert!(one("let x: Slot<'_, u8> = y;", "Slot"));
     assert!(one("storage.slot_of(e, id)", "slot_of"));
     assert!(!one("entity::Slots::new()", "Slot"));
@@ -261,6 +206,9 @@ fn the_checker_reads_the_table_and_finds_only_code() {
     assert!(!one(r#"let q = '\u{22}'; let s = "Slot";"#, "Slot"));
     assert!(one("fn f<'a>(x: &'a Slot) {}", "Slot"));
     assert!(one(r#"f("Slot", Slot)"#, "Slot"));
-    // Line numbers survive what is blanked out.
-    assert_eq!(code_lines("a\n\"x\ny\"\nSlot").len(), 4);
+    // Line numbers count the lines of what is left out.
+    assert_eq!(
+        identifiers("a\n\"x\ny\"\nSlot").expect("lexes").last(),
+        Some(&(4, "Slot".to_owned()))
+    );
 }
