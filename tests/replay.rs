@@ -445,7 +445,57 @@ fn a_replay_recorded_with_the_first_checksum_still_plays() {
     let mut again = Vec::new();
     replay.write(&mut again).unwrap();
     assert_eq!(again, file);
-    // A replay recorded now is of version 2.
+    // A replay recorded now is of version 3.
     let (new, _) = record(1, 3, 1);
-    assert_eq!(new.checksum_version(), 2);
+    assert_eq!(new.checksum_version(), 3);
+}
+
+/// The checksums of digest version 2 ([`World::checksum_v2`]) after each frame of
+/// [`record_file`]'s game.
+fn v2_sums(frames: u64) -> Vec<u64> {
+    let mut rt = game(1, Arc::default());
+    rt.frame_with(pad(0));
+    (1..=frames)
+        .map(|f| {
+            rt.frame_with(pad(f));
+            rt.world().checksum_v2()
+        })
+        .collect()
+}
+
+/// A replay written by runsync before digest version 3 (format version 8, recorded from
+/// this file's game with `record_file(2, 24, 8)`): its checksums are of version 2, a word
+/// per `f32`. It reads, plays identical at 1 and 4 workers (checked with `checksum_v2`,
+/// its keyframes too), a divergence in it is still found, and written again it is the
+/// same bytes.
+#[test]
+fn a_replay_recorded_with_the_second_checksum_still_plays() {
+    let file = include_bytes!("data/replay-checksum-v2.bin");
+    assert_eq!(file[8..12], 8u32.to_le_bytes());
+    let replay = Replay::read(&mut &file[..]).unwrap();
+    assert_eq!((replay.len(), replay.checksum_version()), (24, 2));
+    assert_eq!(replay.checksum(23), Some(0xb5cb_658a_e8d7_614a));
+    assert_eq!(
+        (0..24)
+            .map(|i| replay.checksum(i).unwrap())
+            .collect::<Vec<_>>(),
+        v2_sums(24)
+    );
+    for workers in [1, 4] {
+        let mut rt = game(workers, Arc::default());
+        let report = rt.play_replay::<Pad>(&replay).unwrap();
+        assert!(report.is_identical(), "{:?}", report.divergence);
+        assert_eq!(rt.world().checksum_v2(), 0xb5cb_658a_e8d7_614a);
+        assert_ne!(rt.world().checksum(), 0xb5cb_658a_e8d7_614a);
+    }
+    assert_the_cheat_is_found(&replay);
+    let mut again = Vec::new();
+    replay.write(&mut again).unwrap();
+    assert_eq!(again, file);
+    // A replay recorded now has version 12 and checksums of version 3, which differ
+    // from version 2's on this game's `f32` pairs.
+    let (new_file, sums) = record_file(2, 24, 8);
+    assert_eq!(new_file[8..12], 12u32.to_le_bytes());
+    assert_eq!(sums.len(), 24);
+    assert!(sums.iter().zip(v2_sums(24)).all(|(v3, v2)| *v3 != v2));
 }

@@ -13,8 +13,10 @@
 //!   nothing can be skipped: every column copied, as each save did before;
 //! - `checksum`: the digest handed to ggrs with each save (`Runtime::checksum`: blocks
 //!   on the workers, those unchanged since its digests of 9 frames back reused);
-//! - `checksum_1t`: the same digest on one thread (`World::checksum`);
-//! - `checksum_v1`: digest version 1, one multiply chain (what every save paid before);
+//! - `checksum_1t`: the same digest on one thread (`World::checksum`, digest version 3:
+//!   two 32-bit writes a word);
+//! - `checksum_v2`: digest version 2 on one thread (a word per 32-bit write);
+//! - `checksum_v1`: digest version 1, one multiply chain;
 //! - `save`: snapshot and checksum (`Runtime::save_into`: the allocator's, the entity
 //!   lists' and each type's copies, biggest first, then the blocks' digests, as jobs on
 //!   the workers), what every frame pays under ggrs (into the entry 9 frames back, the
@@ -227,6 +229,9 @@ fn rollback_at(c: &mut Criterion, agents: usize, scenery: u32) {
     });
     g.bench_function("checksum_1t", |b| {
         b.iter(|| black_box(rt.world().checksum()))
+    });
+    g.bench_function("checksum_v2", |b| {
+        b.iter(|| black_box(rt.world().checksum_v2()))
     });
     g.bench_function("checksum_v1", |b| {
         b.iter(|| black_box(rt.world().checksum_v1()))

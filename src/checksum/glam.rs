@@ -151,7 +151,7 @@ mod tests {
         h.finish()
     }
 
-    /// The digest of integers written one by one, each as one word (sign-extended).
+    /// The digest of 64-bit words written one by one.
     fn words(xs: &[i64]) -> u64 {
         let mut h = Checksummer::new();
         for &x in xs {
@@ -186,25 +186,108 @@ mod tests {
         assert_eq!(sum(&v), sum(&(v.x, v.y, v.z)));
     }
 
+    /// The digest of `v` under the unpacked rule (digest versions 1 and 2).
+    fn sum_unpacked<T: Checksum + ?Sized>(v: &T) -> u64 {
+        let mut h = Checksummer::unpacked();
+        v.checksum(&mut h);
+        h.finish()
+    }
+
+    /// The digest of integers written one by one, each as one word (sign-extended),
+    /// under the unpacked rule.
+    fn unpacked_words(xs: &[i64]) -> u64 {
+        let mut h = Checksummer::unpacked();
+        for &x in xs {
+            h.write_u64(x as u64);
+        }
+        h.finish()
+    }
+
     #[test]
-    fn integer_vectors_write_each_component_as_a_word() {
-        assert_eq!(sum(&IVec2::new(-1, 2)), words(&[-1, 2]));
-        assert_eq!(sum(&IVec3::new(-1, 2, -3)), words(&[-1, 2, -3]));
-        assert_eq!(sum(&IVec4::new(-1, 2, -3, 4)), words(&[-1, 2, -3, 4]));
-        assert_eq!(sum(&UVec2::new(1, u32::MAX)), words(&[1, u32::MAX.into()]));
-        assert_eq!(sum(&UVec3::new(1, 2, 3)), words(&[1, 2, 3]));
-        assert_eq!(sum(&UVec4::new(1, 2, 3, 4)), words(&[1, 2, 3, 4]));
-        assert_eq!(sum(&I8Vec3::new(-1, 2, -3)), words(&[-1, 2, -3]));
-        assert_eq!(sum(&U8Vec4::new(1, 2, 3, 255)), words(&[1, 2, 3, 255]));
-        assert_eq!(sum(&I16Vec2::new(-300, 2)), words(&[-300, 2]));
-        assert_eq!(sum(&U16Vec2::new(65535, 2)), words(&[65535, 2]));
+    fn integer_vectors_write_their_components_in_order() {
+        // Under the unpacked rule each component is a word, as the fields were written
+        // by hand before: versions 1 and 2 of the world checksum are unchanged.
+        assert_eq!(sum_unpacked(&IVec2::new(-1, 2)), unpacked_words(&[-1, 2]));
+        assert_eq!(
+            sum_unpacked(&IVec3::new(-1, 2, -3)),
+            unpacked_words(&[-1, 2, -3])
+        );
+        assert_eq!(
+            sum_unpacked(&IVec4::new(-1, 2, -3, 4)),
+            unpacked_words(&[-1, 2, -3, 4])
+        );
+        assert_eq!(
+            sum_unpacked(&UVec2::new(1, u32::MAX)),
+            unpacked_words(&[1, u32::MAX.into()])
+        );
+        assert_eq!(
+            sum_unpacked(&UVec3::new(1, 2, 3)),
+            unpacked_words(&[1, 2, 3])
+        );
+        assert_eq!(
+            sum_unpacked(&UVec4::new(1, 2, 3, 4)),
+            unpacked_words(&[1, 2, 3, 4])
+        );
+        assert_eq!(
+            sum_unpacked(&I8Vec3::new(-1, 2, -3)),
+            unpacked_words(&[-1, 2, -3])
+        );
+        assert_eq!(
+            sum_unpacked(&U8Vec4::new(1, 2, 3, 255)),
+            unpacked_words(&[1, 2, 3, 255])
+        );
+        assert_eq!(
+            sum_unpacked(&I16Vec2::new(-300, 2)),
+            unpacked_words(&[-300, 2])
+        );
+        assert_eq!(
+            sum_unpacked(&U16Vec2::new(65535, 2)),
+            unpacked_words(&[65535, 2])
+        );
+        assert_eq!(
+            sum_unpacked(&I64Vec2::new(i64::MIN, 2)),
+            unpacked_words(&[i64::MIN, 2])
+        );
+        assert_eq!(
+            sum_unpacked(&U64Vec2::new(u64::MAX, 2)),
+            unpacked_words(&[-1, 2])
+        );
+        // Packed: 64-bit components are words; narrower ones pair up, two to a word.
         assert_eq!(sum(&I64Vec2::new(i64::MIN, 2)), words(&[i64::MIN, 2]));
         assert_eq!(sum(&U64Vec2::new(u64::MAX, 2)), words(&[-1, 2]));
+        assert_eq!(sum(&IVec2::new(-1, 2)), words(&[0xffff_ffff | 2 << 32]));
+        assert_eq!(
+            sum(&U8Vec4::new(1, 2, 3, 255)),
+            words(&[1 | 2 << 32, 3 | 255 << 32])
+        );
+        assert_eq!(
+            sum(&I16Vec2::new(-300, 2)),
+            words(&[(-300i32 as u32) as i64 | 2 << 32])
+        );
+        assert_eq!(sum(&UVec3::new(1, 2, 3)), words(&[1 | 2 << 32, 3]));
         // Each as its field tuple.
-        let i = IVec4::new(5, -6, 7, -8);
-        assert_eq!(sum(&i), sum(&(i.x, i.y, i.z, i.w)));
-        let u = U64Vec3::new(1, 2, 3);
-        assert_eq!(sum(&u), sum(&(u.x, u.y, u.z)));
+        for h in [Checksummer::new(), Checksummer::unpacked()] {
+            let tuple = |v: &dyn Fn(&mut Checksummer)| {
+                let mut h = h;
+                v(&mut h);
+                h.finish()
+            };
+            let i = IVec4::new(5, -6, 7, -8);
+            assert_eq!(
+                tuple(&|h| i.checksum(h)),
+                tuple(&|h| (i.x, i.y, i.z, i.w).checksum(h))
+            );
+            let u = U64Vec3::new(1, 2, 3);
+            assert_eq!(
+                tuple(&|h| u.checksum(h)),
+                tuple(&|h| (u.x, u.y, u.z).checksum(h))
+            );
+            let b = U8Vec3::new(1, 200, 3);
+            assert_eq!(
+                tuple(&|h| b.checksum(h)),
+                tuple(&|h| (b.x, b.y, b.z).checksum(h))
+            );
+        }
     }
 
     #[test]

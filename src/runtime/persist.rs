@@ -4,6 +4,7 @@
 
 use super::Runtime;
 use super::builder::Time;
+use crate::checksum::Version;
 use crate::savefile::{LoadError, Put, Reader, SaveError, SaveSource, Sink};
 use crate::storage::snapshot::{Digested, Digests, Panic, Piece, Plan, SaveJob};
 use crate::world::snapshot::{Snapshot, SnapshotError};
@@ -78,7 +79,8 @@ impl Runtime {
     /// If a [`Checksum`](crate::Checksum) implementation panics (the panic is passed on).
     pub fn checksum(&self) -> u64 {
         let digests = self.digest_blocks();
-        self.world.digest_with(&mut Digested(digests.plan.iter()))
+        self.world
+            .digest_with(Version::CURRENT, &mut Digested(digests.plan.iter()))
     }
 
     /// [`World::checksum_parts`], its blocks digested on the workers as
@@ -99,7 +101,7 @@ impl Runtime {
         let rows: usize = d.todo.iter().map(|(_, p, _)| p.rows()).sum();
         let parallel = self.parallel(d.todo.len(), rows);
         let digest = |(_, piece, digest): &mut (usize, Piece, u64)| {
-            *digest = storage.digest_piece(*piece);
+            *digest = storage.digest_piece(Version::CURRENT, *piece);
         };
         if let Err(payload) = self.each(parallel, &mut d.todo, &digest) {
             std::panic::resume_unwind(payload);
@@ -148,7 +150,7 @@ impl Runtime {
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         let d = &mut *guard;
         d.plan.clear();
-        storage.digest_walk(&mut Plan(&mut d.plan), |_, _| {});
+        storage.digest_walk(Version::CURRENT, &mut Plan(&mut d.plan), |_, _| {});
         d.stamps.clear();
         d.stamps
             .extend(d.plan.iter().map(|&(p, _)| storage.piece_stamp(p)));
@@ -270,7 +272,9 @@ impl Runtime {
         saved?;
         into.frame = self.frame;
         into.time = self.world.get_resource::<Time>().copied();
-        Ok(self.world.digest_with(&mut Digested(d.plan.iter())))
+        Ok(self
+            .world
+            .digest_with(Version::CURRENT, &mut Digested(d.plan.iter())))
     }
 
     /// Brings back a [`snapshot`](Self::snapshot): the world ([`World::restore`]), the

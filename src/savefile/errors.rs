@@ -2,7 +2,10 @@
 
 use std::fmt;
 
-use super::version::{UNCHECKED_VERSION, VERSION};
+use super::version::{
+    EDITS_REPLAY_VERSION, PACKED_EDITS_REPLAY_VERSION, PACKED_REPLAY_VERSION, REPLAY_VERSION,
+    UNCHECKED_VERSION, VERSION,
+};
 
 /// Why a save could not be written ([`World::save`](crate::World::save),
 /// [`Runtime::save`](crate::Runtime::save), a replay). Nothing is written when a type or
@@ -429,7 +432,13 @@ impl From<LoadError> for ColumnError {
 /// The versions a reader whose newest is `supported` reads, as text: "2, 4 and 8" (a
 /// replay), "2, 4 and 5" (a save).
 fn readable(supported: u32) -> String {
-    if supported > VERSION {
+    if supported == PACKED_EDITS_REPLAY_VERSION {
+        // A replay: the save versions, and each replay version since checksums changed.
+        format!(
+            "{UNCHECKED_VERSION}, {VERSION}, {REPLAY_VERSION}, {EDITS_REPLAY_VERSION}, \
+             {PACKED_REPLAY_VERSION} and {supported}"
+        )
+    } else if supported > VERSION {
         format!("{UNCHECKED_VERSION}, {VERSION} and {supported}")
     } else {
         format!("{UNCHECKED_VERSION} and {supported}")

@@ -4,7 +4,8 @@
 
 use super::errors::{LoadError, SaveError};
 use super::version::{
-    EDITS_REPLAY_VERSION, REPLAY_VERSION, STAGED_VERSION, UNCHECKED_VERSION, VERSION,
+    EDITS_REPLAY_VERSION, PACKED_EDITS_REPLAY_VERSION, PACKED_REPLAY_VERSION, REPLAY_VERSION,
+    STAGED_VERSION, UNCHECKED_VERSION, VERSION,
 };
 
 /// Appends little-endian fields to a buffer.
@@ -201,12 +202,15 @@ impl<'a> Reader<'a> {
         self.take(8, "the magic")?;
         let version = self.u32("the version")?;
         self.checked = match version {
-            REPLAY_VERSION | EDITS_REPLAY_VERSION => true,
+            REPLAY_VERSION
+            | EDITS_REPLAY_VERSION
+            | PACKED_REPLAY_VERSION
+            | PACKED_EDITS_REPLAY_VERSION => true,
             VERSION | UNCHECKED_VERSION => check_version(version, false)?,
             found => {
                 return Err(LoadError::Version {
                     found,
-                    supported: EDITS_REPLAY_VERSION,
+                    supported: PACKED_EDITS_REPLAY_VERSION,
                 });
             }
         };

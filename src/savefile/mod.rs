@@ -48,11 +48,14 @@
 //! 2 (`010`): a flipped bit cannot make a checked file an unchecked one. A 4 flipped to 5
 //! (or back) is a checked version still, and the header's own check refuses it.
 //!
-//! Replays have one more: 8 (`1000`) is version 4's layout with checksums of
-//! [`World::checksum`]'s digest version 2, where a replay of version 4 (or 2) holds
-//! those of version 1 ([`World::checksum_v1`]), and is checked with it. 8 is two bits
-//! from 2 and from 4, three from 5; one flipped bit makes 0, 9, 10, 12, 24, ...: all
-//! refused.
+//! Replays have more: 8 (`1000`) is version 4's layout with checksums of the world
+//! checksum's digest version 2 ([`World::checksum_v2`]), where a replay of version 4 (or
+//! 2) holds those of version 1 ([`World::checksum_v1`]), and is checked with it; 9 is 8
+//! with each frame's edits. 12 (`1100`) and 13 (`1101`) are 8 and 9 with checksums of
+//! [`World::checksum`]'s digest version 3, what this build writes. 8 is two bits from 2
+//! and from 4, three from 5; 12 three bits from 2, 13 four; one flipped bit of a checked
+//! replay's version makes another checked one (which the header's own check refuses) or
+//! one that is refused (0, 10, 24, 14, 28, 15, 29, ...), never the unchecked 2.
 //!
 //! A file is written as version 4 unless it holds the stage parts: a [`World`]'s save,
 //! and a runtime's save with one stage (or before its first frame), are exactly the
@@ -75,6 +78,7 @@
 //! [`World`]: crate::World
 //! [`World::checksum`]: crate::World::checksum
 //! [`World::checksum_v1`]: crate::World::checksum_v1
+//! [`World::checksum_v2`]: crate::World::checksum_v2
 
 use std::fmt;
 
@@ -88,7 +92,8 @@ pub(crate) use errors::ColumnError;
 pub use errors::{LoadError, SaveError};
 pub(crate) use io::{Found, Put, Reader, SaveSource, Sink, seal};
 pub(crate) use version::{
-    EDITS_REPLAY_VERSION, REPLAY_VERSION, SAVE_MAGIC, STAGED_VERSION, VERSION,
+    EDITS_REPLAY_VERSION, PACKED_EDITS_REPLAY_VERSION, PACKED_REPLAY_VERSION, REPLAY_VERSION,
+    SAVE_MAGIC, STAGED_VERSION, VERSION,
 };
 
 /// How a component type's values are laid out in a save: written after its name.

@@ -9,11 +9,11 @@ pub(crate) const VERSION: u32 = 4;
 /// The format version of a runtime save with stage parts: [`VERSION`] plus, per type,
 /// its layers of change marks and, per message type, its deliveries (see "Versions").
 pub(crate) const STAGED_VERSION: u32 = 5;
-/// The version of a replay whose checksums are of [`World::checksum`]'s digest version
-/// 2 (sections as [`VERSION`]). Replays of [`VERSION`] and [`UNCHECKED_VERSION`] hold
+/// The version of a replay whose checksums are of the world checksum's digest version 2
+/// ([`World::checksum_v2`]; sections as [`VERSION`]). Replays of [`VERSION`] and [`UNCHECKED_VERSION`] hold
 /// checksums of digest version 1 ([`World::checksum_v1`]), and are checked with it.
 ///
-/// [`World::checksum`]: crate::World::checksum
+/// [`World::checksum_v2`]: crate::World::checksum_v2
 /// [`World::checksum_v1`]: crate::World::checksum_v1
 pub(crate) const REPLAY_VERSION: u32 = 8;
 /// The version of a replay whose frames also hold edits ([`Edit`]s made between frames
@@ -23,5 +23,12 @@ pub(crate) const REPLAY_VERSION: u32 = 8;
 /// [`Edit`]: crate::Edit
 /// [`Runtime::edit`]: crate::Runtime::edit
 pub(crate) const EDITS_REPLAY_VERSION: u32 = 9;
+/// [`REPLAY_VERSION`] with checksums of [`World::checksum`]'s digest version 3 (two
+/// 32-bit writes packed into a word): what this build writes.
+///
+/// [`World::checksum`]: crate::World::checksum
+pub(crate) const PACKED_REPLAY_VERSION: u32 = 12;
+/// [`EDITS_REPLAY_VERSION`] with checksums of digest version 3.
+pub(crate) const PACKED_EDITS_REPLAY_VERSION: u32 = 13;
 /// The older version this build still reads: as [`VERSION`], with no integrity check.
 pub(crate) const UNCHECKED_VERSION: u32 = 2;

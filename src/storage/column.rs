@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::fmt;
 
 use super::marks::TypeMarks;
-use crate::checksum::{Checksum, Checksummer};
+use crate::checksum::{Checksum, Checksummer, Version};
 use crate::component::Component;
 use crate::erased::Erased;
 use crate::savefile::{ColumnError, Encoding, SaveSource};
@@ -21,7 +21,7 @@ pub(crate) struct TypeOps<C> {
     checksum: Option<fn(&C, &mut Checksummer)>,
     /// The [lane digest](crate::checksum::digest_values) of a block of values, set with
     /// `checksum`: the value's `Checksum` inlined into the lanes' loop.
-    digest: Option<fn(&[C]) -> u64>,
+    digest: Option<fn(Version, &[C]) -> u64>,
     /// Formats one value (`Debug`).
     debug: Option<DebugFn<C>>,
     /// Encodes and decodes values for save files (serde).
@@ -158,8 +158,8 @@ fn checksum_value<C: Checksum>(v: &C, h: &mut Checksummer) {
 }
 
 /// The lane digest of a block of `C`s (see [`TypeOps::digest`]).
-fn digest_block<C: Checksum>(values: &[C]) -> u64 {
-    crate::checksum::digest_values(values, C::checksum)
+fn digest_block<C: Checksum>(v: Version, values: &[C]) -> u64 {
+    crate::checksum::digest_values(v, values, C::checksum)
 }
 
 /// A `Debug` formatter of `T`, as a plain `fn` pointer (kept by an opt-in).
@@ -444,8 +444,8 @@ pub(crate) trait AnyColumns: Any + Send + Sync {
     /// written) if the type was not opted into checksums.
     fn checksum_column(&self, col: u32, h: &mut Checksummer) -> bool;
     /// The lane digest of rows `rows` of column `col` (one block of the world's
-    /// checksum); `None` if the type was not opted into checksums.
-    fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64>;
+    /// checksum of version `v`); `None` if the type was not opted into checksums.
+    fn digest_rows(&self, v: Version, col: u32, rows: std::ops::Range<usize>) -> Option<u64>;
     /// Whether the type was opted into checksums.
     fn is_checksummed(&self) -> bool;
     /// The [stamp](crate::stamp) of column `col`'s contents, named now if need be.
@@ -701,8 +701,8 @@ impl<C: Component> AnyColumns for TypedColumns<C> {
         true
     }
 
-    fn digest_rows(&self, col: u32, rows: std::ops::Range<usize>) -> Option<u64> {
-        Some((self.ops.digest?)(&self.columns[col as usize][rows]))
+    fn digest_rows(&self, v: Version, col: u32, rows: std::ops::Range<usize>) -> Option<u64> {
+        Some((self.ops.digest?)(v, &self.columns[col as usize][rows]))
     }
 
     fn is_checksummed(&self) -> bool {

@@ -20,7 +20,7 @@ use std::any::{Any, TypeId};
 
 use super::Storage;
 use super::table::TableId;
-use crate::checksum::{BLOCK, Checksummer, Desync, digest_values, digest_words};
+use crate::checksum::{BLOCK, Checksummer, Desync, Version, digest_values, digest_words};
 use crate::component::ComponentId;
 use crate::entity::{Entities, Entity, SLOT_BLOCK};
 use crate::stamp::same;
@@ -171,7 +171,9 @@ impl Storage {
             SaveJob::Allocator(e) => e.clone_from(&self.entities),
             SaveJob::Tables(t) => self.save_tables(t),
             SaveJob::Type { c, dst, saved } => *saved = self.columns[c.index()].save(dst),
-            SaveJob::Digest { piece, digest, .. } => *digest = self.digest_piece(*piece),
+            SaveJob::Digest { piece, digest, .. } => {
+                *digest = self.digest_piece(Version::CURRENT, *piece);
+            }
         });
         // What the copies hold goes back into the snapshot, whatever happened.
         let mut unsaved: Option<ComponentId> = None;
@@ -323,10 +325,11 @@ impl Storage {
     /// reaches them ([`Inline`]); the result is the same.
     pub(crate) fn digest_walk(
         &self,
+        v: Version,
         pieces: &mut impl Pieces,
         mut part: impl FnMut(Option<ComponentId>, u64),
     ) {
-        let mut layout = Checksummer::new();
+        let mut layout = v.checksummer();
         let e = &self.entities;
         layout.write_u64(e.len() as u64);
         layout.write_u64(e.retired() as u64);
@@ -336,7 +339,7 @@ impl Storage {
             layout.write_u64(pieces.digest(self, Piece::Slots { start, end }));
         }
         layout.write_u64(e.free_list().len() as u64);
-        layout.write_u64(digest_values(e.free_list(), |&f, h| h.write_u32(f)));
+        layout.write_u64(digest_values(v, e.free_list(), |&f, h| h.write_u32(f)));
         write_reservations(e, &mut layout);
         for table in self.tables_in_order() {
             let t = self.tables.get(table);
@@ -355,7 +358,7 @@ impl Storage {
             if !self.columns[c.index()].is_checksummed() {
                 continue;
             }
-            let mut h = Checksummer::new();
+            let mut h = v.checksummer();
             for table in self.tables_in_order() {
                 let t = self.tables.get(table);
                 let Some(col) = t.column(c).filter(|_| t.len() > 0) else {
@@ -371,15 +374,15 @@ impl Storage {
     }
 
     /// The digest of one piece of the [walk](Self::digest_walk).
-    pub(crate) fn digest_piece(&self, piece: Piece) -> u64 {
+    pub(crate) fn digest_piece(&self, v: Version, piece: Piece) -> u64 {
         match piece {
-            Piece::Slots { start, end } => digest_words(self.entities.slot_words(start..end)),
+            Piece::Slots { start, end } => digest_words(v, self.entities.slot_words(start..end)),
             Piece::Rows { table, start, end } => {
                 let entities = &self.tables.get(table).entities()[start..end];
-                digest_values(entities, |e, h| h.write_u64(e.to_bits()))
+                digest_values(v, entities, |e, h| h.write_u64(e.to_bits()))
             }
             Piece::Values { c, col, start, end } => self.columns[c.index()]
-                .digest_rows(col, start..end)
+                .digest_rows(v, col, start..end)
                 .unwrap_or(0),
         }
     }
@@ -629,12 +632,12 @@ pub(crate) trait Pieces {
     fn digest(&mut self, storage: &Storage, piece: Piece) -> u64;
 }
 
-/// Digests each piece as the walk reaches it.
-pub(crate) struct Inline;
+/// Digests each piece as the walk reaches it, by the digest version it holds.
+pub(crate) struct Inline(pub(crate) Version);
 
 impl Pieces for Inline {
     fn digest(&mut self, storage: &Storage, piece: Piece) -> u64 {
-        storage.digest_piece(piece)
+        storage.digest_piece(self.0, piece)
     }
 }
 
@@ -700,7 +703,7 @@ impl Pieces for Digested<'_> {
     fn digest(&mut self, storage: &Storage, piece: Piece) -> u64 {
         match self.0.next() {
             Some(&(_, digest)) => digest,
-            None => storage.digest_piece(piece),
+            None => storage.digest_piece(Version::CURRENT, piece),
         }
     }
 }

@@ -5,7 +5,7 @@ use std::any::TypeId;
 use std::fmt;
 
 use super::World;
-use crate::checksum::{CHECKSUM_VERSION, Checksum, Checksummer, Desync};
+use crate::checksum::{Checksum, Checksummer, Desync, Version};
 use crate::component::{Component, ComponentId};
 use crate::entity::Entity;
 use crate::resource::ResourceSum;
@@ -128,19 +128,22 @@ impl World {
     /// in one value of a checksummed type almost surely do not — use
     /// [`first_difference`](Self::first_difference) to find where.
     ///
-    /// How (digest version 2): the state is cut into parts — the layout (allocator and
+    /// How (digest version 3): the state is cut into parts — the layout (allocator and
     /// tables), each checksummed type, each resource, each message type: exactly the
     /// [`checksum_parts`](Self::checksum_parts) — and the checksum is a [`Checksummer`]
-    /// over the version (2), then each part's digest in that order. The big parts are
+    /// over the version (3), then each part's digest in that order. The big parts are
     /// cut again into blocks of 4096 rows (slots, a table's entities, a column's values),
     /// each digested on four independent [`Checksummer`] chains (row `i` into chain
     /// `i % 4`; the block's digest mixes its row count and the four results), so that a
     /// core overlaps the chains' multiplies and blocks can go to different workers
-    /// ([`Runtime::checksum`](crate::Runtime::checksum) does). The digest of version 1,
-    /// one chain over every word, is [`checksum_v1`](Self::checksum_v1).
+    /// ([`Runtime::checksum`](crate::Runtime::checksum) does). A [`Checksummer`] makes
+    /// two 32-bit writes in a row one word, so a value of two `f32`s costs one multiply.
+    /// Version 2 ([`checksum_v2`](Self::checksum_v2)) took every such write as a word of
+    /// its own; version 1 ([`checksum_v1`](Self::checksum_v1)) was one chain over every
+    /// word.
     ///
-    /// Cost: one pass over the slots and every checksummed value, about a nanosecond per
-    /// word on one core for plain fields.
+    /// Cost: one pass over the slots and every checksummed value, about half a
+    /// nanosecond per 64-bit word on one core for plain fields.
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -153,31 +156,31 @@ impl World {
     /// assert_ne!(a.checksum(), b.checksum());
     /// ```
     pub fn checksum(&self) -> u64 {
-        self.digest_with(&mut Inline)
+        self.digest_with(Version::CURRENT, &mut Inline(Version::CURRENT))
     }
 
     /// [`checksum`](Self::checksum) with the storage's blocks digested by `pieces` (on
     /// the calling thread, or beforehand on a pool: see `Runtime::checksum`).
-    pub(crate) fn digest_with(&self, pieces: &mut impl Pieces) -> u64 {
-        let mut h = Checksummer::new();
-        h.write_u64(CHECKSUM_VERSION);
+    pub(crate) fn digest_with(&self, v: Version, pieces: &mut impl Pieces) -> u64 {
+        let mut h = v.checksummer();
+        h.write_u64(v.number());
         self.storage
-            .digest_walk(pieces, |_, digest| h.write_u64(digest));
-        self.value_parts(|_, digest| h.write_u64(digest));
+            .digest_walk(v, pieces, |_, digest| h.write_u64(digest));
+        self.value_parts(v, |_, digest| h.write_u64(digest));
         h.finish()
     }
 
     /// The parts after the storage's, in order: each resource opted in with
     /// [`checksumming_resource`](Self::checksumming_resource), then each message type
     /// opted in, each digested on its own.
-    fn value_parts(&self, mut part: impl FnMut(&'static str, u64)) {
+    fn value_parts(&self, v: Version, mut part: impl FnMut(&'static str, u64)) {
         for r in &self.resource_sums {
-            let mut h = Checksummer::new();
+            let mut h = v.checksummer();
             (r.sum)(&self.resources, &mut h);
             part(r.name, h.finish());
         }
         for inbox in self.messages.inboxes() {
-            let mut h = Checksummer::new();
+            let mut h = v.checksummer();
             if inbox.checksum(&mut h) {
                 part(inbox.name(), h.finish());
             }
@@ -190,7 +193,7 @@ impl World {
     /// [`Runtime::play_replay`](crate::Runtime::play_replay) compares them with. A new
     /// recording never needs it.
     pub fn checksum_v1(&self) -> u64 {
-        let mut h = Checksummer::new();
+        let mut h = Checksummer::unpacked();
         self.storage.checksum_v1(&mut h);
         for r in &self.resource_sums {
             (r.sum)(&self.resources, &mut h);
@@ -199,6 +202,16 @@ impl World {
             inbox.checksum(&mut h);
         }
         h.finish()
+    }
+
+    /// The world's checksum as runsync computed it with digest version 2, before two
+    /// 32-bit writes in a row were packed into one word (the same walk and blocks as
+    /// [`checksum`](Self::checksum), a word per `f32`, integer of 32 bits or less, `bool`
+    /// or `char`): what replays recorded with it hold, and what
+    /// [`Runtime::play_replay`](crate::Runtime::play_replay) compares them with. A new
+    /// recording never needs it.
+    pub fn checksum_v2(&self) -> u64 {
+        self.digest_with(Version::V2, &mut Inline(Version::V2))
     }
 
     /// [`checksum`](Self::checksum) split into parts, each `(name, digest)`: `"entities"`
@@ -239,7 +252,7 @@ impl World {
     ///
     /// Cost: one pass like [`checksum`](Self::checksum)'s.
     pub fn checksum_parts(&self) -> Vec<(&'static str, u64)> {
-        self.parts_with(&mut Inline)
+        self.parts_with(&mut Inline(Version::CURRENT))
     }
 
     /// The checksum that `parts` make, as [`checksum_parts`](Self::checksum_parts) lists
@@ -253,8 +266,8 @@ impl World {
     /// assert_eq!(World::checksum_of_parts(&w.checksum_parts()), w.checksum());
     /// ```
     pub fn checksum_of_parts(parts: &[(&'static str, u64)]) -> u64 {
-        let mut h = Checksummer::new();
-        h.write_u64(CHECKSUM_VERSION);
+        let mut h = Version::CURRENT.checksummer();
+        h.write_u64(Version::CURRENT.number());
         for &(_, digest) in parts {
             h.write_u64(digest);
         }
@@ -265,10 +278,11 @@ impl World {
     /// `pieces` (see [`digest_with`](Self::digest_with)).
     pub(crate) fn parts_with(&self, pieces: &mut impl Pieces) -> Vec<(&'static str, u64)> {
         let mut parts = Vec::new();
-        self.storage.digest_walk(pieces, |c, digest| {
+        let v = Version::CURRENT;
+        self.storage.digest_walk(v, pieces, |c, digest| {
             parts.push((c.map_or("entities", |c| self.storage.type_name(c)), digest));
         });
-        self.value_parts(|name, digest| parts.push((name, digest)));
+        self.value_parts(v, |name, digest| parts.push((name, digest)));
         parts
     }
 

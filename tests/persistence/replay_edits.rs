@@ -52,10 +52,20 @@ fn entity(index: u32) -> Entity {
 /// A replay of 6 frames with four edits before frame 3 and one before frame 5; the
 /// edits of frame 3 and the final checksum.
 fn record_file() -> (Vec<u8>, Vec<Edit>, u64) {
+    let (file, edits, end, _) = record_file_with_v2_sums();
+    (file, edits, end)
+}
+
+/// [`record_file`], with each frame's checksum of digest version 2
+/// ([`World::checksum_v2`]), what a replay of version 9 recorded.
+fn record_file_with_v2_sums() -> (Vec<u8>, Vec<Edit>, u64, Vec<u64>) {
     let mut rt = game();
+    let mut v2 = Vec::new();
     rt.record_replay_keyframes::<()>(2).unwrap();
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     let (hp, name) = (value(&rt, Hp(0)).0, value(&rt, Name(0)).0);
     let edits = vec![
         Edit::Insert {
@@ -75,19 +85,23 @@ fn record_file() -> (Vec<u8>, Vec<Edit>, u64) {
         rt.edit(edit).unwrap();
     }
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     rt.edit(&Edit::Remove {
         entity: entity(1),
         components: vec![name],
     })
     .unwrap();
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     rt.frame();
+    v2.push(rt.world().checksum_v2());
     assert_eq!(rt.world().get::<Hp>(entity(1)), Some(&Hp(5000 - 4)));
     assert_eq!(rt.world().get::<Name>(entity(1)), None);
     let mut file = Vec::new();
     rt.finish_replay(&mut file).unwrap();
-    (file, edits, rt.world().checksum())
+    (file, edits, rt.world().checksum(), v2)
 }
 
 fn version(file: &[u8]) -> u32 {
@@ -98,7 +112,7 @@ fn u64_at(file: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(file[at..at + 8].try_into().unwrap())
 }
 
-/// Where frame `k`'s edits start in a version 9 file: the frames section, its count, then
+/// Where frame `k`'s edits start in a version 9 or 13 file: the frames section, its count, then
 /// per frame a presence byte, the input (a `u64` length and bytes), the checksum, the edits.
 fn edits_at(file: &[u8], k: usize) -> usize {
     let mut at = sections(file).unwrap()[1].start + 8;
@@ -140,7 +154,7 @@ fn skip_edits(file: &[u8], mut at: usize) -> usize {
 #[test]
 fn a_replay_holds_the_edits_between_its_frames_and_plays_them() {
     let (file, edits, end) = record_file();
-    assert_eq!(version(&file), 9);
+    assert_eq!(version(&file), 13);
     let replay = Replay::read(&mut file.as_slice()).unwrap();
     assert_eq!(replay.len(), 6);
     assert_eq!(
@@ -166,7 +180,7 @@ fn a_replay_holds_the_edits_between_its_frames_and_plays_them() {
     rt.frame();
     let mut plain = Vec::new();
     rt.finish_replay(&mut plain).unwrap();
-    assert_eq!(version(&plain), 8);
+    assert_eq!(version(&plain), 12);
     assert!(
         Replay::read(&mut plain.as_slice())
             .unwrap()
@@ -183,6 +197,55 @@ fn a_replay_holds_the_edits_between_its_frames_and_plays_them() {
     }
     let report = game().play_replay::<()>(&stripped).unwrap();
     assert_eq!(report.divergence.map(|d| d.frame), Some(3));
+}
+
+/// A replay with edits written before digest version 3 (format version 9) holds
+/// checksums of digest version 2: it reads as such, plays identical, and is written
+/// again as the same bytes; the same file with version 3's checksums diverges at once.
+#[test]
+fn a_replay_with_edits_and_the_second_checksum_still_plays() {
+    let (file, _, end, v2) = record_file_with_v2_sums();
+    let as_version_9 = |sums: &[u64]| {
+        let mut f = file.clone();
+        f[8..12].copy_from_slice(&9u32.to_le_bytes());
+        for (k, sum) in sums.iter().enumerate() {
+            let at = edits_at(&f, k) - 8;
+            f[at..at + 8].copy_from_slice(&sum.to_le_bytes());
+        }
+        reseal(&mut f);
+        f
+    };
+    let old = as_version_9(&v2);
+    let replay = Replay::read(&mut old.as_slice()).unwrap();
+    assert_eq!((replay.len(), replay.checksum_version()), (6, 2));
+    let mut again = game();
+    let report = again.play_replay::<()>(&replay).unwrap();
+    assert!(report.is_identical(), "{:?}", report.divergence);
+    assert_eq!(again.world().checksum(), end);
+    let mut written = Vec::new();
+    replay.write(&mut written).unwrap();
+    assert_eq!(written, old);
+    // Version 3's checksums under version 9: checked as version 2's, they differ from
+    // the first frame on, and the keyframe after frame 2 (which matches the replayed
+    // state) contradicts its recorded checksum.
+    let v3: Vec<u64> = (0..6)
+        .map(|i| {
+            Replay::read(&mut file.as_slice())
+                .unwrap()
+                .checksum(i)
+                .unwrap()
+        })
+        .collect();
+    assert!(v3.iter().zip(&v2).all(|(a, b)| a != b));
+    let mislabelled = Replay::read(&mut as_version_9(&v3).as_slice()).unwrap();
+    let played = game().play_replay::<()>(&mislabelled);
+    assert!(
+        matches!(
+            played,
+            Err(runsync::ReplayError::Contradiction { frame: 2, .. })
+        ),
+        "{played:?}"
+    );
 }
 
 /// Every flipped bit of a replay with edits is refused when read.

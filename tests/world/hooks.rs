@@ -69,7 +69,7 @@ fn take(log: &Log) -> Vec<String> {
 
 /// Two systems emitting every kind of structural change, in an order that makes the
 /// expected log easy to read; returns the log of the first frame.
-fn command_order_scenario(workers: usize) -> (Vec<String>, u64) {
+fn command_order_scenario(workers: usize) -> (Vec<String>, u64, u64) {
     let mut w = world();
     w.checksumming::<A>()
         .checksumming::<B>()
@@ -100,12 +100,13 @@ fn command_order_scenario(workers: usize) -> (Vec<String>, u64) {
     rt.frame();
     let first = take(&log);
     rt.frame(); // systems emit the same commands: e0, e1 are past their changes
-    (first, rt.world().checksum())
+    let w = rt.world();
+    (first, w.checksum(), w.checksum_v2())
 }
 
 #[test]
 fn hooks_fire_once_per_change_in_command_order() {
-    let (log, _) = command_order_scenario(2);
+    let (log, _, _) = command_order_scenario(2);
     assert_eq!(
         log,
         [
@@ -121,11 +122,14 @@ fn same_order_and_world_at_any_worker_count() {
     for workers in [2, 8] {
         assert_eq!(command_order_scenario(workers), one, "{workers} workers");
     }
-    // The same digest in every build (`single-threaded` included): checksums are stable.
+    // The same digest in every build (`single-threaded` included): checksums are stable,
+    // and digest version 2's is what it was before version 3.
     assert_eq!(one.1, GOLDEN, "checksum {:#x}", one.1);
+    assert_eq!(one.2, GOLDEN_V2, "checksum {:#x}", one.2);
 }
 
-const GOLDEN: u64 = 0xfdf0_3004_d93c_0ea4;
+const GOLDEN: u64 = 0x976e_3a22_00a8_fdb5;
+const GOLDEN_V2: u64 = 0xfdf0_3004_d93c_0ea4;
 
 #[test]
 fn hooks_see_the_world_at_their_command() {

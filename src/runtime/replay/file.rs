@@ -17,11 +17,12 @@
 
 use std::fmt;
 
-use crate::checksum::Desync;
+use crate::checksum::{Desync, Version};
 use crate::provenance::Provenance;
 use crate::resource::Resources;
 use crate::savefile::{
-    EDITS_REPLAY_VERSION, LoadError, Put, REPLAY_VERSION, Reader, SaveError, VERSION, seal,
+    EDITS_REPLAY_VERSION, LoadError, PACKED_EDITS_REPLAY_VERSION, PACKED_REPLAY_VERSION, Put,
+    REPLAY_VERSION, Reader, SaveError, VERSION, seal,
 };
 use crate::stats::FrameError;
 use crate::world::edit::{Edit, read_edits, write_edits};
@@ -49,8 +50,9 @@ pub struct Replay {
     pub(crate) frames: Vec<ReplayFrame>,
     /// `(frames run since the start, save)`, ascending.
     pub(crate) keyframes: Vec<(u64, Vec<u8>)>,
-    /// The version of the world checksum its checksums are of: 2, or 1 for a file
-    /// written before it ([`World::checksum_v1`](crate::World::checksum_v1)).
+    /// The version of the world checksum its checksums are of: 3, or 2 or 1 for a file
+    /// written before it ([`World::checksum_v2`](crate::World::checksum_v2),
+    /// [`World::checksum_v1`](crate::World::checksum_v1)).
     pub(crate) digest: u32,
 }
 
@@ -72,7 +74,7 @@ impl Replay {
         let input_type = r.name("the input type")?.to_owned();
         let start = r.bytes("the start save")?.to_vec();
         r.end_section(|| "the replay's header and start save".into())?;
-        let with_edits = version == EDITS_REPLAY_VERSION;
+        let with_edits = matches!(version, EDITS_REPLAY_VERSION | PACKED_EDITS_REPLAY_VERSION);
         // Each frame is at least a presence byte, an input length and a checksum (and an
         // edit count).
         let n = r.count(if with_edits { 25 } else { 17 }, "the frames")?;
@@ -125,10 +127,10 @@ impl Replay {
             start,
             frames,
             keyframes,
-            digest: if with_edits || version == REPLAY_VERSION {
-                2
-            } else {
-                1
+            digest: match version {
+                PACKED_REPLAY_VERSION | PACKED_EDITS_REPLAY_VERSION => 3,
+                REPLAY_VERSION | EDITS_REPLAY_VERSION => 2,
+                _ => 1,
             },
         })
     }
@@ -165,14 +167,15 @@ impl Replay {
             start,
             frames: Vec::new(),
             keyframes: Vec::new(),
-            digest: 2,
+            digest: Version::CURRENT.number() as u32,
         }
     }
 
     /// The version of [`World::checksum`](crate::World::checksum)'s definition its
-    /// recorded checksums are of: 2 for replays written by this runsync, 1 for those
-    /// written before digest version 2 ([`World::checksum_v1`](crate::World::checksum_v1)),
-    /// which [`Runtime::play_replay`](crate::Runtime::play_replay) checks with that one.
+    /// recorded checksums are of: 3 for replays written by this runsync; 2 or 1 for those
+    /// written before digest version 3 ([`World::checksum_v2`](crate::World::checksum_v2))
+    /// or 2 ([`World::checksum_v1`](crate::World::checksum_v1)), which
+    /// [`Runtime::play_replay`](crate::Runtime::play_replay) checks with that one.
     pub fn checksum_version(&self) -> u32 {
         self.digest
     }
@@ -228,10 +231,12 @@ impl Replay {
         let mut out = Vec::with_capacity(self.start.len() + 32 * self.frames.len());
         out.extend_from_slice(&REPLAY_MAGIC);
         // A replay read from an older file keeps its version: its checksums are of
-        // digest version 1 (and it has no edits). One without edits is written as before
-        // edits existed.
+        // digest version 2 or 1 (and with 1 it has no edits). One without edits is
+        // written as before edits existed.
         let with_edits = self.frames.iter().any(|f| !f.edits.is_empty());
         out.put_u32(match (self.digest, with_edits) {
+            (3, true) => PACKED_EDITS_REPLAY_VERSION,
+            (3, false) => PACKED_REPLAY_VERSION,
             (2, true) => EDITS_REPLAY_VERSION,
             (2, false) => REPLAY_VERSION,
             _ => VERSION,

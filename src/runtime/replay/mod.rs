@@ -75,7 +75,7 @@ impl Runtime {
                 start,
                 frames: Vec::new(),
                 keyframes: Vec::new(),
-                digest: 2,
+                digest: crate::checksum::Version::CURRENT.number() as u32,
             },
             encode: |res, out| match res.get::<crate::input::Input<I>>() {
                 None => Ok(false),
@@ -190,6 +190,7 @@ impl Runtime {
     fn checksum_of_version(&self, digest: u32) -> u64 {
         match digest {
             1 => self.world.checksum_v1(),
+            2 => self.world.checksum_v2(),
             _ => self.checksum(),
         }
     }
@@ -312,6 +313,7 @@ impl Runtime {
                 let recorded = replay.frames[*at as usize - 1].checksum;
                 let keyframe = match replay.digest {
                     1 => recorded_world.checksum_v1(),
+                    2 => recorded_world.checksum_v2(),
                     _ => recorded_world.checksum(),
                 };
                 if d.difference.is_none() && keyframe != recorded {
