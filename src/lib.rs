@@ -97,7 +97,10 @@
 //! - `output/buffer/row_writes.rs` (write handles as raw pointers into a pending column):
 //!   each row's handle is handed out once, a handle borrows the `Output` and is neither
 //!   `Send` nor `Sync`, and a value is initialised exactly when its flag is set (a
-//!   panicking `Drop` in `RowWrite::set` leaves the row absent).
+//!   panicking `Drop` in `RowWrite::set` leaves the row absent), or, in a column that
+//!   `Output::write_each_some` filled with a value for every row, every value is (its
+//!   flags are then never read; the fill's parts cover disjoint rows, and the column is
+//!   marked only after every part has run).
 //! - `erased.rs` (a type-erased buffer's type recovered from the `TypeId` kept beside
 //!   it): the `TypeId` and the box are set together from one typed box and never apart,
 //!   and no user type implements the buffer trait (it is crate-private).

@@ -5,8 +5,8 @@
 //! - [`buffer`]: the buffers outputs are kept in until Sync folds them, as plain data. It
 //!   sits on a low layer of its own (below the folds and the world; see the layer list in
 //!   `lib.rs`): everything else here is above the world.
-//! - `par_write`: parallel writes inside one system, [`Output::write_each`] and
-//!   [`Output::par_for_each`].
+//! - `par_write`: parallel writes inside one system, [`Output::write_each`],
+//!   [`Output::write_each_some`] and [`Output::par_for_each`].
 //! - `par_loops`: a system's own parallel loops that write no outputs, the [`Parallel`]
 //!   handle and [`Output::par_reduce`].
 //! - [`send`]: messages, [`Output::send`] and the typed [`Sender`](send::Sender).
@@ -67,6 +67,7 @@ struct CachedType<'w> {
 /// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` |
 /// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` |
 /// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column |
+/// | [`Output::write_each_some`] | "each entity with `C` where `f(..)` is `Some`", in parallel parts | a store into a column; a flag too, in a part with a `None` |
 /// | [`Output::par_for_each`] | the `query` loop in parallel chunks (its `out` for other writes) | a row write as in `query`, on every worker |
 ///
 /// Row writes and `write` go into one system's outputs in emission order, but not in the

@@ -1,14 +1,19 @@
-//! Parallel writes inside one system: [`Output::write_each`] and
-//! [`Output::par_for_each`].
+//! Parallel writes inside one system: [`Output::write_each`],
+//! [`Output::write_each_some`] and [`Output::par_for_each`].
 
 use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
+use crate::output::buffer::row_writes::FillPart;
 use crate::query::{QueryData, QueryOut, QueryState, With, keeps};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
 const FILL_PART: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
+
+/// Most parts [`Output::write_each_some`] splits one table into (they live in a stack
+/// array).
+const MAX_FILL_PARTS: usize = 64;
 
 /// Rows below which [`Output::par_for_each`] does not make a chunk of its own.
 const MIN_CHUNK: usize = if cfg!(miri) { 4 } else { 64 };
@@ -91,6 +96,113 @@ impl<'w> Output<'w> {
                 std::panic::resume_unwind(p.payload);
             }
             buf.push_column(col, values);
+        }
+        self.reset_cursors();
+    }
+
+    /// Emits `f(entity, item)`, where it is `Some`, as the `C` output of every entity
+    /// matching `Q` that has a `C`: the same outputs, in the same order, as
+    /// `for (e, (item, _)) in world.query::<(Q, With<C>)>() { if let Some(v) = f(e, item) { out.write::<C>(e, v) } }`,
+    /// or as a [`par_for_each`](Self::par_for_each) that sets a `Write<C>` where `f`
+    /// gives a value.
+    ///
+    /// Cost: one store a value, into one vector per table in row order, like
+    /// [`write_each`](Self::write_each) (a large table computed in parallel parts on the
+    /// worker pool): no presence flag is written or read while every row of a part gets a
+    /// value, so a table where every entity writes costs what `write_each` costs, and
+    /// Sync can swap its vector in. From a part's first `None` on, each of its rows
+    /// stores a flag, as a row write does. A `Q` with a row filter ([`Changed`],
+    /// [`Added`]) takes the plain write loop above instead.
+    ///
+    /// [`Changed`]: crate::Changed
+    /// [`Added`]: crate::Added
+    ///
+    /// ```
+    /// # use runsync::prelude::*;
+    /// # #[derive(Clone, Copy, PartialEq, Debug)] struct Pos(f32);
+    /// # impl Component for Pos { type Output = Pos; }
+    /// # #[derive(Clone, Copy, PartialEq, Debug)] struct Vel(f32);
+    /// # impl Component for Vel { type Output = Vel; }
+    /// let mut world = World::new();
+    /// world.register::<Pos>(merge::last);
+    /// world.register::<Vel>(merge::last);
+    /// let moving = world.spawn((Pos(1.0), Vel(2.0)));
+    /// let resting = world.spawn((Pos(5.0), Vel(0.0)));
+    /// let mut rt = Runtime::builder().build(world);
+    /// rt.add_system(|_: &World, out: &mut Output| {
+    ///     out.write_each_some::<Pos, (&Pos, &Vel)>(|_e, (p, v)| {
+    ///         (v.0 != 0.0).then(|| Pos(p.0 + v.0))
+    ///     });
+    /// });
+    /// rt.frame();
+    /// assert_eq!(rt.world().get::<Pos>(moving), Some(&Pos(3.0)));
+    /// assert_eq!(rt.world().get::<Pos>(resting), Some(&Pos(5.0)));
+    /// assert_eq!(rt.stats().systems[0].writes, 1);
+    /// ```
+    ///
+    /// # Panics
+    /// If `C` or a type in `Q` is unregistered; a panic in `f` fails the frame like a panic
+    /// in the system itself.
+    #[track_caller]
+    pub fn write_each_some<C: Component, Q: QueryData>(
+        &mut self,
+        f: impl Fn(Entity, Q::Item<'w>) -> Option<C::Output> + Sync,
+    ) {
+        let world = self.world;
+        if Q::FILTERS_ROWS {
+            // `Changed` / `Added` keep some rows only: the plain write loop (same
+            // outputs, same order).
+            for (e, (item, ())) in world.query::<(Q, With<C>)>() {
+                if let Some(v) = f(e, item) {
+                    self.write::<C>(e, v);
+                }
+            }
+            return;
+        }
+        let pool = self.pool;
+        let threads = pool.threads();
+        let (state, tables) = QueryState::<(Q, With<C>)>::shared(world.storage());
+        let id = state.elements.1;
+        let buf = self.bufs.typed::<C>(id);
+        for table in state.matching_tables(tables) {
+            let (cols, ()) = state.shared_columns(table);
+            let entities = table.entities();
+            let rows = entities.len();
+            crate::profile::visited(rows);
+            if rows == 0 {
+                continue;
+            }
+            let col = table.column(id).expect("the query requires C");
+            let base = buf.fill_rows(col, rows);
+            // As `Pool::fill` splits: parts of at least `FILL_PART` rows, four a worker.
+            let n = if threads == 1 {
+                1
+            } else {
+                (rows / FILL_PART).clamp(1, (threads * 4).min(MAX_FILL_PARTS))
+            };
+            let size = rows.div_ceil(n);
+            let mut parts: [FillPart; MAX_FILL_PARTS] = std::array::from_fn(|k| {
+                FillPart::new((k * size).min(rows)..((k + 1) * size).min(rows))
+            });
+            let f = &f;
+            let fill = move |part: &mut FillPart| {
+                let mut cols = cols;
+                base.fill(part, entities, |e, row| {
+                    // SAFETY: `fill` asks for the rows of its part, `< rows`, the table's
+                    // length, each once.
+                    f(e, unsafe { Q::get(&mut cols, row) })
+                });
+            };
+            let result = if n == 1 {
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fill(&mut parts[0])))
+            } else {
+                pool.for_each_mut(&mut parts[..n], &|_, part| fill(part))
+                    .map_err(|p| p.payload)
+            };
+            buf.filled(&parts[..n]);
+            if let Err(payload) = result {
+                std::panic::resume_unwind(payload);
+            }
         }
         self.reset_cursors();
     }

@@ -87,6 +87,89 @@ fn write_each_single_writer_swaps_columns() {
     }
 }
 
+/// Whether `write_each_some` gives row `i` (its `Pos`, its `Hp`) a value: every row of
+/// some stretches (a part of a fill that writes no flag), none of others, one in three
+/// between them, and gaps at both ends of a table.
+fn some_row(v: f32) -> bool {
+    let i = v.abs() as u32;
+    match i % 50_000 {
+        0..=20_000 => i % 7 != 3 || i < 2_000,
+        20_001..=30_000 => false,
+        _ => i % 3 == 0,
+    }
+}
+
+#[test]
+fn write_each_some_agrees_with_a_write_loop() {
+    for workers in [1, 2, 8] {
+        // 40k rows per table: filled in parallel parts, some with a value for every row,
+        // some without, some with gaps.
+        agree(
+            40_000,
+            workers,
+            |rt| {
+                rt.add_system(|_: &World, out: &mut Output| {
+                    out.write_each_some::<Pos, (&Pos,)>(|_, (p,)| {
+                        some_row(p.0).then_some(Pos(p.0 * 2.0 + 1.0))
+                    });
+                    out.write_each_some::<Hp, (&Pos,)>(|_, (p,)| {
+                        some_row(p.0 + 1.0).then_some(p.0 as i32 % 11)
+                    });
+                });
+            },
+            |rt| {
+                rt.add_system(|w: &World, out: &mut Output| {
+                    for (e, (p,)) in w.query::<(&Pos,)>() {
+                        if some_row(p.0) {
+                            out.write::<Pos>(e, Pos(p.0 * 2.0 + 1.0));
+                        }
+                    }
+                    for (e, (p, _)) in w.query::<(&Pos, With<Hp>)>() {
+                        if some_row(p.0 + 1.0) {
+                            out.write::<Hp>(e, p.0 as i32 % 11);
+                        }
+                    }
+                });
+            },
+        );
+    }
+}
+
+/// A panic in `write_each_some`'s closure fails the frame and leaves no output behind,
+/// on one worker and in parallel parts; the next frame runs normally.
+#[test]
+fn write_each_some_panic_fails_the_frame_only() {
+    for workers in [1, 2] {
+        let mut rt = Runtime::builder().workers(workers).build(world(40_000));
+        let boom = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let b = boom.clone();
+        // A row in the last part of the first table.
+        let at = (rows(40_000) * 3 / 4) as f32;
+        rt.add_system(move |_: &World, out: &mut Output| {
+            let fail = b.load(std::sync::atomic::Ordering::Relaxed);
+            out.write_each_some::<Pos, (&Pos,)>(|_, (p,)| {
+                assert!(!(fail && p.0 == at), "boom");
+                (p.0 > 0.0).then_some(Pos(p.0 + 1.0))
+            });
+        });
+        let before = snapshot(rt.world());
+        assert!(rt.try_frame().is_err());
+        assert_eq!(
+            snapshot(rt.world()),
+            before,
+            "the failed frame changed nothing"
+        );
+        boom.store(false, std::sync::atomic::Ordering::Relaxed);
+        rt.frame();
+        let moved = snapshot(rt.world())
+            .iter()
+            .zip(&before)
+            .filter(|(a, b)| a.1 != b.1)
+            .count();
+        assert_eq!(moved, before.iter().filter(|b| b.1.0 > 0.0).count());
+    }
+}
+
 #[test]
 fn write_each_from_several_systems_last_one_wins() {
     let each = |rt: &mut Runtime| {

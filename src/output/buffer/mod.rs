@@ -46,7 +46,7 @@ use crate::entity::Entity;
 use crate::erased::{Buffer, Erased};
 use crate::storage::Storage;
 
-use row_writes::{PendingColumn, PendingPart, RowWrites};
+use row_writes::{FillPart, PendingColumn, PendingPart, RowWrites};
 
 /// Types remembered by an [`Output`](crate::Output), each with its write cursor.
 pub(crate) const CACHED_TYPES: usize = 4;
@@ -288,6 +288,41 @@ impl<C: Component> OutBuf<C> {
             .push(PendingColumn::new(rows, small, values, present));
         self.parts.push(part);
         self.pending.last_mut().expect("just pushed").base()
+    }
+
+    /// A pending column for the `rows` rows of column `col` that the caller fills with
+    /// [`RowWrites::fill`], part by part, then closes with [`filled`](Self::filled) (the
+    /// fill of `Output::write_each_some`). Settled like row writes.
+    pub(crate) fn fill_rows(&mut self, col: u32, rows: usize) -> RowWrites<C::Output> {
+        let rows32 = u32::try_from(rows).expect("a table of at most u32::MAX rows");
+        let values = self.take_spare(rows);
+        // The flag vector that needs no growing (whose growth is zeroed), the shortest
+        // such: a fill writes flags only where a row gets no value.
+        let mut best: Option<(usize, usize)> = None;
+        for (i, v) in self.spare_present.iter().enumerate() {
+            let better = match best {
+                None => true,
+                Some((_, b)) if b >= rows => v.len() >= rows && v.len() < b,
+                Some((_, b)) => v.len() > b,
+            };
+            if better {
+                best = Some((i, v.len()));
+            }
+        }
+        let present = best.map_or_else(Vec::new, |(i, _)| self.spare_present.swap_remove(i));
+        self.pending
+            .push(PendingColumn::unflagged(rows, values, present));
+        self.parts.push(PendingPart { col, rows: rows32 });
+        self.pending.last_mut().expect("just pushed").base()
+    }
+
+    /// Closes the fill begun by the last [`fill_rows`](Self::fill_rows): `parts` cover
+    /// its rows, each part run at most once, none running now.
+    pub(crate) fn filled(&mut self, parts: &[FillPart]) {
+        self.pending
+            .last_mut()
+            .expect("a fill begun by fill_rows")
+            .filled(parts);
     }
 
     /// Turns the pending row writes into segments and runs, in emission order: a table

@@ -16,6 +16,13 @@
 //! with room (and zeroed flags) for [`SHARED_ROWS`] rows, so a table costs a part record
 //! instead of two vectors taken from the spares, made, settled and copied.
 //!
+//! [`Output::write_each_some`](crate::Output::write_each_some) fills a table's pending
+//! column through the same pointers ([`RowWrites::fill`]), in parts that may run on
+//! several workers, and writes no flag in a part while every row of it gets a value: a
+//! [`PendingColumn::unflagged`] column's flags are not zeroed, and once every part has
+//! run, [`PendingColumn::filled`] either marks the column *dense* (every value
+//! initialised, the flags never read) or sets the flags of the parts that wrote none.
+//!
 //! When the system next touches that type's buffer (any other write of the type, or the
 //! end of the system), the buffer [*settles*](PendingColumn::settle) its pending columns:
 //! the written values are moved to the front of the vector, table after table (nothing
@@ -45,7 +52,16 @@
 //!   `Vec::as_mut_ptr`, which makes no reference to the elements, so the handles of
 //!   the tables before it stay valid. Moving a `Vec` (the pending list growing, the
 //!   buffer's box changing hands) does not move its heap buffer.
-//! * **Initialisation.** A value is initialised exactly when its flag is set:
+//! * **Fills.** The parts of a fill cover the table's rows, each row in one part, and
+//!   each part runs once (on one worker): no two write a value or a flag. Until
+//!   [`PendingColumn::filled`] the flags may be stale; it runs after every part has
+//!   finished or panicked (`Pool::for_each_mut` returns only then), before anything can
+//!   settle or drop the column (the system's `Output` is borrowed by the fill meanwhile).
+//!   A part that panicked leaves its values initialised up to an unknown row: for a
+//!   value type without drop glue its flags are cleared (the values are forgotten, which
+//!   leaks nothing); with drop glue the part writes flags as it goes, from zeroed ones.
+//! * **Initialisation.** A value is initialised exactly when its flag is set (in a
+//!   column not marked dense; in a dense one, every value is):
 //!   [`RowWrite::set`] clears the flag before dropping an earlier value and sets it only
 //!   after writing the new one, so a panicking `Drop` leaves the row absent, never
 //!   dropped twice. `settle` and `Drop` read or drop only rows whose flag is set.
@@ -96,6 +112,9 @@ pub(crate) struct PendingColumn<O> {
     present: Vec<u8>,
     /// Flags of the parts held: `present[..used]`.
     used: usize,
+    /// Every value of `..used` is initialised and the flags are not read: a column that
+    /// [`RowWrites::fill`] filled with a value for every row (it then writes no flag).
+    dense: bool,
 }
 
 /// A pending column's values after [`PendingColumn::settle`].
@@ -132,6 +151,53 @@ impl<O> PendingColumn<O> {
             values,
             present,
             used: rows,
+            dense: false,
+        }
+    }
+
+    /// A column for one table of `rows` rows that [`RowWrites::fill`] fills part by part
+    /// (then [`filled`](Self::filled)), in `values` and `present` (spare vectors). Its
+    /// flags are not zeroed: a part that gives every row a value writes none, and one
+    /// that does not writes all of its own. (For an output type with drop glue they are
+    /// zeroed, and set as values are written, so that they are right whenever a part
+    /// panics.)
+    pub(crate) fn unflagged(rows: usize, mut values: Vec<O>, mut present: Vec<u8>) -> Self {
+        values.clear();
+        values.reserve(rows);
+        if std::mem::needs_drop::<O>() {
+            present.clear();
+        }
+        present.resize(rows, 0);
+        PendingColumn {
+            parts: 1,
+            joinable: false,
+            values,
+            present,
+            used: rows,
+            dense: false,
+        }
+    }
+
+    /// After the fills of `parts` (rows `0..used` in order, each filled at most once,
+    /// none running): marks the column dense if every part gave every row a value, else
+    /// makes the flags say which values are initialised — the rows of a part that gave
+    /// every row a value are all set, those of a part that did not finish (it panicked)
+    /// all clear (its values have no drop glue, so forgetting them leaks nothing).
+    pub(crate) fn filled(&mut self, parts: &[FillPart]) {
+        debug_assert!(!self.joinable && self.parts == 1);
+        if parts.iter().all(|p| p.outcome == Outcome::Dense) {
+            self.dense = true;
+            return;
+        }
+        for p in parts {
+            let flags = &mut self.present[p.rows.clone()];
+            match p.outcome {
+                Outcome::Dense => flags.fill(1),
+                Outcome::Flagged => {}
+                Outcome::Unfinished if !std::mem::needs_drop::<O>() => flags.fill(0),
+                // Zeroed when made and set value by value: right as they are.
+                Outcome::Unfinished => {}
+            }
         }
     }
 
@@ -190,16 +256,17 @@ impl<O> PendingColumn<O> {
         let mut values = std::mem::take(&mut self.values);
         let present = std::mem::take(&mut self.present);
         let used = std::mem::take(&mut self.used);
+        let dense = std::mem::take(&mut self.dense);
         // `self` now owns empty vectors and uses no flag: its `Drop` drops nothing.
         let base = values.as_mut_ptr();
         let (mut at, mut kept) = (0usize, 0usize);
         for p in parts {
             let rows = p.rows as usize;
             let flags = &present[at..at + rows];
-            if all_set(flags) {
+            if dense || all_set(flags) {
                 if kept != at {
-                    // SAFETY: elements `at..at + rows` are set, hence initialised (module
-                    // docs), and inside the capacity; `kept < at` (`kept` counts the set
+                    // SAFETY: elements `at..at + rows` are set (or the column dense), hence
+                    // initialised (module docs), and inside the capacity; `kept < at` (`kept` counts the set
                     // elements before `at`), so the destination is inside it too, and
                     // `ptr::copy` allows the overlap. Each value moves once, to a lower
                     // index; its old place is never read again.
@@ -239,6 +306,12 @@ impl<O> Drop for PendingColumn<O> {
             return;
         }
         let base = self.values.as_mut_ptr();
+        if self.dense {
+            // SAFETY: a dense column's values `..used` are all initialised, and the
+            // vector's length is 0, so it will not drop them again.
+            unsafe { ptr::drop_in_place(ptr::slice_from_raw_parts_mut(base, self.used)) };
+            return;
+        }
         for_each_stretch(&self.present[..self.used], |from, len| {
             // SAFETY: rows `from..from + len` are set, so initialised (module docs), and
             // the vector's length is 0, so it will not drop them again. Their flags are
@@ -279,6 +352,34 @@ fn for_each_stretch(present: &[u8], mut f: impl FnMut(usize, usize)) {
             .unwrap_or(rows - from);
         f(from, len);
         at = from + len;
+    }
+}
+
+/// How a part of a [`RowWrites::fill`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Not run, or it panicked.
+    Unfinished,
+    /// Every row got a value; no flag was written.
+    Dense,
+    /// Some row got none; every flag of the part was written.
+    Flagged,
+}
+
+/// Rows `rows` of a table that one job of a fill fills, and how it ended.
+#[derive(Clone, Debug)]
+pub(crate) struct FillPart {
+    pub(crate) rows: std::ops::Range<usize>,
+    pub(crate) outcome: Outcome,
+}
+
+impl FillPart {
+    /// A part of rows `rows`, not run yet.
+    pub(crate) fn new(rows: std::ops::Range<usize>) -> Self {
+        FillPart {
+            rows,
+            outcome: Outcome::Unfinished,
+        }
     }
 }
 
@@ -333,6 +434,89 @@ impl<O> RowWrites<O> {
             _out: PhantomData,
         }
     }
+}
+
+impl<O> RowWrites<O> {
+    /// Gives each row of `part` the value `f(key, row)`, if any, where `key` is the row's
+    /// element of `keys` (the table's entities), and records how it ended:
+    /// [`Outcome::Dense`] without writing a flag while every row gets a value (from the
+    /// first row without one, the flags of the part's rows so far are set, and each
+    /// row's after); if `f` panics, the part stays [`Outcome::Unfinished`]. The caller
+    /// (the fill of `Output::write_each_some`) hands out each row of a table's
+    /// [`PendingColumn::unflagged`] in exactly one part, and calls
+    /// [`PendingColumn::filled`] once every part has run.
+    pub(crate) fn fill<K: Copy>(
+        self,
+        part: &mut FillPart,
+        keys: &[K],
+        f: impl FnMut(K, usize) -> Option<O>,
+    ) {
+        let rows = part.rows.clone();
+        let keys = &keys[rows.clone()];
+        #[cfg(debug_assertions)]
+        assert!(rows.end <= self.rows, "a part inside the table");
+        // SAFETY: rows `rows` are inside the column (`rows.end <= rows` of its table, for
+        // which it has room: module docs), and this part is the only one given them, so
+        // nothing else reads or writes these values and flags while the slices live; the
+        // values may be uninitialised (`MaybeUninit`), the flags are initialised bytes.
+        let (values, present) = unsafe {
+            (
+                std::slice::from_raw_parts_mut(
+                    self.values
+                        .add(rows.start)
+                        .cast::<std::mem::MaybeUninit<O>>(),
+                    rows.len(),
+                ),
+                std::slice::from_raw_parts_mut(self.present.add(rows.start), rows.len()),
+            )
+        };
+        part.outcome = fill_part(values, present, keys, rows.start, f);
+    }
+}
+
+/// The loop of [`RowWrites::fill`]: a function of its own so that `values` and `present`
+/// are `noalias` arguments, and the optimiser keeps `f`'s captures in registers.
+#[inline(never)]
+fn fill_part<O, K: Copy>(
+    values: &mut [std::mem::MaybeUninit<O>],
+    present: &mut [u8],
+    keys: &[K],
+    first: usize,
+    mut f: impl FnMut(K, usize) -> Option<O>,
+) -> Outcome {
+    let n = values.len();
+    // Equal lengths let the optimiser drop the bounds checks below.
+    let (present, keys) = (&mut present[..n], &keys[..n]);
+    let mut at = 0;
+    if !std::mem::needs_drop::<O>() {
+        // No flags while every row has a value.
+        while at < n {
+            let Some(v) = f(keys[at], first + at) else {
+                break;
+            };
+            values[at].write(v);
+            at += 1;
+        }
+        if at == n {
+            return Outcome::Dense;
+        }
+        present[..at].fill(1);
+        present[at] = 0;
+        at += 1;
+    }
+    // Flags for every row from here (with drop glue: zeroed already, set as a value is
+    // written, so a panic leaves them right).
+    while at < n {
+        match f(keys[at], first + at) {
+            Some(v) => {
+                values[at].write(v);
+                present[at] = 1;
+            }
+            None => present[at] = 0,
+        }
+        at += 1;
+    }
+    Outcome::Flagged
 }
 
 /// The write handle of one row for one component type: what a [`Write<C>`](crate::Write)
@@ -597,6 +781,114 @@ mod tests {
             assert_eq!(Rc::strong_count(&token), 4);
         }
         assert_eq!(Rc::strong_count(&token), 1, "every set value dropped once");
+    }
+
+    /// Fills `rows` rows in parts of `size` with `f`, from stale flags (`stale`
+    /// repeated), then settles: the runs and values.
+    fn fill<O>(
+        rows: usize,
+        size: usize,
+        stale: u8,
+        f: impl Fn(usize) -> Option<O>,
+    ) -> (Vec<(u32, u32)>, Vec<O>, bool) {
+        let mut p = PendingColumn::unflagged(rows, Vec::new(), vec![stale; rows + 3]);
+        let base = p.base();
+        let mut parts: Vec<FillPart> = (0..rows.div_ceil(size))
+            .map(|k| FillPart::new(k * size..((k + 1) * size).min(rows)))
+            .collect();
+        let keys: Vec<usize> = (0..rows).collect();
+        for part in &mut parts {
+            base.fill(part, &keys, |k, r| {
+                assert_eq!(k, r);
+                f(r)
+            });
+        }
+        p.filled(&parts);
+        let dense = p.dense;
+        let mut runs = Vec::new();
+        let s = p.settle(&part(rows), |_, r, n| runs.push((r, n)));
+        (runs, s.values, dense)
+    }
+
+    /// A fill where every row gets a value writes no flag and is one whole run; one
+    /// with gaps settles into the stretches a row walk finds, whatever the flags held
+    /// before, with the parts that had no gap set whole.
+    #[test]
+    fn fills_are_dense_or_flagged_by_part() {
+        for stale in [0, 1] {
+            let (runs, values, dense) = fill(20, 8, stale, |r| Some(r as u32));
+            assert!(dense);
+            assert_eq!(runs, vec![(0, 20)]);
+            assert_eq!(values, (0..20).collect::<Vec<u32>>());
+            // Gaps in the second part only (rows 8..16): the first and last parts are
+            // dense and get their flags set.
+            let gap = |r: usize| (r != 9 && r != 12 && r != 13).then(|| format!("v{r}"));
+            let (runs, values, dense) = fill(20, 8, stale, gap);
+            assert!(!dense);
+            assert_eq!(runs, vec![(0, 9), (10, 2), (14, 6)]);
+            let want: Vec<String> = (0..20).filter_map(gap).collect();
+            assert_eq!(values, want);
+            // A first row without a value, and nothing at all.
+            let (runs, _, _) = fill(5, 8, stale, |r| (r > 0).then_some(r));
+            assert_eq!(runs, vec![(1, 4)]);
+            let (runs, values, dense) = fill(5, 2, stale, |_| None::<u8>);
+            assert!(!dense && runs.is_empty() && values.is_empty());
+        }
+    }
+
+    /// A part whose `f` panics leaves the column right: a value type without drop glue
+    /// forgets the part's values, one with drop glue drops each written value once.
+    #[test]
+    fn a_panicking_fill_leaves_the_column_right() {
+        for rows in [6, 9] {
+            let mut p = PendingColumn::<u32>::unflagged(rows, Vec::new(), vec![1; rows]);
+            let base = p.base();
+            let mut parts = [FillPart::new(0..3), FillPart::new(3..rows)];
+            base.fill(&mut parts[0], &[(); 9], |(), r| Some(r as u32));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                base.fill(&mut parts[1], &[(); 9], |(), r| {
+                    if r < 5 { Some(r as u32) } else { panic!() }
+                })
+            }));
+            assert!(r.is_err());
+            assert_eq!(parts[1].outcome, Outcome::Unfinished);
+            p.filled(&parts);
+            let mut runs = Vec::new();
+            let s = p.settle(&part(rows), |_, r, n| runs.push((r, n)));
+            assert_eq!((runs, s.values), (vec![(0, 3)], vec![0, 1, 2]));
+        }
+        let token = Rc::new(());
+        {
+            let mut p = PendingColumn::<Rc<()>>::unflagged(8, Vec::new(), vec![1; 8]);
+            let base = p.base();
+            let mut parts = [FillPart::new(0..4), FillPart::new(4..8)];
+            base.fill(&mut parts[0], &[(); 8], |(), _| Some(token.clone()));
+            let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                base.fill(&mut parts[1], &[(); 8], |(), r| match r {
+                    4 | 6 => Some(token.clone()),
+                    7 => panic!("in the fill"),
+                    _ => None,
+                })
+            }));
+            assert!(r.is_err());
+            p.filled(&parts);
+            assert_eq!(Rc::strong_count(&token), 7);
+        }
+        assert_eq!(
+            Rc::strong_count(&token),
+            1,
+            "every written value dropped once"
+        );
+        // A column whose every row got a value, dropped unsettled, drops every value.
+        {
+            let mut p = PendingColumn::<Rc<()>>::unflagged(3, Vec::new(), Vec::new());
+            let base = p.base();
+            let mut parts = [FillPart::new(0..3)];
+            base.fill(&mut parts[0], &[(); 3], |(), _| Some(token.clone()));
+            p.filled(&parts);
+            assert_eq!(Rc::strong_count(&token), 4);
+        }
+        assert_eq!(Rc::strong_count(&token), 1);
     }
 
     #[test]
