@@ -9,7 +9,7 @@ use crate::{Displace, Impulse, Position, Velocity, dt};
 
 /// Moves every entity with a [`Velocity`]: emits the displacement `velocity * dt` for its
 /// [`Position`] (merged by sum, so a [`Bounds`] correction in the same frame adds to it).
-/// Entities at rest emit nothing. Runs in parallel chunks.
+/// Entities at rest emit nothing. Runs in parallel parts.
 ///
 /// ```
 /// use glam::Vec2;
@@ -29,11 +29,10 @@ pub struct Integrate;
 impl System for Integrate {
     fn run(&mut self, world: &World, out: &mut Output<'_>) {
         let dt = dt(world);
-        // The entity's own `Position`: its row's write handle (two stores a write).
-        out.par_for_each::<(&Velocity, Write<Position>)>(|_, (v, mut pos), _| {
-            if v.0 != Vec2::ZERO {
-                pos.set(Displace(v.0 * dt));
-            }
+        // The entity's own `Position`, in a column per table (one store a write, and no
+        // presence flags while every entity of a part moves).
+        out.write_each_some::<Position, (&Velocity,)>(|_, (v,)| {
+            (v.0 != Vec2::ZERO).then(|| Displace(v.0 * dt))
         });
     }
 
@@ -104,10 +103,8 @@ impl System for Drag {
         if k == 0.0 {
             return;
         }
-        out.par_for_each::<(&Velocity, Write<Velocity>)>(|_, (v, mut dv), _| {
-            if v.0 != Vec2::ZERO {
-                dv.set(Impulse(-v.0 * k));
-            }
+        out.write_each_some::<Velocity, (&Velocity,)>(|_, (v,)| {
+            (v.0 != Vec2::ZERO).then(|| Impulse(-v.0 * k))
         });
     }
 
