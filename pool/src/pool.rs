@@ -324,6 +324,8 @@ impl Pool {
 }
 
 impl Pool {
+    /// Most parts a [`fill`](Self::fill) is split into (the parts live in a stack array).
+    pub const MAX_FILL_PARTS: usize = 64;
     /// Runs `f(k, chunk)` for consecutive chunks of `slice`, `chunk` elements each (the
     /// last may be shorter), spread over the pool; see
     /// [`for_each_index`](Self::for_each_index).
@@ -350,6 +352,19 @@ impl Pool {
         })
     }
 
+    /// How many contiguous parts [`fill`](Self::fill) cuts `len` elements into: as many
+    /// as hold at least `min_part` each, at most four a thread and
+    /// [`MAX_FILL_PARTS`](Self::MAX_FILL_PARTS); 1 (one part, on the calling thread) with
+    /// one thread or a short `len`. For a caller that splits its own work the same way.
+    pub fn fill_parts(&self, len: usize, min_part: usize) -> usize {
+        if self.threads() == 1 {
+            return 1;
+        }
+        (len / min_part.max(1))
+            .min(self.threads() * 4)
+            .clamp(1, Self::MAX_FILL_PARTS)
+    }
+
     /// Replaces the contents of `out` with `f(0), f(1), .., f(len - 1)`, computing
     /// contiguous parts of at least `min_part` elements on different workers. With one
     /// thread (or a short `len`) this is a plain `extend`, so `f` inlines into one loop.
@@ -364,16 +379,14 @@ impl Pool {
         f: F,
     ) -> Result<(), Panicked> {
         out.clear();
-        let parts = (len / min_part.max(1))
-            .min(self.threads() * 4)
-            .min(MAX_FILL_PARTS);
-        if parts <= 1 || self.threads() == 1 {
+        let parts = self.fill_parts(len, min_part);
+        if parts == 1 {
             out.extend((0..len).map(f));
             return Ok(());
         }
         out.reserve(len);
         let part = len.div_ceil(parts);
-        let mut slices: [&mut [MaybeUninit<T>]; MAX_FILL_PARTS] =
+        let mut slices: [&mut [MaybeUninit<T>]; Self::MAX_FILL_PARTS] =
             std::array::from_fn(|_| -> &mut [MaybeUninit<T>] { &mut [] });
         let mut n = 0;
         for (k, s) in out.spare_capacity_mut()[..len].chunks_mut(part).enumerate() {
@@ -412,9 +425,6 @@ fn fill_part<T, F: Fn(usize) -> T>(spare: &mut [MaybeUninit<T>], base: usize, f:
         element.write(f(base + j));
     }
 }
-
-/// Most parts a [`Pool::fill`] is split into (the parts live in a stack array).
-const MAX_FILL_PARTS: usize = 64;
 
 thread_local! {
     /// Time this thread spent running other batches' jobs while it waited for its own

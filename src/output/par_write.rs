@@ -5,15 +5,12 @@ use super::{Chunk, Output, SystemOutputs};
 use crate::component::Component;
 use crate::entity::Entity;
 use crate::output::buffer::row_writes::FillPart;
+use crate::pool::Pool;
 use crate::query::{QueryData, QueryOut, QueryState, With, keeps};
 
 /// Rows per part below which [`Output::write_each`] does not split a table over workers.
 // Under Miri, tiny parts so that tests with a few dozen rows still take the parallel path.
 const FILL_PART: usize = if cfg!(miri) { 8 } else { 16 * 1024 };
-
-/// Most parts [`Output::write_each_some`] splits one table into (they live in a stack
-/// array).
-const MAX_FILL_PARTS: usize = 64;
 
 /// Rows below which [`Output::par_for_each`] does not make a chunk of its own.
 const MIN_CHUNK: usize = if cfg!(miri) { 4 } else { 64 };
@@ -64,12 +61,8 @@ impl<'w> Output<'w> {
     ) {
         let world = self.world;
         if Q::FILTERS_ROWS {
-            // `Changed` / `Added` keep some rows only: no whole column of values to fill,
-            // so the plain write loop (same outputs, same order).
-            for (e, (item, ())) in world.query::<(Q, With<C>)>() {
-                let v = f(e, item);
-                self.write::<C>(e, v);
-            }
+            // `Changed` / `Added` keep some rows only: no whole column of values to fill.
+            self.write_each_by_handle::<C, Q>(|e, item| Some(f(e, item)));
             return;
         }
         let pool = self.pool;
@@ -150,17 +143,11 @@ impl<'w> Output<'w> {
     ) {
         let world = self.world;
         if Q::FILTERS_ROWS {
-            // `Changed` / `Added` keep some rows only: the plain write loop (same
-            // outputs, same order).
-            for (e, (item, ())) in world.query::<(Q, With<C>)>() {
-                if let Some(v) = f(e, item) {
-                    self.write::<C>(e, v);
-                }
-            }
+            // `Changed` / `Added` keep some rows only: no whole column to fill.
+            self.write_each_by_handle::<C, Q>(f);
             return;
         }
         let pool = self.pool;
-        let threads = pool.threads();
         let (state, tables) = QueryState::<(Q, With<C>)>::shared(world.storage());
         let id = state.elements.1;
         let buf = self.bufs.typed::<C>(id);
@@ -174,14 +161,10 @@ impl<'w> Output<'w> {
             }
             let col = table.column(id).expect("the query requires C");
             let base = buf.fill_rows(col, rows);
-            // As `Pool::fill` splits: parts of at least `FILL_PART` rows, four a worker.
-            let n = if threads == 1 {
-                1
-            } else {
-                (rows / FILL_PART).clamp(1, (threads * 4).min(MAX_FILL_PARTS))
-            };
+            // Split as `Pool::fill` splits `write_each`'s tables.
+            let n = pool.fill_parts(rows, FILL_PART);
             let size = rows.div_ceil(n);
-            let mut parts: [FillPart; MAX_FILL_PARTS] = std::array::from_fn(|k| {
+            let mut parts: [FillPart; Pool::MAX_FILL_PARTS] = std::array::from_fn(|k| {
                 FillPart::new((k * size).min(rows)..((k + 1) * size).min(rows))
             });
             let f = &f;
@@ -205,6 +188,20 @@ impl<'w> Output<'w> {
             }
         }
         self.reset_cursors();
+    }
+
+    /// The plain write loop that [`write_each`](Self::write_each) and
+    /// [`write_each_some`](Self::write_each_some) stand for (the same outputs, in the
+    /// same order), which they take for a `Q` with a row filter.
+    fn write_each_by_handle<C: Component, Q: QueryData>(
+        &mut self,
+        f: impl Fn(Entity, Q::Item<'w>) -> Option<C::Output>,
+    ) {
+        for (e, (item, ())) in self.world.query::<(Q, With<C>)>() {
+            if let Some(v) = f(e, item) {
+                self.write::<C>(e, v);
+            }
+        }
     }
 
     /// Runs `f` for every entity matching `Q`, in parallel chunks on the worker pool.
