@@ -1,7 +1,8 @@
 //! Edits made between frames ([`Runtime::edit`]) are part of a replay: written into the
 //! frame after them (format version 13; a replay without edits is version 12, as before
-//! edits existed), applied again when played, so the replay reproduces them. Edit records that lie are
-//! refused, when read or when played, and never panic or allocate by a lying count.
+//! edits existed), applied again when played, so the replay reproduces them. Edit
+//! records that lie are refused, when read or when played, and never panic or allocate
+//! by a lying count.
 
 use super::sections;
 
