@@ -32,6 +32,13 @@ pub struct RuntimeSnapshot {
     world: Snapshot,
     frame: u64,
     time: Option<Time>,
+    /// The checksum's block digests [`Runtime::save_into`] computed for this state, by
+    /// block, with the stamp of the rows each is of: a restore hands them to the
+    /// runtime, so that the checksum or save that follows it digests only what changed
+    /// since (a stamp names one content for the life of the process, so a digest stays
+    /// true of its stamp whatever happened since). Empty from
+    /// [`Runtime::snapshot_into`].
+    digests: Vec<(Piece, (u64, u64))>,
 }
 
 impl RuntimeSnapshot {
@@ -216,6 +223,7 @@ impl Runtime {
     /// # Errors
     /// As [`World::snapshot`].
     pub fn snapshot_into(&self, into: &mut RuntimeSnapshot) -> Result<(), SnapshotError> {
+        into.digests.clear();
         self.world.snapshot_into(&mut into.world)?;
         into.frame = self.frame;
         into.time = self.world.get_resource::<Time>().copied();
@@ -227,6 +235,12 @@ impl Runtime {
     /// tables' entity lists, one per component type its columns (the biggest first), and
     /// one per block of the checksum digests it; the jobs run on the workers for a large
     /// world. Returns the checksum, the same value as [`checksum`](Self::checksum).
+    ///
+    /// The snapshot keeps the blocks' digests too: a [`restore`](Self::restore) of it
+    /// hands them back, so that the checksum or save right after digests only the blocks
+    /// changed since it was saved. A rollback session saves the frame it has just loaded
+    /// (ggrs asks for it), into the entry it loaded it from: that save then copies and
+    /// digests nothing.
     ///
     /// ```
     /// # use runsync::prelude::*;
@@ -266,10 +280,13 @@ impl Runtime {
                 }
             });
         // Not digested only if the snapshot was refused before the copy began.
+        into.digests.clear();
         if digested {
             Self::keep_digests(&mut d);
         }
         saved?;
+        into.digests
+            .extend(d.known.iter().map(|(&piece, &kept)| (piece, kept)));
         into.frame = self.frame;
         into.time = self.world.get_resource::<Time>().copied();
         Ok(self
@@ -300,6 +317,13 @@ impl Runtime {
     pub fn try_restore(&mut self, snapshot: &RuntimeSnapshot) -> Result<(), SnapshotError> {
         self.world.try_restore(&snapshot.world)?;
         self.frame = snapshot.frame;
+        // The restored rows have the stamps they had when the snapshot was saved, so the
+        // digests it keeps of them hold again.
+        let d = self
+            .digests
+            .get_mut()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        d.known.extend(snapshot.digests.iter().copied());
         match (snapshot.time, self.world.get_resource_mut::<Time>()) {
             (Some(t), Some(now)) => *now = t,
             (Some(t), None) => self.world.insert_resource(t),

@@ -448,10 +448,16 @@ mod incremental {
                 "restored the state before frame {first} at {workers} workers"
             );
             assert_eq!(rt.world().checksum(), reference[first as usize]);
+            // The digests a `save_into` kept with the entry serve the checksum now.
+            assert_eq!(
+                rt.checksum(),
+                reference[first as usize],
+                "checksum after restore"
+            );
             for again in first..=f {
-                if again > first {
-                    saved[again as usize] = save(&mut rt, &mut ring, again);
-                }
+                // As ggrs asks: the loaded frame is saved again (into the entry it came
+                // from), then each re-run frame.
+                saved[again as usize] = save(&mut rt, &mut ring, again);
                 run(&mut rt, confirmed(g, again));
             }
             assert_eq!(
@@ -490,6 +496,61 @@ mod incremental {
                 let rollbacks = play(&g, workers, &reference);
                 prop_assert_eq!(rollbacks > 0, !g.mispredicted.is_empty());
             }
+        }
+    }
+
+    /// A snapshot keeps the digests its `save_into` computed, and a restore hands them on:
+    /// into another runtime of the same game, and not when `snapshot_into` has since
+    /// written the snapshot anew; each checksum after a restore equals a full digest.
+    #[test]
+    fn digests_kept_with_a_save_serve_the_checksum_after_a_restore() {
+        let g = Game {
+            seed: 5,
+            walls: 20_000,
+            movers: 150,
+            frames: 40,
+            mispredicted: Vec::new(),
+        };
+        for workers in [1, 2, 8] {
+            let mut rt = build(&g, workers);
+            for f in 0..5 {
+                run(&mut rt, confirmed(&g, f));
+            }
+            let mut kept = RuntimeSnapshot::new();
+            let at_five = rt.save_into(&mut kept).unwrap();
+            assert_eq!(at_five, rt.world().checksum());
+            for f in 5..12 {
+                run(&mut rt, confirmed(&g, f));
+            }
+            // Another runtime, elsewhere in the same game.
+            let mut other = build(&g, workers);
+            run(&mut other, 7);
+            assert_ne!(other.checksum(), at_five);
+            other.restore(&kept);
+            assert_eq!(
+                other.checksum(),
+                at_five,
+                "{workers} workers, another runtime"
+            );
+            assert_eq!(other.world().checksum(), at_five);
+            rt.restore(&kept);
+            assert_eq!(
+                rt.checksum(),
+                at_five,
+                "{workers} workers, the same runtime"
+            );
+            // Ahead again, then the snapshot written anew without digests.
+            run(&mut rt, confirmed(&g, 5));
+            let at_six = rt.world().checksum();
+            rt.snapshot_into(&mut kept).unwrap();
+            run(&mut rt, confirmed(&g, 6));
+            rt.restore(&kept);
+            assert_eq!(
+                rt.checksum(),
+                at_six,
+                "{workers} workers, after snapshot_into"
+            );
+            assert_eq!(rt.world().checksum(), at_six);
         }
     }
 
