@@ -355,6 +355,9 @@ pub(crate) struct Entities {
     /// Slots [`place`](Self::place)d (taken off no list yet): see
     /// [`unlist_placed`](Self::unlist_placed). Empty between operations: not world state.
     placed: Vec<u32>,
+    /// Which blocks of slots the last [`load`](Self::load) copied: its scratch, kept for
+    /// the memory. Not world state.
+    loaded: Vec<bool>,
     /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
     #[cfg(test)]
     limit: Option<usize>,
@@ -401,6 +404,146 @@ impl Clone for Entities {
         #[cfg(test)]
         {
             self.limit = src.limit;
+        }
+    }
+}
+
+/// What a snapshot keeps of the [`Entities`] allocator: each slot's generation, not its
+/// location. A live entity's location is its table and row, which the snapshot's tables
+/// keep already, so [`Entities::load`] rebuilds locations from them, and a save copies a
+/// third of the bytes. Blocks are skipped by stamp as [`Slots`] copies do.
+#[derive(Default)]
+pub(crate) struct SavedEntities {
+    generations: Vec<NonZeroU32>,
+    /// The stamp of each block of `generations` when it was copied (0: none).
+    stamps: Vec<u64>,
+    free: Vec<u32>,
+    alive: usize,
+    retired: usize,
+    reserved: Vec<Reservation>,
+    lane_base: u32,
+    lanes: u32,
+    #[cfg(test)]
+    limit: Option<usize>,
+}
+
+impl SavedEntities {
+    /// Number of live entities.
+    pub(crate) fn len(&self) -> usize {
+        self.alive
+    }
+}
+
+impl Entities {
+    /// Copies the allocator's state into `to`, skipping each block of slots whose stamp
+    /// `to` already holds: no allocation when `to`'s vectors are large enough.
+    pub(crate) fn save(&self, to: &mut SavedEntities) {
+        let metas = self.slots.as_slice();
+        let n = metas.len();
+        to.generations.truncate(n);
+        to.stamps.truncate(self.slots.stamps.len());
+        to.stamps.resize(self.slots.stamps.len(), 0);
+        for (b, saved) in to.stamps.iter_mut().enumerate() {
+            let name = self.slots.stamp(b);
+            if same(*saved, name) {
+                continue;
+            }
+            let range = b * SLOT_BLOCK..((b + 1) * SLOT_BLOCK).min(n);
+            let common = range.end.min(to.generations.len());
+            for (g, m) in to.generations[range.start..common]
+                .iter_mut()
+                .zip(&metas[range.start..common])
+            {
+                *g = m.generation;
+            }
+            to.generations.extend(
+                metas[common.max(range.start)..range.end]
+                    .iter()
+                    .map(|m| m.generation),
+            );
+            *saved = name;
+        }
+        debug_assert_eq!(to.generations.len(), n);
+        to.free.clone_from(&self.free);
+        to.alive = self.alive;
+        to.retired = self.retired;
+        to.reserved.clone_from(&self.reserved);
+        to.lane_base = self.lane_base;
+        to.lanes = self.lanes;
+        #[cfg(test)]
+        {
+            to.limit = self.limit;
+        }
+    }
+
+    /// Makes the allocator what `from` was saved from, given the tables' entity lists
+    /// as restored (`(table, entities)`, rows in order): each block of slots whose stamp
+    /// differs from `from`'s gets its generations back, and its live slots their
+    /// locations from the tables.
+    pub(crate) fn load<'t>(
+        &mut self,
+        from: &SavedEntities,
+        tables: impl Iterator<Item = (u32, &'t [Entity])>,
+    ) {
+        let n = from.generations.len();
+        let slots = &mut self.slots;
+        slots.metas.truncate(n);
+        slots.stamps.truncate(from.stamps.len());
+        slots.stamps.resize_with(from.stamps.len(), Stamp::default);
+        let copied = &mut self.loaded;
+        copied.clear();
+        copied.resize(from.stamps.len(), false);
+        let mut any = false;
+        for (b, (mine, &theirs)) in slots.stamps.iter_mut().zip(&from.stamps).enumerate() {
+            if same(mine.peek(), theirs) {
+                continue;
+            }
+            let range = b * SLOT_BLOCK..((b + 1) * SLOT_BLOCK).min(n);
+            let meta = |g: &NonZeroU32| EntityMeta {
+                generation: *g,
+                location: Location::NONE,
+            };
+            let common = range.end.min(slots.metas.len());
+            for (m, g) in slots.metas[range.start..common]
+                .iter_mut()
+                .zip(&from.generations[range.start..common])
+            {
+                *m = meta(g);
+            }
+            slots.metas.extend(
+                from.generations[common.max(range.start)..range.end]
+                    .iter()
+                    .map(meta),
+            );
+            mine.set(theirs);
+            copied[b] = true;
+            any = true;
+        }
+        debug_assert_eq!(slots.metas.len(), n);
+        if any {
+            for (table, entities) in tables {
+                for (row, e) in entities.iter().enumerate() {
+                    let i = e.index as usize;
+                    if copied[i / SLOT_BLOCK] {
+                        slots.metas[i].location = Location {
+                            table,
+                            row: row as u32,
+                        };
+                    }
+                }
+            }
+        }
+        self.free.clone_from(&from.free);
+        self.alive = from.alive;
+        self.retired = from.retired;
+        self.reserved.clone_from(&from.reserved);
+        self.lane_base = from.lane_base;
+        self.lanes = from.lanes;
+        self.undo.deltas.clear();
+        self.undo.dropped.clear();
+        #[cfg(test)]
+        {
+            self.limit = from.limit;
         }
     }
 }
@@ -853,6 +996,7 @@ impl Entities {
             lanes,
             undo: ReserveUndo::default(),
             placed: Vec::new(),
+            loaded: Vec::new(),
             #[cfg(test)]
             limit: None,
         }

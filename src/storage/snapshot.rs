@@ -1,8 +1,10 @@
 //! Copies of the whole storage (snapshot and restore), its checksum, and the first
 //! difference between two storages.
 //!
-//! A [`StorageSnapshot`] mirrors the storage: the entity allocator, each table's type set
-//! and entity list (in creation order), and each type's columns. Restoring first makes the
+//! A [`StorageSnapshot`] mirrors the storage: the entity allocator (each slot's generation
+//! but not its location, which is its entity's table and row: a restore rebuilds it from
+//! the entity lists, see [`SavedEntities`]), each table's type set and entity list (in
+//! creation order), and each type's columns. Restoring first makes the
 //! table list equal to the snapshot's — tables created after the snapshot are dropped
 //! (with their match-cache entries and columns), missing ones are created in the
 //! snapshot's order — so table ids, the match cache and query order are exactly those of
@@ -22,7 +24,7 @@ use super::Storage;
 use super::table::TableId;
 use crate::checksum::{BLOCK, Checksummer, Desync, Version, digest_values, digest_words};
 use crate::component::ComponentId;
-use crate::entity::{Entities, Entity, SLOT_BLOCK};
+use crate::entity::{Entities, Entity, SLOT_BLOCK, SavedEntities};
 use crate::stamp::same;
 
 /// A copy of a [`Storage`]; see the module docs.
@@ -30,7 +32,7 @@ use crate::stamp::same;
 pub(crate) struct StorageSnapshot {
     /// The registered types, by id, so a restore can check it has the same ones.
     types: Vec<(TypeId, &'static str)>,
-    entities: Entities,
+    entities: SavedEntities,
     /// Per table, in creation order: its sorted types, its entities and their
     /// [stamp](crate::stamp).
     tables: Vec<SavedTable>,
@@ -76,7 +78,7 @@ impl Storage {
                 return Err(ComponentId(i as u32));
             }
         }
-        into.entities.clone_from(&self.entities);
+        self.entities.save(&mut into.entities);
         self.save_tables(&mut into.tables);
         Ok(())
     }
@@ -139,7 +141,7 @@ impl Storage {
         let types = self.columns.len();
         if jobs.len() != types + 2 {
             jobs.clear();
-            jobs.push(SaveJob::Allocator(Entities::default()));
+            jobs.push(SaveJob::Allocator(SavedEntities::default()));
             jobs.push(SaveJob::Tables(Vec::new()));
             jobs.extend((0..types).map(|c| SaveJob::Type {
                 c: ComponentId(c as u32),
@@ -168,7 +170,7 @@ impl Storage {
             digest: 0,
         }));
         let ran = run(jobs, &|job: &mut SaveJob| match job {
-            SaveJob::Allocator(e) => e.clone_from(&self.entities),
+            SaveJob::Allocator(e) => self.entities.save(e),
             SaveJob::Tables(t) => self.save_tables(t),
             SaveJob::Type { c, dst, saved } => *saved = self.columns[c.index()].save(dst),
             SaveJob::Digest { piece, digest, .. } => {
@@ -232,7 +234,11 @@ impl Storage {
                 table.unsorted = true;
             }
         }
-        this.entities.clone_from(&from.entities);
+        let tables = &this.tables;
+        this.entities.load(
+            &from.entities,
+            (0..tables.len() as TableId).map(|t| (t, tables.get(t).entities())),
+        );
         for (c, saved) in this.columns.iter_mut().zip(&from.columns) {
             c.flush_graveyard();
             c.load(&**saved.as_ref().expect("checked above"));
@@ -681,7 +687,7 @@ pub(crate) type RunJobs<'a> =
 /// One job of [`Storage::save_digesting`].
 pub(crate) enum SaveJob {
     /// Copy the allocator into the snapshot's, moved here for the copy.
-    Allocator(Entities),
+    Allocator(SavedEntities),
     /// Copy the tables' entity lists into the snapshot's, moved here for the copy.
     Tables(Vec<SavedTable>),
     /// Copy type `c`'s columns into the snapshot's (`dst`, moved here for the copy);

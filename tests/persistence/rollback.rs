@@ -588,6 +588,12 @@ mod incremental {
                     None,
                     "{depth} frames back at {workers} workers"
                 );
+                // Each live entity is found by its handle where its table holds it: the
+                // restore rebuilt the allocator's locations from the tables.
+                let world = rt.world();
+                for (e, (p,)) in world.query::<(&P,)>() {
+                    assert_eq!(world.get::<P>(e), Some(p), "{depth} frames back, {e:?}");
+                }
                 // Run on to frame 30 again from there (overwriting nothing).
                 for f in at..30 {
                     run(&mut rt, confirmed(&g, f));
