@@ -449,9 +449,10 @@ impl World {
     /// [`System`](crate::System)) is not part of the world: keep what must roll back in
     /// components or resources.
     ///
-    /// Cost: a `clone_from` of every saved vector into this world's: no allocation when
-    /// the world has the snapshot's shape (same tables, capacity for the rows); values
-    /// replaced are dropped.
+    /// Cost: a `clone_from` of every saved vector into this world's that differs from it,
+    /// and the entities' locations rebuilt from the tables where the allocator changed: no
+    /// allocation when the world has the snapshot's shape (same tables, capacity for the
+    /// rows); values replaced are dropped.
     ///
     /// ```
     /// # use runsync::prelude::*;
