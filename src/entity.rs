@@ -355,9 +355,6 @@ pub(crate) struct Entities {
     /// Slots [`place`](Self::place)d (taken off no list yet): see
     /// [`unlist_placed`](Self::unlist_placed). Empty between operations: not world state.
     placed: Vec<u32>,
-    /// Which blocks of slots the last [`load`](Self::load) copied: its scratch, kept for
-    /// the memory. Not world state.
-    loaded: Vec<bool>,
     /// Slot-count limit below `MAX_SLOTS`, for tests of index exhaustion.
     #[cfg(test)]
     limit: Option<usize>,
@@ -490,9 +487,6 @@ impl Entities {
         slots.metas.truncate(n);
         slots.stamps.truncate(from.stamps.len());
         slots.stamps.resize_with(from.stamps.len(), Stamp::default);
-        let copied = &mut self.loaded;
-        copied.clear();
-        copied.resize(from.stamps.len(), false);
         let mut any = false;
         for (b, (mine, &theirs)) in slots.stamps.iter_mut().zip(&from.stamps).enumerate() {
             if same(mine.peek(), theirs) {
@@ -516,16 +510,17 @@ impl Entities {
                     .map(meta),
             );
             mine.set(theirs);
-            copied[b] = true;
             any = true;
         }
         debug_assert_eq!(slots.metas.len(), n);
+        // A live entity of a block copied just now has no location yet; one of a block
+        // skipped has the one it had when saved, its place in the tables now.
         if any {
             for (table, entities) in tables {
                 for (row, e) in entities.iter().enumerate() {
-                    let i = e.index as usize;
-                    if copied[i / SLOT_BLOCK] {
-                        slots.metas[i].location = Location {
+                    let meta = &mut slots.metas[e.index as usize];
+                    if meta.location == Location::NONE {
+                        meta.location = Location {
                             table,
                             row: row as u32,
                         };
@@ -996,7 +991,6 @@ impl Entities {
             lanes,
             undo: ReserveUndo::default(),
             placed: Vec::new(),
-            loaded: Vec::new(),
             #[cfg(test)]
             limit: None,
         }

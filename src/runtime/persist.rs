@@ -323,7 +323,10 @@ impl Runtime {
             .digests
             .get_mut()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        d.known.extend(snapshot.digests.iter().copied());
+        // One by one: `extend` would reserve room for them all, though most are known.
+        for &(piece, kept) in &snapshot.digests {
+            d.known.insert(piece, kept);
+        }
         match (snapshot.time, self.world.get_resource_mut::<Time>()) {
             (Some(t), Some(now)) => *now = t,
             (Some(t), None) => self.world.insert_resource(t),
