@@ -8,7 +8,7 @@
 //!    output buffers, so every enabled system runs at once; adding one never serialises
 //!    the others.
 //! 3. **Fast where every frame pays:** query iteration over SoA columns; output writes
-//!    keyed in Run (a write in a query loop is a handle compare and a `Vec::push`); a Sync
+//!    keyed in Run (a write in a query loop is a handle compare and a store); a Sync
 //!    that folds runs of rows straight into columns, types and row ranges in parallel,
 //!    with no sort for outputs emitted in query order.
 //! 4. **Safe to embed.** A panicking system fails its frame, not the world; no safe code a

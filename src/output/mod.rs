@@ -38,7 +38,9 @@ use crate::world::World;
 struct CachedType<'w> {
     ty: TypeId,
     id: ComponentId,
-    cursor: RowCursor<'w>,
+    /// The next in-order write's row and slot, for the value type of `ty` (a cursor's
+    /// slot points into the buffer, so it goes and is forgotten with `buf`).
+    cursor: RowCursor<'w, ()>,
     /// The buffer of type `ty`, or none: set by `write` from `bufs`; forgotten (by
     /// `reset_cursors`, or `writer` for its type) whenever anything else reaches the
     /// buffers, before the next plain write, so it is only ever used while it is the one
@@ -64,8 +66,8 @@ struct CachedType<'w> {
 /// | path | use it for | what one write costs |
 /// |---|---|---|
 /// | [`Output::query`] with [`Write<C>`](crate::Write) elements | everything an entity computes for itself: the loop to write first | two stores (value, presence flag) |
-/// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a `Vec::push` |
-/// | [`Output::writer`] | many handle writes of one type | a handle compare and a `Vec::push` |
+/// | [`Output::write`] in a `for` over [`World::query`] | writes to other entities, by handle | a type check against the last four types written, a handle compare, a store into room kept ahead |
+/// | [`Output::writer`] | many handle writes of one type | a handle compare and a store into room kept ahead, all in registers |
 /// | [`Output::write_each`] | "every entity with `C` gets `f(..)`", in parallel parts | a store into a whole column |
 /// | [`Output::write_each_some`] | "each entity with `C` where `f(..)` is `Some`", in parallel parts | a store into a column; a flag too, in a part with a `None` |
 /// | [`Output::par_for_each`] | the `query` loop in parallel chunks (its `out` for other writes) | a row write as in `query`, on every worker |
@@ -181,8 +183,9 @@ impl<'w> Output<'w> {
     /// Emits `value` for component `C` of entity `e`, to be merged in Sync.
     ///
     /// Cost: in a loop over [`World::query`] that writes the entity it visits, a type check
-    /// against the last four types written, a handle compare and a `Vec::push`; any
-    /// other target costs one entity lookup more. See
+    /// against the last four types written, a handle compare and a store into room the
+    /// buffer keeps ahead (the cursor's bound covers both the table's rows and that room,
+    /// so one check serves both); any other target costs one entity lookup more. See
     /// [which write path when](Output#which-write-path-when).
     ///
     /// If `e` is dead or has no `C`, the write is dropped and counted in
@@ -210,7 +213,35 @@ impl<'w> Output<'w> {
     /// `C`'s.
     #[inline(always)]
     fn write_cached<C: Component>(&mut self, i: usize, e: Entity, value: C::Output) {
+        // One way to the cached type, kept across the cold call (not `self` and an index).
         let cached = &mut self.cached[i];
+        // SAFETY: the cached cursor is `C`'s (made by `resume_cached` for the cached type,
+        // whose `ty` is `C`'s, and forgotten with the type).
+        let cursor = unsafe { cached.cursor.cast_mut::<C::Output>() };
+        if !cursor.advance(e) && !Self::resume_cached::<C>(cached, self.bufs, self.world, e) {
+            return; // dropped (and counted)
+        }
+        // SAFETY: a cursor that lets a row through was made by `resume_cached`, which set
+        // `buf` first, from `typed::<C>` for this type; the buffer's box stays in `bufs`
+        // for the life of this `Output`; and every other way to the buffers forgets `buf`
+        // and the cursor together before the next plain write (see `CachedType::buf`).
+        unsafe {
+            let buf = cached.buf.get_unchecked::<C>();
+            buf.push_at(cached.cursor.cast_mut(), value);
+        }
+    }
+
+    /// A plain write of `C` (cached type `i`) that its cursor did not let through: finds
+    /// the buffer if this is the run's first, then resumes the cursor there (see
+    /// `OutBuf::resume`). Whether the write goes on at the cursor's slot.
+    #[cold]
+    #[inline(never)]
+    fn resume_cached<C: Component>(
+        cached: &mut CachedType<'w>,
+        bufs: &mut SystemOutputs,
+        world: &'w World,
+        e: Entity,
+    ) -> bool {
         // SAFETY: `cached.buf` is only set below, from `typed::<C>` for this type, whose
         // `ty` is `C`'s (the caller compared it; `ty` and `buf` are set together in
         // `remember`, which clears `buf`); the buffer's
@@ -221,22 +252,19 @@ impl<'w> Output<'w> {
             None => {
                 // The first plain write of `C` in this run: every later one uses the
                 // address, so this one does too (one way to the buffer, not two).
-                cached.buf = BufAddr::of(self.bufs.typed::<C>(cached.id));
+                cached.buf = BufAddr::of(bufs.typed::<C>(cached.id));
                 // SAFETY: as above; the address was made just now.
                 unsafe { cached.buf.get::<C>() }.expect("just set")
             }
         };
-        buf.write(
-            self.world.storage(),
-            cached.id,
-            &mut cached.cursor,
-            e,
-            value,
-        );
+        // SAFETY: the cursor is `C`'s (see `write_cached`).
+        let cursor = unsafe { cached.cursor.cast_mut::<C::Output>() };
+        buf.resume_cursor(world.storage(), cached.id, cursor, e)
     }
 
     /// A writer for one component type, for hot loops: each [`Writer::write`] is a handle
-    /// compare and a `Vec::push` (no type check).
+    /// compare and a store (no type check), with the cursor and the buffer's room held in
+    /// the writer (in registers, in a loop) rather than in `out`.
     ///
     /// # Panics
     /// If `C` is not registered.
@@ -253,8 +281,10 @@ impl<'w> Output<'w> {
         // The writer reaches the buffer its own way.
         cached.buf = BufAddr::NONE;
         Writer {
+            // SAFETY: the cursor was made for `C`'s buffer (the cached type is `C`), which
+            // nothing changed since: the writer's write goes on where the plain one left.
+            cursor: unsafe { cursor.cast() },
             buf: self.bufs.typed::<C>(cached.id),
-            cursor,
             world: self.world,
             id: cached.id,
         }
@@ -622,7 +652,7 @@ writer_set!(A a, B b, C c, D d);
 /// A typed writer for one component type; see [`Output::writer`].
 pub struct Writer<'o, 'w, C: Component> {
     buf: &'o mut OutBuf<C>,
-    cursor: RowCursor<'w>,
+    cursor: RowCursor<'w, C::Output>,
     world: &'w World,
     id: ComponentId,
 }

@@ -48,4 +48,14 @@ impl BufAddr {
         // ended the uniqueness of this one.
         self.0.map(|p| unsafe { p.cast::<OutBuf<C>>().as_mut() })
     }
+
+    /// The buffer, known to have an address.
+    ///
+    /// # Safety
+    /// As for [`get`](Self::get), and `self` is not [`NONE`](Self::NONE).
+    #[inline(always)]
+    pub(crate) unsafe fn get_unchecked<'a, C: Component>(self) -> &'a mut OutBuf<C> {
+        // SAFETY: the caller's contract, as for `get`; `self.0` is `Some`.
+        unsafe { self.0.unwrap_unchecked().cast::<OutBuf<C>>().as_mut() }
+    }
 }

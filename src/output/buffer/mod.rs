@@ -39,6 +39,7 @@ pub(crate) mod addr;
 pub(crate) mod row_writes;
 
 use std::any::TypeId;
+use std::marker::PhantomData;
 
 use crate::commands::CommandList;
 use crate::component::{Component, ComponentId};
@@ -66,25 +67,95 @@ pub(crate) struct Segment<O> {
     pub(crate) runs_end: u32,
 }
 
-/// Where the next in-order write of a query loop would go: the entity list of the table
-/// being written and the next row. A write whose target is `rows[next]` extends the current
-/// run with one `Vec::push`, with no lookup (comparing the full handle, generation included,
-/// proves the target alive and in that row).
-#[derive(Clone, Copy)]
-pub(crate) struct RowCursor<'w> {
-    rows: &'w [Entity],
-    next: usize,
+/// Where the next in-order write of a query loop goes, and where its value goes: the
+/// entity in the table's next row, the slot in the buffer's room, and how far both go
+/// without a check of their own.
+///
+/// A write whose target is the entity at `next` extends the current run with no lookup
+/// (comparing the full handle, generation included, proves the target alive and in that
+/// row). `end` is the nearer of the table's end and the end of the buffer's room, so such
+/// a write (with `next` short of `end`) has a slot waiting at `dst`: the hot path is one
+/// bound check, one handle compare, a store and a length bump. Reaching `end` sends the
+/// write to [`OutBuf::resume`], which grows the room or starts a run elsewhere.
+///
+/// `dst` points into the buffer's open segment as it was when the cursor was made: a
+/// cursor is only used with its own buffer, and forgotten whenever anything else changes
+/// that buffer (see `Output`'s cached types).
+#[repr(C)] // the same layout for every `O`: see `cast_mut`
+pub(crate) struct RowCursor<'w, O> {
+    /// The next row's entity.
+    next: *const Entity,
+    /// Where in-order writes stop being free: the table's end, or the room's.
+    end: *const Entity,
+    /// The table's end.
+    rows_end: *const Entity,
+    /// Where the next value goes: the open segment's spare room.
+    dst: *mut O,
+    /// The entity list `next` walks is the storage's, borrowed for `'w`.
+    rows: PhantomData<&'w [Entity]>,
 }
 
-impl RowCursor<'_> {
-    /// A cursor that matches nothing (the next write resolves its target).
-    pub(crate) const NONE: RowCursor<'static> = RowCursor { rows: &[], next: 0 };
+// By hand: a derive would ask `O: Copy`, and the cursor only points at values.
+impl<O> Clone for RowCursor<'_, O> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
 
-    /// Whether `e` is the entity in the next row; if so, moves past it.
+impl<O> Copy for RowCursor<'_, O> {}
+
+// SAFETY: a cursor reads the storage's entity list (`Entity` is plain data, shared for
+// `'w`) and writes values of type `O` into a buffer that whoever holds the cursor holds
+// uniquely (a writer's `&mut OutBuf`, an `Output`'s own buffers): sending it sends the
+// right to write `O`s, which `O: Send` allows. Sharing one lets nothing be done through
+// the shared reference (every use takes `&mut`).
+unsafe impl<O: Send> Send for RowCursor<'_, O> {}
+// SAFETY: as above.
+unsafe impl<O: Send> Sync for RowCursor<'_, O> {}
+
+impl<'w, O> RowCursor<'w, O> {
+    /// A cursor that matches nothing (the first write resolves its target).
+    pub(crate) const NONE: Self = RowCursor {
+        next: std::ptr::null(),
+        end: std::ptr::null(),
+        rows_end: std::ptr::null(),
+        dst: std::ptr::null_mut(),
+        rows: PhantomData,
+    };
+
+    /// The same cursor for values of type `P`.
+    ///
+    /// # Safety
+    /// A cursor is only used with the buffer it was made for: `P` must be that buffer's
+    /// value type (or the cursor kept, not used, until cast back to it).
+    pub(crate) unsafe fn cast<P>(self) -> RowCursor<'w, P> {
+        RowCursor {
+            next: self.next,
+            end: self.end,
+            rows_end: self.rows_end,
+            dst: self.dst.cast(),
+            rows: PhantomData,
+        }
+    }
+
+    /// [`cast`](Self::cast) in place.
+    ///
+    /// # Safety
+    /// As for `cast`.
+    pub(crate) unsafe fn cast_mut<P>(&mut self) -> &mut RowCursor<'w, P> {
+        // SAFETY: `RowCursor` is `repr(C)` with fields whose layout does not depend on
+        // `O` (thin pointers and a `PhantomData`); the caller keeps the value type right.
+        unsafe { &mut *(self as *mut Self).cast::<RowCursor<'w, P>>() }
+    }
+
+    /// Whether `e` is the next row's entity and a slot waits for its value; if so, moves
+    /// past the row.
     #[inline(always)]
     pub(crate) fn advance(&mut self, e: Entity) -> bool {
-        if self.rows.get(self.next) == Some(&e) {
-            self.next += 1;
+        // SAFETY: `next < end <= rows_end`, inside the entity list borrowed for `'w`.
+        if self.next != self.end && unsafe { *self.next } == e {
+            // SAFETY: as above; at most one past the list's last row.
+            self.next = unsafe { self.next.add(1) };
             true
         } else {
             false
@@ -151,12 +222,9 @@ impl<C: Component> Default for OutBuf<C> {
 }
 
 impl<C: Component> OutBuf<C> {
-    /// Appends `value` to the current run (the caller's cursor matched).
-    ///
-    /// No call on the way takes the value: a cold path that did (the old `push_resolving`
-    /// and a growing push) made the compiler build every value on the stack first, on the
-    /// hot path too, and copy it from there.
-    #[inline(always)]
+    /// Appends `value` to the current run, as a write whose cursor matched does (tests
+    /// build buffers with it).
+    #[cfg(test)]
     pub(crate) fn push_in_run(&mut self, value: C::Output) {
         if self.open.len() == self.open.capacity() {
             self.grow();
@@ -189,17 +257,13 @@ impl<C: Component> OutBuf<C> {
     /// A write whose target is not the cursor's next row: resolves `e` in `storage` and
     /// starts a run there, returning the cursor after its first row (the caller pushes the
     /// value); or, if `e` is dead or has no `C`, counts the write dropped and returns
-    /// `None`. (The cursor goes by value, not through `&mut`, so that a caller's cursor
-    /// never has its address taken and can live in registers.)
-    #[cold]
-    #[inline(never)]
-    #[must_use]
-    pub(crate) fn resolve_run<'w>(
+    /// `None`.
+    fn resolve_run<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
         e: Entity,
-    ) -> Option<RowCursor<'w>> {
+    ) -> Option<RowCursor<'w, C::Output>> {
         let Some(loc) = storage.locate(e) else {
             self.dropped += 1;
             return None;
@@ -220,30 +284,125 @@ impl<C: Component> OutBuf<C> {
         } else {
             0
         };
-        Some(RowCursor {
-            rows: table.entities(),
-            next: loc.row as usize + 1,
-        })
+        let rows = table.entities().as_ptr_range();
+        // SAFETY: `loc.row` is a row of the table: one past it is in (or one past) its
+        // entity list.
+        let next = unsafe { rows.start.add(loc.row as usize + 1) };
+        Some(self.run_cursor(next, rows.end))
     }
 
     /// Emits `value` for `e` through `cursor`: into the current run if `e` is its next
-    /// row, else into a run started at `e` (see [`resolve_run`](Self::resolve_run)).
+    /// row, else into a run started at `e` (see [`resume`](Self::resume)).
     #[inline(always)]
     pub(crate) fn write<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
-        cursor: &mut RowCursor<'w>,
+        cursor: &mut RowCursor<'w, C::Output>,
         e: Entity,
         value: C::Output,
     ) {
-        if !cursor.advance(e) {
-            match self.resolve_run(storage, id, e) {
-                Some(c) => *cursor = c,
-                None => return, // dropped (and counted)
-            }
+        if cursor.advance(e) || self.resume_cursor(storage, id, cursor, e) {
+            // SAFETY: the caller's contract (a cursor is used only with its own buffer,
+            // and forgotten when anything else changes the buffer); `advance` or `resume`
+            // just let a row through.
+            unsafe { self.push_at(cursor, value) }
         }
-        self.push_in_run(value);
+    }
+
+    /// Appends `value` at `cursor`'s slot and moves the slot on.
+    ///
+    /// # Safety
+    /// `cursor` was made by this buffer, nothing else has changed the buffer since, and
+    /// [`RowCursor::advance`] or [`resume_cursor`](Self::resume_cursor) has just let a row
+    /// through (so a slot waits).
+    #[inline(always)]
+    pub(crate) unsafe fn push_at(
+        &mut self,
+        cursor: &mut RowCursor<'_, C::Output>,
+        value: C::Output,
+    ) {
+        // SAFETY: `cursor.dst` was made by `run_cursor` from `open` as it is now (the
+        // caller's contract), and the row let through had a slot left for its value; a
+        // pointer from `as_mut_ptr` stays valid across `set_len`.
+        unsafe {
+            cursor.dst.write(value);
+            cursor.dst = cursor.dst.add(1);
+            self.open.set_len(self.open.len() + 1);
+        }
+    }
+
+    /// [`resume`](Self::resume) for `cursor`, in place: whether the write goes on (at
+    /// `cursor`'s slot), or is dropped (and counted).
+    #[inline(always)]
+    pub(crate) fn resume_cursor<'w>(
+        &mut self,
+        storage: &'w Storage,
+        id: ComponentId,
+        cursor: &mut RowCursor<'w, C::Output>,
+        e: Entity,
+    ) -> bool {
+        match self.resume(storage, id, cursor.next, cursor.rows_end, e) {
+            Some(c) => {
+                *cursor = c;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A write that [`RowCursor::advance`] did not let through: the table's next
+    /// row with the room used up, or another target. Returns the cursor past `e`'s row
+    /// with a slot for its value, or `None` if the write is dropped (and counted).
+    ///
+    /// The cursor's two pointers come as plain arguments, not the cursor by value or by
+    /// `&mut`: a cursor that went to a call whole was kept on the caller's stack and
+    /// stored there on every write.
+    #[cold]
+    #[inline(never)]
+    #[must_use]
+    fn resume<'w>(
+        &mut self,
+        storage: &'w Storage,
+        id: ComponentId,
+        next: *const Entity,
+        rows_end: *const Entity,
+        e: Entity,
+    ) -> Option<RowCursor<'w, C::Output>> {
+        // SAFETY: `next <= rows_end`, inside the entity list borrowed for `'w` (or both
+        // null): the cursor's.
+        if next != rows_end && unsafe { *next } == e {
+            // The run goes on; its room was used up.
+            // SAFETY: as above, `next < rows_end`.
+            return Some(self.run_cursor(unsafe { next.add(1) }, rows_end));
+        }
+        self.resolve_run(storage, id, e)
+    }
+
+    /// A cursor at `next` (one past the row whose value is pushed next), with a slot for
+    /// that value and `end` as far as both the table and the room go.
+    fn run_cursor<'w>(
+        &mut self,
+        next: *const Entity,
+        rows_end: *const Entity,
+    ) -> RowCursor<'w, C::Output> {
+        if self.open.len() == self.open.capacity() {
+            self.grow();
+        }
+        let len = self.open.len();
+        let room = self.open.capacity() - len - 1;
+        // SAFETY: both in (or one past) the same entity list, `next <= rows_end` (so the
+        // distance is not negative).
+        let rows_left = unsafe { rows_end.offset_from(next) } as usize;
+        RowCursor {
+            next,
+            // SAFETY: at most `rows_left` past `next`.
+            end: unsafe { next.add(rows_left.min(room)) },
+            rows_end,
+            // SAFETY: `len < capacity`: the slot is inside the allocation.
+            dst: unsafe { self.open.as_mut_ptr().add(len) },
+            rows: PhantomData,
+        }
     }
 
     /// Starts a run at `(col, row)`, in a new segment if `new_segment`.
