@@ -171,8 +171,9 @@ impl<'w> Output<'w> {
         self.cached[i].id
     }
 
-    /// Forgets every write cursor (after runs were appended by other means) and every
-    /// remembered buffer address (before the buffers are reached by other means).
+    /// Forgets every write cursor and every remembered buffer address: every other path
+    /// calls it before it reaches the buffers (a cursor's slot points into its buffer's
+    /// room, and the next plain write must come after what that path appends).
     fn reset_cursors(&mut self) {
         for s in &mut self.cached {
             s.cursor = RowCursor::NONE;

@@ -59,6 +59,10 @@ impl<'w> Output<'w> {
         &mut self,
         f: impl Fn(Entity, Q::Item<'w>) -> C::Output + Sync,
     ) {
+        // This path changes the buffers its own way: the plain path's cursors and
+        // remembered addresses are forgotten first, so none is left pointing into a buffer
+        // changed since (even if a panic in `f` is caught inside the system).
+        self.reset_cursors();
         let world = self.world;
         if Q::FILTERS_ROWS {
             // `Changed` / `Added` keep some rows only: no whole column of values to fill.
@@ -90,7 +94,6 @@ impl<'w> Output<'w> {
             }
             buf.push_column(col, values);
         }
-        self.reset_cursors();
     }
 
     /// Emits `f(entity, item)`, where it is `Some`, as the `C` output of every entity
@@ -141,6 +144,10 @@ impl<'w> Output<'w> {
         &mut self,
         f: impl Fn(Entity, Q::Item<'w>) -> Option<C::Output> + Sync,
     ) {
+        // This path changes the buffers its own way: the plain path's cursors and
+        // remembered addresses are forgotten first, so none is left pointing into a buffer
+        // changed since (even if a panic in `f` is caught inside the system).
+        self.reset_cursors();
         let world = self.world;
         if Q::FILTERS_ROWS {
             // `Changed` / `Added` keep some rows only: no whole column to fill.
@@ -187,7 +194,6 @@ impl<'w> Output<'w> {
                 std::panic::resume_unwind(payload);
             }
         }
-        self.reset_cursors();
     }
 
     /// The plain write loop that [`write_each`](Self::write_each) and
@@ -240,6 +246,10 @@ impl<'w> Output<'w> {
         &mut self,
         f: impl Fn(Entity, Q::Item<'_>, &mut Output<'_>) + Sync,
     ) {
+        // This path changes the buffers its own way: the plain path's cursors and
+        // remembered addresses are forgotten first, so none is left pointing into a buffer
+        // changed since (even if a panic in `f` is caught inside the system).
+        self.reset_cursors();
         let world = self.world;
         let pool = self.pool;
         let threads = pool.threads();
@@ -319,7 +329,6 @@ impl<'w> Output<'w> {
         }
         self.bufs.chunks = subs;
         self.bufs.chunk_ranges = ranges;
-        self.reset_cursors();
         if let Err(payload) = result {
             std::panic::resume_unwind(payload);
         }
