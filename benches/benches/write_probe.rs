@@ -5,7 +5,9 @@
 //! `query` (the 10k movement frame of `runsync_own`'s `movement_10k`; `hecs` its
 //! hecs row, in place), `contrib_fn`,
 //! `contrib_sum` (the 100k frame of `ecs_suite`'s `contrib_100k_1w`, plain `out.write`,
-//! `Vel` merged by a `fn` or by `merge::sum`). One worker.
+//! `Vel` merged by a `fn` or by `merge::sum`), `scatter` (100k entities, each writing
+//! `Pos` of a pseudo-random other one: every write resolves its target, as in
+//! `runsync_own`'s `scatter_100k`). One worker.
 
 #![allow(missing_docs, reason = "a bench binary")]
 
@@ -73,6 +75,38 @@ fn sys_integrate(w: &World, out: &mut Output) {
     for (e, (p, v)) in w.query::<(&contrib::Pos, &contrib::Vel)>() {
         out.write::<contrib::Pos>(e, contrib::Pos(p.0 + v.0 * DT));
     }
+}
+
+/// The targets of `sys_scatter`: entity `i` writes to `SCATTER[i]`.
+static SCATTER: std::sync::OnceLock<Vec<runsync::Entity>> = std::sync::OnceLock::new();
+
+#[inline(never)]
+fn sys_scatter(w: &World, out: &mut Output) {
+    let targets = SCATTER.get().expect("set by scatter()");
+    for ((_, (p,)), &t) in w.query::<(&contrib::Pos,)>().zip(targets) {
+        out.write::<contrib::Pos>(t, contrib::Pos(p.0 * 1e-3));
+    }
+}
+
+/// 100k entities, each writing to a pseudo-random other (splitmix64's finaliser of its
+/// index), `Pos` merged by `merge::last`.
+fn scatter() -> Runtime {
+    const N: usize = 100_000;
+    let mut w = World::new();
+    w.register::<contrib::Pos>(merge::last);
+    let es: Vec<runsync::Entity> = (0..N)
+        .map(|i| w.spawn((contrib::Pos(Vec3::splat(i as f32)),)))
+        .collect();
+    let target = |i: usize| {
+        let mut x = (i as u64).wrapping_add(0x9E37_79B9_7F4A_7C15);
+        x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((x ^ (x >> 31)) % N as u64) as usize
+    };
+    SCATTER.get_or_init(|| (0..N).map(|i| es[target(i)]).collect());
+    let mut rt = Runtime::builder().workers(1).build(w);
+    rt.add_system(sys_scatter);
+    rt
 }
 
 fn add_deltas(v: &mut contrib::Vel, deltas: &[Vec3]) {
@@ -147,7 +181,8 @@ fn main() {
         "query" => movement(sys_query),
         "contrib_fn" => contrib(false),
         "contrib_sum" => contrib(true),
-        _ => panic!("PATH: plain, writer, each, query, hecs, contrib_fn or contrib_sum"),
+        "scatter" => scatter(),
+        _ => panic!("PATH: plain, writer, each, query, hecs, contrib_fn, contrib_sum or scatter"),
     };
     let t = std::time::Instant::now();
     for _ in 0..frames {

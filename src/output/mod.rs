@@ -260,7 +260,7 @@ impl<'w> Output<'w> {
         };
         // SAFETY: the cursor is `C`'s (see `write_cached`).
         let cursor = unsafe { cached.cursor.cast_mut::<C::Output>() };
-        buf.resume_cursor(world.storage(), cached.id, cursor, e)
+        buf.resume_in_place(world.storage(), cached.id, cursor, e)
     }
 
     /// A writer for one component type, for hot loops: each [`Writer::write`] is a handle

@@ -257,7 +257,9 @@ impl<C: Component> OutBuf<C> {
     /// A write whose target is not the cursor's next row: resolves `e` in `storage` and
     /// starts a run there, returning the cursor after its first row (the caller pushes the
     /// value); or, if `e` is dead or has no `C`, counts the write dropped and returns
-    /// `None`.
+    /// `None`. Inlined into each cold path that calls it (a write to another entity makes
+    /// one call, not two).
+    #[inline(always)]
     fn resolve_run<'w>(
         &mut self,
         storage: &'w Storage,
@@ -302,7 +304,15 @@ impl<C: Component> OutBuf<C> {
         e: Entity,
         value: C::Output,
     ) {
-        if cursor.advance(e) || self.resume_cursor(storage, id, cursor, e) {
+        let goes_on = cursor.advance(e)
+            || match self.resume(storage, id, cursor.next, cursor.rows_end, e) {
+                Some(c) => {
+                    *cursor = c;
+                    true
+                }
+                None => false,
+            };
+        if goes_on {
             // SAFETY: the caller's contract (a cursor is used only with its own buffer,
             // and forgotten when anything else changes the buffer); `advance` or `resume`
             // just let a row through.
@@ -314,7 +324,7 @@ impl<C: Component> OutBuf<C> {
     ///
     /// # Safety
     /// `cursor` was made by this buffer, nothing else has changed the buffer since, and
-    /// [`RowCursor::advance`] or [`resume_cursor`](Self::resume_cursor) has just let a row
+    /// [`RowCursor::advance`] or [`resume_in_place`](Self::resume_in_place) has just let a row
     /// through (so a slot waits).
     #[inline(always)]
     pub(crate) unsafe fn push_at(
@@ -332,17 +342,19 @@ impl<C: Component> OutBuf<C> {
         }
     }
 
-    /// [`resume`](Self::resume) for `cursor`, in place: whether the write goes on (at
-    /// `cursor`'s slot), or is dropped (and counted).
+    /// [`resume`](Self::resume) for `cursor`, in place and inlined: whether the write goes
+    /// on (at `cursor`'s slot), or is dropped (and counted). For a caller whose own cold
+    /// path this is (the plain write's), so that a write to another entity makes one call,
+    /// not two.
     #[inline(always)]
-    pub(crate) fn resume_cursor<'w>(
+    pub(crate) fn resume_in_place<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
         cursor: &mut RowCursor<'w, C::Output>,
         e: Entity,
     ) -> bool {
-        match self.resume(storage, id, cursor.next, cursor.rows_end, e) {
+        match self.resume_at(storage, id, cursor.next, cursor.rows_end, e) {
             Some(c) => {
                 *cursor = c;
                 true
@@ -362,6 +374,19 @@ impl<C: Component> OutBuf<C> {
     #[inline(never)]
     #[must_use]
     fn resume<'w>(
+        &mut self,
+        storage: &'w Storage,
+        id: ComponentId,
+        next: *const Entity,
+        rows_end: *const Entity,
+        e: Entity,
+    ) -> Option<RowCursor<'w, C::Output>> {
+        self.resume_at(storage, id, next, rows_end, e)
+    }
+
+    /// [`resume`](Self::resume)'s work, inlined into its callers.
+    #[inline(always)]
+    fn resume_at<'w>(
         &mut self,
         storage: &'w Storage,
         id: ComponentId,
