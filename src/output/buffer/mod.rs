@@ -290,7 +290,20 @@ impl<C: Component> OutBuf<C> {
         // SAFETY: `loc.row` is a row of the table: one past it is in (or one past) its
         // entity list.
         let next = unsafe { rows.start.add(loc.row as usize + 1) };
-        Some(self.run_cursor(next, rows.end))
+        if self.open.len() == self.open.capacity() {
+            self.grow();
+        }
+        // A slot for this write's value and no free row after it: a run a lookup starts
+        // is often one write long (writes to scattered targets), so its room is not worked
+        // out here; the next write in row order finds it (`resume`'s first branch).
+        Some(RowCursor {
+            next,
+            end: next,
+            rows_end: rows.end,
+            // SAFETY: `len < capacity` (grown above): the slot is inside the allocation.
+            dst: unsafe { self.open.as_mut_ptr().add(self.open.len()) },
+            rows: PhantomData,
+        })
     }
 
     /// Emits `value` for `e` through `cursor`: into the current run if `e` is its next
@@ -397,7 +410,7 @@ impl<C: Component> OutBuf<C> {
         // SAFETY: `next <= rows_end`, inside the entity list borrowed for `'w` (or both
         // null): the cursor's.
         if next != rows_end && unsafe { *next } == e {
-            // The run goes on; its room was used up.
+            // The run goes on; its room was used up (or not worked out yet).
             // SAFETY: as above, `next < rows_end`.
             return Some(self.run_cursor(unsafe { next.add(1) }, rows_end));
         }
