@@ -76,7 +76,9 @@ pub(crate) struct Segment<O> {
 /// row). `end` is the nearer of the table's end and the end of the buffer's room, so such
 /// a write (with `next` short of `end`) has a slot waiting at `dst`: the hot path is one
 /// bound check, one handle compare, a store and a length bump. Reaching `end` sends the
-/// write to [`OutBuf::resume`], which grows the room or starts a run elsewhere.
+/// write to [`OutBuf::resume`], which grows the room or starts a run elsewhere. (A run
+/// started by a lookup has `end == next`: its room is worked out by the next write in
+/// row order, if one comes.)
 ///
 /// `dst` points into the buffer's open segment as it was when the cursor was made: a
 /// cursor is only used with its own buffer, and forgotten whenever anything else changes
@@ -345,9 +347,9 @@ impl<C: Component> OutBuf<C> {
         cursor: &mut RowCursor<'_, C::Output>,
         value: C::Output,
     ) {
-        // SAFETY: `cursor.dst` was made by `run_cursor` from `open` as it is now (the
-        // caller's contract), and the row let through had a slot left for its value; a
-        // pointer from `as_mut_ptr` stays valid across `set_len`.
+        // SAFETY: `cursor.dst` was made by `resolve_run` or `run_cursor` from `open` as it
+        // is now (the caller's contract), and the row let through had a slot left for its
+        // value; a pointer from `as_mut_ptr` stays valid across `set_len`.
         unsafe {
             cursor.dst.write(value);
             cursor.dst = cursor.dst.add(1);
