@@ -499,18 +499,24 @@ mod incremental {
         }
     }
 
+    /// A game of over 16k rows (the saves' copies and digests run on the workers), no
+    /// input mispredicted.
+    fn big_game(seed: u64) -> Game {
+        Game {
+            seed,
+            walls: 20_000,
+            movers: 150,
+            frames: 40,
+            mispredicted: Vec::new(),
+        }
+    }
+
     /// A snapshot keeps the digests its `save_into` computed, and a restore hands them on:
     /// into another runtime of the same game, and not when `snapshot_into` has since
     /// written the snapshot anew; each checksum after a restore equals a full digest.
     #[test]
     fn digests_kept_with_a_save_serve_the_checksum_after_a_restore() {
-        let g = Game {
-            seed: 5,
-            walls: 20_000,
-            movers: 150,
-            frames: 40,
-            mispredicted: Vec::new(),
-        };
+        let g = big_game(5);
         for workers in [1, 2, 8] {
             let mut rt = build(&g, workers);
             for f in 0..5 {
@@ -559,14 +565,7 @@ mod incremental {
     /// world restored from a fresh full snapshot has no difference from it.
     #[test]
     fn every_ring_depth_restores_the_state_it_saved() {
-        // Over 16k rows: the saves' copies and digests run on the workers.
-        let g = Game {
-            seed: 11,
-            walls: 20_000,
-            movers: 150,
-            frames: 40,
-            mispredicted: Vec::new(),
-        };
+        let g = big_game(11);
         for workers in [1, 2, 8] {
             let mut rt = build(&g, workers);
             let mut ring: Vec<RuntimeSnapshot> =
