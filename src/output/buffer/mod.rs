@@ -319,14 +319,19 @@ impl<C: Component> OutBuf<C> {
         e: Entity,
         value: C::Output,
     ) {
-        let goes_on = cursor.advance(e)
-            || match self.resume(storage, id, cursor.next, cursor.rows_end, e) {
+        let goes_on = cursor.advance(e) || {
+            // Forgotten first: a panic in the cold path, caught by the system, leaves no
+            // cursor into a buffer that path may have changed.
+            let (next, rows_end) = (cursor.next, cursor.rows_end);
+            *cursor = RowCursor::NONE;
+            match self.resume(storage, id, next, rows_end, e) {
                 Some(c) => {
                     *cursor = c;
                     true
                 }
                 None => false,
-            };
+            }
+        };
         if goes_on {
             // SAFETY: the caller's contract (a cursor is used only with its own buffer,
             // and forgotten when anything else changes the buffer); `advance` or `resume`
@@ -369,7 +374,10 @@ impl<C: Component> OutBuf<C> {
         cursor: &mut RowCursor<'w, C::Output>,
         e: Entity,
     ) -> bool {
-        match self.resume_at(storage, id, cursor.next, cursor.rows_end, e) {
+        // Forgotten first, as in `write`.
+        let (next, rows_end) = (cursor.next, cursor.rows_end);
+        *cursor = RowCursor::NONE;
+        match self.resume_at(storage, id, next, rows_end, e) {
             Some(c) => {
                 *cursor = c;
                 true
