@@ -390,14 +390,6 @@ impl Clone for Entities {
     /// count) reusing this one's vectors: no allocation when they are large enough.
     fn clone_from(&mut self, src: &Self) {
         self.slots.clone_from(&src.slots);
-        self.copy_rest_from(src);
-    }
-}
-
-impl Entities {
-    /// Copies everything but the slots (free list, counts, reservations, lanes) from
-    /// `src`, reusing this one's vectors: a clone's, a save's and a load's one way to it.
-    fn copy_rest_from(&mut self, src: &Entities) {
         self.free.clone_from(&src.free);
         self.alive = src.alive;
         self.retired = src.retired;
@@ -422,15 +414,20 @@ pub(crate) struct SavedEntities {
     generations: Vec<NonZeroU32>,
     /// The stamp of each block of `generations` when it was copied (0: none).
     stamps: Vec<u64>,
-    /// Everything else the allocator holds, as an allocator with no slots (copied by
-    /// [`Entities::copy_rest_from`], as a clone copies it).
-    rest: Entities,
+    free: Vec<u32>,
+    alive: usize,
+    retired: usize,
+    reserved: Vec<Reservation>,
+    lane_base: u32,
+    lanes: u32,
+    #[cfg(test)]
+    limit: Option<usize>,
 }
 
 impl SavedEntities {
     /// Number of live entities.
     pub(crate) fn len(&self) -> usize {
-        self.rest.alive
+        self.alive
     }
 }
 
@@ -464,7 +461,16 @@ impl Entities {
             *saved = name;
         }
         debug_assert_eq!(to.generations.len(), n);
-        to.rest.copy_rest_from(self);
+        to.free.clone_from(&self.free);
+        to.alive = self.alive;
+        to.retired = self.retired;
+        to.reserved.clone_from(&self.reserved);
+        to.lane_base = self.lane_base;
+        to.lanes = self.lanes;
+        #[cfg(test)]
+        {
+            to.limit = self.limit;
+        }
     }
 
     /// Makes the allocator what `from` was saved from, given the tables' entity lists
@@ -522,7 +528,18 @@ impl Entities {
                 }
             }
         }
-        self.copy_rest_from(&from.rest);
+        self.free.clone_from(&from.free);
+        self.alive = from.alive;
+        self.retired = from.retired;
+        self.reserved.clone_from(&from.reserved);
+        self.lane_base = from.lane_base;
+        self.lanes = from.lanes;
+        self.undo.deltas.clear();
+        self.undo.dropped.clear();
+        #[cfg(test)]
+        {
+            self.limit = from.limit;
+        }
     }
 }
 
