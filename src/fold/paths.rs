@@ -45,7 +45,7 @@ use crate::component::Component;
 use crate::merge::{ColumnOutputs, Merge};
 use crate::output::buffer::{OutBuf, RowRun, run_values};
 use crate::pool::Pool;
-use crate::storage::TypeMarks;
+use crate::storage::{ChangedWords, TypeMarks};
 
 use super::bucket::{self, BucketScratch};
 use super::keyed::{self, KeyedScratch};
@@ -132,13 +132,20 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
 }
 
 /// Marks every row a source's runs will merge into as changed: one range per run.
+/// Each run's length is the next run's start (or its segment's end) less its own: no
+/// values are looked at.
 fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
+    let mut words = ChangedWords::default();
     for (_, src) in inbox {
-        for (r, values) in src.runs_with_values() {
-            let row = r.row as usize;
-            marks.mark_changed(r.col as usize, row..row + values.len());
+        for (runs, seg) in src.sealed() {
+            let ends = runs.iter().skip(1).map(|r| r.start as usize);
+            for (r, end) in runs.iter().zip(ends.chain([seg.values.len()])) {
+                let row = r.row as usize;
+                words.mark(marks, r.col as usize, row..row + (end - r.start as usize));
+            }
         }
     }
+    words.finish(marks);
 }
 
 /// Applies `values` (split by `runs`) to `columns`, one merge call per output.

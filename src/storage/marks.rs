@@ -251,6 +251,53 @@ impl ColumnMarks {
 /// marked), stage `j`'s Sync clears layer `j` and marks into it, and `columns` is the
 /// union of the layers, kept so at every mark and every row move, and rebuilt when a
 /// layer is cleared. Readers (`Changed`, `Added`, saves, `is_added`) read `columns` only.
+/// Changed rows of many runs, as [`TypeMarks::mark_changed`] takes one: runs inside one
+/// word of marks (short runs, the shape of a query loop that writes some rows and skips
+/// others) are gathered while they stay in the same word of the same column and stored
+/// once, instead of one range store each (a range costs several times a word's `or`).
+/// Longer runs are marked at once. [`finish`](Self::finish) stores the last word.
+#[derive(Default, Debug)]
+pub(crate) struct ChangedWords {
+    col: usize,
+    word: usize,
+    /// The word's rows gathered so far (0: none).
+    bits: u64,
+}
+
+impl ChangedWords {
+    /// Rows `rows` of column `col` were written.
+    #[inline]
+    pub(crate) fn mark(&mut self, marks: &mut TypeMarks, col: usize, rows: Range<usize>) {
+        if rows.is_empty() {
+            return;
+        }
+        let word = rows.start / 64;
+        if word != (rows.end - 1) / 64 {
+            return marks.mark_changed(col, rows);
+        }
+        let mask = (!0u64 >> (64 - rows.len())) << (rows.start % 64);
+        if self.bits != 0 && (col, word) == (self.col, self.word) {
+            self.bits |= mask;
+            return;
+        }
+        self.finish(marks);
+        *self = ChangedWords {
+            col,
+            word,
+            bits: mask,
+        };
+    }
+
+    /// Stores the word gathered last (if any).
+    #[inline]
+    pub(crate) fn finish(&mut self, marks: &mut TypeMarks) {
+        let bits = std::mem::take(&mut self.bits);
+        if bits != 0 {
+            marks.mark_changed_word(self.col, self.word, bits);
+        }
+    }
+}
+
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct TypeMarks {
     /// Column `k`'s marks (one per column, always); with several stages, the union of
@@ -742,6 +789,57 @@ mod tests {
                     );
                 }
                 assert_eq!(m, want, "mark {mark}, row {row}");
+            }
+        }
+    }
+
+    /// `ChangedWords` marks what one `mark_changed` per run marks: short runs
+    /// gathered into words (in one column and across columns, in and out of order), runs
+    /// across word edges, empty runs and growth, with one stage and with layers.
+    #[test]
+    fn runs_gathered_into_words_mark_what_each_run_marks() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            ((seed >> 33) % n) as usize
+        };
+        for layered in [false, true] {
+            for round in 0..if cfg!(miri) { 3 } else { 200 } {
+                let mut runs = Vec::new();
+                let mut row = 0;
+                for _ in 0..next(40) {
+                    let col = next(3);
+                    // Mostly increasing rows (a query loop), sometimes a jump back.
+                    row = if next(8) == 0 {
+                        next(300)
+                    } else {
+                        row + next(20)
+                    };
+                    let len = [0, 1, 2, 5, 63, 64, 70][next(7)];
+                    runs.push((col, row..row + len));
+                    row += len;
+                }
+                let (mut got, mut want) = (TypeMarks::default(), TypeMarks::default());
+                for m in [&mut got, &mut want] {
+                    for _ in 0..3 {
+                        m.add_column();
+                    }
+                    m.mark_changed(1, 10..12);
+                    if layered {
+                        m.begin_stage(1, 2);
+                    }
+                }
+                let mut words = ChangedWords::default();
+                for (col, rows) in &runs {
+                    words.mark(&mut got, *col, rows.clone());
+                }
+                words.finish(&mut got);
+                for (col, rows) in &runs {
+                    want.mark_changed(*col, rows.clone());
+                }
+                assert_eq!(got, want, "round {round}, layers {layered}: {runs:?}");
             }
         }
     }

@@ -62,7 +62,7 @@ use std::ops::Range;
 use canonical::Canonical;
 pub(crate) use canonical::TableOrder;
 pub(crate) use column::{AnyColumns, DebugFn, Show, TypedColumns, debug_fn};
-pub(crate) use marks::TypeMarks;
+pub(crate) use marks::{ChangedWords, TypeMarks};
 pub(crate) use mask::QueryMask;
 pub(crate) use required::Required;
 pub(crate) use table::{Table, TableId, Tables};
