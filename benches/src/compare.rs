@@ -10,11 +10,14 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use runsync::{ChildOf, Runtime, With};
-use runsync_systems::{Health, Projectile};
+use std::sync::Arc;
+
+use runsync_systems::{GlobalTransform, Health, Lifetime, Position, Projectile, Velocity};
 use runsync_tools::scenario::{ArenaConfig, build};
 use serde::{Deserialize, Serialize};
 
 use crate::bevy_arena::{BevyArena, Counts, FrameTimes, SYSTEM_NAMES};
+use crate::floor::{self, Floor, Stream};
 
 /// Which engine plays the arena.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
@@ -40,6 +43,9 @@ impl Engine {
 pub struct RunsyncArena {
     rt: Runtime,
     deaths: u64,
+    /// Each system's writes (outputs of every path) over the frames run, by name.
+    writes: Vec<(Arc<str>, u64)>,
+    frames: u64,
 }
 
 impl std::fmt::Debug for RunsyncArena {
@@ -56,6 +62,8 @@ impl RunsyncArena {
         RunsyncArena {
             rt: build(config),
             deaths: 0,
+            writes: Vec::new(),
+            frames: 0,
         }
     }
 
@@ -75,7 +83,12 @@ impl RunsyncArena {
             if &*s.name == "Death" {
                 self.deaths += s.commands as u64;
             }
+            match self.writes.iter_mut().find(|(n, _)| *n == s.name) {
+                Some((_, w)) => *w += s.writes as u64,
+                None => self.writes.push((s.name.clone(), s.writes as u64)),
+            }
         }
+        self.frames += 1;
         FrameTimes {
             wall,
             run: stats.run,
@@ -105,7 +118,73 @@ impl RunsyncArena {
     pub fn workers(&self) -> usize {
         self.rt.workers()
     }
+
+    /// The mean frame's outputs as the fold's [`Stream`]s: each system's writes a frame
+    /// (rounded), into the component types [`ARENA_WRITES`] says it writes (split evenly
+    /// among them), with those types' and their outputs' sizes.
+    ///
+    /// # Errors
+    /// Names a system that wrote but is not in [`ARENA_WRITES`] (the table is out of date).
+    pub fn fold_streams(&self) -> Result<Vec<Stream>, String> {
+        let frames = self.frames.max(1);
+        let mut streams = Vec::new();
+        for (name, writes) in &self.writes {
+            let Some((_, types)) = ARENA_WRITES.iter().find(|(n, _)| **n == **name) else {
+                if *writes > 0 {
+                    return Err(format!(
+                        "system {name} wrote {writes} outputs but ARENA_WRITES does not say into what"
+                    ));
+                }
+                continue;
+            };
+            for &(column, column_bytes, value_bytes) in *types {
+                streams.push(Stream {
+                    column,
+                    column_bytes,
+                    values: (*writes / frames / types.len() as u64) as usize,
+                    value_bytes,
+                });
+            }
+        }
+        // Streams of one type in registration order do not change the floor; by type
+        // keeps the kernel's columns in a fixed order.
+        streams.sort_by_key(|s| s.column);
+        Ok(streams)
+    }
 }
+
+/// A component type the arena's systems write into, for the fold's floor: its index in
+/// the floor's list, the bytes of a component and of one of its outputs.
+type Written = (usize, usize, usize);
+
+const fn written<C: runsync::Component>(index: usize) -> Written {
+    (
+        index,
+        std::mem::size_of::<C>(),
+        std::mem::size_of::<C::Output>(),
+    )
+}
+
+const VELOCITY: Written = written::<Velocity>(0);
+const POSITION: Written = written::<Position>(1);
+const GLOBAL: Written = written::<GlobalTransform>(2);
+const LIFETIME: Written = written::<Lifetime>(3);
+const HEALTH: Written = written::<Health>(4);
+
+/// The component types each of the arena's systems writes (`runsync_tools::scenario`),
+/// by system name. `BuildGrid` writes a resource, which the fold of components does not
+/// take; the other systems write nothing.
+pub const ARENA_WRITES: &[(&str, &[Written])] = &[
+    ("BuildGrid", &[]),
+    ("Steer", &[VELOCITY]),
+    ("Drag", &[VELOCITY]),
+    ("Separation", &[VELOCITY]),
+    ("Integrate", &[POSITION]),
+    ("PropagateTransforms", &[GLOBAL]),
+    ("Bounds", &[POSITION, VELOCITY]),
+    ("Contact", &[HEALTH]),
+    ("Expire", &[LIFETIME]),
+];
 
 /// One engine's run of the arena, as the child process prints it (one JSON line).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -134,7 +213,15 @@ pub struct RunReport {
     pub wall_ms: Vec<f64>,
     /// What the arena held at the end.
     pub end: Counts,
+    /// runsync only: the floor of its mean frame's fold ([`floor`]), measured in the run's
+    /// process after its frames.
+    #[serde(default)]
+    pub fold_floor: Option<Floor>,
 }
+
+/// Passes of the floor's kernel each way (warm, cold): a 100k-agent frame's fold is some
+/// 0.1–0.3 ms and an eviction some 3 ms, so about 0.1 s in all.
+const FLOOR_PASSES: usize = 21;
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
@@ -180,9 +267,12 @@ pub fn run(engine: Engine, config: ArenaConfig, frames: u64) -> RunReport {
             sum.1 += work;
         }
     }
-    let end = match &mut arena {
-        Either::Runsync(a) => a.counts(),
-        Either::Bevy(a) => a.counts(),
+    let (end, fold_floor) = match &mut arena {
+        Either::Runsync(a) => {
+            let streams = a.fold_streams().unwrap_or_else(|e| panic!("{e}"));
+            (a.counts(), Some(floor::measure(&streams, FLOOR_PASSES)))
+        }
+        Either::Bevy(a) => (a.counts(), None),
     };
     let n = frames as f64;
     let total: Duration = walls.iter().sum();
@@ -198,6 +288,7 @@ pub fn run(engine: Engine, config: ArenaConfig, frames: u64) -> RunReport {
         work_ms: systems.iter().map(|s| ms(s.1) / n).collect(),
         wall_ms: systems.iter().map(|s| ms(s.0) / n).collect(),
         end,
+        fold_floor,
     }
 }
 
@@ -264,12 +355,26 @@ pub fn table(runsync: &[RunReport], bevy: &[RunReport]) -> String {
         med(runsync, &|r| r.run_ms),
         med(bevy, &|r| r.run_ms),
     );
-    row(
-        &mut s,
-        "Sync / commands",
+    let (sync, commands) = (
         med(runsync, &|r| r.commands_ms),
         med(bevy, &|r| r.commands_ms),
     );
+    row(&mut s, "Sync / commands", sync, commands);
+    let floors: Vec<Floor> = runsync.iter().filter_map(|r| r.fold_floor).collect();
+    if !floors.is_empty() {
+        let f = |get: &dyn Fn(&Floor) -> f64| median(floors.iter().map(get));
+        let (warm, cold) = (f(&|x| x.warm_ms), f(&|x| x.cold_ms));
+        let mib = |b: f64| b / (1 << 20) as f64;
+        let _ = writeln!(
+            s,
+            "fold floor, warm/cold  {warm:>12.3} {cold:>14.3}    ({:.2} MiB of outputs, \
+             {:.2} MiB of columns a frame)",
+            mib(f(&|x| x.value_bytes as f64)),
+            mib(f(&|x| x.column_bytes as f64)),
+        );
+        row(&mut s, "Sync / commands+warm", sync, commands + warm);
+        row(&mut s, "Sync / commands+cold", sync, commands + cold);
+    }
     let _ = writeln!(
         s,
         "\nper system, ms per frame  {:>12} {:>14} {:>14} {:>12} {:>14}",
@@ -326,6 +431,37 @@ pub fn table(runsync: &[RunReport], bevy: &[RunReport]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every system of the arena that writes is in `ARENA_WRITES`, so the floor counts
+    /// every output; and the streams are the frames' writes.
+    #[test]
+    fn the_floor_takes_every_write_of_the_arena() {
+        let mut a = RunsyncArena::new(ArenaConfig {
+            agents: 400,
+            seed: 1,
+            workers: 1,
+        });
+        for _ in 0..3 {
+            a.frame();
+        }
+        let streams = a.fold_streams().expect("every writer is in the table");
+        let values: usize = streams.iter().map(|s| s.values).sum();
+        let writes: u64 = a
+            .writes
+            .iter()
+            .filter(|(n, _)| &**n != "BuildGrid")
+            .map(|(_, w)| w)
+            .sum();
+        assert!(values > 0);
+        // Each system's mean, rounded down, split among its types: within a value a
+        // stream of the total.
+        assert!(
+            (writes / 3).abs_diff(values as u64) <= streams.len() as u64,
+            "{values} values in the streams, {writes} writes in 3 frames"
+        );
+        a.writes.push(("Unknown".into(), 1));
+        assert!(a.fold_streams().unwrap_err().contains("Unknown"));
+    }
 
     #[test]
     fn median_of_odd_even_and_empty() {

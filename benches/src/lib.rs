@@ -5,3 +5,4 @@
 
 pub mod bevy_arena;
 pub mod compare;
+pub mod floor;
