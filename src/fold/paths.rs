@@ -115,9 +115,8 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
         failed,
     };
     if M::ONE_AT_A_TIME || (job.inbox.len() == 1 && job.inbox[0].1.is_ordered()) {
-        mark_changed(marks, job.inbox);
-        if !par_in_order(&mut job, &mut scratch.cols) {
-            in_order(job);
+        if !par_in_order(&mut job, marks, &mut scratch.cols) {
+            in_order(job, marks);
         }
     } else if sweep::applies(job.inbox) {
         mark_changed(marks, job.inbox);
@@ -135,31 +134,40 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
 /// Each run's length is the next run's start (or its segment's end) less its own: no
 /// values are looked at.
 fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
-    let mut words = ChangedWords::default();
+    let mut words = ChangedWords::new(marks);
     for (_, src) in inbox {
         for (runs, seg) in src.sealed() {
             let ends = runs.iter().skip(1).map(|r| r.start as usize);
             for (r, end) in runs.iter().zip(ends.chain([seg.values.len()])) {
                 let row = r.row as usize;
-                words.mark(marks, r.col as usize, row..row + (end - r.start as usize));
+                words.mark(r.col as usize, row..row + (end - r.start as usize));
             }
         }
     }
-    words.finish(marks);
 }
 
-/// Applies `values` (split by `runs`) to `columns`, one merge call per output.
+/// Applies `values` (split by `runs`) to `columns`, one merge call per output, marking
+/// each run's rows changed before it merges into them. A run of one row (a loop that
+/// writes some rows and skips others makes many) is merged without the loop.
 #[inline]
 fn apply_runs<C: Component, M: Merge<C>>(
     merge: &M,
     runs: &[RowRun],
     values: &[C::Output],
     columns: &mut [Vec<C>],
+    marks: &mut ChangedWords<'_>,
     on_unwind: &mut OnUnwind<'_>,
 ) {
     for (r, vals) in run_values(runs, values) {
         let row = r.row as usize;
-        let rows = &mut columns[r.col as usize][row..row + vals.len()];
+        marks.mark(r.col as usize, row..row + vals.len());
+        let column = &mut columns[r.col as usize];
+        if let [o] = vals {
+            on_unwind.at(r.col, row);
+            merge.merge(&mut column[row], std::slice::from_ref(o));
+            continue;
+        }
+        let rows = &mut column[row..row + vals.len()];
         for (k, (v, o)) in rows.iter_mut().zip(vals).enumerate() {
             on_unwind.at(r.col, row + k);
             merge.merge(v, std::slice::from_ref(o));
@@ -212,8 +220,8 @@ fn whole_column<C>(runs: &[RowRun], len: usize, columns: &[Vec<C>]) -> Option<us
     }
 }
 
-/// The in-order path on the calling thread.
-fn in_order<C: Component, M: Merge<C>>(job: FoldJob<'_, C, M>) {
+/// The in-order path on the calling thread; it marks the rows as it merges them.
+fn in_order<C: Component, M: Merge<C>>(job: FoldJob<'_, C, M>, marks: &mut TypeMarks) {
     let FoldJob {
         merge,
         columns,
@@ -222,15 +230,24 @@ fn in_order<C: Component, M: Merge<C>>(job: FoldJob<'_, C, M>) {
         ..
     } = job;
     let mut on_unwind = OnUnwind::new(failed, FailedAt::Column(0));
+    let mut marks = ChangedWords::new(marks);
     for (_, src) in inbox.iter_mut() {
         for (seg_runs, seg) in src.sealed_mut() {
             if let Some(col) = whole_column(seg_runs, seg.values.len(), columns) {
                 on_unwind.at_column(col as u32);
+                marks.mark(col, 0..seg.values.len());
                 if merge.replace_column(ColumnOutputs::new(&mut columns[col], &mut seg.values)) {
                     continue;
                 }
             }
-            apply_runs(merge, seg_runs, &seg.values, columns, &mut on_unwind);
+            apply_runs(
+                merge,
+                seg_runs,
+                &seg.values,
+                columns,
+                &mut marks,
+                &mut on_unwind,
+            );
         }
     }
     on_unwind.disarm();
@@ -250,6 +267,7 @@ struct RowPart<'a, C> {
 /// swapped in whole by a merge that replaces columns (cheaper on one thread).
 fn par_in_order<C: Component, M: Merge<C>>(
     job: &mut FoldJob<'_, C, M>,
+    marks: &mut TypeMarks,
     cols: &mut Vec<u32>,
 ) -> bool {
     let FoldJob {
@@ -306,6 +324,7 @@ fn par_in_order<C: Component, M: Merge<C>>(
         return false;
     }
     let inbox: &[(u32, Box<OutBuf<C>>)] = inbox;
+    mark_changed(marks, inbox);
     let result = pool.for_each_mut(&mut parts[..n], &|_, part| {
         for (_, src) in inbox {
             for (seg_runs, seg) in src.sealed() {
@@ -756,6 +775,7 @@ mod tests {
         // Split whenever there is a second thread (none with `single-threaded`).
         let split = par_in_order(
             &mut job(&merge::sum, &mut cols, &mut inbox, &pool, &mut None),
+            &mut marks_for(&columns()),
             &mut cols_touched,
         );
         assert_eq!(split, pool.threads() > 1);
@@ -767,6 +787,7 @@ mod tests {
         let mut cols_touched = Vec::new();
         assert!(!par_in_order(
             &mut job(&merge::last, &mut l, &mut inbox, &pool, &mut None),
+            &mut marks_for(&[Vec::<L>::new()]),
             &mut cols_touched,
         ));
     }
@@ -881,6 +902,16 @@ mod tests {
                     Some(FailedAt::Row { col, row }),
                     "{pick:?}, {threads} threads"
                 );
+                // Every row the merge changed before it panicked is marked changed
+                // (the in-order path marks as it goes, the others first).
+                for (c, (now, was)) in cols.iter().zip(columns()).enumerate() {
+                    for (r, (a, b)) in now.iter().zip(&was).enumerate() {
+                        assert!(
+                            a == b || marks.column(c).changed.get(r),
+                            "{pick:?}, {threads} threads: column {c} row {r} changed unmarked"
+                        );
+                    }
+                }
             }
         }
     }

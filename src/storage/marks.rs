@@ -255,46 +255,66 @@ impl ColumnMarks {
 /// word of marks (short runs, the shape of a query loop that writes some rows and skips
 /// others) are gathered while they stay in the same word of the same column and stored
 /// once, instead of one range store each (a range costs several times a word's `or`).
-/// Longer runs are marked at once. [`finish`](Self::finish) stores the last word.
-#[derive(Default, Debug)]
-pub(crate) struct ChangedWords {
+/// Longer runs are marked at once. The last word is stored when this is dropped, so a
+/// merge that panics after its rows were marked leaves them marked.
+pub(crate) struct ChangedWords<'m> {
+    marks: &'m mut TypeMarks,
     col: usize,
     word: usize,
     /// The word's rows gathered so far (0: none).
     bits: u64,
 }
 
-impl ChangedWords {
-    /// Rows `rows` of column `col` were written.
-    #[inline]
-    pub(crate) fn mark(&mut self, marks: &mut TypeMarks, col: usize, rows: Range<usize>) {
+impl<'m> ChangedWords<'m> {
+    /// Gathers changed rows into `marks`.
+    pub(crate) fn new(marks: &'m mut TypeMarks) -> Self {
+        ChangedWords {
+            marks,
+            col: 0,
+            word: 0,
+            bits: 0,
+        }
+    }
+
+    /// Rows `rows` of column `col` were written. Inlined into the caller's loop: a run
+    /// in the word being gathered costs a few instructions.
+    #[inline(always)]
+    pub(crate) fn mark(&mut self, col: usize, rows: Range<usize>) {
         if rows.is_empty() {
             return;
         }
         let word = rows.start / 64;
         if word != (rows.end - 1) / 64 {
-            return marks.mark_changed(col, rows);
+            return self.marks.mark_changed(col, rows);
         }
         let mask = (!0u64 >> (64 - rows.len())) << (rows.start % 64);
         if self.bits != 0 && (col, word) == (self.col, self.word) {
             self.bits |= mask;
             return;
         }
-        self.finish(marks);
-        *self = ChangedWords {
-            col,
-            word,
-            bits: mask,
-        };
+        self.next_word(col, word, mask);
+    }
+
+    /// Stores the word gathered so far and starts gathering `word` of `col`.
+    #[inline(never)]
+    fn next_word(&mut self, col: usize, word: usize, bits: u64) {
+        self.store();
+        (self.col, self.word, self.bits) = (col, word, bits);
     }
 
     /// Stores the word gathered last (if any).
     #[inline]
-    pub(crate) fn finish(&mut self, marks: &mut TypeMarks) {
+    fn store(&mut self) {
         let bits = std::mem::take(&mut self.bits);
         if bits != 0 {
-            marks.mark_changed_word(self.col, self.word, bits);
+            self.marks.mark_changed_word(self.col, self.word, bits);
         }
+    }
+}
+
+impl Drop for ChangedWords<'_> {
+    fn drop(&mut self) {
+        self.store();
     }
 }
 
@@ -557,10 +577,16 @@ impl TypeMarks {
     pub(crate) fn mark_changed_word(&mut self, col: usize, word: usize, rows: u64) {
         marked_sets!(self, |cols| {
             let words = &mut cols[col].changed.0;
-            if words.len() <= word {
-                words.resize(word + 1, 0);
+            // The next word past the end (marks grow row by row after Sync's clear): a
+            // push, not `resize`'s fill.
+            if words.len() == word {
+                words.push(rows);
+            } else {
+                if words.len() < word {
+                    words.resize(word + 1, 0);
+                }
+                words[word] |= rows;
             }
-            words[word] |= rows;
         });
     }
 
@@ -831,11 +857,11 @@ mod tests {
                         m.begin_stage(1, 2);
                     }
                 }
-                let mut words = ChangedWords::default();
+                let mut words = ChangedWords::new(&mut got);
                 for (col, rows) in &runs {
-                    words.mark(&mut got, *col, rows.clone());
+                    words.mark(*col, rows.clone());
                 }
-                words.finish(&mut got);
+                drop(words);
                 for (col, rows) in &runs {
                     want.mark_changed(*col, rows.clone());
                 }
