@@ -29,10 +29,13 @@
 //!    one merge call per entity follows (see `keyed`). The sort's passes and the merges
 //!    are split over the workers when there are many outputs.
 //!
-//! Every path first marks the rows it is about to merge into as *changed* (see
-//! `storage::marks`): one range fill per run, from the runs alone, so the cost is
-//! O(runs + rows / 64) whatever the path, and a whole-column swap is one fill. (The
-//! bucketed and keyed paths mark rows from what they sorted.)
+//! Every path marks the rows it merges into as *changed* (see `storage::marks`), from
+//! the runs alone: runs inside one word of marks are gathered into one `or`, a longer
+//! run is one range fill, so the cost is O(runs + rows / 64) whatever the path, and a
+//! whole-column swap is one fill. The in-order path on the calling thread marks each run
+//! just before it merges it (one walk over the runs); the others mark every run first.
+//! Either way a merge that panics leaves every row it changed marked. (The bucketed and
+//! keyed paths mark rows from what they sorted.)
 //!
 //! No path depends on thread timing.
 //!
@@ -130,7 +133,7 @@ pub(super) fn fold<C: Component, M: Merge<C>>(
     counts
 }
 
-/// Marks every row a source's runs will merge into as changed: one range per run.
+/// Marks every row a source's runs will merge into as changed, through [`ChangedWords`].
 /// Each run's length is the next run's start (or its segment's end) less its own: no
 /// values are looked at.
 fn mark_changed<C: Component>(marks: &mut TypeMarks, inbox: &[(u32, Box<OutBuf<C>>)]) {
