@@ -568,7 +568,7 @@ impl RunStats {
                     commands_per_frame: s.commands as f64 / n,
                 })
                 .collect(),
-            scaling: Scaling::of(mean_ms(self.work_ns), mean_ms(self.span_ns)),
+            scaling: Scaling::of(mean_ms(self.work_ns), mean_ms(self.span_ns), workers),
             entities_alive: self.entities,
             agents_alive,
             turrets_alive,
@@ -614,6 +614,14 @@ pub struct SystemSummary {
     pub commands_per_frame: f64,
 }
 
+/// `n` workers, in words: "1 worker", "2 workers".
+pub fn workers_phrase(n: usize) -> String {
+    match n {
+        1 => "1 worker".to_owned(),
+        n => format!("{n} workers"),
+    }
+}
+
 /// Work and span over a run: what one worker would need per frame, and the part of it
 /// no number of workers can shorten.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
@@ -627,14 +635,19 @@ pub struct Scaling {
     /// `(workers, bound)`: the most a frame of mean work and span can speed up on that
     /// many workers against one, `min(workers, work / span)`.
     pub speedup_bound: Vec<(usize, f64)>,
+    /// Whether the run's parallel loops were cut into parts (two workers or more). On one
+    /// worker each loop runs as one piece, so its whole time counts as span: the span and
+    /// the bound then say nothing about more workers, and the table says so.
+    pub split: bool,
 }
 
 impl Scaling {
     /// The workers [`Scaling::speedup_bound`] is given for.
     pub const WORKERS: [usize; 3] = [4, 16, 64];
 
-    /// Of a mean frame of this work and span (milliseconds).
-    pub fn of(work_ms: f64, span_ms: f64) -> Scaling {
+    /// Of a mean frame of this work and span (milliseconds), measured on `workers`
+    /// workers.
+    pub fn of(work_ms: f64, span_ms: f64, workers: usize) -> Scaling {
         let ratio = if span_ms > 0.0 {
             work_ms / span_ms
         } else {
@@ -652,6 +665,7 @@ impl Scaling {
                 .iter()
                 .map(|&p| (p, ratio.min(p as f64)))
                 .collect(),
+            split: workers > 1,
         }
     }
 }
@@ -702,8 +716,11 @@ impl Summary {
         let mut s = String::new();
         let _ = writeln!(
             s,
-            "frames per second  {:>9.1}   ({} frames in {:.2} s on {} workers)",
-            self.fps, self.frames, self.seconds, self.workers
+            "frames per second  {:>9.1}   ({} frames in {:.2} s on {})",
+            self.fps,
+            self.frames,
+            self.seconds,
+            workers_phrase(self.workers)
         );
         let _ = writeln!(s);
         // The first column fits the longest system name (`PropagateTransforms`).
@@ -740,12 +757,21 @@ impl Summary {
             sc.span_percent,
             w2 = w.saturating_sub(1)
         );
-        let bounds: Vec<String> = sc
-            .speedup_bound
-            .iter()
-            .map(|(p, b)| format!("{b:.1}x on {p}"))
-            .collect();
-        let _ = writeln!(s, "{:<w$} {}", "speed-up bound", bounds.join(", "));
+        if sc.split {
+            let bounds: Vec<String> = sc
+                .speedup_bound
+                .iter()
+                .map(|(p, b)| format!("{b:.1}x on {p}"))
+                .collect();
+            let _ = writeln!(s, "{:<w$} {}", "speed-up bound", bounds.join(", "));
+        } else {
+            let _ = writeln!(
+                s,
+                "{:<w$} not measured on 1 worker: each parallel loop ran as one piece, so it \
+                 all counts as span (run with --workers 2 or more)",
+                "speed-up bound"
+            );
+        }
         let _ = writeln!(s);
         let _ = writeln!(
             s,
@@ -1001,6 +1027,14 @@ mod tests {
         assert_eq!(s.scaling.speedup_bound, [(4, 4.0), (16, 4.0), (64, 4.0)]);
         assert!(
             t.contains("span 25.0 % of work") && t.contains("4.0x on 16"),
+            "{t}"
+        );
+        // On one worker no loop was cut into parts: the bound is not given.
+        let one = r.summary(1, 8, 0, Some(1 << 20));
+        assert!(!one.scaling.split);
+        let t = one.table();
+        assert!(
+            t.contains("not measured on 1 worker") && !t.contains("4.0x on 16"),
             "{t}"
         );
     }

@@ -24,7 +24,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use runsync::{LoadError, Replay, ReplayError, RuntimeSnapshot, SaveError};
 use runsync_systems::Health;
 use runsync_tools::digest::{desync_report, digest, first_mismatch};
-use runsync_tools::report::{FrameRecord, RunStats, Summary, peak_memory_bytes};
+use runsync_tools::report::{FrameRecord, RunStats, Summary, peak_memory_bytes, workers_phrase};
 use runsync_tools::scenario::{
     ArenaConfig, TEAMS, arena_side, build, check_agents, recorded_config,
 };
@@ -456,12 +456,12 @@ fn replay(path: &Path, workers: usize) -> ExitCode {
     };
     let mut rt = build(config);
     println!(
-        "arena: replaying {} frames of {} agents in {} teams, seed {}, on {} workers",
+        "arena: replaying {} frames of {} agents in {} teams, seed {}, on {}",
         replay.len(),
         config.agents,
         TEAMS,
         config.seed,
-        rt.workers()
+        workers_phrase(rt.workers())
     );
     let start = Instant::now();
     match rt.play_replay::<()>(&replay) {
@@ -577,13 +577,13 @@ fn main() -> ExitCode {
     let workers = rt.workers();
     if !args.json {
         println!(
-            "arena: {} agents in {} teams on a {:.0}x{:.0} field, {} frames, {} workers, seed {}",
+            "arena: {} agents in {} teams on a {:.0}x{:.0} field, {} frames, {}, seed {}",
             args.entities,
             TEAMS,
             arena_side(args.entities),
             arena_side(args.entities),
             args.frames,
-            workers,
+            workers_phrase(workers),
             args.seed
         );
     }
@@ -731,8 +731,9 @@ fn main() -> ExitCode {
 
     if let Some(path) = &args.chart {
         let title = format!(
-            "arena: {} agents, {} workers — Run and Sync time per frame",
-            args.entities, workers
+            "arena: {} agents, {} — Run and Sync time per frame",
+            args.entities,
+            workers_phrase(workers)
         );
         if let Err(e) = chart::draw(path, &stats, &title) {
             eprintln!(
