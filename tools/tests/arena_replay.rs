@@ -91,7 +91,10 @@ fn a_replay_recorded_at_2_workers_replays_at_1_and_8_and_an_altered_one_diverges
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success(), "{}", text(&out));
         // (With `runsync/single-threaded`, every run is on 1 worker, whatever is asked.)
-        let on = ["seed 1, on 1 worker".to_owned(), format!("seed 1, on {workers} worker")];
+        let on = [
+            "seed 1, on 1 worker".to_owned(),
+            format!("seed 1, on {workers} worker"),
+        ];
         assert!(
             stdout.contains("of 2000 agents in 4 teams, ")
                 && on.iter().any(|on| stdout.contains(on))
