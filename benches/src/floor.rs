@@ -61,47 +61,57 @@ fn lanes(bytes: usize) -> usize {
     bytes.div_ceil(4).max(1)
 }
 
-/// The kernel's data: one column per type, one buffer per stream.
+/// The kernel's data: per type, its column and its streams' values.
 struct Frame {
-    columns: Vec<Vec<f32>>,
-    /// Each stream's column, its values' lanes and the lanes of its column's rows.
-    sources: Vec<(usize, Vec<f32>, usize, usize)>,
+    types: Vec<Type>,
+}
+
+/// One component type's column (`lanes` `f32`s a row) and each of its streams' values
+/// with their lanes, in stream order.
+struct Type {
+    column: Vec<f32>,
+    lanes: usize,
+    sources: Vec<(Vec<f32>, usize)>,
 }
 
 impl Frame {
     fn new(streams: &[Stream]) -> Frame {
-        let types = streams.iter().map(|s| s.column + 1).max().unwrap_or(0);
-        let mut rows = vec![(0usize, 1usize); types];
-        for s in streams {
-            let r = &mut rows[s.column];
-            r.0 = r.0.max(s.values);
-            r.1 = lanes(s.column_bytes);
-        }
-        let columns = rows.iter().map(|&(n, w)| vec![0.0f32; n * w]).collect();
-        let sources = streams
-            .iter()
-            .map(|s| {
-                let w = lanes(s.value_bytes);
-                let values = (0..s.values * w).map(|i| (i % 7) as f32).collect();
-                (s.column, values, w, rows[s.column].1)
+        let count = streams.iter().map(|s| s.column + 1).max().unwrap_or(0);
+        let mut types: Vec<Type> = (0..count)
+            .map(|_| Type {
+                column: Vec::new(),
+                lanes: 1,
+                sources: Vec::new(),
             })
             .collect();
-        Frame { columns, sources }
+        for s in streams {
+            let t = &mut types[s.column];
+            let w = lanes(s.value_bytes);
+            t.lanes = lanes(s.column_bytes);
+            t.sources
+                .push(((0..s.values * w).map(|i| (i % 7) as f32).collect(), w));
+        }
+        for t in &mut types {
+            let rows = t
+                .sources
+                .iter()
+                .map(|(v, w)| v.len() / w)
+                .max()
+                .unwrap_or(0);
+            t.column = vec![0.0; rows * t.lanes];
+        }
+        Frame { types }
     }
 
     /// One fold: per column, block by block, every source of it added in.
     fn fold(&mut self) {
-        for (c, column) in self.columns.iter_mut().enumerate() {
-            let sources: Vec<&(usize, Vec<f32>, usize, usize)> =
-                self.sources.iter().filter(|s| s.0 == c).collect();
-            let Some(&&(_, _, _, cw)) = sources.first() else {
-                continue;
-            };
-            let rows = column.len() / cw;
+        for t in &mut self.types {
+            let cw = t.lanes;
+            let rows = t.column.len() / cw;
             for start in (0..rows).step_by(BLOCK) {
                 let end = (start + BLOCK).min(rows);
-                let block = &mut column[start * cw..end * cw];
-                for &(_, values, vw, _) in &sources {
+                let block = &mut t.column[start * cw..end * cw];
+                for (values, vw) in &t.sources {
                     let n = values.len() / vw;
                     if start >= n {
                         continue;
@@ -116,12 +126,13 @@ impl Frame {
                 }
             }
         }
-        black_box(&mut self.columns);
+        black_box(&mut self.types);
     }
 
     fn bytes(&self) -> (u64, u64) {
-        let values = self.sources.iter().map(|s| s.1.len() * 4).sum::<usize>();
-        let columns = self.columns.iter().map(|c| c.len() * 4).sum::<usize>();
+        let values = self.types.iter().flat_map(|t| &t.sources);
+        let values = values.map(|(v, _)| v.len() * 4).sum::<usize>();
+        let columns = self.types.iter().map(|t| t.column.len() * 4).sum::<usize>();
         (values as u64, columns as u64)
     }
 }
@@ -202,11 +213,11 @@ mod tests {
         frame.fold();
         // Value lane i is (i % 7): row 1's lanes 2 and 3 get 2 + 3 from the first stream
         // and the same from the second.
-        assert_eq!(&frame.columns[0][2..4], &[4.0, 6.0]);
-        assert_eq!(frame.columns[0][4 * 2], 1.0 + 0.0);
+        assert_eq!(&frame.types[0].column[2..4], &[4.0, 6.0]);
+        assert_eq!(frame.types[0].column[4 * 2], 1.0 + 0.0);
         // A value of one lane lands in lane 0 of its 4-lane row; the others stay 0.
         assert_eq!(
-            &frame.columns[1][4 * 4099..4 * 4100],
+            &frame.types[1].column[4 * 4099..4 * 4100],
             &[(4099 % 7) as f32, 0.0, 0.0, 0.0]
         );
         assert_eq!(

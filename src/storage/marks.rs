@@ -242,15 +242,6 @@ impl ColumnMarks {
     }
 }
 
-/// The marks of every column of one type, and whether any is set.
-///
-/// With one stage, `columns` is all there is: the previous Sync's marks (and those made
-/// since, between frames), cleared at the start of the next Sync. With `S` stages a
-/// system runs once every `S` stage-Syncs, so what it must see is what the last `S`
-/// Syncs did: `layers` keeps one layer per stage (what that stage's most recent Sync
-/// marked), stage `j`'s Sync clears layer `j` and marks into it, and `columns` is the
-/// union of the layers, kept so at every mark and every row move, and rebuilt when a
-/// layer is cleared. Readers (`Changed`, `Added`, saves, `is_added`) read `columns` only.
 /// Changed rows of many runs, as [`TypeMarks::mark_changed`] takes one: runs inside one
 /// word of marks (short runs, the shape of a query loop that writes some rows and skips
 /// others) are gathered while they stay in the same word of the same column and stored
@@ -318,6 +309,15 @@ impl Drop for ChangedWords<'_> {
     }
 }
 
+/// The marks of every column of one type, and whether any is set.
+///
+/// With one stage, `columns` is all there is: the previous Sync's marks (and those made
+/// since, between frames), cleared at the start of the next Sync. With `S` stages a
+/// system runs once every `S` stage-Syncs, so what it must see is what the last `S`
+/// Syncs did: `layers` keeps one layer per stage (what that stage's most recent Sync
+/// marked), stage `j`'s Sync clears layer `j` and marks into it, and `columns` is the
+/// union of the layers, kept so at every mark and every row move, and rebuilt when a
+/// layer is cleared. Readers (`Changed`, `Added`, saves, `is_added`) read `columns` only.
 #[derive(Default, Debug, PartialEq, Eq)]
 pub(crate) struct TypeMarks {
     /// Column `k`'s marks (one per column, always); with several stages, the union of
